@@ -1,0 +1,43 @@
+"""What every backend supplies: the namespace and what the Array API lacks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Backend:
+    """An array library bound to one device.
+
+    ``xp`` is the Array API namespace (through array-api-compat). A subclass
+    adds host transfers, synchronisation, and may override the lowering of
+    hot ops in ``overrides`` (op name -> ``lower(xp, **attrs)``).
+    """
+
+    name = "base"
+
+    def __init__(self, xp, device=None, overrides=None):
+        self.xp = xp
+        self.device = device
+        self.overrides = dict(overrides or {})
+
+    def asarray(self, host: np.ndarray):
+        """A device array holding a copy-safe version of the NumPy array ``host``."""
+        return self.xp.asarray(host, device=self.device)
+
+    def is_native(self, value) -> bool:
+        """Whether ``value`` is already an array of this backend (fed without a copy)."""
+        return False
+
+    def to_numpy(self, array) -> np.ndarray:
+        """A NumPy copy of a backend array."""
+        return np.asarray(array)
+
+    def copy(self, array):
+        """A copy of a backend array, for values the session must own."""
+        return self.xp.asarray(array, copy=True)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (a no-op on synchronous CPU backends)."""
+
+    def __repr__(self) -> str:
+        return f"<gradflow backend {self.name} device={self.device}>"

@@ -1,0 +1,54 @@
+"""The NumPy backend (CPU): the default."""
+
+from __future__ import annotations
+
+import array_api_compat.numpy as xp
+import numpy as np
+
+from gradflow.backends.base import Backend
+from gradflow.ops.index_ops import bind_gather_grad
+
+
+def _scatter_add_rows(xp_, rows, indices, num_rows):
+    out = np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype)
+    np.add.at(out, indices, rows)
+    return out
+
+
+def _relu_grad(xp_):
+    def relu_grad(g, x):
+        return np.multiply(g, x > 0)
+
+    return relu_grad
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+
+    def asarray(self, host):
+        return np.asarray(host)
+
+    def is_native(self, value):
+        return isinstance(value, np.ndarray)
+
+    def to_numpy(self, array):
+        return np.array(array, copy=True)
+
+    def copy(self, array):
+        return np.array(array, copy=True)
+
+
+OVERRIDES = {
+    "gather_grad": bind_gather_grad(_scatter_add_rows),
+    "relu_grad": _relu_grad,
+}
+
+
+def unavailable_reason(device=None):
+    if device not in (None, "cpu"):
+        return f"NumPy runs on the CPU only, not on device {device!r}"
+    return None
+
+
+def create(device=None):
+    return NumpyBackend(xp, "cpu", OVERRIDES)

@@ -1,0 +1,259 @@
+"""Graph, Tensor and Operation: the immutable data a model is built from."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from gradflow import dtypes
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_source_line() -> str:
+    """``file:line`` of the first caller frame outside gradflow (for error messages)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+class TensorShape(tuple):
+    """A static shape: a tuple whose unknown dimensions are ``None``."""
+
+    @property
+    def ndims(self) -> int:
+        return len(self)
+
+    def as_list(self) -> list:
+        return list(self)
+
+    def is_fully_defined(self) -> bool:
+        return all(d is not None for d in self)
+
+    def num_elements(self):
+        if not self.is_fully_defined():
+            return None
+        return int(np.prod(self, dtype=np.int64))
+
+
+class Tensor:
+    """A symbolic value: the single output of one node of a Graph.
+
+    A node records its op, its input tensors, its attributes, its static shape
+    (``None`` for an unknown dimension), its dtype, its unique name and the line
+    of user code that created it. Nodes are never changed after creation.
+    """
+
+    def __init__(self, graph, opdef, inputs, attrs, shape, dtype, name, source):
+        self.graph = graph
+        self.opdef = opdef
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.shape = TensorShape(shape) if shape is not None else None
+        self.dtype = dtype
+        self.name = name
+        self.source = source
+        self.index = len(graph.nodes)  # position in the graph: a stable, seedable id
+        self.gradient_override = graph._gradient_overrides.get(opdef.name)
+
+    # -- TF1 accessors -------------------------------------------------------
+    @property
+    def type(self) -> str:
+        return self.opdef.name
+
+    @property
+    def op(self):
+        """TF1 compatibility: the node that produces this tensor (itself)."""
+        return self
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        """Run this tensor in ``session`` (default: the default session)."""
+        from gradflow.session import _session_for
+
+        return _session_for(session, self).run(self, feed_dict=feed_dict)
+
+    def __repr__(self) -> str:
+        dt = self.dtype.name if self.dtype is not None else "none"
+        shape = tuple(self.shape) if self.shape is not None else "unknown"
+        return f"<gf.Tensor '{self.name}' shape={shape} dtype={dt}>"
+
+    def describe(self) -> str:
+        """One line naming the op, its name and the user line that built it."""
+        return f"{self.opdef.name} '{self.name}' (created at {self.source})"
+
+    __hash__ = object.__hash__
+
+    # Operators are installed by gradflow.ops.overloads (they need the op modules).
+
+
+class Operation(Tensor):
+    """A node that produces no value (``group``, ``no_op``, initializers).
+
+    Running it runs its inputs; ``Session.run`` returns ``None`` for it.
+    """
+
+    def run(self, feed_dict=None, session=None):
+        from gradflow.session import _session_for
+
+        return _session_for(session, self).run(self, feed_dict=feed_dict)
+
+    def __repr__(self) -> str:
+        return f"<gf.Operation '{self.name}' type={self.opdef.name}>"
+
+
+class Graph:
+    """A static computational graph: the nodes, their names and the collections.
+
+    >>> g = gf.Graph()
+    >>> with g.as_default():
+    ...     x = gf.placeholder(gf.float32, shape=(None, 3))
+    """
+
+    def __init__(self):
+        self.nodes: list[Tensor] = []
+        self._names: dict[str, int] = {}
+        self._scope: list[str] = []
+        self._collections: dict[str, list] = {}
+        self.seed = None
+        self._var_scopes: list = []
+        self._var_store: dict = {}
+        self._gradient_overrides: dict = {}
+
+    # -- default graph -------------------------------------------------------
+    def as_default(self) -> "Graph":
+        """Make this the default graph and return it.
+
+        Used with ``with`` the previous default comes back at the end of the
+        block; called alone (the tutorial style) it stays the default.
+        """
+        _state.graph_stack.append(self)
+        return self
+
+    def __enter__(self) -> "Graph":
+        return self
+
+    def __exit__(self, *exc):
+        stack = _state.graph_stack
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
+                break
+        return False
+
+    # -- names and scopes ----------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        name = "/".join(self._scope + [base]) if self._scope else base
+        count = self._names.get(name, 0)
+        self._names[name] = count + 1
+        if count:
+            unique = f"{name}_{count}"
+            while unique in self._names:
+                count += 1
+                unique = f"{name}_{count}"
+            self._names[name] = count + 1
+            self._names[unique] = 1
+            return unique
+        return name
+
+    @contextmanager
+    def name_scope(self, name):
+        """Prefix the names of the nodes made inside with ``name/``."""
+        if name is None or name == "":
+            saved = self._scope
+            self._scope = []
+            try:
+                yield ""
+            finally:
+                self._scope = saved
+            return
+        name = name.rstrip("/")
+        scoped = self.unique_name(name)
+        saved = self._scope
+        self._scope = scoped.split("/")
+        try:
+            yield scoped + "/"
+        finally:
+            self._scope = saved
+
+    @contextmanager
+    def gradient_override_map(self, op_type_map: dict):
+        """Use gradients registered with ``RegisterGradient`` for the ops built inside."""
+        saved = dict(self._gradient_overrides)
+        self._gradient_overrides.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_overrides = saved
+
+    # -- nodes ---------------------------------------------------------------
+    def add_node(self, node: Tensor) -> Tensor:
+        self.nodes.append(node)
+        return node
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        name = name[:-2] if name.endswith(":0") else name
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"the graph has no tensor named {name!r}")
+
+    get_operation_by_name = get_tensor_by_name
+
+    def get_operations(self) -> list:
+        return list(self.nodes)
+
+    # -- collections ---------------------------------------------------------
+    def add_to_collection(self, key: str, value) -> None:
+        self._collections.setdefault(key, []).append(value)
+
+    def get_collection(self, key: str) -> list:
+        return list(self._collections.get(key, []))
+
+    def __repr__(self) -> str:
+        return f"<gf.Graph with {len(self.nodes)} nodes>"
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.graph_stack: list[Graph] = []
+        self.session_stack: list = []
+
+
+_state = _State()
+_global_default = [Graph()]
+
+
+def get_default_graph() -> Graph:
+    """The graph new nodes go into: the innermost ``as_default`` one."""
+    if _state.graph_stack:
+        return _state.graph_stack[-1]
+    return _global_default[0]
+
+
+def reset_default_graph() -> None:
+    """Replace the global default graph with a new, empty one."""
+    if _state.graph_stack:
+        raise AssertionError("reset_default_graph called inside a `with graph.as_default()` "
+                             "block; leave the block first")
+    _global_default[0] = Graph()
+
+
+def name_scope(name, default_name=None, values=None):
+    """Context manager that prefixes node names in the default graph (TF1)."""
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def set_random_seed(seed: int) -> None:
+    """Set the graph-level seed of the default graph (TF1 ``set_random_seed``)."""
+    get_default_graph().seed = int(seed)

@@ -1,0 +1,22 @@
+"""Neural-network ops (TF1 ``tf.nn``)."""
+
+from gradflow.ops.math_ops import relu, sigmoid, tanh
+from gradflow.ops.nn_ops import (
+    bias_add,
+    l2_loss,
+    leaky_relu,
+    log_softmax,
+    sigmoid_cross_entropy_with_logits,
+    softmax,
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    softplus,
+    sparse_softmax_cross_entropy_with_logits,
+)
+
+__all__ = [
+    "bias_add", "l2_loss", "leaky_relu", "log_softmax", "relu", "sigmoid",
+    "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",
+    "tanh",
+]

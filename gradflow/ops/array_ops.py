@@ -1,0 +1,357 @@
+"""Reductions, shape manipulation, indexing and gather."""
+
+from __future__ import annotations
+
+import math
+
+from array_api_compat import device as _device
+
+from gradflow import dtypes
+from gradflow.ops import rules
+from gradflow.ops.math_ops import cast, divide, equal, multiply
+from gradflow.ops.registry import apply, convert_to_tensor, register
+
+# -- reductions ------------------------------------------------------------------
+
+
+def _reduce_infer(shapes, in_dtypes, axes, keepdims):
+    return rules.reduced_shape(shapes[0], axes, keepdims), in_dtypes[0]
+
+
+def _sum_impl(xp, x, axes, keepdims):
+    return xp.sum(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
+
+
+def _keep_axes(node, g):
+    """``g`` with the reduced axes of ``node`` put back as size-1 dims."""
+    if node.attrs["keepdims"] or node.attrs["axes"] is None:
+        return g
+    return apply("expand_dims", [g], axes=node.attrs["axes"])
+
+
+def _sum_grad(n, g):  # every input element receives the output's gradient
+    return [broadcast_like(_keep_axes(n, g), n.inputs[0])]
+
+
+def _max_grad(n, g):  # split the gradient evenly among the maxima
+    x = n.inputs[0]
+    mask = cast(equal(x, _keep_axes(n, n)), x.dtype)
+    share = divide(_keep_axes(n, g), reduce_sum(mask, n.attrs["axes"], keepdims=True))
+    return [multiply(mask, share)]
+
+
+register("reduce_sum", _sum_impl, _reduce_infer, grad=_sum_grad)
+register("reduce_max",
+         lambda xp, x, axes, keepdims: xp.max(x, axis=axes, keepdims=keepdims),
+         _reduce_infer, grad=_max_grad)
+register("reduce_min",
+         lambda xp, x, axes, keepdims: xp.min(x, axis=axes, keepdims=keepdims),
+         _reduce_infer, grad=_max_grad)
+register("reduce_prod",
+         lambda xp, x, axes, keepdims: xp.prod(x, axis=axes, keepdims=keepdims, dtype=x.dtype),
+         _reduce_infer,  # d prod / dx_i = prod / x_i (inputs without zeros)
+         grad=lambda n, g: [broadcast_like(_keep_axes(n, g) * _keep_axes(n, n), n.inputs[0])
+                            / n.inputs[0]])
+
+
+def _count_impl(xp, x, axes):
+    axes = range(x.ndim) if axes is None else axes
+    count = math.prod(x.shape[a] for a in axes)
+    return xp.asarray(count, dtype=x.dtype, device=_device(x))
+
+
+register("reduced_count", _count_impl, lambda s, d, axes: ((), d[0]), grad=None)
+
+
+def _reduction(op_name, input_tensor, axis, keepdims, name):
+    x = convert_to_tensor(input_tensor)
+    if x.dtype.is_bool:
+        raise TypeError(f"{op_name}: the input '{x.name}' is bool; cast it first")
+    if x.shape is None:  # unknown rank: axes are resolved at run time
+        axes = None if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+        return apply(op_name, [x], name=name, axes=axes, keepdims=bool(keepdims))
+    axes = rules.normalize_axis(axis, len(x.shape))
+    return apply(op_name, [x], name=name, axes=axes, keepdims=bool(keepdims))
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over ``axis`` (an int, a tuple, or ``None`` for all axes)."""
+    return _reduction("reduce_sum", input_tensor, axis, keepdims, name)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    """Maximum over ``axis``."""
+    return _reduction("reduce_max", input_tensor, axis, keepdims, name)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    """Minimum over ``axis``."""
+    return _reduction("reduce_min", input_tensor, axis, keepdims, name)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """Product over ``axis``."""
+    return _reduction("reduce_prod", input_tensor, axis, keepdims, name)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over ``axis``: a sum divided by the count of reduced elements."""
+    x = convert_to_tensor(input_tensor)
+    if not x.dtype.is_floating:
+        raise TypeError(f"reduce_mean: the input '{x.name}' is {x.dtype.name}; "
+                        "cast it to a float dtype first")
+    total = reduce_sum(x, axis, keepdims)
+    if x.shape is None:
+        return divide(total, apply("reduced_count", [x], axes=total.attrs["axes"]), name=name)
+    axes = rules.normalize_axis(axis, len(x.shape))
+    sizes = [x.shape[a] for a in axes]
+    if all(s is not None for s in sizes):
+        return divide(total, float(math.prod(sizes)), name=name)
+    return divide(total, apply("reduced_count", [x], axes=axes), name=name)
+
+
+def _arg_infer(shapes, in_dtypes, axis, keepdims=False):
+    return rules.reduced_shape(shapes[0], (axis,), False), dtypes.int64
+
+
+def _arg_impl(fn_name):
+    def impl(xp, x, axis):
+        out = getattr(xp, fn_name)(x, axis=axis)
+        return out if out.dtype == xp.int64 else xp.astype(out, xp.int64)
+
+    return impl
+
+
+register("argmax", _arg_impl("argmax"), _arg_infer, grad=None)
+register("argmin", _arg_impl("argmin"), _arg_infer, grad=None)
+
+
+def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+    """Index of the largest value along ``axis`` (TF1 default: axis 0), as int64."""
+    x = convert_to_tensor(input)
+    axis = rules.normalize_axis(0 if axis is None and dimension is None else
+                                (axis if axis is not None else dimension), len(x.shape))[0]
+    return cast(apply("argmax", [x], name=name, axis=axis), output_type)
+
+
+def argmin(input, axis=None, name=None, output_type=dtypes.int64):  # noqa: A002
+    """Index of the smallest value along ``axis`` (default 0), as int64."""
+    x = convert_to_tensor(input)
+    axis = rules.normalize_axis(0 if axis is None else axis, len(x.shape))[0]
+    return cast(apply("argmin", [x], name=name, axis=axis), output_type)
+
+
+# -- broadcasting helpers the gradient walker uses ---------------------------------
+
+
+def _unbroadcast_impl(xp, g, x):
+    if g.shape == x.shape:
+        return g
+    lead = g.ndim - x.ndim
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, d in enumerate(x.shape) if d == 1 and g.shape[i + lead] != 1)
+    if axes:
+        g = xp.sum(g, axis=axes, keepdims=True, dtype=g.dtype)
+    return xp.reshape(g, x.shape)
+
+
+def _broadcast_like_impl(xp, g, x):
+    return g if g.shape == x.shape else xp.broadcast_to(g, x.shape)
+
+
+register("unbroadcast", _unbroadcast_impl, lambda s, d: (s[1], d[0]),
+         grad=lambda n, g: [broadcast_like(g, n.inputs[0]), None])
+register("broadcast_like", _broadcast_like_impl,
+         lambda s, d: (rules.broadcast_shapes(s[0], s[1]), d[0]),
+         grad=lambda n, g: [unbroadcast(g, n.inputs[0]), None])
+
+
+def unbroadcast(g, x):
+    """``g`` summed down to the (run-time) shape of ``x``."""
+    return apply("unbroadcast", [g, x])
+
+
+def broadcast_like(g, x):
+    """``g`` broadcast up to the (run-time) shape of ``x``."""
+    return apply("broadcast_like", [g, x])
+
+
+# -- reshaping -------------------------------------------------------------------
+
+
+def _reshape_infer(shapes, in_dtypes, shape):
+    src = shapes[0]
+    if shape.count(-1) > 1:
+        raise ValueError(f"at most one -1 in the new shape {shape}")
+    known_src = None if None in src else math.prod(src)
+    if -1 not in shape and known_src is not None and known_src != math.prod(shape):
+        raise ValueError(f"cannot reshape {tuple(src)} ({known_src} elements) to {shape}")
+    if -1 in shape:
+        rest = math.prod(d for d in shape if d != -1)
+        if known_src is not None:
+            if rest == 0 or known_src % rest:
+                raise ValueError(f"cannot reshape {tuple(src)} to {shape}")
+            return tuple(known_src // rest if d == -1 else d for d in shape), in_dtypes[0]
+        return tuple(None if d == -1 else d for d in shape), in_dtypes[0]
+    return shape, in_dtypes[0]
+
+
+register("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_infer,
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
+         lambda s, d: (s[1], d[0]),
+         grad=lambda n, g: [reshape_like(g, n.inputs[0]), None])
+
+
+def reshape(tensor, shape, name=None):
+    """``tensor`` with a new static shape; one entry may be -1."""
+    x = convert_to_tensor(tensor)
+    return apply("reshape", [x], name=name, shape=tuple(int(d) for d in shape))
+
+
+def reshape_like(g, x):
+    """``g`` reshaped to the (run-time) shape of ``x``."""
+    return apply("reshape_like", [g, x])
+
+
+def _expand_impl(xp, x, axes):
+    shape = list(x.shape)
+    for ax in axes:
+        shape.insert(ax, 1)
+    return xp.reshape(x, tuple(shape))
+
+
+def _expand_infer(shapes, in_dtypes, axes):
+    shape = list(shapes[0])
+    for ax in axes:
+        shape.insert(ax, 1)
+    return tuple(shape), in_dtypes[0]
+
+
+register("expand_dims", _expand_impl, _expand_infer,
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    """Insert a size-1 dimension at ``axis``."""
+    x = convert_to_tensor(input)
+    axis = rules.normalize_axis(axis, len(x.shape) + 1)
+    return apply("expand_dims", [x], name=name, axes=axis)
+
+
+def _squeeze_infer(shapes, in_dtypes, axes):
+    for ax in axes:
+        if shapes[0][ax] not in (1, None):
+            raise ValueError(f"cannot squeeze axis {ax} of size {shapes[0][ax]}")
+    return tuple(d for i, d in enumerate(shapes[0]) if i not in axes), in_dtypes[0]
+
+
+register("squeeze", lambda xp, x, axes: xp.squeeze(x, axis=axes), _squeeze_infer,
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002
+    """Remove size-1 dimensions (all the statically known ones if ``axis`` is None)."""
+    x = convert_to_tensor(input)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = rules.normalize_axis(axis, len(x.shape))
+    return apply("squeeze", [x], name=name, axes=axes)
+
+
+def _transpose_infer(shapes, in_dtypes, perm):
+    if sorted(perm) != list(range(len(shapes[0]))):
+        raise ValueError(f"perm {perm} is not a permutation of the {len(shapes[0])} axes")
+    return tuple(shapes[0][p] for p in perm), in_dtypes[0]
+
+
+def _transpose_grad(n, g):  # undo the permutation
+    perm = n.attrs["perm"]
+    inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    return [apply("transpose", [g], perm=inverse)]
+
+
+register("transpose", lambda xp, x, perm: xp.permute_dims(x, perm), _transpose_infer,
+         grad=_transpose_grad)
+
+
+def transpose(a, perm=None, name=None):
+    """Permute the axes of ``a`` (default: reverse them)."""
+    x = convert_to_tensor(a)
+    perm = tuple(reversed(range(len(x.shape)))) if perm is None else tuple(int(p) for p in perm)
+    return apply("transpose", [x], name=name, perm=perm)
+
+
+# -- matmul ----------------------------------------------------------------------
+
+
+def _matmul_infer(shapes, in_dtypes, transpose_a, transpose_b):
+    a, b = shapes
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("matmul needs inputs of rank 1 or more")
+    if len(a) == 1 or len(b) == 1:
+        if transpose_a or transpose_b:
+            raise ValueError("transpose_a/transpose_b need inputs of rank 2 or more")
+        ka, kb = a[-1], (b[-2] if len(b) > 1 else b[0])
+        if ka is not None and kb is not None and ka != kb:
+            raise ValueError(f"inner dimensions differ: {ka} vs {kb}")
+        if len(b) == 1:
+            shape = tuple(a[:-1])
+        else:
+            shape = tuple(b[:-2]) + (b[-1],)
+        return shape, rules.same_dtype(in_dtypes)
+    m, ka = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+    kb, n = (b[-1], b[-2]) if transpose_b else (b[-2], b[-1])
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"inner dimensions differ: {ka} vs {kb}")
+    batch = rules.broadcast_shapes(a[:-2], b[:-2])
+    dtype = rules.same_dtype(in_dtypes)
+    if dtype.is_bool:
+        raise TypeError("matmul of bool tensors")
+    return batch + (m, n), dtype
+
+
+def _matmul_impl(xp, a, b, transpose_a, transpose_b):
+    if transpose_a:
+        a = xp.matrix_transpose(a)
+    if transpose_b:
+        b = xp.matrix_transpose(b)
+    return xp.matmul(a, b)
+
+
+def _matmul_lower(xp, transpose_a, transpose_b):
+    if not transpose_a and not transpose_b:
+        return xp.matmul
+    return lambda a, b: _matmul_impl(xp, a, b, transpose_a, transpose_b)
+
+
+def _matmul_grad(n, g):  # C = A B: dA = g B^T, dB = A^T g (with the transposes undone)
+    a, b = n.inputs
+    if a.shape is not None and b.shape is not None and min(len(a.shape), len(b.shape)) == 1:
+        return _matmul_vector_grad(a, b, g)
+    ta, tb = n.attrs["transpose_a"], n.attrs["transpose_b"]
+    ga = matmul(b, g, transpose_a=tb, transpose_b=True) if ta else \
+        matmul(g, b, transpose_b=not tb)
+    gb = matmul(g, a, transpose_a=True, transpose_b=ta) if tb else \
+        matmul(a, g, transpose_a=not ta)
+    return [ga, gb]
+
+
+def _matmul_vector_grad(a, b, g):  # the 1-D cases, as outer products
+    if len(a.shape) == 1 and len(b.shape) == 1:
+        return [g * b, g * a]
+    if len(b.shape) == 1:  # y = A b: dA = g b^T, db = A^T g
+        return [expand_dims(g, -1) * b, matmul(transpose(a), g)]
+    return [matmul(b, g), expand_dims(a, -1) * g]  # y = a B: da = B g, dB = a g^T
+
+
+register("matmul", _matmul_impl, _matmul_infer, grad=_matmul_grad, lower=_matmul_lower)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """Matrix product of the last two axes, batched over the others."""
+    a = convert_to_tensor(a)
+    b = convert_to_tensor(b, like=a)
+    return apply("matmul", [a, b], name=name, transpose_a=bool(transpose_a),
+                 transpose_b=bool(transpose_b))

@@ -1,0 +1,259 @@
+"""Elementwise arithmetic, comparisons, ``where`` and ``cast``."""
+
+from __future__ import annotations
+
+from gradflow import dtypes
+from gradflow.ops import rules
+from gradflow.ops.registry import apply, convert_to_tensor, register
+
+# -- helpers to declare families of elementwise ops ------------------------------
+
+
+def _unary_infer(float_only):
+    def infer(shapes, in_dtypes):
+        if float_only:
+            rules.require_floating(in_dtypes[0])
+        elif in_dtypes[0].is_bool:
+            raise TypeError("the input must be numeric, got bool")
+        return shapes[0], in_dtypes[0]
+
+    return infer
+
+
+def _register_unary(name, xp_name, grad, float_only=True):
+    register(name, lambda xp, x: getattr(xp, xp_name)(x), _unary_infer(float_only),
+             grad=grad, lower=lambda xp: getattr(xp, xp_name))
+
+
+def _binary_infer(result=None, numeric=True):
+    def infer(shapes, in_dtypes):
+        dtype = rules.same_dtype(in_dtypes)
+        if numeric and dtype.is_bool:
+            raise TypeError("the inputs must be numeric, got bool")
+        return rules.broadcast_shapes(shapes[0], shapes[1]), result or dtype
+
+    return infer
+
+
+def _register_binary(name, xp_name, grad, result=None, numeric=True):
+    register(name, lambda xp, a, b: getattr(xp, xp_name)(a, b),
+             _binary_infer(result, numeric), grad=grad,
+             lower=lambda xp: getattr(xp, xp_name))
+
+
+def _binary_args(x, y):
+    """Tensors for two operands; a Python scalar takes the other's dtype."""
+    from gradflow.graph import Tensor
+
+    if not isinstance(x, Tensor) and isinstance(y, Tensor):
+        return convert_to_tensor(x, like=y), y
+    x = convert_to_tensor(x)
+    return x, convert_to_tensor(y, like=x)
+
+
+def _unary_fn(op_name):
+    def fn(x, name=None):
+        return apply(op_name, [convert_to_tensor(x)], name=name)
+
+    fn.__name__ = op_name
+    fn.__doc__ = f"Elementwise ``{op_name}`` (TF1 ``tf.{op_name}``)."
+    return fn
+
+
+def _binary_fn(op_name):
+    def fn(x, y, name=None):
+        return apply(op_name, list(_binary_args(x, y)), name=name)
+
+    fn.__name__ = op_name
+    fn.__doc__ = f"Elementwise ``{op_name}`` with broadcasting (TF1 ``tf.{op_name}``)."
+    return fn
+
+
+# -- unary ---------------------------------------------------------------------
+# Gradient rules: one line each; ``n`` is the node, ``g`` the incoming gradient.
+
+_register_unary("negative", "negative", lambda n, g: [negative(g)], float_only=False)
+_register_unary("exp", "exp", lambda n, g: [g * n])  # d exp(x) = exp(x)
+_register_unary("log", "log", lambda n, g: [g / n.inputs[0]])  # d log x = 1/x
+_register_unary("log1p", "log1p", lambda n, g: [g / (n.inputs[0] + 1.0)])
+_register_unary("sqrt", "sqrt", lambda n, g: [g * 0.5 / n])  # d sqrt x = 1/(2 sqrt x)
+_register_unary("square", "square", lambda n, g: [g * 2.0 * n.inputs[0]], float_only=False)
+_register_unary("abs", "abs", lambda n, g: [g * sign(n.inputs[0])], float_only=False)
+_register_unary("tanh", "tanh", lambda n, g: [g * (1.0 - square(n))])  # 1 - tanh^2
+_register_unary("sign", "sign", None, float_only=False)
+_register_unary("floor", "floor", None)
+_register_unary("round", "round", None)
+
+
+def _sigmoid_impl(xp, x):
+    # tanh form: one transcendental and no overflow for large |x|.
+    return 0.5 * xp.tanh(0.5 * x) + 0.5
+
+
+register("sigmoid", _sigmoid_impl, _unary_infer(True),
+         grad=lambda n, g: [g * n * (1.0 - n)])  # s' = s (1 - s)
+
+
+def _relu_impl(xp, x):
+    return xp.maximum(x, 0)
+
+
+def _relu_grad_impl(xp, g, x):
+    return xp.where(x > 0, g, 0)
+
+
+register("relu", _relu_impl, _unary_infer(False),
+         grad=lambda n, g: [apply("relu_grad", [g, n.inputs[0]])])  # g * [x > 0]
+register("relu_grad", _relu_grad_impl, lambda s, d: (s[0], d[0]),
+         grad=lambda n, g: [apply("relu_grad", [g, n.inputs[1]]), None])
+
+negative = _unary_fn("negative")
+exp = _unary_fn("exp")
+log = _unary_fn("log")
+log1p = _unary_fn("log1p")
+sqrt = _unary_fn("sqrt")
+square = _unary_fn("square")
+abs = _unary_fn("abs")  # noqa: A001 - TF1 name
+tanh = _unary_fn("tanh")
+sign = _unary_fn("sign")
+floor = _unary_fn("floor")
+round = _unary_fn("round")  # noqa: A001 - TF1 name
+sigmoid = _unary_fn("sigmoid")
+relu = _unary_fn("relu")
+
+
+def rsqrt(x, name=None):
+    """``1 / sqrt(x)``."""
+    return divide(1.0, sqrt(x), name=name)
+
+
+def reciprocal(x, name=None):
+    """``1 / x``."""
+    return divide(1.0, x, name=name)
+
+
+# -- binary --------------------------------------------------------------------
+
+
+def _pow_grad(n, g):
+    a, b = n.inputs
+    ga = g * b * pow(a, b - 1.0)  # d a^b / da = b a^(b-1)
+    safe_log = where(greater(a, 0.0), log(maximum(a, 1e-30)), zeros_like(a))
+    return [ga, g * n * safe_log]  # d a^b / db = a^b log a
+
+
+_register_binary("add", "add", lambda n, g: [g, g])
+_register_binary("subtract", "subtract", lambda n, g: [g, negative(g)])
+_register_binary("multiply", "multiply",
+                 lambda n, g: [g * n.inputs[1], g * n.inputs[0]])
+_register_binary("divide", "divide",  # d(a/b) = da/b - a db/b^2
+                 lambda n, g: [g / n.inputs[1], negative(g) * n / n.inputs[1]])
+_register_binary("pow", "pow", _pow_grad)
+_register_binary("maximum", "maximum", lambda n, g: [
+    where(greater_equal(n.inputs[0], n.inputs[1]), g, zeros_like(g)),
+    where(less(n.inputs[0], n.inputs[1]), g, zeros_like(g))])
+_register_binary("minimum", "minimum", lambda n, g: [
+    where(less_equal(n.inputs[0], n.inputs[1]), g, zeros_like(g)),
+    where(greater(n.inputs[0], n.inputs[1]), g, zeros_like(g))])
+_register_binary("floor_divide", "floor_divide", None)
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    _register_binary(_name, _name, None, result=dtypes.bool_, numeric=False)
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    _register_binary(_name, _name, None, numeric=False)
+_register_unary("logical_not", "logical_not", None, float_only=False)
+
+add = _binary_fn("add")
+subtract = _binary_fn("subtract")
+multiply = _binary_fn("multiply")
+divide = _binary_fn("divide")
+pow = _binary_fn("pow")  # noqa: A001 - TF1 name
+maximum = _binary_fn("maximum")
+minimum = _binary_fn("minimum")
+floordiv = _binary_fn("floor_divide")
+equal = _binary_fn("equal")
+not_equal = _binary_fn("not_equal")
+less = _binary_fn("less")
+less_equal = _binary_fn("less_equal")
+greater = _binary_fn("greater")
+greater_equal = _binary_fn("greater_equal")
+logical_and = _binary_fn("logical_and")
+logical_or = _binary_fn("logical_or")
+logical_xor = _binary_fn("logical_xor")
+logical_not = _unary_fn("logical_not")
+truediv = divide
+sub = subtract
+mul = multiply
+
+
+def squared_difference(x, y, name=None):
+    """``(x - y) ** 2``."""
+    return square(subtract(x, y), name=name)
+
+
+# -- where, cast, zeros_like -----------------------------------------------------
+
+
+def _where_infer(shapes, in_dtypes):
+    if not in_dtypes[0].is_bool:
+        raise TypeError(f"the condition must be bool, got {in_dtypes[0].name}")
+    shape = rules.broadcast_shapes(rules.broadcast_shapes(shapes[0], shapes[1]), shapes[2])
+    return shape, rules.same_dtype(in_dtypes[1:])
+
+
+register("where", lambda xp, c, a, b: xp.where(c, a, b), _where_infer,
+         grad=lambda n, g: [None, where(n.inputs[0], g, zeros_like(g)),
+                            where(n.inputs[0], zeros_like(g), g)],
+         lower=lambda xp: xp.where)
+
+
+def where(condition, x=None, y=None, name=None):
+    """Pick from ``x`` where ``condition`` holds, else from ``y`` (broadcasting)."""
+    if x is None or y is None:
+        raise ValueError("where: gradflow needs both x and y (the one-argument form, "
+                         "which returns coordinates, is not supported)")
+    condition = convert_to_tensor(condition)
+    x, y = _binary_args(x, y)
+    return apply("where", [condition, x, y], name=name)
+
+
+def _cast_grad(n, g):
+    src = n.inputs[0].dtype
+    return [cast(g, src) if src.is_floating and n.dtype.is_floating else None]
+
+
+register("cast", lambda xp, x, dtype: xp.astype(x, dtype.resolve(xp)),
+         lambda s, d, dtype: (s[0], dtype), grad=_cast_grad)
+
+
+def cast(x, dtype, name=None):
+    """``x`` converted to ``dtype`` (TF1 ``tf.cast``)."""
+    x = convert_to_tensor(x)
+    dtype = dtypes.as_dtype(dtype)
+    if x.dtype is dtype:
+        return x
+    return apply("cast", [x], name=name, dtype=dtype)
+
+
+def _zeros_like_impl(xp, x):
+    return xp.zeros_like(x)
+
+
+register("zeros_like", _zeros_like_impl, lambda s, d: (s[0], d[0]), grad=None)
+register("ones_like", lambda xp, x: xp.ones_like(x), lambda s, d: (s[0], d[0]), grad=None)
+
+
+def zeros_like(x, dtype=None, name=None):
+    """Zeros with the (run-time) shape of ``x``."""
+    out = apply("zeros_like", [convert_to_tensor(x)], name=name)
+    return cast(out, dtype) if dtype is not None else out
+
+
+def ones_like(x, dtype=None, name=None):
+    """Ones with the (run-time) shape of ``x``."""
+    out = apply("ones_like", [convert_to_tensor(x)], name=name)
+    return cast(out, dtype) if dtype is not None else out
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """Clamp ``t`` to ``[clip_value_min, clip_value_max]`` (TF1 semantics)."""
+    return minimum(maximum(t, clip_value_min), clip_value_max, name=name)

@@ -1,0 +1,127 @@
+"""Softmax and the losses: primitives where stability or speed asks for it."""
+
+from __future__ import annotations
+
+from gradflow.ops import rules
+from gradflow.ops.array_ops import reduce_sum
+from gradflow.ops.math_ops import abs, exp, log1p, negative, relu
+from gradflow.ops.index_ops import one_hot
+from gradflow.ops.registry import apply, convert_to_tensor, register
+
+
+def _softmax_infer(shapes, in_dtypes, axis):
+    rules.require_floating(in_dtypes[0], "logits")
+    return shapes[0], in_dtypes[0]
+
+
+def _softmax_impl(xp, x, axis):
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_impl(xp, x, axis):
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+def _softmax_grad(n, g):  # dx = y (g - sum(g y))
+    axis = n.attrs["axis"]
+    return [n * (g - reduce_sum(g * n, axis, keepdims=True))]
+
+
+def _log_softmax_grad(n, g):  # dx = g - softmax(x) sum(g)
+    axis = n.attrs["axis"]
+    return [g - exp(n) * reduce_sum(g, axis, keepdims=True)]
+
+
+# Primitives (not composites of exp/sum) so the max shift keeps them finite.
+register("softmax", _softmax_impl, _softmax_infer, grad=_softmax_grad)
+register("log_softmax", _log_softmax_impl, _softmax_infer, grad=_log_softmax_grad)
+
+
+def _axis(logits, axis):
+    return axis if logits.shape is None else rules.normalize_axis(axis, len(logits.shape))[0]
+
+
+def softmax(logits, axis=-1, name=None):
+    """``exp(logits) / sum(exp(logits))`` along ``axis``, computed stably."""
+    x = convert_to_tensor(logits)
+    return apply("softmax", [x], name=name, axis=_axis(x, axis))
+
+
+def log_softmax(logits, axis=-1, name=None):
+    """``logits - log(sum(exp(logits)))`` along ``axis``, computed stably."""
+    x = convert_to_tensor(logits)
+    return apply("log_softmax", [x], name=name, axis=_axis(x, axis))
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None, dim=None):
+    """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row."""
+    if labels is None or logits is None:
+        raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels, like=logits)
+    axis = axis if dim is None else dim
+    return negative(reduce_sum(labels * log_softmax(logits, axis), axis), name=name)
+
+
+softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Cross-entropy of integer class ``labels`` against ``softmax(logits)``, per row."""
+    if labels is None or logits is None:
+        raise ValueError("sparse_softmax_cross_entropy_with_logits needs labels= and logits=")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels)
+    if not labels.dtype.is_integer:
+        raise TypeError(f"labels '{labels.name}' must be int32 or int64, got {labels.dtype.name}")
+    if logits.shape is None or logits.shape[-1] is None:
+        raise ValueError(f"the number of classes (last axis of '{logits.name}') must be known")
+    if labels.shape is not None and len(labels.shape) != len(logits.shape) - 1:
+        raise ValueError(f"labels '{labels.name}' of shape {tuple(labels.shape)} must have "
+                         f"rank {len(logits.shape) - 1} for logits of shape "
+                         f"{tuple(logits.shape)}")
+    hot = one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+    return negative(reduce_sum(hot * log_softmax(logits), -1), name=name)
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Elementwise logistic loss: ``max(x, 0) - x z + log(1 + exp(-|x|))``."""
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels, like=logits)
+    return relu(logits) - logits * labels + log1p(exp(negative(abs(logits))))
+
+
+def l2_loss(t, name=None):
+    """``sum(t ** 2) / 2``."""
+    t = convert_to_tensor(t)
+    return reduce_sum(t * t, name=name) * 0.5
+
+
+def bias_add(value, bias, name=None):
+    """``value + bias`` where ``bias`` is 1-D and matches the last axis of ``value``."""
+    value = convert_to_tensor(value)
+    bias = convert_to_tensor(bias, like=value)
+    if bias.shape is not None and len(bias.shape) != 1:
+        raise ValueError(f"bias_add: bias '{bias.name}' must be 1-D, got shape "
+                         f"{tuple(bias.shape)}")
+    if value.shape is not None and None not in (value.shape[-1:] + bias.shape) and \
+            value.shape[-1] != bias.shape[0]:
+        raise ValueError(f"bias_add: bias '{bias.name}' has {bias.shape[0]} entries, the last "
+                         f"axis of '{value.name}' has {value.shape[-1]}")
+    return value + bias
+
+
+def softplus(features, name=None):
+    """``log(1 + exp(x))``, computed stably."""
+    x = convert_to_tensor(features)
+    return relu(x) + log1p(exp(negative(abs(x))))
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """``max(x, alpha x)``."""
+    from gradflow.ops.math_ops import maximum
+
+    x = convert_to_tensor(features)
+    return maximum(x, x * alpha, name=name)

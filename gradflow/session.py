@@ -1,0 +1,249 @@
+"""Session: binds a graph to a backend, holds variable values, runs plans."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradflow import backends
+from gradflow.errors import FailedPreconditionError, InvalidArgumentError
+from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
+from gradflow.graph import Tensor, _state, get_default_graph
+
+_DEFAULT_GRAPH_SEED = 87654321
+
+
+class Session:
+    """Runs parts of a graph on one array backend and holds its variables.
+
+    ``backend`` is a name (``"numpy"``, ``"torch"``, ``"cupy"``,
+    ``"array_api_strict"``) or a backend object; ``None`` means
+    ``$GRADFLOW_BACKEND``, else numpy. ``seed`` seeds random ops that have no
+    graph or op seed. Values of variables live here, not in the graph, so one
+    graph can run in several sessions at once.
+
+    >>> with gf.Session(backend="numpy") as sess:
+    ...     sess.run(gf.global_variables_initializer())
+    ...     print(sess.run(y, feed_dict={x: [1.0, 2.0]}))
+    """
+
+    def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
+                 config=None):
+        if isinstance(graph, str):  # TF1's Session(target): no remote targets here
+            graph = None
+        self.graph = graph if graph is not None else get_default_graph()
+        self.backend = backends.get(backend, device)
+        self.seed = seed
+        self._store: dict = {}
+        self._plans: dict = {}
+        self._constants: dict = {}
+        self._rngs: dict = {}
+        self._closed = False
+
+    # -- context management ----------------------------------------------------
+    def __enter__(self) -> "Session":
+        _state.session_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        if _state.session_stack and _state.session_stack[-1] is self:
+            _state.session_stack.pop()
+        self.close()
+        return False
+
+    def as_default(self):
+        """Context manager that makes this the default session without closing it."""
+        return _DefaultSession(self)
+
+    def close(self) -> None:
+        """Free the session's variables and plans."""
+        self._closed = True
+        self._store.clear()
+        self._plans.clear()
+        self._constants.clear()
+
+    # -- running ---------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None, output="numpy"):
+        """Compute ``fetches`` (a tensor, an op, or a nested list/tuple/dict of them).
+
+        Returns NumPy arrays (``None`` for operations) in the structure of
+        ``fetches``; ``output="native"`` returns the backend's own arrays.
+        """
+        if self._closed:
+            raise FailedPreconditionError("this Session is closed")
+        if isinstance(fetches, Tensor):
+            flat, rebuild = [fetches], None
+        else:
+            flat, rebuild = _flatten(fetches, self.graph)
+        flat = [self._resolve(f) for f in flat]
+        feed_items = list(feed_dict.items()) if feed_dict else []
+        feed_keys = tuple(self._resolve_feed(k) for k, _ in feed_items)
+        key = (tuple(flat), feed_keys)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._compile(flat, feed_keys)
+        feeds = self._convert_feeds(plan, feed_items)
+        if not plan.initialized:
+            self._initialize_missing(plan.variables)
+            plan.initialized = True
+        try:
+            values = plan.fn(feeds, self._store)
+        except Exception as err:
+            raise self._run_error(plan, err) from err
+        if output == "numpy":
+            to_numpy = self.backend.to_numpy
+            values = [None if v is None else to_numpy(v) for v in values]
+        elif output != "native":
+            raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
+        return values[0] if rebuild is None else rebuild(values)
+
+    def _compile(self, flat, feed_keys):
+        for t in feed_keys:
+            if not is_feedable(t):
+                raise InvalidArgumentError(
+                    f"'{t.name}' ({t.type}) cannot be fed: it is an operation or an "
+                    "assignment, not a value; feed a placeholder or another tensor")
+        plan = compile_plan(self, flat, feed_keys)
+        self._plans[(tuple(flat), feed_keys)] = plan
+        return plan
+
+    def _convert_feeds(self, plan, feed_items):
+        backend = self.backend
+        feeds = []
+        for (tensor, np_dtype, shape), (_, value) in zip(plan.feed_specs, feed_items):
+            if backend.is_native(value) and not isinstance(value, np.ndarray):
+                feeds.append(self._check_native_feed(tensor, value))
+                continue
+            feeds.append(backend.asarray(check_feed(tensor, value, np_dtype, shape)))
+        return feeds
+
+    def _check_native_feed(self, tensor, value):
+        xp = self.backend.xp
+        want = tensor.dtype.resolve(xp)
+        if value.dtype != want:
+            value = xp.astype(value, want)
+        if tensor.shape is not None:
+            check_feed(tensor, np.empty(tuple(value.shape), dtype=tensor.dtype.as_numpy_dtype),
+                       tensor.dtype.as_numpy_dtype, tensor.shape)
+        return value
+
+    def _resolve(self, fetch):
+        if isinstance(fetch, str):
+            fetch = self.graph.get_tensor_by_name(fetch)
+        elif hasattr(fetch, "_as_graph_tensor"):
+            fetch = fetch._as_graph_tensor()
+        if not isinstance(fetch, Tensor):
+            raise TypeError(f"cannot fetch {fetch!r}: fetches must be tensors, operations, "
+                            "tensor names, or lists/tuples/dicts of them")
+        if fetch.graph is not self.graph:
+            raise ValueError(f"cannot fetch '{fetch.name}': it belongs to another graph than "
+                             "this session's (create it inside `with graph.as_default()` of "
+                             "the session's graph, or pass graph= to the Session)")
+        return fetch
+
+    def _resolve_feed(self, key):
+        tensor = self._resolve(key)
+        return tensor
+
+    def _run_error(self, plan, err):
+        node = node_at_failure(plan, err.__traceback__)
+        if node is None:
+            return err
+        inputs = ", ".join(f"'{i.name}'" for i in node.inputs) or "none"
+        return InvalidArgumentError(
+            f"{node.type} '{node.name}' failed at run time: {err} (inputs: {inputs}; "
+            f"static shape {node.shape}; created at {node.source})")
+
+    # -- variables -------------------------------------------------------------
+    def _initialize_missing(self, variables):
+        missing = [v for v in variables if v not in self._store]
+        if missing:
+            self.run([v.initializer for v in missing])
+
+    def load_variable(self, var, value):
+        """Set ``var`` to ``value`` (array-like) outside any run."""
+        array = check_feed(var, value, var.dtype.as_numpy_dtype, var.shape)
+        self._store[var] = self.backend.asarray(np.array(array, copy=True))
+
+    def constant_value(self, node):
+        """The backend array of a constant node, converted once per session."""
+        value = self._constants.get(node)
+        if value is None:
+            value = self._constants[node] = self.backend.asarray(node.attrs["value"].array)
+        return value
+
+    def host_rng(self, node):
+        """The host random generator of one random node (same numbers on every backend)."""
+        rng = self._rngs.get(node)
+        if rng is None:
+            graph_seed, op_seed = node.attrs["graph_seed"], node.attrs["op_seed"]
+            if graph_seed is None and op_seed is None:
+                entropy = None if self.seed is None else [int(self.seed), node.index]
+            else:
+                entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
+            rng = self._rngs[node] = np.random.default_rng(entropy)
+        return rng
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default when created (for shells and notebooks)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _state.session_stack.append(self)
+
+    def close(self):
+        if self in _state.session_stack:
+            _state.session_stack.remove(self)
+        super().close()
+
+
+class _DefaultSession:
+    def __init__(self, session):
+        self.session = session
+
+    def __enter__(self):
+        _state.session_stack.append(self.session)
+        return self.session
+
+    def __exit__(self, *exc):
+        _state.session_stack.remove(self.session)
+        return False
+
+
+def get_default_session():
+    """The innermost session entered with ``with``, or ``None``."""
+    return _state.session_stack[-1] if _state.session_stack else None
+
+
+def _session_for(session, tensor):
+    session = session if session is not None else get_default_session()
+    if session is None:
+        raise ValueError(f"cannot evaluate '{tensor.name}': no default session; use "
+                         "`with gf.Session():` or pass session=")
+    return session
+
+
+def _flatten(fetches, graph):
+    """The tensors of a nested fetch structure, and a function that rebuilds it."""
+    if isinstance(fetches, (list, tuple)):
+        parts = [_flatten(f, graph) for f in fetches]
+        flat = [t for p in parts for t in p[0]]
+        sizes = [len(p[0]) for p in parts]
+        kind = type(fetches)
+
+        def rebuild(values):
+            out, start = [], 0
+            for (_, sub), size in zip(parts, sizes):
+                out.append(sub(values[start:start + size]))
+                start += size
+            if kind is list:
+                return out
+            return kind(*out) if hasattr(kind, "_fields") else kind(out)
+
+        return flat, rebuild
+    if isinstance(fetches, dict):
+        keys = list(fetches)
+        flat_list, rebuild_list = _flatten([fetches[k] for k in keys], graph)
+        kind = type(fetches)
+        return flat_list, lambda values: kind(zip(keys, rebuild_list(values)))
+    return [fetches], lambda values: values[0]

@@ -1,0 +1,27 @@
+"""Developer sessions: tests on each CPU backend, the GPU suite, lint."""
+
+import nox
+
+CPU_BACKENDS = ["numpy", "array_api_strict", "torch"]
+
+
+@nox.session
+@nox.parametrize("backend", CPU_BACKENDS)
+def tests(session, backend):
+    """The test suite with ``backend`` as the default backend."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test,examples]")
+    session.run("pytest", "-q", *session.posargs, env={"GRADFLOW_BACKEND": backend})
+
+
+@nox.session
+def gpu(session):
+    """The test suite on CuPy (needs an NVIDIA GPU)."""
+    session.install("-e", ".[test,examples,cupy]")
+    session.run("pytest", "-q", *session.posargs, env={"GRADFLOW_BACKEND": "cupy"})
+
+
+@nox.session
+def lint(session):
+    session.install("ruff")
+    session.run("ruff", "check", "gradflow", "tests", "examples", "benchmarks")
