@@ -102,6 +102,7 @@ from gradflow.variables import (
     global_variables_initializer,
     glorot_normal_initializer,
     glorot_uniform_initializer,
+    he_normal_initializer,
     ones_initializer,
     random_normal_initializer,
     random_uniform_initializer,
@@ -111,7 +112,7 @@ from gradflow.variables import (
     variables_initializer,
     zeros_initializer,
 )
-from gradflow import layers, nn, train  # noqa: E402 - they use the names above
+from gradflow import data, layers, nn, train  # noqa: E402 - they use the names above
 
 
 def zeros(shape, dtype=float32, name=None):

@@ -88,7 +88,6 @@ def compile_plan(session, fetches, fed) -> Plan:
         var = f"v{step}"
         names[node] = var
         kind = node.opdef.kind
-        args = ", ".join(names[i] for i in node.inputs)
         if node in fed_set:
             line = f"{var} = feeds[{feed_index[node]}]"
         elif kind == "placeholder":
@@ -119,7 +118,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             override = backend.overrides.get(node.opdef.name)
             fn = override(xp, **node.attrs) if override else node.opdef.bind(xp, node.attrs)
             env[f"F{step}"] = fn
-            line = f"{var} = F{step}({args})"
+            line = f"{var} = F{step}({', '.join(names[i] for i in node.inputs)})"
         line_nodes[len(lines) + 2] = node
         lines.append(line)
         dead = [names[i] for i in set(node.inputs)
@@ -160,7 +159,7 @@ def node_at_failure(plan, tb):
 
 def check_feed(tensor, value, np_dtype, shape):
     """``value`` as a NumPy array of the placeholder's dtype and a fitting shape."""
-    array = value if isinstance(value, np.ndarray) else _as_array(tensor, value)
+    array = _as_array(tensor, value)
     if array.dtype != np_dtype:
         if not np.can_cast(array.dtype, np_dtype, casting="same_kind"):
             raise InvalidArgumentError(
@@ -176,6 +175,8 @@ def check_feed(tensor, value, np_dtype, shape):
 
 
 def _as_array(tensor, value):
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value
     try:
         array = np.asarray(value)
     except Exception as err:

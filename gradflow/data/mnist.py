@@ -1,0 +1,154 @@
+"""MNIST from the four canonical IDX files, gzipped or not, with checksums.
+
+``load()`` looks in ``data_dir``, then ``$GRADFLOW_DATA/mnist``, then
+``~/.cache/gradflow/mnist``. If the files are in none of them it downloads
+them from public mirrors into the first writable of those places, checks the
+SHA-256 of the decompressed bytes and saves each file atomically.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+FILES = {  # name -> SHA-256 of the decompressed file
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+MIRRORS = (
+    "https://ossci-datasets.s3.amazonaws.com/mnist/",
+    "https://storage.googleapis.com/cvdf-datasets/mnist/",
+)
+
+
+class MnistError(RuntimeError):
+    """MNIST files are missing, corrupt or could not be downloaded."""
+
+
+def candidate_dirs(data_dir=None) -> list[Path]:
+    """Where ``load`` looks, in order."""
+    dirs = []
+    if data_dir is not None:
+        dirs += [Path(data_dir), Path(data_dir) / "mnist"]
+    if os.environ.get("GRADFLOW_DATA"):
+        dirs.append(Path(os.environ["GRADFLOW_DATA"]) / "mnist")
+    dirs.append(Path.home() / ".cache" / "gradflow" / "mnist")
+    return dirs
+
+
+def _find(name, dirs):
+    for d in dirs:
+        for candidate in (d / name, d / (name + ".gz")):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def read_idx(path, expected_sha256=None) -> np.ndarray:
+    """Parse one IDX file (``.gz`` or raw); raise MnistError naming the file if it is bad."""
+    path = Path(path)
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError, gzip.BadGzipFile) as err:
+        raise MnistError(f"{path}: cannot read or decompress it ({err}); delete it and "
+                         "load again") from None
+    if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
+        raise MnistError(f"{path}: the SHA-256 of its contents is not the canonical MNIST "
+                         "one; the file is corrupt or not MNIST. Delete it and load again")
+    if len(raw) < 8 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise MnistError(f"{path}: not an IDX file of unsigned bytes (bad magic number)")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    size = int(np.prod(dims, dtype=np.int64))
+    if len(raw) != header + size:
+        raise MnistError(f"{path}: truncated or padded: the header announces {dims} "
+                         f"({size} bytes of data), the file holds {len(raw) - header}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def load(data_dir=None, download=True, verify=True):
+    """``((x_train, y_train), (x_test, y_test))``: uint8 images (N, 28, 28) and labels (N,).
+
+    ``verify=False`` skips the canonical checksums (for small IDX files made in tests);
+    the structure of every file is checked either way.
+    """
+    dirs = candidate_dirs(data_dir)
+    paths = {name: _find(name, dirs) for name in FILES}
+    missing = [n for n, p in paths.items() if p is None]
+    if missing and download:
+        target = Path(data_dir) if data_dir is not None else dirs[-1]
+        for name in missing:
+            paths[name] = _download(name, target, dirs)
+    elif missing:
+        raise MnistError(_missing_message(missing, dirs))
+    arrays = {n: read_idx(p, FILES[n] if verify else None) for n, p in paths.items()}
+    x_train, y_train = arrays["train-images-idx3-ubyte"], arrays["train-labels-idx1-ubyte"]
+    x_test, y_test = arrays["t10k-images-idx3-ubyte"], arrays["t10k-labels-idx1-ubyte"]
+    for x, y, which in ((x_train, y_train, "train"), (x_test, y_test, "t10k")):
+        if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
+            raise MnistError(f"{which} images {x.shape} and labels {y.shape} do not match")
+    return (x_train, y_train), (x_test, y_test)
+
+
+def _missing_message(missing, dirs):
+    where = ", ".join(str(d) for d in dirs)
+    return (f"MNIST files {', '.join(missing)} (or their .gz) were not found in: {where}. "
+            "Put the four IDX files in one of these folders (set GRADFLOW_DATA=<dir> with "
+            "the files in <dir>/mnist, or pass data_dir=), or allow a download.")
+
+
+def _download(name, target, dirs):
+    errors = []
+    for mirror in MIRRORS:
+        url = f"{mirror}{name}.gz"
+        try:
+            raw = gzip.decompress(_fetch(url))
+        except Exception as err:  # network errors come in many types
+            errors.append(f"{url}: {err}")
+            continue
+        if hashlib.sha256(raw).hexdigest() != FILES[name]:
+            errors.append(f"{url}: checksum mismatch")
+            continue
+        return _save_atomically(target, name, raw)
+    raise MnistError(_missing_message([name], dirs) + " Download failed: " + "; ".join(errors))
+
+
+def _fetch(url):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    with urllib.request.urlopen(url, timeout=60) as response:
+        total = int(response.headers.get("Content-Length") or 0)
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc=url.rsplit("/", 1)[-1]) \
+            if tqdm else None
+        chunks = []
+        while chunk := response.read(1 << 16):
+            chunks.append(chunk)
+            if bar:
+                bar.update(len(chunk))
+        if bar:
+            bar.close()
+    return b"".join(chunks)
+
+
+def _save_atomically(folder, name, raw):
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return folder / name

@@ -1,0 +1,38 @@
+"""Shared fixtures: every CPU backend available on this machine."""
+
+from __future__ import annotations
+
+import pytest
+
+import gradflow as gf
+from gradflow import backends
+
+CPU_BACKENDS = ["numpy", "array_api_strict", "torch"]
+
+
+def backend_params():
+    """One pytest param per backend: available ones run, the others skip with the reason."""
+    reasons = backends.available()
+    params = []
+    for name in CPU_BACKENDS + ["cupy"]:
+        marks = [pytest.mark.gpu] if name == "cupy" else []
+        if reasons[name] is not None:
+            marks.append(pytest.mark.skip(reason=f"{name}: {reasons[name]}"))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+@pytest.fixture(params=backend_params())
+def backend(request):
+    """The name of a backend; array_api_strict runs on a non-default device."""
+    if request.param == "array_api_strict":
+        return backends.get("array_api_strict", device="device1")
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Each test starts with an empty default graph."""
+    gf.reset_default_graph()
+    yield
+    gf.reset_default_graph()

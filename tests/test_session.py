@@ -1,0 +1,258 @@
+"""TF1 semantics of graphs and sessions: fetches, feeds, assignment timing, defaults, scopes."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+
+
+def test_fetch_structures(backend):
+    a = gf.constant(1.0)
+    b = gf.constant([2.0, 3.0])
+    noop = gf.no_op()
+    Pair = collections.namedtuple("Pair", "first second")
+    with gf.Session(backend=backend) as sess:
+        assert sess.run(a) == 1.0
+        out = sess.run({"a": a, "rest": [b, (a, noop)], "pair": Pair(a, b)})
+    assert out["a"] == 1.0
+    np.testing.assert_array_equal(out["rest"][0], [2.0, 3.0])
+    assert isinstance(out["rest"][1], tuple) and out["rest"][1][1] is None
+    assert isinstance(out["pair"], Pair) and out["pair"].first == 1.0
+
+
+def test_run_returns_numpy_copies_and_native_on_request(backend):
+    v = gf.Variable([1.0, 2.0])
+    with gf.Session(backend=backend) as sess:
+        got = sess.run(v)
+        assert isinstance(got, np.ndarray)
+        got[0] = 100.0  # must not reach the session's variable
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])
+        native = sess.run(v, output="native")
+        assert not isinstance(native, np.ndarray) or sess.backend.name == "numpy"
+
+
+def test_variables_initialize_on_first_use_without_initializer(backend):
+    w = gf.Variable([[1.0, 0.0], [0.0, -1.0]])
+    b = gf.Variable([1.0, 1.0])
+    x = gf.placeholder()
+    y = gf.add(gf.matmul(w, x), b)
+    with gf.Session(backend=backend) as sess:
+        np.testing.assert_allclose(sess.run(y, {x: [1.0, 2.0]}), [2.0, -1.0])
+
+
+def test_assignments_take_effect_after_the_run(backend):
+    v = gf.Variable(1.0)
+    read_before = v * 1.0
+    inc = gf.assign_add(v, 10.0)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        old, new = sess.run([read_before, inc])
+        assert (old, new) == (1.0, 11.0)
+        assert sess.run(v) == 11.0
+
+
+def test_swap_in_one_run_reads_old_values(backend):
+    a, b = gf.Variable(1.0), gf.Variable(2.0)
+    swap = gf.group(gf.assign(a, b), gf.assign(b, a))
+    with gf.Session(backend=backend) as sess:
+        assert sess.run(swap) is None
+        assert sess.run([a, b]) == [2.0, 1.0]
+
+
+def test_initializer_resets_variables(backend):
+    v = gf.Variable(5.0)
+    with gf.Session(backend=backend) as sess:
+        sess.run(v.assign(7.0))
+        assert sess.run(v) == 7.0
+        sess.run(gf.global_variables_initializer())
+        assert sess.run(v) == 5.0
+
+
+def test_two_sessions_keep_separate_state():
+    v = gf.Variable(0.0)
+    inc = v.assign_add(1.0)
+    with gf.Session() as s1, gf.Session(backend="array_api_strict") as s2:
+        s1.run(inc)
+        s1.run(inc)
+        s2.run(inc)
+        assert s1.run(v) == 2.0 and s2.run(v) == 1.0
+
+
+def test_plans_are_cached_per_fetch_and_feed_signature():
+    x = gf.placeholder(gf.float32, (None,))
+    y = x * 2.0
+    sess = gf.Session()
+    sess.run(y, {x: [1.0]})
+    sess.run(y, {x: [1.0, 2.0, 3.0]})
+    assert len(sess._plans) == 1
+    sess.run([y, x], {x: [1.0]})
+    assert len(sess._plans) == 2
+
+
+def test_intermediate_values_are_freed():
+    x = gf.placeholder(gf.float32, (3,))
+    y = gf.exp(gf.exp(gf.exp(x)))
+    sess = gf.Session()
+    sess.run(y, {x: np.zeros(3, np.float32)})
+    plan = next(iter(sess._plans.values()))
+    import inspect
+
+    source = inspect.getsource(plan.fn)
+    assert source.count("del ") >= 2
+
+
+def test_feed_any_tensor_and_placeholder_with_default(backend):
+    x = gf.placeholder(gf.float32, (2,))
+    h = x * 2.0
+    y = h + 1.0
+    training = gf.placeholder_with_default(True, shape=())
+    out = gf.where(training, y, -y)
+    with gf.Session(backend=backend) as sess:
+        np.testing.assert_allclose(sess.run(y, {h: [10.0, 20.0]}), [11.0, 21.0])
+        np.testing.assert_allclose(sess.run(out, {x: [1.0, 2.0]}), [3.0, 5.0])
+        np.testing.assert_allclose(sess.run(out, {x: [1.0, 2.0], training: False}), [-3, -5])
+
+
+def test_default_graph_and_as_default_without_with():
+    g = gf.Graph()
+    assert g.as_default() is g
+    try:
+        assert gf.get_default_graph() is g
+        c = gf.constant(1.0)
+        assert c.graph is g
+    finally:
+        g.__exit__(None, None, None)
+    with gf.Graph().as_default() as g2:
+        assert gf.get_default_graph() is g2
+    assert gf.get_default_graph() is not g2
+
+
+def test_default_session_eval_and_run():
+    x = gf.constant(3.0)
+    op = gf.no_op()
+    with gf.Session() as sess:
+        assert gf.get_default_session() is sess
+        assert x.eval() == 3.0
+        assert op.run() is None
+    assert gf.get_default_session() is None
+    with pytest.raises(ValueError, match="no default session"):
+        x.eval()
+    inter = gf.InteractiveSession()
+    assert x.eval() == 3.0
+    inter.close()
+
+
+def test_name_scopes_and_unique_names():
+    with gf.name_scope("layer"):
+        a = gf.constant(1.0, name="c")
+        b = gf.constant(1.0, name="c")
+        with gf.name_scope("inner"):
+            c = gf.add(a, b)
+    assert a.name == "layer/c" and b.name == "layer/c_1"
+    assert c.name == "layer/inner/add"
+    with gf.name_scope("layer"):
+        d = gf.constant(1.0, name="c")
+    assert d.name == "layer_1/c"
+    assert gf.get_default_graph().get_tensor_by_name("layer/c:0") is a
+
+
+def test_variable_scope_and_get_variable_reuse():
+    with gf.variable_scope("model"):
+        w = gf.get_variable("w", (2, 3))
+    with gf.variable_scope("model", reuse=True):
+        assert gf.get_variable("w", (2, 3)) is w
+    with gf.variable_scope("model", reuse=gf.AUTO_REUSE):
+        assert gf.get_variable("w") is w
+        fresh = gf.get_variable("v", (1,), initializer=gf.zeros_initializer())
+    assert w.name == "model/w" and fresh.name == "model/v"
+    with pytest.raises(ValueError, match="already exists"):
+        with gf.variable_scope("model"):
+            gf.get_variable("w", (2, 3))
+    with pytest.raises(ValueError, match="does not exist"):
+        with gf.variable_scope("other", reuse=True):
+            gf.get_variable("w", (2, 3))
+
+
+def test_collections_and_trainable():
+    a = gf.Variable(1.0, name="a")
+    b = gf.Variable(2.0, name="b", trainable=False)
+    assert gf.global_variables() == [a, b]
+    assert gf.trainable_variables() == [a]
+
+
+def test_same_seed_same_numbers_on_every_backend(backend):
+    gf.set_random_seed(42)
+    w = gf.Variable(gf.random_normal((3, 4)))
+    u = gf.random_uniform((5,), seed=7)
+    with gf.Session(backend=backend) as sess:
+        got_w, got_u = sess.run([w, u])
+    gf.reset_default_graph()
+    gf.set_random_seed(42)
+    w2 = gf.Variable(gf.random_normal((3, 4)))
+    u2 = gf.random_uniform((5,), seed=7)
+    with gf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(w2), got_w)
+        np.testing.assert_array_equal(sess.run(u2), got_u)
+
+
+def test_random_ops_draw_new_numbers_each_run():
+    r = gf.random_normal((4,), seed=1)
+    with gf.Session() as sess:
+        assert not np.array_equal(sess.run(r), sess.run(r))
+
+
+def test_truncated_normal_stays_within_two_stddevs():
+    r = gf.truncated_normal((2000,), mean=1.0, stddev=0.5, seed=3)
+    with gf.Session() as sess:
+        values = sess.run(r)
+    assert values.min() >= 0.0 and values.max() <= 2.0
+
+
+def test_second_derivative_runs_on_every_backend(backend):
+    x = gf.placeholder(gf.float64, (3,))
+    y = gf.reduce_sum(x ** 3.0)
+    (g,) = gf.gradients(y, [x])
+    (h,) = gf.gradients(gf.reduce_sum(g), [x])
+    with gf.Session(backend=backend) as sess:
+        got_g, got_h = sess.run([g, h], {x: [1.0, 2.0, 3.0]})
+    np.testing.assert_allclose(got_g, [3.0, 12.0, 27.0])
+    np.testing.assert_allclose(got_h, [6.0, 12.0, 18.0])
+
+
+def test_gradients_sum_consumers_undo_broadcast_and_stop():
+    x = gf.placeholder(gf.float64, (2, 3))
+    b = gf.Variable(np.zeros(3))
+    y = gf.reduce_sum((x + b) * x) + gf.reduce_sum(gf.stop_gradient(b) * 5.0)
+    gx, gb = gf.gradients(y, [x, b])
+    assert gb.shape == (3,)
+    xv = np.arange(6.0).reshape(2, 3)
+    with gf.Session() as sess:
+        got_x, got_b = sess.run([gx, gb], {x: xv})
+    np.testing.assert_allclose(got_x, 2 * xv)
+    np.testing.assert_allclose(got_b, xv.sum(0))
+
+
+def test_gradients_of_unrelated_and_integer_paths_are_none():
+    x = gf.Variable(1.0)
+    unrelated = gf.Variable(2.0)
+    k = gf.Variable(3)
+    y = x * gf.cast(k, gf.float32)
+    assert gf.gradients(y, [x, unrelated, k])[1:] == [None, None]
+
+
+def test_register_gradient_override():
+    @gf.RegisterGradient("TestDoubleSquareGrad")
+    def _grad(node, g):
+        return [g * 4.0 * node.inputs[0]]
+
+    g = gf.get_default_graph()
+    x = gf.constant(3.0)
+    with g.gradient_override_map({"square": "TestDoubleSquareGrad"}):
+        y = gf.square(x)
+    (dx,) = gf.gradients(y, [x])
+    with gf.Session() as sess:
+        assert sess.run(dx) == 12.0
