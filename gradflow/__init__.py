@@ -5,7 +5,7 @@ the graph runs forward and backward on NumPy, CuPy, PyTorch or any Array API
 library, chosen per Session.
 """
 
-from gradflow import backends, errors
+from gradflow import backends, data, errors, layers, nn, train  # noqa: E402 - they use the names above
 from gradflow.autodiff import RegisterGradient, gradients
 from gradflow.clip_ops import clip_by_global_norm, clip_by_norm, global_norm
 from gradflow.dtypes import DType, as_dtype, float16, float32, float64, int32, int64
@@ -112,7 +112,6 @@ from gradflow.variables import (
     variables_initializer,
     zeros_initializer,
 )
-from gradflow import data, layers, nn, train  # noqa: E402 - they use the names above
 
 
 def zeros(shape, dtype=float32, name=None):

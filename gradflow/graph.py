@@ -9,8 +9,6 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gradflow import dtypes
-
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 

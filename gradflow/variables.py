@@ -10,7 +10,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph, user_source_line
 from gradflow.ops import state_ops
-from gradflow.ops.registry import REGISTRY, convert_to_tensor, constant
+from gradflow.ops.registry import REGISTRY, constant, convert_to_tensor
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -54,7 +54,8 @@ class Variable(Tensor):
         graph.add_node(self)
         self.initial_value = init
         self.trainable = bool(trainable)
-        for key in collections or ([GLOBAL_VARIABLES] + ([TRAINABLE_VARIABLES] if trainable else [])):
+        default = [GLOBAL_VARIABLES] + ([TRAINABLE_VARIABLES] if trainable else [])
+        for key in collections or default:
             graph.add_to_collection(key, self)
         self.initializer = state_ops.assign(self, init, name=self.name + "/Initializer")
 

@@ -111,7 +111,7 @@ def _concat_infer(shapes, in_dtypes, axis):
     out = list(shapes[0])
     out[axis] = total
     for s in shapes[1:]:
-        out = [d if d is not None else e if i != axis else d for i, (d, e) in enumerate(zip(out, s))]
+        out = [e if d is None and i != axis else d for i, (d, e) in enumerate(zip(out, s))]
     return tuple(out), rules.same_dtype(in_dtypes)
 
 

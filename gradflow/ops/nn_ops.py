@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gradflow.ops import rules
 from gradflow.ops.array_ops import reduce_sum
-from gradflow.ops.math_ops import abs, exp, log1p, negative, relu
 from gradflow.ops.index_ops import one_hot
+from gradflow.ops.math_ops import abs, exp, log1p, negative, relu
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
