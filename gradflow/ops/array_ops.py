@@ -341,9 +341,11 @@ def _matmul_grad(n, g):  # C = A B: dA = g B^T, dB = A^T g (with the transposes 
 def _matmul_vector_grad(a, b, g):  # the 1-D cases, as outer products
     if len(a.shape) == 1 and len(b.shape) == 1:
         return [g * b, g * a]
+    # A batched matrix leaves a batch of vector gradients: the walker sums it away.
     if len(b.shape) == 1:  # y = A b: dA = g b^T, db = A^T g
-        return [expand_dims(g, -1) * b, matmul(transpose(a), g)]
-    return [matmul(b, g), expand_dims(a, -1) * g]  # y = a B: da = B g, dB = a g^T
+        return [expand_dims(g, -1) * b, squeeze(matmul(expand_dims(g, -2), a), -2)]
+    # y = a B: da = B g, dB = a g^T
+    return [squeeze(matmul(b, expand_dims(g, -1)), -1), expand_dims(a, -1) * expand_dims(g, -2)]
 
 
 register("matmul", _matmul_impl, _matmul_infer, grad=_matmul_grad, lower=_matmul_lower)

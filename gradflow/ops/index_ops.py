@@ -126,7 +126,8 @@ register("concat", lambda xp, *xs, axis: xp.concat(xs, axis=axis), _concat_infer
 
 def _split_like_impl(xp, g, *xs, axis, index):
     start = sum(x.shape[axis] for x in xs[:index])
-    key = (slice(None),) * axis + (slice(start, start + xs[index].shape[axis]),)
+    # the trailing ... : the Array API does not let a key name fewer axes than the array has
+    key = (slice(None),) * axis + (slice(start, start + xs[index].shape[axis]), ...)
     return g[key]
 
 

@@ -158,9 +158,20 @@ _register_binary("minimum", "minimum", lambda n, g: [
 _register_binary("floor_divide", "floor_divide", None)
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     _register_binary(_name, _name, None, result=dtypes.bool_, numeric=False)
+
+
+def _logical_infer(shapes, in_dtypes):  # the Array API's logical functions take bools only
+    if not all(dt.is_bool for dt in in_dtypes):
+        raise TypeError(f"the inputs must be bool, got {', '.join(d.name for d in in_dtypes)}")
+    shape = shapes[0] if len(shapes) == 1 else rules.broadcast_shapes(shapes[0], shapes[1])
+    return shape, dtypes.bool_
+
+
 for _name in ("logical_and", "logical_or", "logical_xor"):
-    _register_binary(_name, _name, None, numeric=False)
-_register_unary("logical_not", "logical_not", None, float_only=False)
+    register(_name, lambda xp, a, b, f=_name: getattr(xp, f)(a, b), _logical_infer, grad=None,
+             lower=lambda xp, f=_name: getattr(xp, f))
+register("logical_not", lambda xp, x: xp.logical_not(x), _logical_infer, grad=None,
+         lower=lambda xp: xp.logical_not)
 
 add = _binary_fn("add")
 subtract = _binary_fn("subtract")

@@ -1,0 +1,576 @@
+"""The table of op specs that ``test_ops.py`` expands into checks on every backend.
+
+One spec per op (and per interesting public composite): a builder over the
+public API, seeded input generators, a NumPy reference, which inputs are
+differentiable, the dtypes to check forward in and the tolerances. Inputs are
+small (a dozen elements at most) so finite differences stay cheap, and their
+values keep away from kinks, ties and poles.
+
+Adding an op to the registry means adding a spec here (or an ``EXEMPT``
+entry, for ops the executor evaluates itself).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+import gradflow as gf
+from gradflow.ops import math_ops
+from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
+from gradflow.ops.index_ops import normalize_key
+from gradflow.ops.registry import apply
+
+# Registered ops the executor gives values itself (kind != "compute").
+EXEMPT = {
+    "placeholder": "kind 'placeholder': its value is the feed; every spec feeds its inputs "
+                   "through placeholders",
+    "constant": "kind 'constant': a host value moved to the backend once per session",
+    "variable": "kind 'variable': its value lives in the session's store (see test_session)",
+    "assign": "kind 'assign': a store write at the end of a run (see test_session)",
+    "random": "kind 'random': drawn from the host generator, no forward function",
+    "group": "kind 'group': an operation with no value",
+}
+
+FLOAT_DTYPES = ("float32", "float64")
+# forward (rtol, atol) per result dtype; integer and bool results must match exactly
+FORWARD_TOL = {"float32": (2e-5, 1e-6), "float64": (1e-9, 1e-12)}
+
+
+def all_unknown(shapes):
+    """Placeholder shapes for the unknown-shape run: every dimension ``None``."""
+    return [(None,) * len(s) for s in shapes]
+
+
+def keep(index, *axes):
+    """Like ``all_unknown``, but input ``index`` keeps ``axes`` static."""
+    def shapes_fn(shapes):
+        out = all_unknown(shapes)
+        kept = {a % len(shapes[index]) for a in axes}
+        out[index] = tuple(d if i in kept else None for i, d in enumerate(shapes[index]))
+        return out
+
+    return shapes_fn
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One row of the table.
+
+    ``make(rng)`` returns the inputs as NumPy arrays; float64 ones follow the
+    dtype under test (except those listed in ``pinned``), others keep theirs,
+    so for a spec without float inputs ``dtypes`` only names the test case.
+    ``grad`` lists the inputs checked by finite differences (``None``: every
+    float input, unless a result is not floating); ``()`` marks the spec as not
+    differentiable. ``tol`` overrides ``FORWARD_TOL`` per result dtype;
+    ``dynamic`` gives the placeholder shapes of the unknown-shape run
+    (``None``: the spec needs static shapes).
+    """
+
+    id: str
+    ops: tuple
+    fn: Callable
+    make: Callable
+    ref: Callable
+    grad: Optional[tuple] = None
+    dtypes: tuple = FLOAT_DTYPES
+    pinned: tuple = ()
+    tol: dict = field(default_factory=dict)
+    grad_tol: tuple = (1e-5, 1e-6)
+    eps: float = 1e-6
+    second_order: bool = True
+    dynamic: Optional[Callable] = all_unknown
+    no_grad: bool = False  # the op stops gradients: gf.gradients must give None
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+    def inputs(self, dtype):
+        """The spec's inputs for one dtype under test, from its own seed."""
+        arrays = self.make(np.random.default_rng(self.seed))
+        return [a.astype(dtype) if a.dtype == np.float64 and i not in self.pinned else a
+                for i, a in enumerate(arrays)]
+
+    def grad_inputs(self):
+        if self.grad is not None:
+            return tuple(self.grad)
+        arrays = self.inputs("float64")
+        outputs = self.ref(*arrays)
+        outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        if any(np.asarray(r).dtype.kind != "f" for r in outputs):
+            return ()  # integer or bool results have no gradient
+        return tuple(i for i, a in enumerate(arrays) if a.dtype.kind == "f")
+
+    def forward_tol(self, dtype_name):
+        """(rtol, atol) for a result of this dtype; exact for integers and bools."""
+        return self.tol.get(dtype_name, FORWARD_TOL.get(dtype_name, (0, 0)))
+
+    @property
+    def differentiable(self) -> bool:
+        return bool(self.grad_inputs()) and not self.no_grad
+
+
+# -- input generators: each takes a shape and returns ``rng -> array`` ----------------
+
+
+def uniform(*shape, lo=-2.0, hi=2.0):
+    return lambda rng: rng.uniform(lo, hi, shape)
+
+
+def positive(*shape, lo=0.5, hi=2.0):
+    return uniform(*shape, lo=lo, hi=hi)
+
+
+def nonzero(*shape, lo=0.3, hi=2.0):
+    """Magnitudes in ``[lo, hi]``, random signs: away from the kink of abs/relu at 0."""
+    return lambda rng: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def distinct(*shape, lo=-2.0, hi=2.0):
+    """All values at least ``(hi - lo) / (2 n)`` apart: no ties for max/argmax."""
+    def gen(rng):
+        n = math.prod(shape)
+        step = (hi - lo) / max(n, 1)
+        values = lo + step * (rng.permutation(n) + 0.5 + rng.uniform(-0.25, 0.25, n))
+        return values.reshape(shape)
+
+    return gen
+
+
+def grid(*shape, offset=0.0):
+    """``k / 2 + offset`` with a little jitter: two grids with offsets 0 and 0.25 never tie."""
+    return lambda rng: (rng.integers(-4, 4, shape) * 0.5 + offset
+                        + rng.uniform(-0.05, 0.05, shape))
+
+
+def integral(*shape, lo=-2, hi=3):
+    """Integer-valued floats, so that comparisons see ties."""
+    return lambda rng: rng.integers(lo, hi, shape).astype(np.float64)
+
+
+def off_integer(*shape):
+    """Away from integers and halves: floor, round and casts to int are not at a jump."""
+    return lambda rng: (rng.integers(-3, 3, shape)
+                        + rng.choice([0.25, 0.7], shape) + rng.uniform(-0.1, 0.1, shape))
+
+
+def ints(*shape, lo=0, hi=5, dtype=np.int32):
+    return lambda rng: rng.integers(lo, hi, shape).astype(dtype)
+
+
+def bools(*shape):
+    return lambda rng: rng.random(shape) < 0.5
+
+
+def distribution(*shape):
+    """Rows that sum to one (labels for softmax cross-entropy)."""
+    def gen(rng):
+        e = np.exp(rng.normal(size=shape))
+        return e / e.sum(-1, keepdims=True)
+
+    return gen
+
+
+# -- NumPy references -------------------------------------------------------------
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def np_log_softmax(x, axis=-1):
+    s = x - x.max(axis, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis, keepdims=True))
+
+
+def np_unbroadcast(g, shape):
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1)
+    return g.sum(axes, keepdims=True).reshape(shape)
+
+
+def np_getitem_grad(g, x, key):
+    out = np.zeros(x.shape, g.dtype)
+    view = out[tuple(k for k in key if k is not None)]
+    out[tuple(k for k in key if k is not None)] = g.reshape(view.shape)
+    return out
+
+
+def np_gather_grad(g, indices, params, axis):
+    out = np.zeros(params.shape, g.dtype)
+    moved = np.moveaxis(out, axis, 0)
+    rows = np.moveaxis(g.reshape(params.shape[:axis] + (indices.size,) + params.shape[axis + 1:]),
+                       axis, 0)
+    np.add.at(moved, indices.reshape(-1), rows)
+    return out
+
+
+def np_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def np_softplus(x):
+    return np.logaddexp(0, x)
+
+
+def np_matmul(a, b, ta=False, tb=False):
+    return np.matmul(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b)
+
+
+# -- the table -----------------------------------------------------------------------
+
+SPECS: list = []
+
+
+def spec(id, ops, fn, inputs, ref, **kw):
+    """Add one spec; ``inputs`` is a list of generators or one ``rng -> list`` function."""
+    make = inputs if callable(inputs) else (lambda rng, gens=tuple(inputs): [g(rng) for g in gens])
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    SPECS.append(OpSpec(id, ops, fn, make, ref, **kw))
+
+
+def _unary(name, gen, ref, fn=None, **kw):
+    spec(name, name, fn or getattr(gf, name), [gen(3, 4)], ref, **kw)
+
+
+# elementwise unary
+_unary("negative", uniform, np.negative)
+_unary("exp", uniform, np.exp)
+_unary("log", positive, np.log)
+_unary("log1p", lambda *s: uniform(*s, lo=-0.5, hi=2.0), np.log1p)
+_unary("sqrt", positive, np.sqrt)
+_unary("square", uniform, np.square)
+_unary("abs", nonzero, np.abs)
+_unary("tanh", uniform, np.tanh)
+# Piecewise constant: the gradient is zero (None), so there is no second order to check.
+_flat = dict(second_order=False)
+_unary("sign", nonzero, np.sign, **_flat)
+_unary("floor", off_integer, np.floor, **_flat)
+_unary("round", off_integer, np.round, **_flat)
+_unary("sigmoid", lambda *s: uniform(*s, lo=-4.0, hi=4.0), np_sigmoid)
+_unary("relu", nonzero, lambda x: np.maximum(x, 0), fn=gf.nn.relu)
+spec("relu_int", "relu", gf.nn.relu, [ints(3, 4, lo=-5)], lambda x: np.maximum(x, 0),
+     dtypes=("int32",))
+spec("sigmoid_extreme", "sigmoid", gf.sigmoid,
+     lambda rng: [np.array([-40.0, -12.0, -1.0, 0.5, 12.0, 40.0])], np_sigmoid)
+spec("relu_grad", "relu_grad", lambda g, x: apply("relu_grad", [g, x]),
+     [uniform(3, 4), nonzero(3, 4)], lambda g, x: np.where(x > 0, g, 0).astype(g.dtype))
+spec("rsqrt", ("divide", "sqrt"), gf.rsqrt, [positive(3, 4)], lambda x: 1 / np.sqrt(x))
+spec("reciprocal", "divide", gf.reciprocal, [nonzero(3, 4)], lambda x: 1 / x)
+spec("softplus", ("relu", "log1p", "exp", "abs", "negative", "add"), gf.nn.softplus,
+     [nonzero(3, 4, hi=4.0)], np_softplus)
+spec("leaky_relu", ("maximum", "multiply"), gf.nn.leaky_relu, [nonzero(3, 4)],
+     lambda x: np.where(x > 0, x, 0.2 * x))
+spec("operator_neg_abs", ("negative", "abs"), lambda x: -abs(x), [nonzero(3, 4)],
+     lambda x: -np.abs(x))
+
+# elementwise binary, with broadcasting and Python scalars
+spec("add", "add", gf.add, [uniform(3, 1), uniform(4)], np.add)
+spec("add_scalar_tensor", "add", lambda x, y: x + y, [uniform(), uniform(3, 4)], np.add)
+spec("subtract", "subtract", gf.subtract, [uniform(2, 3), uniform(3)], np.subtract)
+spec("multiply", "multiply", gf.multiply, [uniform(3, 1), uniform(1, 4)], np.multiply)
+spec("divide", "divide", gf.divide, [uniform(3, 4), nonzero(4)], np.divide)
+spec("pow", "pow", gf.pow, [positive(3, 1), uniform(4, lo=-1.5, hi=1.5)], np.power)
+spec("maximum", "maximum", gf.maximum, [grid(3, 1), grid(4, offset=0.25)], np.maximum)
+spec("minimum", "minimum", gf.minimum, [grid(3, 4), grid(4, offset=0.25)], np.minimum)
+spec("floor_divide", "floor_divide", lambda x, y: x // y,
+     lambda rng: (lambda y: [y * (rng.integers(-3, 3, (3, 4)) + rng.uniform(0.2, 0.8, (3, 4))),
+                             y])(rng.choice([-1.5, -0.75, 1.25, 2.0], (4,))),
+     np.floor_divide, **_flat)
+spec("scalar_operators", ("multiply", "subtract", "divide", "pow"),
+     lambda x: (2.0 * x - 1.0) / 3.0 + x ** 2 - 2.0 ** x, [uniform(3, 4)],
+     lambda x: (2 * x - 1) / 3 + x ** 2 - np.power(2, x).astype(x.dtype))
+spec("squared_difference", ("square", "subtract"), gf.squared_difference,
+     [uniform(3, 1), uniform(4)], lambda x, y: np.square(x - y))
+spec("clip_by_value", ("maximum", "minimum"), lambda x: gf.clip_by_value(x, -0.5, 0.5),
+     [grid(3, 4, offset=0.25)], lambda x: np.clip(x, -0.5, 0.5))
+spec("add_n", "add", lambda x, y, z: gf.add_n([x, y, z]),
+     [uniform(3, 4), uniform(3, 4), uniform(4)], lambda x, y, z: x + y + z)
+
+# integer arithmetic (forward only)
+_ints = dict(dtypes=("int32",))
+spec("negative_int", "negative", gf.negative, [ints(3, 4, lo=-5)], np.negative, **_ints)
+spec("abs_int", "abs", gf.abs, [ints(3, 4, lo=-5)], np.abs, **_ints)
+spec("square_int", "square", gf.square, [ints(3, 4, lo=-5)], np.square, **_ints)
+spec("sign_int", "sign", gf.sign, [ints(3, 4, lo=-2, hi=3)], np.sign, **_ints)
+spec("add_int", "add", lambda x, y: x + y * 2, [ints(3, 1), ints(4, dtype=np.int64)],
+     lambda x, y: x + y * 2, **_ints)
+spec("floor_divide_int", "floor_divide", math_ops.floordiv,
+     [ints(3, 4, lo=-9, hi=9), lambda rng: rng.choice([-3, -2, 2, 5], (4,)).astype(np.int32)],
+     np.floor_divide, **_ints)
+spec("maximum_int", ("maximum", "minimum"), lambda x, y: gf.minimum(gf.maximum(x, y), 3),
+     [ints(3, 4, lo=-5), ints(4, lo=-5)], lambda x, y: np.minimum(np.maximum(x, y), 3), **_ints)
+
+# comparisons and logic (bool results, forward only)
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    spec(_name, _name, getattr(gf, _name), [integral(3, 1), integral(4)], getattr(np, _name))
+spec("equal_int", "equal", gf.equal, [ints(3, 4), ints(3, 4, dtype=np.int64)], np.equal,
+     dtypes=("int32",))
+spec("comparison_operators", ("less", "greater_equal", "logical_and"),
+     lambda x, y: (x < y) & (x >= -1.0), [integral(3, 4), integral(4)],
+     lambda x, y: (x < y) & (x >= -1))
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    spec(_name, _name, getattr(math_ops, _name), [bools(3, 4), bools(4)],
+         getattr(np, _name), dtypes=("bool",))
+spec("logical_not", "logical_not", lambda x: ~x, [bools(3, 4)], np.logical_not,
+     dtypes=("bool",))
+
+# where, cast, zeros_like, ones_like
+spec("where", "where", gf.where, [bools(3, 1), uniform(3, 4), uniform(4)], np.where)
+spec("where_int", "where", gf.where, [bools(3, 4), ints(3, 4), ints(3, 1)], np.where,
+     dtypes=("int32",))
+spec("where_scalar", "where", gf.where, [bools(3, 4), uniform(3, 4), uniform()], np.where)
+# A float32 end of a cast makes differences noisy: a large eps (exact for a linear op),
+# a loose tolerance, and no second order (it is zero anyway).
+_cast32 = dict(eps=1e-2, grad_tol=(1e-3, 1e-3), second_order=False)
+spec("cast_to_float32", "cast", lambda x: gf.cast(x, gf.float32), [uniform(3, 4)],
+     lambda x: x.astype(np.float32), dtypes=("float64",), pinned=(0,), **_cast32)
+spec("cast_to_float64", "cast", lambda x: gf.cast(x, gf.float64) * 2.0,
+     [lambda rng: rng.uniform(-2, 2, (3, 4)).astype(np.float32)],
+     lambda x: x.astype(np.float64) * 2, dtypes=("float32",), **_cast32)
+spec("cast_to_int", "cast", lambda x: gf.cast(x, gf.int32), [off_integer(3, 4)],
+     lambda x: x.astype(np.int32))
+spec("cast_from_int", "cast", lambda x: gf.cast(x, gf.float32), [ints(3, 4, lo=-5)],
+     lambda x: x.astype(np.float32), dtypes=("int32",))
+spec("cast_from_bool", "cast", lambda x: gf.cast(x, gf.float64), [bools(3, 4)],
+     lambda x: x.astype(np.float64), dtypes=("bool",))
+spec("cast_to_bool", "cast", lambda x: gf.cast(x, gf.bool), [integral(3, 4, lo=-1, hi=2)],
+     lambda x: x.astype(bool))
+spec("zeros_like", "zeros_like", gf.zeros_like, [uniform(3, 4)], np.zeros_like, **_flat)
+spec("ones_like", "ones_like", gf.ones_like, [uniform(3, 4)], np.ones_like, **_flat)
+spec("ones_like_int", ("ones_like", "cast"), lambda x: gf.ones_like(x, dtype=gf.float32),
+     [ints(2, 3)], lambda x: np.ones(x.shape, np.float32), dtypes=("int32",))
+
+# reductions
+spec("reduce_sum", "reduce_sum", gf.reduce_sum, [uniform(3, 4)], np.sum)
+spec("reduce_sum_axis", "reduce_sum", lambda x: gf.reduce_sum(x, 1), [uniform(3, 4)],
+     lambda x: np.sum(x, 1))
+spec("reduce_sum_axes_keepdims", "reduce_sum",
+     lambda x: gf.reduce_sum(x, (0, -1), keepdims=True), [uniform(2, 3, 2)],
+     lambda x: np.sum(x, (0, 2), keepdims=True))
+spec("reduce_sum_int", "reduce_sum", lambda x: gf.reduce_sum(x, -1), [ints(3, 4, lo=-5)],
+     lambda x: np.sum(x, -1, dtype=x.dtype), dtypes=("int32",))
+spec("reduce_sum_scalar", "reduce_sum", gf.reduce_sum, [uniform()], np.sum)
+spec("reduce_mean_scalar", "reduce_sum", gf.reduce_mean, [uniform()], np.mean)
+spec("reduce_max", "reduce_max", lambda x: gf.reduce_max(x, 1), [distinct(3, 4)],
+     lambda x: np.max(x, 1))
+spec("reduce_max_all_keepdims", "reduce_max", lambda x: gf.reduce_max(x, keepdims=True),
+     [distinct(3, 4)], lambda x: np.max(x, keepdims=True))
+spec("reduce_max_int", "reduce_max", lambda x: gf.reduce_max(x, 0), [ints(3, 4, lo=-5)],
+     lambda x: np.max(x, 0), dtypes=("int32",))
+spec("reduce_min", "reduce_min", lambda x: gf.reduce_min(x, 0), [distinct(3, 4)],
+     lambda x: np.min(x, 0))
+spec("reduce_prod", "reduce_prod", lambda x: gf.reduce_prod(x, 1),
+     [nonzero(3, 4, lo=0.5, hi=1.5)], lambda x: np.prod(x, 1))
+spec("reduce_prod_all", "reduce_prod", gf.reduce_prod, [nonzero(2, 3, lo=0.5, hi=1.5)],
+     np.prod)
+spec("reduce_mean", ("reduce_sum", "divide"), gf.reduce_mean, [uniform(3, 4)], np.mean)
+spec("reduce_mean_axes_keepdims", ("reduce_sum", "divide"),
+     lambda x: gf.reduce_mean(x, (0, 1), keepdims=True), [uniform(2, 3, 2)],
+     lambda x: np.mean(x, (0, 1), keepdims=True))
+spec("reduced_count", "reduced_count", lambda x: apply("reduced_count", [x], axes=(0, 2)),
+     [uniform(2, 3, 2)], lambda x: np.asarray(4, x.dtype), grad=())
+spec("reduced_count_all", "reduced_count", lambda x: apply("reduced_count", [x], axes=None),
+     [uniform(3, 4)], lambda x: np.asarray(12, x.dtype), grad=())
+spec("argmax", "argmax", lambda x: gf.argmax(x, 1), [distinct(3, 4)],
+     lambda x: np.argmax(x, 1).astype(np.int64))
+spec("argmax_default_axis_int32", ("argmax", "cast"),
+     lambda x: gf.argmax(x, output_type=gf.int32), [distinct(3, 4)],
+     lambda x: np.argmax(x, 0).astype(np.int32))
+spec("argmin", "argmin", lambda x: gf.argmin(x, -1), [distinct(2, 3, 2)],
+     lambda x: np.argmin(x, -1).astype(np.int64))
+spec("argmax_int", "argmax", lambda x: gf.argmax(x, 1),
+     [lambda rng: rng.permutation(12).reshape(3, 4).astype(np.int32)],
+     lambda x: np.argmax(x, 1).astype(np.int64), dtypes=("int32",))
+
+# the broadcasting helpers of the gradient walker
+spec("unbroadcast", "unbroadcast", unbroadcast, [uniform(2, 3, 2), uniform(3, 1)],
+     lambda g, x: np_unbroadcast(g, x.shape), grad=(0,))
+spec("unbroadcast_same", "unbroadcast", unbroadcast, [uniform(3, 4), uniform(3, 4)],
+     lambda g, x: g, grad=(0,))
+spec("broadcast_like", "broadcast_like", broadcast_like, [uniform(3, 1), uniform(2, 3, 2)],
+     lambda g, x: np.broadcast_to(g, x.shape), grad=(0,))
+spec("reshape_like", "reshape_like", reshape_like, [uniform(12), uniform(3, 4)],
+     lambda g, x: g.reshape(x.shape), grad=(0,))
+
+# shapes
+spec("reshape", "reshape", lambda x: gf.reshape(x, (2, 6)), [uniform(3, 4)],
+     lambda x: x.reshape(2, 6))
+spec("reshape_to_scalar", "reshape", lambda x: gf.reshape(x, ()), [uniform(1, 1)],
+     lambda x: x.reshape(()))
+spec("reshape_infer", "reshape", lambda x: gf.reshape(x, (-1, 2, 2)), [uniform(3, 4)],
+     lambda x: x.reshape(-1, 2, 2))
+spec("expand_dims", "expand_dims", lambda x: gf.expand_dims(x, 1), [uniform(3, 4)],
+     lambda x: x[:, None])
+spec("expand_dims_last", "expand_dims", lambda x: gf.expand_dims(x, -1), [uniform(3, 4)],
+     lambda x: x[..., None])
+spec("squeeze", "squeeze", lambda x: gf.squeeze(x, 1), [uniform(3, 1, 2)],
+     lambda x: np.squeeze(x, 1))
+spec("squeeze_all", "squeeze", gf.squeeze, [uniform(1, 3, 1, 2)], np.squeeze,
+     dynamic=keep(0, 0, 2))  # axis=None squeezes the statically known size-1 dims
+spec("transpose", "transpose", gf.transpose, [uniform(3, 4)], np.transpose)
+spec("transpose_perm", "transpose", lambda x: gf.transpose(x, (1, 2, 0)), [uniform(2, 3, 2)],
+     lambda x: np.transpose(x, (1, 2, 0)))
+spec("shape", "shape", gf.shape, [uniform(3, 4)], lambda x: np.array(x.shape, np.int32),
+     grad=())
+spec("shape_int64", "shape", lambda x: gf.shape(x, out_type=gf.int64), [ints(2, 3)],
+     lambda x: np.array(x.shape, np.int64), dtypes=("int32",))
+
+# matmul: plain, transposed, batched, broadcast batch, 1-D operands
+_mm = [
+    ("matmul", (2, 3), (3, 4), {}),
+    ("matmul_transpose_a", (3, 2), (3, 4), dict(transpose_a=True)),
+    ("matmul_transpose_b", (2, 3), (4, 3), dict(transpose_b=True)),
+    ("matmul_transpose_ab", (3, 2), (4, 3), dict(transpose_a=True, transpose_b=True)),
+    ("matmul_batched", (2, 2, 3), (2, 3, 2), {}),
+    ("matmul_batched_transpose", (2, 3, 2), (2, 2, 3), dict(transpose_a=True,
+                                                            transpose_b=True)),
+    ("matmul_broadcast_batch_a", (2, 2, 3), (3, 2), {}),
+    ("matmul_broadcast_batch_b", (2, 3), (2, 3, 2), {}),
+    ("matmul_vector_matrix", (3,), (3, 4), {}),
+    ("matmul_matrix_vector", (2, 3), (3,), {}),
+    ("matmul_vector_vector", (3,), (3,), {}),
+    ("matmul_batched_matrix_vector", (2, 2, 3), (3,), {}),
+    ("matmul_vector_batched_matrix", (3,), (2, 3, 2), {}),
+]
+for _id, _sa, _sb, _kw in _mm:
+    spec(_id, "matmul", lambda a, b, kw=_kw: gf.matmul(a, b, **kw),
+         [uniform(*_sa), uniform(*_sb)],
+         lambda a, b, kw=_kw: np_matmul(a, b, kw.get("transpose_a"), kw.get("transpose_b")))
+spec("matmul_operator", "matmul", lambda a, b: a @ b, [uniform(3, 2), uniform(2, 4)],
+     np.matmul)
+spec("matmul_int", "matmul", gf.matmul, [ints(2, 3, lo=-3), ints(3, 2, lo=-3)], np.matmul,
+     dtypes=("int32",))
+
+# indexing with static keys
+_keys = [
+    ("getitem", (3, 4), (slice(1, None), None)),
+    ("getitem_step", (4, 3), (slice(None, None, 2), slice(1, None))),
+    ("getitem_ellipsis_int", (2, 3, 2), (Ellipsis, 0)),
+    ("getitem_negative_int", (3, 4), -1),
+    ("getitem_scalar", (3, 4), (1, 2)),
+    ("getitem_reverse", (3, 4), (slice(None), slice(None, None, -1))),
+    ("getitem_negative_step", (5, 2), (slice(4, 0, -2), None, 1)),
+    ("getitem_empty", (3, 4), slice(2, 1)),
+    ("getitem_newaxis_ellipsis", (3, 4), (None, Ellipsis, slice(1, 3))),
+]
+for _id, _shape, _key in _keys:
+    spec(_id, "getitem", lambda x, k=_key: x[k], [uniform(*_shape)], lambda x, k=_key: x[k])
+
+
+def _getitem_grad(g, x, key):
+    return apply("getitem_grad", [g, x], key=normalize_key(key, len(x.shape)))
+
+
+spec("getitem_grad", "getitem_grad",
+     lambda g, x: _getitem_grad(g, x, (slice(1, None), None)),
+     [uniform(2, 1, 4), uniform(3, 4)],
+     lambda g, x: np_getitem_grad(g, x, (slice(1, None), None)), grad=(0,))
+spec("getitem_grad_int", "getitem_grad", lambda g, x: _getitem_grad(g, x, (Ellipsis, 1)),
+     [uniform(2, 3), uniform(2, 3, 2)], lambda g, x: np_getitem_grad(g, x, (Ellipsis, 1)),
+     grad=(0,))
+
+# joining and splitting
+spec("concat", "concat", lambda x, y: gf.concat([x, y], 0), [uniform(2, 3), uniform(1, 3)],
+     lambda x, y: np.concatenate([x, y], 0))
+spec("concat_three_last_axis", "concat", lambda x, y, z: gf.concat([x, y, z], -1),
+     [uniform(2, 1), uniform(2, 3), uniform(2, 2)], lambda x, y, z: np.concatenate([x, y, z], -1))
+spec("split_like", "split_like",
+     lambda g, x, y: apply("split_like", [g, x, y], axis=1, index=1),
+     [uniform(2, 5), uniform(2, 2), uniform(2, 3)], lambda g, x, y: g[:, 2:], grad=(0,))
+spec("split_like_first", "split_like",
+     lambda g, x, y, z: apply("split_like", [g, x, y, z], axis=0, index=0),
+     [uniform(4, 2), uniform(1, 2), uniform(2, 2), uniform(1, 2)],
+     lambda g, x, y, z: g[:1], grad=(0,))
+spec("stack", ("expand_dims", "concat"), lambda x, y, z: gf.stack([x, y, z]),
+     [uniform(2, 2)] * 3, lambda x, y, z: np.stack([x, y, z]))
+spec("stack_axis1", ("expand_dims", "concat"), lambda x, y: gf.stack([x, y], axis=1),
+     [uniform(2, 3)] * 2, lambda x, y: np.stack([x, y], 1))
+spec("stack_scalars", ("expand_dims", "concat"), lambda x, y, z: gf.stack([x, y, z]),
+     [uniform()] * 3, lambda x, y, z: np.stack([x, y, z]))
+spec("concat_int", "concat", lambda x, y: gf.concat([x, y], 1), [ints(2, 1), ints(2, 3)],
+     lambda x, y: np.concatenate([x, y], 1), dtypes=("int32",))
+spec("unstack", "getitem", lambda x: gf.unstack(x, axis=1), [uniform(2, 3)],
+     lambda x: list(np.moveaxis(x, 1, 0)), dynamic=keep(0, 1))
+spec("split", "getitem", lambda x: gf.split(x, 3, axis=1), [uniform(2, 6)],
+     lambda x: np.split(x, 3, axis=1), dynamic=keep(0, 1))
+spec("split_sizes", "getitem", lambda x: gf.split(x, [1, 3], axis=-1), [uniform(3, 4)],
+     lambda x: np.split(x, [1], axis=-1))
+
+# gather and one_hot
+spec("gather", "gather", gf.gather,
+     [uniform(5, 2), lambda rng: np.array([3, 0, 3, 1], np.int32)],
+     lambda p, i: np.take(p, i, 0))
+spec("gather_axis1", "gather", lambda p, i: gf.gather(p, i, axis=1),
+     [uniform(2, 5), ints(2, 2, hi=5, dtype=np.int64)], lambda p, i: np.take(p, i, 1))
+spec("gather_scalar_index", "gather", gf.gather,
+     [uniform(4, 3), lambda rng: np.array(2, np.int64)], lambda p, i: np.take(p, i, 0))
+spec("gather_grad", "gather_grad",
+     lambda g, i, p: apply("gather_grad", [g, i, p], axis=0),
+     [uniform(4, 2), lambda rng: np.array([3, 0, 3, 1], np.int32), uniform(5, 2)],
+     lambda g, i, p: np_gather_grad(g, i, p, 0), grad=(0,))
+spec("gather_grad_axis1", "gather_grad",
+     lambda g, i, p: apply("gather_grad", [g, i, p], axis=1),
+     [uniform(2, 2, 2), lambda rng: np.array([[1, 1], [0, 2]], np.int64), uniform(2, 3)],
+     lambda g, i, p: np_gather_grad(g, i, p, 1), grad=(0,))
+spec("gather_int_params", "gather", gf.gather,
+     [ints(4, 2, hi=9, dtype=np.int64), ints(3, hi=4)], lambda p, i: np.take(p, i, 0),
+     dtypes=("int64",))
+spec("one_hot", "one_hot", lambda i: gf.one_hot(i, 3), [ints(4, hi=3)],
+     lambda i: np.eye(3, dtype=np.float32)[i], dtypes=("int32",))
+spec("one_hot_values", "one_hot",
+     lambda i: gf.one_hot(i, 4, on_value=2.0, off_value=-1.0, dtype=gf.float64),
+     [ints(2, 2, hi=4, dtype=np.int64)], lambda i: np.eye(4)[i] * 3 - 1, dtypes=("int64",))
+
+# softmax and the losses
+spec("softmax", "softmax", gf.nn.softmax, [uniform(3, 4)], np_softmax)
+spec("softmax_vector", "softmax", gf.nn.softmax, [uniform(5)], np_softmax)
+spec("softmax_axis0", "softmax", lambda x: gf.nn.softmax(x, axis=0), [uniform(3, 4)],
+     lambda x: np_softmax(x, 0))
+spec("softmax_large_logits", "softmax", gf.nn.softmax,
+     [lambda rng: rng.uniform(-2, 2, (2, 3)) + np.array([[1000.0], [-1000.0]])], np_softmax)
+spec("log_softmax", "log_softmax", gf.nn.log_softmax, [uniform(3, 4)], np_log_softmax)
+spec("log_softmax_axis0", "log_softmax", lambda x: gf.nn.log_softmax(x, 0), [uniform(3, 4)],
+     lambda x: np_log_softmax(x, 0))
+spec("log_softmax_large_logits", "log_softmax", gf.nn.log_softmax,
+     [lambda rng: rng.uniform(-2, 2, (2, 3)) + np.array([[1000.0], [-1000.0]])],
+     np_log_softmax)
+spec("softmax_cross_entropy_with_logits", ("log_softmax", "multiply", "reduce_sum"),
+     lambda y, x: gf.nn.softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [distribution(3, 4), uniform(3, 4)], lambda y, x: -np.sum(y * np_log_softmax(x), -1))
+spec("sparse_softmax_cross_entropy_with_logits", ("one_hot", "log_softmax"),
+     lambda y, x: gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [ints(3, hi=4, dtype=np.int64), uniform(3, 4)],
+     lambda y, x: -np_log_softmax(x)[np.arange(3), y], dynamic=keep(1, -1))
+spec("sparse_softmax_cross_entropy_int32_large", ("one_hot", "log_softmax"),
+     lambda y, x: gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [lambda rng: np.array([0, 2], np.int32),
+      lambda rng: rng.uniform(-2, 2, (2, 3)) * 300.0],
+     lambda y, x: -np_log_softmax(x)[np.arange(2), y], dynamic=keep(1, -1))
+spec("sigmoid_cross_entropy_with_logits", ("relu", "log1p", "exp", "abs"),
+     lambda z, x: gf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x),
+     [uniform(3, 4, lo=0.0, hi=1.0), nonzero(3, 4, hi=5.0)],
+     lambda z, x: np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x))))
+spec("l2_loss", ("multiply", "reduce_sum"), gf.nn.l2_loss, [uniform(3, 4)],
+     lambda x: np.sum(x * x) / 2)
+spec("bias_add", "add", gf.nn.bias_add, [uniform(3, 4), uniform(4)], np.add)
+spec("global_norm_clip", ("sqrt", "maximum", "multiply"),
+     lambda x, y: [*gf.clip_by_global_norm([x, y], 1.5)[0], gf.global_norm([x, y])],
+     [uniform(3, 2), uniform(4)],
+     lambda x, y: (lambda n: [x * 1.5 / n, y * 1.5 / n, n])(np.sqrt(np.sum(x * x) + np.sum(y * y))))
+spec("clip_by_norm", ("sqrt", "reduce_sum", "maximum"), lambda x: gf.clip_by_norm(x, 1.0, 1),
+     [lambda rng: rng.uniform(-1, 1, (3, 4)) * np.array([[0.2], [1.0], [3.0]])],
+     lambda x: x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1.0))
+
+# identity-like ops
+spec("identity", "identity", gf.identity, [uniform(3, 4)], lambda x: x)
+spec("placeholder_with_default", "placeholder_with_default",
+     lambda x: gf.placeholder_with_default(x, x.shape), [uniform(3, 4)], lambda x: x)
+spec("stop_gradient", "stop_gradient", gf.stop_gradient, [uniform(3, 4)], lambda x: x,
+     no_grad=True)
