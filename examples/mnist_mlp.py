@@ -2,9 +2,12 @@
 
     GRADFLOW_DATA=../shared/data python examples/mnist_mlp.py --epochs 3
     python examples/mnist_mlp.py --backend cupy --data-dir /path/to/mnist
+    python examples/mnist_mlp.py --checkpoint-dir ckpt --resume --epochs 5
 
 Shows a progress bar per epoch, the test accuracy after each epoch, and saves
-a PNG of the loss and accuracy curves.
+a PNG of the loss and accuracy curves. With ``--checkpoint-dir`` it saves a
+checkpoint after each epoch (weights, Adam's slots, the global step and the
+epoch count); ``--resume`` continues from the latest one.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import gradflow as gf
 
 
 def build_model(seed):
-    """Placeholders, logits, loss, accuracy and the Adam training op."""
+    """Placeholders, logits, loss, accuracy, the Adam training op and a Saver."""
     graph = gf.Graph()
     with graph.as_default():
         gf.set_random_seed(seed)
@@ -33,9 +36,28 @@ def build_model(seed):
             gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         correct = gf.equal(gf.argmax(logits, axis=1), y)
         accuracy = gf.reduce_mean(gf.cast(correct, gf.float32))
-        train_op = gf.train.AdamOptimizer(1e-3).minimize(loss)
+        step = gf.train.get_or_create_global_step()
+        train_op = gf.train.AdamOptimizer(1e-3).minimize(loss, global_step=step)
+        epoch = gf.Variable(np.int64(0), trainable=False, name="epoch", dtype=gf.int64)
+        next_epoch = gf.assign_add(epoch, 1)
         init_op = gf.global_variables_initializer()
-    return graph, dict(x=x, y=y, loss=loss, accuracy=accuracy, train=train_op, init=init_op)
+        saver = gf.train.Saver(max_to_keep=3)
+    return graph, dict(x=x, y=y, loss=loss, accuracy=accuracy, train=train_op, init=init_op,
+                       step=step, epoch=epoch, next_epoch=next_epoch, saver=saver)
+
+
+def start(sess, m, checkpoint_dir, resume):
+    """Initialize the variables, or restore the latest checkpoint; return the epochs done."""
+    latest = gf.train.latest_checkpoint(checkpoint_dir) if resume else None
+    if latest is None:
+        if resume:
+            print(f"no checkpoint in {checkpoint_dir}; starting from scratch")
+        sess.run(m["init"])
+        return 0
+    m["saver"].restore(sess, latest)
+    done = int(sess.run(m["epoch"]))
+    print(f"resumed from {latest} (epoch {done}, step {int(sess.run(m['step']))})")
+    return done
 
 
 def evaluate(sess, m, images, labels, batch_size=1000):
@@ -70,7 +92,13 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="use only N training images")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="save a checkpoint here after each epoch")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the latest checkpoint in --checkpoint-dir")
     args = parser.parse_args(argv)
+    if args.resume and not args.checkpoint_dir:
+        parser.error("--resume needs --checkpoint-dir")
     from tqdm import tqdm
 
     (x_train, y_train), (x_test, y_test) = gf.data.mnist.load(args.data_dir)
@@ -82,9 +110,9 @@ def main(argv=None):
     losses, accuracies = [], []
     os.makedirs(args.out, exist_ok=True)
     with gf.Session(graph=graph, backend=args.backend) as sess:
-        sess.run(m["init"])
-        for epoch in range(1, args.epochs + 1):
-            start = time.perf_counter()
+        done = start(sess, m, args.checkpoint_dir, args.resume)
+        for epoch in range(done + 1, args.epochs + 1):
+            start_time = time.perf_counter()
             steps = gf.data.batches(x_train, y_train, batch_size=args.batch_size,
                                     seed=args.seed + epoch)
             bar = tqdm(steps, total=-(-len(x_train) // args.batch_size),
@@ -96,7 +124,14 @@ def main(argv=None):
                     bar.set_postfix(loss=f"{loss:.4f}")
             accuracies.append(evaluate(sess, m, x_test, y_test))
             print(f"epoch {epoch}: test accuracy {100 * accuracies[-1]:.2f}% "
-                  f"({time.perf_counter() - start:.1f} s, backend {sess.backend.name})")
+                  f"({time.perf_counter() - start_time:.1f} s, backend {sess.backend.name})")
+            sess.run(m["next_epoch"])
+            if args.checkpoint_dir:
+                path = m["saver"].save(sess, os.path.join(args.checkpoint_dir, "model"),
+                                       global_step=m["step"])
+                print(f"saved {path}")
+        if not accuracies:  # resumed with every epoch already done
+            accuracies.append(evaluate(sess, m, x_test, y_test))
     png = os.path.join(args.out, "mnist_mlp_curves.png")
     save_curves(png, losses, accuracies)
     print(f"saved {png}")

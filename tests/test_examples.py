@@ -125,3 +125,35 @@ def test_two_clusters_mlp(tmp_path):
     result = load("two_clusters_mlp").main(["--backend", "numpy", "--out", str(tmp_path)])
     assert result["accuracy"] >= 0.99
     assert_pngs(result["outputs"], tmp_path)
+
+
+def small_mnist(monkeypatch):
+    """Replace the MNIST loader with 64 training and 50 test images of random pixels."""
+    def load_small(data_dir=None, download=True, verify=True):
+        rng = np.random.default_rng(0)
+        return ((rng.integers(0, 256, (64, 28, 28), dtype=np.uint8),
+                 rng.integers(0, 10, 64).astype(np.uint8)),
+                (rng.integers(0, 256, (50, 28, 28), dtype=np.uint8),
+                 rng.integers(0, 10, 50).astype(np.uint8)))
+
+    import gradflow as gf
+
+    monkeypatch.setattr(gf.data.mnist, "load", load_small)
+    return load_small
+
+
+def test_mnist_mlp_checkpoints_and_resumes(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    module = load("mnist_mlp")
+    common = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy"]
+    small_mnist(monkeypatch)
+    straight = module.main(common + ["--epochs", "2"])
+    ckpt = str(tmp_path / "ckpt")
+    module.main(common + ["--epochs", "1", "--checkpoint-dir", ckpt])
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-4"]
+    capsys.readouterr()
+    resumed = module.main(common + ["--epochs", "2", "--checkpoint-dir", ckpt, "--resume"])
+    out = capsys.readouterr().out
+    assert "resumed from" in out and "epoch 1:" not in out and "epoch 2:" in out
+    assert resumed["accuracies"] == straight["accuracies"][1:]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-4", "model-8"]

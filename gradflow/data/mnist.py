@@ -2,8 +2,8 @@
 
 ``load()`` looks in ``data_dir``, then ``$GRADFLOW_DATA/mnist``, then
 ``~/.cache/gradflow/mnist``. If the files are in none of them it downloads
-them from public mirrors into the first writable of those places, checks the
-SHA-256 of the decompressed bytes and saves each file atomically.
+them from public mirrors into ``data_dir`` (when given) or the cache folder,
+checks the SHA-256 of the decompressed bytes and saves each file atomically.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import hashlib
 import os
 import tempfile
 import urllib.request
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def read_idx(path, expected_sha256=None) -> np.ndarray:
     path = Path(path)
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
+    except (OSError, EOFError, zlib.error) as err:  # zlib.error: a corrupt deflate stream
         raise MnistError(f"{path}: cannot read or decompress it ({err}); delete it and "
                          "load again") from None
     if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
@@ -147,6 +148,8 @@ def _save_atomically(folder, name, raw):
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, folder / name)
     except BaseException:
         os.unlink(tmp)

@@ -1,4 +1,4 @@
-"""Training: optimizers, the global step (and, later, checkpoints)."""
+"""Training: optimizers, the global step and checkpoints."""
 
 from gradflow.train.optimizers import (
     AdagradOptimizer,
@@ -11,9 +11,10 @@ from gradflow.train.optimizers import (
     get_global_step,
     get_or_create_global_step,
 )
+from gradflow.train.saver import CheckpointError, Saver, latest_checkpoint
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "Optimizer", "RMSPropOptimizer", "create_global_step", "get_global_step",
-    "get_or_create_global_step",
+    "get_or_create_global_step", "Saver", "CheckpointError", "latest_checkpoint",
 ]
