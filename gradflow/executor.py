@@ -101,7 +101,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             line = f"{var} = C{step}"
         elif kind == "random":
             env[f"R{step}"] = _random_source(session, node)
-            line = f"{var} = R{step}()"
+            line = f"{var} = R{step}({', '.join(names[i] for i in node.inputs)})"
         elif kind == "group":
             line = "pass"
             names[node] = "None"
@@ -144,6 +144,8 @@ def _random_source(session, node):
     rng = session.host_rng(node)
     attrs = node.attrs
     asarray = session.backend.asarray
+    if node.inputs:  # the shape comes from the input's value at run time
+        return lambda like: asarray(draw_host(rng, attrs, like.shape))
     return lambda: asarray(draw_host(rng, attrs))
 
 

@@ -574,3 +574,73 @@ spec("placeholder_with_default", "placeholder_with_default",
      lambda x: gf.placeholder_with_default(x, x.shape), [uniform(3, 4)], lambda x: x)
 spec("stop_gradient", "stop_gradient", gf.stop_gradient, [uniform(3, 4)], lambda x: x,
      no_grad=True)
+
+# convolution and pooling (NHWC), references written with plain loops
+
+
+def np_window(size, k, s, padding):
+    if padding == "VALID":
+        return (size - k) // s + 1, 0
+    out = -(-size // s)
+    return out, max((out - 1) * s + k - size, 0) // 2
+
+
+def np_windows(x, kh, kw, s, padding):
+    """Yield (n, i, j, [(r, c) real cells of the window]) for every output position."""
+    oh, pt = np_window(x.shape[1], kh, s, padding)
+    ow, pl = np_window(x.shape[2], kw, s, padding)
+    for i in range(oh):
+        for j in range(ow):
+            cells = [(i * s + a - pt, j * s + b - pl, a, b) for a in range(kh) for b in range(kw)]
+            yield i, j, [c for c in cells if 0 <= c[0] < x.shape[1] and 0 <= c[1] < x.shape[2]]
+
+
+def np_conv2d(x, w, s, padding):
+    oh, _ = np_window(x.shape[1], w.shape[0], s, padding)
+    ow, _ = np_window(x.shape[2], w.shape[1], s, padding)
+    out = np.zeros((x.shape[0], oh, ow, w.shape[3]), x.dtype)
+    for i, j, cells in np_windows(x, w.shape[0], w.shape[1], s, padding):
+        for r, c, a, b in cells:
+            out[:, i, j, :] += x[:, r, c, :] @ w[a, b]
+    return out
+
+
+def np_pool(x, k, s, padding, kind):
+    oh, _ = np_window(x.shape[1], k, s, padding)
+    ow, _ = np_window(x.shape[2], k, s, padding)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]), x.dtype)
+    for i, j, cells in np_windows(x, k, k, s, padding):
+        vals = np.stack([x[:, r, c, :] for r, c, _, _ in cells])
+        out[:, i, j, :] = vals.max(0) if kind == "max" else vals.mean(0)
+    return out
+
+
+def np_max_select(h, x, k, s, padding):
+    """``h`` at the first maximum of ``x`` in each window."""
+    out = np.zeros(np_pool(x, k, s, padding, "max").shape, h.dtype)
+    for i, j, cells in np_windows(x, k, k, s, padding):
+        vals = np.stack([x[:, r, c, :] for r, c, _, _ in cells])
+        hs = np.stack([h[:, r, c, :] for r, c, _, _ in cells])
+        out[:, i, j, :] = np.take_along_axis(hs, vals.argmax(0)[None], 0)[0]
+    return out
+
+
+_CONV = [("conv2d_same", (1, 5, 5, 2), 1, "SAME"), ("conv2d_valid", (1, 5, 5, 2), 1, "VALID"),
+         ("conv2d_same_stride2", (2, 5, 4, 2), 2, "SAME"),
+         ("conv2d_valid_stride2", (1, 6, 5, 2), 2, "VALID")]
+for _id, _shape, _s, _pad in _CONV:
+    spec(_id, ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"),
+         lambda x, w, s=_s, p=_pad: gf.nn.conv2d(x, w, [1, s, s, 1], p),
+         [uniform(*_shape), uniform(3, 3, 2, 2)],
+         lambda x, w, s=_s, p=_pad: np_conv2d(x, w, s, p), dynamic=keep(1, 0, 1, 2, 3),
+         tol={"float32": (1e-4, 1e-5)})
+for _kind, _op in (("max", "max_pool"), ("avg", "avg_pool")):
+    for _shape, _k, _s, _pad in [((1, 5, 5, 2), 2, 2, "SAME"), ((1, 5, 5, 2), 3, 2, "VALID"),
+                                  ((2, 4, 3, 1), 3, 1, "SAME")]:
+        spec(f"{_op}_{_pad.lower()}_k{_k}_s{_s}", (_op, f"{_op}_grad"),
+             lambda x, o=_op, k=_k, s=_s, p=_pad: getattr(gf.nn, o)(x, k, s, p),
+             [distinct(*_shape)], lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t))
+spec("max_pool_select", ("max_pool_select", "max_pool_grad"),
+     lambda h, x: apply("max_pool_select", [h, x], ksize=(2, 2), strides=(2, 2), padding="SAME"),
+     [uniform(1, 5, 5, 2), distinct(1, 5, 5, 2)],
+     lambda h, x: np_max_select(h, x, 2, 2, "SAME"), grad=(0,))

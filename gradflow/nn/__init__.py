@@ -1,5 +1,6 @@
 """Neural-network ops (TF1 ``tf.nn``)."""
 
+from gradflow.ops.conv_ops import avg_pool, conv2d, dropout, max_pool
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
     bias_add,
@@ -15,6 +16,7 @@ from gradflow.ops.nn_ops import (
 )
 
 __all__ = [
+    "avg_pool", "conv2d", "dropout", "max_pool",
     "bias_add", "l2_loss", "leaky_relu", "log_softmax", "relu", "sigmoid",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",

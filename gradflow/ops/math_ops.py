@@ -55,7 +55,7 @@ def _unary_fn(op_name):
     def fn(x, name=None):
         return apply(op_name, [convert_to_tensor(x)], name=name)
 
-    fn.__name__ = op_name
+    fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = f"Elementwise ``{op_name}`` (TF1 ``tf.{op_name}``)."
     return fn
 
@@ -64,7 +64,7 @@ def _binary_fn(op_name):
     def fn(x, y, name=None):
         return apply(op_name, list(_binary_args(x, y)), name=name)
 
-    fn.__name__ = op_name
+    fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = f"Elementwise ``{op_name}`` with broadcasting (TF1 ``tf.{op_name}``)."
     return fn
 

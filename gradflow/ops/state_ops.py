@@ -189,9 +189,24 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype=dtypes.float32, seed=Non
                    maxval=float(maxval))
 
 
-def draw_host(rng, attrs):
-    """Draw a random op's value as a NumPy array (called by the executor)."""
-    shape, dist = attrs["shape"], attrs["dist"]
+def random_uniform_like(x, minval=0.0, maxval=1.0, seed=None, name=None):
+    """Uniform numbers of ``x``'s run-time shape and dtype (for shapes known only at run time)."""
+    x = convert_to_tensor(x)
+    graph = x.graph
+    op_seed = None if seed is None else int(seed)
+    if op_seed is None and graph.seed is not None:
+        op_seed = len(graph.nodes)
+    return apply("random", [x], name=name or "random_uniform", shape=x.shape, dtype=x.dtype,
+                 dist="random_uniform", graph_seed=graph.seed, op_seed=op_seed,
+                 minval=float(minval), maxval=float(maxval))
+
+
+def draw_host(rng, attrs, shape=None):
+    """Draw a random op's value as a NumPy array (called by the executor).
+
+    ``shape`` is the run-time shape of a random op that takes a tensor to copy it from.
+    """
+    shape, dist = attrs["shape"] if shape is None else tuple(shape), attrs["dist"]
     if dist == "random_uniform":
         out = rng.uniform(attrs["minval"], attrs["maxval"], size=shape)
     elif dist == "random_normal":
