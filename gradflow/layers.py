@@ -26,12 +26,18 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         out = matmul(x, kernel) if len(x.shape) == 2 else \
             reshape(matmul(reshape(x, (-1, x.shape[-1])), kernel),
                     tuple(-1 if d is None else d for d in x.shape[:-1]) + (units,))
-        if use_bias:
-            bias = get_variable("bias", (units,), dtype=x.dtype,
-                                initializer=bias_initializer or zeros_initializer(),
-                                trainable=trainable)
-            out = bias_add(out, bias)
-        return activation(out) if activation is not None else out
+        return _bias_and_activation(out, units, use_bias, bias_initializer, activation,
+                                    trainable)
+
+
+def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable):
+    """The shared tail of a layer: an optional ``bias`` variable, then the activation."""
+    if use_bias:
+        bias = get_variable("bias", (units,), dtype=out.dtype,
+                            initializer=bias_initializer or zeros_initializer(),
+                            trainable=trainable)
+        out = bias_add(out, bias)
+    return activation(out) if activation is not None else out
 
 
 def flatten(inputs, name=None):
@@ -66,12 +72,8 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activa
         kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[-1], filters),
                               dtype=x.dtype, initializer=kernel_initializer, trainable=trainable)
         out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper())
-        if use_bias:
-            bias = get_variable("bias", (filters,), dtype=x.dtype,
-                                initializer=bias_initializer or zeros_initializer(),
-                                trainable=trainable)
-            out = bias_add(out, bias)
-        return activation(out) if activation is not None else out
+        return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
+                                    trainable)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",

@@ -76,7 +76,7 @@ class Session:
             flat, rebuild = _flatten(fetches, self.graph)
         flat = [self._resolve(f) for f in flat]
         feed_items = list(feed_dict.items()) if feed_dict else []
-        feed_keys = tuple(self._resolve_feed(k) for k, _ in feed_items)
+        feed_keys = tuple(self._resolve(k) for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)
         if plan is None:
@@ -139,10 +139,6 @@ class Session:
                              "this session's (create it inside `with graph.as_default()` of "
                              "the session's graph, or pass graph= to the Session)")
         return fetch
-
-    def _resolve_feed(self, key):
-        tensor = self._resolve(key)
-        return tensor
 
     def _run_error(self, plan, err):
         node = node_at_failure(plan, err.__traceback__)

@@ -192,9 +192,10 @@ class AdamOptimizer(Optimizer):
                               trainable=False, name=f"{self._name}/beta2_power")
             self._powers[var.dtype] = (b1, b2)
         self._used_dtypes = {v.dtype for _, v in pairs}
-        for dt in self._used_dtypes - set(self._powers):
-            raise TypeError(f"Adam: all variables must share one dtype, got {dt.name} and "
-                            f"{var.dtype.name}")
+        if len(self._used_dtypes) > 1:
+            names = ", ".join(sorted(dt.name for dt in self._used_dtypes))
+            raise TypeError(f"Adam: all variables of one minimize() must share a dtype, "
+                            f"got {names}")
 
     def _update(self, grad, var, lr):
         b1_power, b2_power = self._powers[var.dtype]
