@@ -73,7 +73,7 @@ def numpy_step(weights, x, y):
         g1, gc1 = x.T @ d1, d1.sum(0)
         state["t"] += 1
         t = state["t"]
-        lr_t = lr * np.sqrt(1 - b2**t) / (1 - b1**t)
+        lr_t = float(lr * np.sqrt(1 - b2**t) / (1 - b1**t))  # a Python float keeps float32
         for p, g, mi, vi in zip(params, (g1, gc1, g2, gc2, g3, gc3), m, v):
             mi *= b1
             mi += (1 - b1) * g

@@ -110,3 +110,30 @@ def test_layers_naming_and_shapes():
         a = sess.run(h, {x: np.ones((2, 28, 28, 1), np.float32)})
         b = sess.run(h, {x: np.ones((2, 28, 28, 1), np.float32)})
     np.testing.assert_array_equal(a, b)  # not training: the identity
+
+
+_WINDOW_CASES = [((3, 3), (1, 1), "SAME"), ((3, 3), (1, 1), "VALID"), ((2, 2), (2, 2), "VALID"),
+                 ((3, 2), (2, 3), "SAME"), ((5, 5), (1, 1), "SAME"), ((3, 3), (2, 2), "SAME")]
+
+
+@pytest.mark.parametrize("ksize,strides,padding", _WINDOW_CASES)
+def test_numpy_conv_lowerings_match_the_array_api_versions(ksize, strides, padding):
+    """The numpy backend's strided-view convolutions give the Array API results."""
+    import array_api_compat.numpy as xp
+
+    from gradflow.backends.numpy_windows import LOWERINGS
+    from gradflow.ops.conv_ops import window_geometry
+    from gradflow.ops.registry import REGISTRY
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 9, 8, 3))
+    w = rng.standard_normal(ksize + (3, 4))
+    oh, ow = window_geometry(x.shape, ksize, strides, padding)[:2]
+    g = rng.standard_normal((2, oh, ow, 4))
+    conv = dict(strides=strides, padding=padding)
+    cases = [("conv2d", [x, w], conv), ("conv2d_backprop_input", [g, w, x], conv),
+             ("conv2d_backprop_filter", [x, g, w], conv)]
+    for op, args, attrs in cases:
+        fast = LOWERINGS[op](xp, **attrs)(*args)
+        slow = REGISTRY[op].impl(xp, *args, **attrs)
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12, err_msg=op)

@@ -133,3 +133,23 @@ def test_dense_layer_trains_a_regression(backend):
         for _ in range(200):
             sess.run(train, {x: xs, y: ys})
         assert sess.run(loss, {x: xs, y: ys}) < 0.02 * first
+
+
+@pytest.mark.parametrize("staircase", [False, True])
+def test_exponential_decay_follows_the_global_step(backend, staircase):
+    step = gf.train.get_or_create_global_step()
+    lr = gf.train.exponential_decay(0.1, step, decay_steps=4, decay_rate=0.5, staircase=staircase)
+    bump = gf.assign_add(step, 3)
+    with gf.Session(backend=backend) as sess:
+        for done in (0, 3, 6, 9):
+            exponent = done // 4 if staircase else done / 4
+            np.testing.assert_allclose(sess.run(lr), 0.1 * 0.5 ** exponent, rtol=1e-6)
+            sess.run(bump)
+
+
+def test_exponential_decay_arguments():
+    step = gf.train.get_or_create_global_step()
+    with pytest.raises(ValueError, match="decay_steps must be positive"):
+        gf.train.exponential_decay(0.1, step, 0, 0.5)
+    with pytest.raises(ValueError, match="global_step is required"):
+        gf.train.exponential_decay(0.1, None, 10, 0.5)

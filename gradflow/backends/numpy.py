@@ -6,6 +6,7 @@ import array_api_compat.numpy as xp
 import numpy as np
 
 from gradflow.backends.base import Backend
+from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_ops import bind_gather_grad
 
 
@@ -41,6 +42,7 @@ class NumpyBackend(Backend):
 OVERRIDES = {
     "gather_grad": bind_gather_grad(_scatter_add_rows),
     "relu_grad": _relu_grad,
+    **WINDOW_LOWERINGS,
 }
 
 

@@ -1,14 +1,15 @@
 """2-D convolution and pooling (NHWC, TF1 ``SAME``/``VALID`` padding), and dropout.
 
-Written with Array API calls only: padding is a concat of zeros, the patches of
-a window are ``kh * kw`` strided basic slices stacked on a new axis (im2col),
-and a convolution is one matmul over them. The adjoints scatter back with the
-same strided slices. Every gradient is itself a primitive with gradient rules,
+Written with Array API calls only: padding is a concat of zeros, and the cells
+of the windows are ``kh * kw`` strided basic slices. A convolution stacks them
+on a new axis (im2col) for one matmul; pooling combines them elementwise. The
+adjoints add back through the same strided slices. Every gradient is itself a primitive with gradient rules,
 so second order works.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from array_api_compat import device as _device
@@ -50,35 +51,48 @@ def _pad(xp, x, ph, pw, value=0.0):
     return x
 
 
-def _geometry(shape, ksize, strides, padding):
+def window_geometry(shape, ksize, strides, padding):
+    """(OH, OW, (top, bottom), (left, right)) of NHWC ``shape`` under a window, TF1 rules."""
     (kh, kw), (sh, sw) = ksize, strides
     oh, pt, pb = _window(shape[1], kh, sh, padding)
     ow, pl, pr = _window(shape[2], kw, sw, padding)
     return oh, ow, (pt, pb), (pl, pr)
 
 
-def _patches(xp, x, ksize, strides, padding, value=0.0):
-    """The windows of ``x`` as an array (N, OH, OW, kh*kw, C), kernel offsets row-major."""
+def _cells(xp, x, ksize, strides, padding, value=0.0):
+    """The ``kh * kw`` cells of every window, row-major: each a strided slice
+    (N, OH, OW, C) of ``x`` padded with ``value``."""
     (kh, kw), (sh, sw) = ksize, strides
-    oh, ow, ph, pw = _geometry(x.shape, ksize, strides, padding)
+    oh, ow, ph, pw = window_geometry(x.shape, ksize, strides, padding)
     x = _pad(xp, x, ph, pw, value)
-    cells = [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
-             for i in range(kh) for j in range(kw)]
-    return xp.stack(cells, axis=3)
+    return [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+            for i in range(kh) for j in range(kw)]
+
+
+def _patches(xp, x, ksize, strides, padding):
+    """The windows of ``x`` as an array (N, OH, OW, kh*kw, C) (im2col)."""
+    return xp.stack(_cells(xp, x, ksize, strides, padding), axis=3)
+
+
+def _uncells(xp, cells, like_shape, ksize, strides, padding):
+    """The adjoint of ``_cells``: add each cell array back onto the pixels it came from."""
+    (kh, kw), (sh, sw) = ksize, strides
+    oh, ow, ph, pw = window_geometry(like_shape, ksize, strides, padding)
+    n, h, w, c = like_shape
+    out = xp.zeros((n, h + sum(ph), w + sum(pw), c), dtype=cells[0].dtype,
+                   device=_device(cells[0]))
+    for k, cell in enumerate(cells):
+        i, j = divmod(k, kw)
+        key = (slice(None), slice(i, i + (oh - 1) * sh + 1, sh),
+               slice(j, j + (ow - 1) * sw + 1, sw), slice(None))
+        out[key] = out[key] + cell
+    return out[:, ph[0]:ph[0] + h, pw[0]:pw[0] + w, :]
 
 
 def _unpatch(xp, cols, like_shape, ksize, strides, padding):
-    """The adjoint of ``_patches``: add each window cell of ``cols`` back to its pixel."""
-    (kh, kw), (sh, sw) = ksize, strides
-    oh, ow, ph, pw = _geometry(like_shape, ksize, strides, padding)
-    n, h, w, c = like_shape
-    out = xp.zeros((n, h + sum(ph), w + sum(pw), c), dtype=cols.dtype, device=_device(cols))
-    for i in range(kh):
-        for j in range(kw):
-            key = (slice(None), slice(i, i + (oh - 1) * sh + 1, sh),
-                   slice(j, j + (ow - 1) * sw + 1, sw), slice(None))
-            out[key] = out[key] + cols[:, :, :, i * kw + j, :]
-    return out[:, ph[0]:ph[0] + h, pw[0]:pw[0] + w, :]
+    """The adjoint of ``_patches``."""
+    cells = [cols[:, :, :, k, :] for k in range(cols.shape[3])]
+    return _uncells(xp, cells, like_shape, ksize, strides, padding)
 
 
 # -- conv2d and its two adjoints ------------------------------------------------------
@@ -156,25 +170,31 @@ register("conv2d_backprop_filter", _backprop_filter_impl,
 
 
 def _max_pool_impl(xp, x, ksize, strides, padding):
-    return xp.max(_patches(xp, x, ksize, strides, padding, -math.inf), axis=3)
+    return functools.reduce(xp.maximum, _cells(xp, x, ksize, strides, padding, -math.inf))
 
 
-def _argmax_mask(xp, x, ksize, strides, padding):
-    """One-hot over the window axis of the first maximum of each window (ties: first cell)."""
-    cols = _patches(xp, x, ksize, strides, padding, -math.inf)
-    first = xp.argmax(cols, axis=3, keepdims=True)
-    cells = xp.reshape(xp.arange(cols.shape[3], device=_device(x)), (1, 1, 1, -1, 1))
-    return xp.astype(cells == first, x.dtype)
+def _first_max_masks(xp, x, ksize, strides, padding):
+    """Per window cell, where that cell is its window's first maximum (row-major), as 0/1."""
+    cells = _cells(xp, x, ksize, strides, padding, -math.inf)
+    top = functools.reduce(xp.maximum, cells)
+    taken = xp.zeros(top.shape, dtype=xp.bool, device=_device(x))
+    masks = []
+    for cell in cells:
+        hit = (cell == top) & ~taken
+        taken = taken | hit
+        masks.append(xp.astype(hit, x.dtype))
+    return masks
 
 
 def _max_pool_grad_impl(xp, g, x, ksize, strides, padding):
-    mask = _argmax_mask(xp, x, ksize, strides, padding)
-    return _unpatch(xp, mask * xp.expand_dims(g, axis=3), x.shape, ksize, strides, padding)
+    masks = _first_max_masks(xp, x, ksize, strides, padding)
+    return _uncells(xp, [g * m for m in masks], x.shape, ksize, strides, padding)
 
 
 def _max_pool_select_impl(xp, h, x, ksize, strides, padding):
-    mask = _argmax_mask(xp, x, ksize, strides, padding)
-    return xp.sum(_patches(xp, h, ksize, strides, padding) * mask, axis=3)
+    masks = _first_max_masks(xp, x, ksize, strides, padding)
+    cells = _cells(xp, h, ksize, strides, padding)
+    return functools.reduce(xp.add, [c * m for c, m in zip(cells, masks)])
 
 
 def _pool_infer(shapes, in_dtypes, ksize, strides, padding):
@@ -189,19 +209,17 @@ def _pool_infer(shapes, in_dtypes, ksize, strides, padding):
 def _avg_count(xp, like, ksize, strides, padding):
     """How many real (unpadded) cells each window covers, shaped (1, OH, OW, 1)."""
     ones = xp.ones((1,) + tuple(like.shape[1:3]) + (1,), dtype=like.dtype, device=_device(like))
-    return xp.sum(_patches(xp, ones, ksize, strides, padding), axis=3)
+    return functools.reduce(xp.add, _cells(xp, ones, ksize, strides, padding))
 
 
 def _avg_pool_impl(xp, x, ksize, strides, padding):
-    total = xp.sum(_patches(xp, x, ksize, strides, padding), axis=3)
+    total = functools.reduce(xp.add, _cells(xp, x, ksize, strides, padding))
     return total / _avg_count(xp, x, ksize, strides, padding)
 
 
 def _avg_pool_grad_impl(xp, g, x_like, ksize, strides, padding):
     g = g / _avg_count(xp, x_like, ksize, strides, padding)
-    cols = xp.broadcast_to(xp.expand_dims(g, axis=3),
-                           g.shape[:3] + (ksize[0] * ksize[1], g.shape[3]))
-    return _unpatch(xp, cols, x_like.shape, ksize, strides, padding)
+    return _uncells(xp, [g] * (ksize[0] * ksize[1]), x_like.shape, ksize, strides, padding)
 
 
 register("max_pool", _max_pool_impl, _pool_infer,  # dx: g at the first max of each window
