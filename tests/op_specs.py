@@ -20,7 +20,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import gradflow as gf
-from gradflow.ops import math_ops
+from gradflow.ops import math_ops, rnn_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import normalize_key
 from gradflow.ops.registry import apply
@@ -85,6 +85,8 @@ class OpSpec:
     second_order: bool = True
     dynamic: Optional[Callable] = all_unknown
     no_grad: bool = False  # the op stops gradients: gf.gradients must give None
+    value_shaped: bool = False  # the result's shape depends on an input's value, so the
+    # static rule leaves those dims unknown even when every input shape is known
 
     @property
     def seed(self) -> int:
@@ -613,6 +615,27 @@ def np_pool(x, k, s, padding, kind):
         vals = np.stack([x[:, r, c, :] for r, c, _, _ in cells])
         out[:, i, j, :] = vals.max(0) if kind == "max" else vals.mean(0)
     return out
+
+
+# fused LSTM state updates (gates in TF1's order i, j, f, o) and run-time-batch zeros
+def np_lstm_c(z, c, forget_bias=1.0):
+    i, j, f, _ = np.split(z, 4, axis=-1)
+    return np_sigmoid(f + forget_bias) * c + np_sigmoid(i) * np.tanh(j)
+
+
+def np_lstm_h(z, c):
+    return np_sigmoid(np.split(z, 4, axis=-1)[3]) * np.tanh(c)
+
+
+spec("lstm_c", ("lstm_c", "lstm_c_grad"), lambda z, c: rnn_ops.lstm_c(z, c, 1.0),
+     [uniform(2, 8), uniform(2, 2)], np_lstm_c)
+spec("lstm_c_forget_bias", ("lstm_c", "lstm_c_grad"), lambda z, c: rnn_ops.lstm_c(z, c, -0.5),
+     [uniform(3, 4), uniform(3, 1)], lambda z, c: np_lstm_c(z, c, -0.5))
+spec("lstm_h", ("lstm_h", "lstm_h_grad"), rnn_ops.lstm_h,
+     [uniform(2, 8), uniform(2, 2)], np_lstm_h)
+spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.float64),
+     [lambda rng: np.array(3, np.int32)], lambda b: np.zeros((3, 2, 3)), dtypes=("int32",),
+     grad=(), value_shaped=True)
 
 
 def np_max_select(h, x, k, s, padding):

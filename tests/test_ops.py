@@ -185,7 +185,8 @@ def test_shape_rule(spec, dtype, backend):
         with gf.Session(graph=built["graph"], backend=backend) as sess:
             native = sess.run(nodes, _feed(built, arrays), output="native")
             for node, value in zip(nodes, native):
-                _check_rule(node, value, sess.backend, mode == "static",
+                _check_rule(node, value, sess.backend,
+                            mode == "static" and not spec.value_shaped,
                             f"{spec.id} [{mode}] {node.describe()}")
 
 

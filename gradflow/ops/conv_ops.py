@@ -3,8 +3,8 @@
 Written with Array API calls only: padding is a concat of zeros, and the cells
 of the windows are ``kh * kw`` strided basic slices. A convolution stacks them
 on a new axis (im2col) for one matmul; pooling combines them elementwise. The
-adjoints add back through the same strided slices. Every gradient is itself a primitive with gradient rules,
-so second order works.
+adjoints add back through the same strided slices. Every gradient is itself a
+primitive with gradient rules, so second order works.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _patches(xp, x, ksize, strides, padding):
 
 def _uncells(xp, cells, like_shape, ksize, strides, padding):
     """The adjoint of ``_cells``: add each cell array back onto the pixels it came from."""
-    (kh, kw), (sh, sw) = ksize, strides
+    kw, (sh, sw) = ksize[1], strides
     oh, ow, ph, pw = window_geometry(like_shape, ksize, strides, padding)
     n, h, w, c = like_shape
     out = xp.zeros((n, h + sum(ph), w + sum(pw), c), dtype=cells[0].dtype,

@@ -125,3 +125,33 @@ def leaky_relu(features, alpha=0.2, name=None):
 
     x = convert_to_tensor(features)
     return maximum(x, x * alpha, name=name)
+
+
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
+                     max_norm=None):
+    """Rows of ``params`` at integer ``ids`` of any shape: ``ids.shape + params.shape[1:]``.
+
+    TF1 ``tf.nn.embedding_lookup`` for one params tensor (or a list holding one).
+    It is ``gather(params, ids)``: its gradient is a scatter-add of the rows.
+
+    >>> emb = gf.get_variable("emb", (vocab, dim))
+    >>> vectors = gf.nn.embedding_lookup(emb, ids)   # [batch, time] -> [batch, time, dim]
+    """
+    from gradflow.ops.index_ops import gather
+
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise NotImplementedError(
+                f"embedding_lookup: sharded params (a list of {len(params)} tensors) are not "
+                "supported; concatenate them with gf.concat(params, 0) first")
+        params = params[0]
+    if max_norm is not None:
+        raise NotImplementedError("embedding_lookup: max_norm is not supported")
+    params = convert_to_tensor(params)
+    ids = convert_to_tensor(ids)
+    if not ids.dtype.is_integer:
+        raise TypeError(f"embedding_lookup: ids '{ids.name}' must be int32 or int64, got "
+                        f"{ids.dtype.name}")
+    if params.shape is not None and len(params.shape) < 1:
+        raise ValueError(f"embedding_lookup: params '{params.name}' must have rank 1 or more")
+    return gather(params, ids, axis=0, name=name or "embedding_lookup")

@@ -1,5 +1,6 @@
 """Training: optimizers, the global step and checkpoints."""
 
+from gradflow.train.learning_rate import exponential_decay
 from gradflow.train.optimizers import (
     AdagradOptimizer,
     AdamOptimizer,
@@ -11,11 +12,11 @@ from gradflow.train.optimizers import (
     get_global_step,
     get_or_create_global_step,
 )
-from gradflow.train.learning_rate import exponential_decay
 from gradflow.train.saver import CheckpointError, Saver, latest_checkpoint
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "Optimizer", "RMSPropOptimizer", "create_global_step", "get_global_step",
-    "get_or_create_global_step", "exponential_decay", "Saver", "CheckpointError", "latest_checkpoint",
+    "get_or_create_global_step", "exponential_decay", "Saver", "CheckpointError",
+    "latest_checkpoint",
 ]
