@@ -283,7 +283,8 @@ def get_variable(name, shape=None, dtype=dtypes.float32, initializer=None, train
             raise ValueError(f"variable {full} has shape {tuple(existing.shape)}, asked for "
                              f"{tuple(shape)}")
         return existing
-    initializer = initializer or scope.initializer or glorot_uniform_initializer()
+    if initializer is None:  # (an array initializer has no truth value)
+        initializer = scope.initializer or glorot_uniform_initializer()
     dtype = dtypes.as_dtype(dtype)
     with graph.name_scope(None):
         if isinstance(initializer, Initializer) or (callable(initializer) and

@@ -617,20 +617,29 @@ def np_pool(x, k, s, padding, kind):
     return out
 
 
-# fused LSTM state updates (gates in TF1's order i, j, f, o) and run-time-batch zeros
-def np_lstm_c(z, c, forget_bias=1.0):
-    i, j, f, _ = np.split(z, 4, axis=-1)
-    return np_sigmoid(f + forget_bias) * c + np_sigmoid(i) * np.tanh(j)
+# fused LSTM step (gates in TF1's order i, j, f, o) and run-time-batch zeros
+def np_lstm_gates(z, forget_bias=1.0):
+    i, j, f, o = np.split(z, 4, axis=-1)
+    return np.concatenate([np_sigmoid(i), np.tanh(j), np_sigmoid(f + forget_bias),
+                           np_sigmoid(o)], -1)
 
 
-def np_lstm_h(z, c):
-    return np_sigmoid(np.split(z, 4, axis=-1)[3]) * np.tanh(c)
+def np_lstm_c(a, c):
+    i, j, f, _ = np.split(a, 4, axis=-1)
+    return f * c + i * j
 
 
-spec("lstm_c", ("lstm_c", "lstm_c_grad"), lambda z, c: rnn_ops.lstm_c(z, c, 1.0),
+def np_lstm_h(a, c):
+    return np.split(a, 4, axis=-1)[3] * np.tanh(c)
+
+
+spec("lstm_gates", ("lstm_gates", "lstm_gates_grad"), rnn_ops.lstm_gates, [uniform(2, 8)],
+     np_lstm_gates, dynamic=keep(0, 1))
+spec("lstm_gates_forget_bias", ("lstm_gates", "lstm_gates_grad"),
+     lambda z: rnn_ops.lstm_gates(z, -0.5), [uniform(3, 4)],
+     lambda z: np_lstm_gates(z, -0.5), dynamic=keep(0, 1))
+spec("lstm_c", ("lstm_c", "lstm_c_grad"), rnn_ops.lstm_c,
      [uniform(2, 8), uniform(2, 2)], np_lstm_c)
-spec("lstm_c_forget_bias", ("lstm_c", "lstm_c_grad"), lambda z, c: rnn_ops.lstm_c(z, c, -0.5),
-     [uniform(3, 4), uniform(3, 1)], lambda z, c: np_lstm_c(z, c, -0.5))
 spec("lstm_h", ("lstm_h", "lstm_h_grad"), rnn_ops.lstm_h,
      [uniform(2, 8), uniform(2, 2)], np_lstm_h)
 spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.float64),

@@ -1,0 +1,389 @@
+"""Recurrent cells with TF1 ``tf.nn.rnn_cell`` names, and ``static_rnn``.
+
+A cell maps ``(inputs, state)`` to ``(output, new_state)`` for one time step.
+It creates its variables (``<scope>/<cell name>/kernel`` and ``/bias``) through
+``get_variable`` on its first call and uses the same ones on every later call,
+so unrolling it over time shares the weights, as in TF1.
+
+>>> cell = gf.nn.rnn_cell.LSTMCell(128)
+>>> outputs, state = gf.nn.static_rnn(cell, inputs, dtype=gf.float32)
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from gradflow import dtypes
+from gradflow.graph import Tensor, get_default_graph
+from gradflow.ops.array_ops import matmul
+from gradflow.ops.index_ops import concat, shape, split, stack, unstack
+from gradflow.ops.math_ops import sigmoid, tanh
+from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.rnn_ops import batch_zeros, lstm_c, lstm_gates, lstm_h
+from gradflow.variables import (
+    AUTO_REUSE,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+    zeros_initializer,
+)
+
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
+           "RNNCell", "dynamic_rnn", "static_rnn"]
+
+
+class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
+    """The state of an LSTM cell: the cell state ``c`` and the output ``h``."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self):
+        if self.c.dtype is not self.h.dtype:
+            raise TypeError(f"LSTMStateTuple: c is {self.c.dtype.name}, h is {self.h.dtype.name}")
+        return self.c.dtype
+
+
+def _flat(structure):
+    if isinstance(structure, (tuple, list)):
+        return [leaf for part in structure for leaf in _flat(part)]
+    return [structure]
+
+
+def _zeros(size, batch_size, dtype):
+    if isinstance(size, (tuple, list)):
+        parts = [_zeros(s, batch_size, dtype) for s in size]
+        return LSTMStateTuple(*parts) if isinstance(size, LSTMStateTuple) else tuple(parts)
+    return batch_zeros(batch_size, (size,), dtype)
+
+
+class RNNCell:
+    """Base class of the cells: ``cell(inputs, state) -> (output, new_state)``.
+
+    Subclasses give ``state_size`` and ``output_size`` and implement
+    ``build(input_size, dtype)`` (create the variables with ``get_variable``)
+    and ``call(inputs, state)`` (one step).
+    """
+
+    _default_name = "rnn_cell"
+
+    def __init__(self, reuse=None, name=None, dtype=None):
+        self._reuse = reuse
+        self._name = name
+        self._dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+        self._input_size = None  # set by the first call, which builds the variables
+        self._scope_name = None
+
+    @property
+    def state_size(self):
+        """The size of the state: an int, or a (nested) tuple of ints."""
+        raise NotImplementedError
+
+    @property
+    def output_size(self):
+        """The size of the output (an int)."""
+        raise NotImplementedError
+
+    @property
+    def trainable_variables(self):
+        return list(getattr(self, "_variables", ()))
+
+    trainable_weights = variables = weights = trainable_variables
+
+    def zero_state(self, batch_size, dtype):
+        """A state of zeros: ``batch_size`` is an int or a scalar integer tensor
+        (such as ``gf.shape(x)[0]``)."""
+        return _zeros(self.state_size, batch_size, dtypes.as_dtype(dtype))
+
+    def build(self, input_size, dtype):
+        """Create the cell's variables for inputs of ``input_size`` features."""
+
+    def call(self, inputs, state):
+        """One step on checked inputs and state (with the variables built)."""
+        raise NotImplementedError
+
+    def __call__(self, inputs, state, scope=None):
+        """One time step: ``(output, new_state)``; the first call creates the variables."""
+        what = f"{type(self).__name__}"
+        inputs = convert_to_tensor(inputs)
+        if inputs.shape is None or len(inputs.shape) != 2:
+            raise ValueError(f"{what}: inputs '{inputs.name}' must be 2-D [batch, input_size], "
+                             f"got shape {inputs.shape}")
+        if inputs.shape[1] is None:
+            raise ValueError(f"{what}: the input size (last axis of '{inputs.name}') must be "
+                             f"known, got shape {tuple(inputs.shape)}")
+        if not inputs.dtype.is_floating:
+            raise TypeError(f"{what}: inputs '{inputs.name}' must be floating, got "
+                            f"{inputs.dtype.name}")
+        state = _check_state(what, state, self.state_size, inputs)
+        if self._input_size is None:
+            with self._variable_scope(scope):
+                self.build(int(inputs.shape[1]), self._dtype or inputs.dtype)
+                self._scope_name = get_variable_scope().name
+            self._input_size = int(inputs.shape[1])
+        elif inputs.shape[1] != self._input_size:
+            raise ValueError(f"{what} '{self._scope_name}': inputs '{inputs.name}' have "
+                             f"{inputs.shape[1]} features, but the cell was built for "
+                             f"{self._input_size}")
+        with get_default_graph().name_scope(self._name or self._default_name):
+            return self.call(inputs, state)
+
+    def _variable_scope(self, scope):
+        if scope is not None:
+            return variable_scope(scope, reuse=self._reuse)
+        name = self._name or self._default_name
+        if self._reuse or get_variable_scope().reuse in (True, AUTO_REUSE):
+            return variable_scope(name, reuse=self._reuse)
+        return variable_scope(None, default_name=name)
+
+    def _add_variable(self, name, shape, dtype, initializer=None):
+        var = get_variable(name, shape, dtype=dtype, initializer=initializer)
+        self.__dict__.setdefault("_variables", []).append(var)
+        return var
+
+
+def _check_state(what, state, size, inputs):
+    """``state`` with tensors in place of values, checked against ``size``."""
+    if isinstance(size, (tuple, list)):
+        if not isinstance(state, (tuple, list)) or isinstance(state, Tensor) or \
+                len(state) != len(size):
+            got = f"a tuple of {len(state)}" if isinstance(state, (tuple, list)) else \
+                f"{type(state).__name__}"
+            raise ValueError(f"{what}: the state must be a tuple of {len(size)} "
+                             f"(state_size {size}), got {got}")
+        parts = [_check_state(what, s, z, inputs) for s, z in zip(state, size)]
+        return type(size)(*parts) if isinstance(size, LSTMStateTuple) else \
+            (LSTMStateTuple(*parts) if isinstance(state, LSTMStateTuple) else tuple(parts))
+    if isinstance(state, (tuple, list)):
+        raise ValueError(f"{what}: the state must be one tensor of size {size}, got a tuple "
+                         f"of {len(state)}")
+    state = convert_to_tensor(state, like=inputs)
+    if state.shape is None or len(state.shape) != 2 or \
+            state.shape[1] not in (None, size):
+        raise ValueError(f"{what}: state '{state.name}' must have shape [batch, {size}], got "
+                         f"{state.shape if state.shape is None else tuple(state.shape)}")
+    b_in, b_st = inputs.shape[0], state.shape[0]
+    if b_in is not None and b_st is not None and b_in != b_st:
+        raise ValueError(f"{what}: state '{state.name}' has batch {b_st}, inputs "
+                         f"'{inputs.name}' have {b_in}")
+    if state.dtype is not inputs.dtype:
+        raise TypeError(f"{what}: state '{state.name}' is {state.dtype.name}, inputs "
+                        f"'{inputs.name}' are {inputs.dtype.name}")
+    return state
+
+
+class BasicRNNCell(RNNCell):
+    """``h = activation([x, h_prev] @ kernel + bias)``; the output is the new state."""
+
+    _default_name = "basic_rnn_cell"
+
+    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
+        super().__init__(reuse=reuse, name=name, dtype=dtype)
+        self._num_units = int(num_units)
+        self._activation = activation or tanh
+
+    @property
+    def state_size(self):
+        return self._num_units
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def build(self, input_size, dtype):
+        self._kernel = self._add_variable("kernel", (input_size + self._num_units,
+                                                     self._num_units), dtype)
+        self._bias = self._add_variable("bias", (self._num_units,), dtype, zeros_initializer())
+
+    def call(self, inputs, state):
+        out = self._activation(matmul(concat([inputs, state], 1), self._kernel) + self._bias)
+        return out, out
+
+
+class LSTMCell(RNNCell):
+    """Long short-term memory cell (TF1 ``tf.nn.rnn_cell.LSTMCell``, no peepholes).
+
+    One fused kernel ``[input_size + num_units, 4 * num_units]`` computes the
+    gates ``i, j, f, o`` from ``[x, h_prev]``;
+    ``c = sigmoid(f + forget_bias) * c_prev + sigmoid(i) * activation(j)`` and
+    ``h = sigmoid(o) * activation(c)``. The state is ``LSTMStateTuple(c, h)``
+    (or ``[c, h]`` concatenated when ``state_is_tuple=False``).
+    """
+
+    _default_name = "lstm_cell"
+
+    def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
+                 num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
+                 forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
+                 dtype=None):
+        super().__init__(reuse=reuse, name=name, dtype=dtype)
+        for arg, value in (("use_peepholes", use_peepholes), ("cell_clip", cell_clip),
+                           ("num_proj", num_proj), ("proj_clip", proj_clip),
+                           ("num_unit_shards", num_unit_shards),
+                           ("num_proj_shards", num_proj_shards)):
+            if value:
+                raise NotImplementedError(f"LSTMCell: {arg}={value!r} is not supported")
+        self._num_units = int(num_units)
+        self._initializer = initializer
+        self._forget_bias = float(forget_bias)
+        self._state_is_tuple = bool(state_is_tuple)
+        self._activation = activation
+
+    @property
+    def state_size(self):
+        n = self._num_units
+        return LSTMStateTuple(n, n) if self._state_is_tuple else 2 * n
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def build(self, input_size, dtype):
+        n = self._num_units
+        self._kernel = self._add_variable("kernel", (input_size + n, 4 * n), dtype,
+                                          self._initializer)
+        self._bias = self._add_variable("bias", (4 * n,), dtype, zeros_initializer())
+
+    def call(self, inputs, state):
+        n = self._num_units
+        if self._state_is_tuple:
+            c_prev, h_prev = state
+        else:
+            c_prev, h_prev = state[:, :n], state[:, n:]
+        gates = matmul(concat([inputs, h_prev], 1), self._kernel) + self._bias
+        if self._activation is None or self._activation is tanh:
+            act = lstm_gates(gates, self._forget_bias)
+            c = lstm_c(act, c_prev)
+            h = lstm_h(act, c)
+        else:
+            act = self._activation
+            i, j, f, o = split(gates, 4, axis=1)
+            c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
+            h = sigmoid(o) * act(c)
+        return h, (LSTMStateTuple(c, h) if self._state_is_tuple else concat([c, h], 1))
+
+
+class BasicLSTMCell(LSTMCell):
+    """TF1 ``BasicLSTMCell``: an ``LSTMCell`` without options, named ``basic_lstm_cell``."""
+
+    _default_name = "basic_lstm_cell"
+
+    def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None,
+                 reuse=None, name=None, dtype=None):
+        super().__init__(num_units, forget_bias=forget_bias, state_is_tuple=state_is_tuple,
+                         activation=activation, reuse=reuse, name=name, dtype=dtype)
+
+
+class MultiRNNCell(RNNCell):
+    """Cells stacked in layers: the output of each is the input of the next.
+
+    The state is a tuple with one state per cell; cell ``k`` makes its variables
+    under ``multi_rnn_cell/cell_k/``.
+    """
+
+    _default_name = "multi_rnn_cell"
+
+    def __init__(self, cells, state_is_tuple=True):
+        super().__init__()
+        cells = list(cells)
+        if not cells:
+            raise ValueError("MultiRNNCell needs at least one cell")
+        if not state_is_tuple:
+            raise NotImplementedError("MultiRNNCell: only state_is_tuple=True is supported")
+        self._cells = cells
+
+    @property
+    def state_size(self):
+        return tuple(cell.state_size for cell in self._cells)
+
+    @property
+    def output_size(self):
+        return self._cells[-1].output_size
+
+    @property
+    def trainable_variables(self):
+        return [v for cell in self._cells for v in cell.trainable_variables]
+
+    def __call__(self, inputs, state, scope=None):
+        """One step through every layer: ``(top output, tuple of new states)``."""
+        inputs = convert_to_tensor(inputs)
+        if not isinstance(state, (tuple, list)) or len(state) != len(self._cells):
+            got = f"a tuple of {len(state)}" if isinstance(state, (tuple, list)) else \
+                type(state).__name__
+            raise ValueError(f"MultiRNNCell: the state must be a tuple with one state per "
+                             f"cell ({len(self._cells)}), got {got}")
+        out, new_states = inputs, []
+        with self._variable_scope(scope):
+            for k, (cell, s) in enumerate(zip(self._cells, state)):
+                with variable_scope(f"cell_{k}"):
+                    out, s = cell(out, s)
+                new_states.append(s)
+        return out, tuple(new_states)
+
+
+def _batch_size(x):
+    return x.shape[0] if x.shape[0] is not None else shape(x)[0]
+
+
+def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """Unroll ``cell`` over a list of ``[batch, input_size]`` tensors (TF1 ``static_rnn``).
+
+    Returns ``(outputs, final_state)``: one output per step and the state after
+    the last. ``initial_state`` (a tensor or tuple of tensors shaped like
+    ``cell.state_size``; placeholders work, to carry the state between runs)
+    defaults to zeros of ``dtype``. Variables live under ``scope`` (default
+    ``"rnn"``), e.g. ``rnn/lstm_cell/kernel``.
+    """
+    if sequence_length is not None:
+        raise NotImplementedError("static_rnn: sequence_length is not supported")
+    if not isinstance(cell, RNNCell):
+        raise TypeError(f"static_rnn: cell must be an RNNCell, got {type(cell).__name__}")
+    if isinstance(inputs, Tensor) or not isinstance(inputs, (list, tuple)):
+        raise TypeError("static_rnn: inputs must be a list of [batch, input_size] tensors, "
+                        f"got {type(inputs).__name__}")
+    if not inputs:
+        raise ValueError("static_rnn: inputs is empty")
+    inputs = [convert_to_tensor(x) for x in inputs]
+    first = inputs[0]
+    for t, x in enumerate(inputs):
+        if x.shape is None or len(x.shape) != 2:
+            raise ValueError(f"static_rnn: inputs[{t}] '{x.name}' must be 2-D "
+                             f"[batch, input_size], got shape {x.shape}")
+        if x.shape[1] != first.shape[1] or x.dtype is not first.dtype:
+            raise ValueError(f"static_rnn: inputs[{t}] '{x.name}' is {tuple(x.shape)} "
+                             f"{x.dtype.name}, but inputs[0] '{first.name}' is "
+                             f"{tuple(first.shape)} {first.dtype.name}")
+    with variable_scope(scope if scope is not None else "rnn"):
+        if initial_state is None:
+            if dtype is None:
+                raise ValueError("static_rnn: give initial_state or dtype")
+            state = cell.zero_state(_batch_size(first), dtype)
+        else:
+            state = initial_state
+        outputs = []
+        for x in inputs:
+            out, state = cell(x, state)
+            outputs.append(out)
+    return outputs, state
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
+    """``static_rnn`` over a 3-D tensor whose time axis has a static length.
+
+    ``inputs`` is ``[batch, time, features]`` (``[time, batch, features]`` with
+    ``time_major=True``); returns ``(outputs, final_state)`` with the outputs
+    stacked the same way.
+    """
+    inputs = convert_to_tensor(inputs)
+    if inputs.shape is None or len(inputs.shape) != 3:
+        raise ValueError(f"dynamic_rnn: inputs '{inputs.name}' must be 3-D, got shape "
+                         f"{inputs.shape}")
+    axis = 0 if time_major else 1
+    if inputs.shape[axis] is None:
+        raise ValueError(f"dynamic_rnn: the time axis of '{inputs.name}' must have a static "
+                         f"length, got shape {tuple(inputs.shape)}")
+    steps = unstack(inputs, axis=axis)
+    outputs, state = static_rnn(cell, steps, initial_state=initial_state, dtype=dtype,
+                                sequence_length=sequence_length, scope=scope)
+    return stack(outputs, axis=axis), state

@@ -1,0 +1,252 @@
+"""Fused primitives for recurrent cells: the LSTM step's nonlinearity, and zero states.
+
+An LSTM step is ``z = [x, h] @ kernel + bias`` (one matmul for all four gates,
+in TF1's order ``i, j, f, o``) followed by three fused nodes:
+
+    a = lstm_gates(z)     = [sigmoid(i), tanh(j), sigmoid(f + forget_bias), sigmoid(o)]
+    c = lstm_c(a, c_prev) = a_f * c_prev + a_i * a_j
+    h = lstm_h(a, c)      = a_o * tanh(c)
+
+Written with elementary ops, that is about a dozen forward nodes and thirty
+gradient nodes per step; here each line is one node and each gradient one or
+two, and the transcendentals are computed once, in the forward pass (the
+gradients use ``a``: ``sigmoid' = a (1 - a)``, ``tanh' = 1 - a^2``).
+
+The gradient ops are differentiable again: their gradient rules rebuild the
+same formulas with elementary ops, so higher-order gradients stay exact.
+All forwards use the Array API only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from array_api_compat import device as _device
+
+from gradflow import dtypes
+from gradflow.ops import rules
+from gradflow.ops.registry import apply, register
+
+
+def _blocks(z):
+    units = z.shape[-1] // 4
+    return (z[..., :units], z[..., units:2 * units], z[..., 2 * units:3 * units],
+            z[..., 3 * units:])
+
+
+def _gate_axis(z):
+    if len(z) != 2:
+        raise ValueError(f"the gates must be 2-D [batch, 4 * units], got {tuple(z)}")
+    if z[-1] is not None and z[-1] % 4:
+        raise ValueError(f"the gate axis ({z[-1]}) must be 4 * units")
+
+
+def _check_gates(z, state):
+    _gate_axis(z)
+    if len(state) != 2:
+        raise ValueError(f"the state must be 2-D [batch, units], got {tuple(state)}")
+    if z[-1] is not None and state[-1] is not None and z[-1] != 4 * state[-1]:
+        raise ValueError(f"the gate axis ({z[-1]}) is not 4 x the state's {state[-1]} units")
+    if z[0] is not None and state[0] is not None and z[0] != state[0]:
+        raise ValueError(f"batch sizes differ: {z[0]} vs {state[0]}")
+    return z[0] if z[0] is not None else state[0]
+
+
+def _gates_infer(shapes, in_dtypes, **attrs):
+    rules.require_floating(in_dtypes[0], "gates")
+    _gate_axis(shapes[0])
+    return shapes[0], in_dtypes[0]
+
+
+def _state_infer(shapes, in_dtypes, **attrs):
+    rules.require_floating(in_dtypes[0], "gates")
+    batch = _check_gates(shapes[0], shapes[1])
+    units = shapes[1][-1] if shapes[1][-1] is not None else \
+        (shapes[0][-1] // 4 if shapes[0][-1] is not None else None)
+    return (batch, units), rules.same_dtype(in_dtypes)
+
+
+def _grad_infer(shapes, in_dtypes, wrt):
+    _check_gates(shapes[1], shapes[2])
+    return (shapes[1] if wrt == "gates" else shapes[2]), rules.same_dtype(in_dtypes)
+
+
+# -- a = lstm_gates(z): sigmoid(x) = tanh(x / 2) / 2 + 1/2, so one tanh does all four ---
+
+
+def _gate_vectors(xp, z, forget_bias):
+    """``scale, shift, mul, add`` with ``a = tanh(z * scale + shift) * mul + add``."""
+    units = z.shape[-1] // 4
+    half = np.full(4 * units, 0.5)
+    scale, mul, add = half.copy(), half.copy(), half.copy()
+    scale[units:2 * units] = mul[units:2 * units] = 1.0
+    add[units:2 * units] = 0.0
+    shift = np.zeros(4 * units)
+    shift[2 * units:3 * units] = 0.5 * forget_bias
+    return [xp.asarray(v, dtype=z.dtype, device=_device(z)) for v in (scale, shift, mul, add)]
+
+
+def _lstm_gates_impl(xp, z, forget_bias):
+    scale, shift, mul, add = _gate_vectors(xp, z, forget_bias)
+    return xp.tanh(z * scale + shift) * mul + add
+
+
+def _lstm_gates_lower(xp, forget_bias):
+    cache = {}
+
+    def gates(z):
+        key = (z.shape[-1], z.dtype)
+        if key not in cache:
+            cache[key] = _gate_vectors(xp, z, forget_bias)
+        scale, shift, mul, add = cache[key]
+        return xp.tanh(z * scale + shift) * mul + add
+
+    return gates
+
+
+def _j_mask(xp, a):
+    units = a.shape[-1] // 4
+    mask = np.zeros(4 * units)
+    mask[units:2 * units] = 1.0
+    return xp.asarray(mask, dtype=a.dtype, device=_device(a))
+
+
+def _lstm_gates_grad_impl(xp, g, a):  # (1 - a)(a + m): a (1 - a) for sigmoids, 1 - a^2 for tanh
+    return g * (1.0 - a) * (a + _j_mask(xp, a))
+
+
+# -- c = lstm_c(a, c_prev), h = lstm_h(a, c) ---------------------------------------
+
+
+def _lstm_c_impl(xp, a, c_prev):
+    i, j, f, _ = _blocks(a)
+    return f * c_prev + i * j
+
+
+def _lstm_h_impl(xp, a, c):
+    return _blocks(a)[3] * xp.tanh(c)
+
+
+def _lstm_c_grad_impl(xp, g, a, c_prev, wrt):
+    i, j, f, _ = _blocks(a)
+    if wrt == "state":
+        return g * f
+    di = g * j
+    return xp.concat([di, g * i, g * c_prev, xp.zeros_like(di)], axis=-1)
+
+
+def _lstm_h_grad_impl(xp, g, a, c, wrt):
+    o = _blocks(a)[3]
+    tc = xp.tanh(c)
+    if wrt == "state":
+        return g * o * (1.0 - tc * tc)
+    zero = xp.zeros_like(tc)
+    return xp.concat([zero, zero, zero, g * tc], axis=-1)
+
+
+# -- the same formulas with elementary ops, for the gradients of the gradients --------
+
+
+def _split4(a, like):
+    """The four blocks of ``a``, each shaped like ``like`` ([batch, units]) at run time."""
+    return [apply("split_like", [a, like, like, like, like], axis=1, index=k) for k in range(4)]
+
+
+def composite_lstm_c(a, c_prev):
+    """``lstm_c`` written with elementary ops."""
+    i, j, f, _ = _split4(a, c_prev)
+    return f * c_prev + i * j
+
+
+def composite_lstm_h(a, c):
+    """``lstm_h`` written with elementary ops."""
+    from gradflow.ops.math_ops import tanh
+
+    return _split4(a, c)[3] * tanh(c)
+
+
+def _second_order(forward):
+    def rule(n, gout):
+        from gradflow.autodiff import gradients
+
+        g, a, state = n.inputs
+        y = forward(a, state)
+        first = gradients(y, [a if n.attrs["wrt"] == "gates" else state], grad_ys=g)[0]
+        return gradients(first, [g, a, state], grad_ys=gout)
+
+    return rule
+
+
+def _gates_second_order(n, gout):
+    from gradflow.autodiff import gradients
+    from gradflow.ops.registry import constant
+
+    g, a = n.inputs
+    if a.shape is None or a.shape[-1] is None:
+        raise ValueError(f"lstm_gates_grad: the gate axis of '{a.name}' must be known to "
+                         "differentiate twice")
+    units = a.shape[-1] // 4
+    mask = np.zeros(4 * units)
+    mask[units:2 * units] = 1.0
+    first = g * (1.0 - a) * (a + constant(mask, dtype=a.dtype))
+    return gradients(first, [g, a], grad_ys=gout)
+
+
+register("lstm_gates", _lstm_gates_impl, _gates_infer, lower=_lstm_gates_lower,
+         grad=lambda n, g: [apply("lstm_gates_grad", [g, n])])
+register("lstm_gates_grad", _lstm_gates_grad_impl,
+         lambda s, d: (_gates_infer([s[1]], d[1:]))[0:1] + (rules.same_dtype(d),),
+         grad=_gates_second_order)
+register("lstm_c", _lstm_c_impl, _state_infer,
+         grad=lambda n, g: [apply("lstm_c_grad", [g] + list(n.inputs), wrt=w)
+                            for w in ("gates", "state")])
+register("lstm_h", _lstm_h_impl, _state_infer,
+         grad=lambda n, g: [apply("lstm_h_grad", [g] + list(n.inputs), wrt=w)
+                            for w in ("gates", "state")])
+register("lstm_c_grad", _lstm_c_grad_impl, _grad_infer, grad=_second_order(composite_lstm_c))
+register("lstm_h_grad", _lstm_h_grad_impl, _grad_infer, grad=_second_order(composite_lstm_h))
+
+
+def lstm_gates(gates, forget_bias=1.0, name=None):
+    """The activated gates ``[sigmoid(i), tanh(j), sigmoid(f + forget_bias), sigmoid(o)]``
+    of pre-activations ``[batch, 4 * units]`` in TF1's order ``i, j, f, o``."""
+    return apply("lstm_gates", [gates], name=name, forget_bias=float(forget_bias))
+
+
+def lstm_c(gates, c_prev, name=None):
+    """The new cell state ``f * c_prev + i * j`` from activated gates ``[batch, 4 * units]``."""
+    return apply("lstm_c", [gates, c_prev], name=name)
+
+
+def lstm_h(gates, c, name=None):
+    """The LSTM output ``o * tanh(c)`` from activated gates ``[batch, 4 * units]``."""
+    return apply("lstm_h", [gates, c], name=name)
+
+
+# -- zeros with a run-time batch size ---------------------------------------------------
+
+
+def _batch_zeros_infer(shapes, in_dtypes, tail, dtype):
+    if len(shapes[0]) != 0 or not in_dtypes[0].is_integer:
+        raise ValueError(f"the batch size must be a scalar integer tensor, got shape "
+                         f"{tuple(shapes[0])} {in_dtypes[0].name}")
+    return (None,) + tuple(tail), dtype
+
+
+def _batch_zeros_impl(xp, batch_size, tail, dtype):
+    return xp.zeros((int(batch_size),) + tuple(tail), dtype=dtype.resolve(xp),
+                    device=_device(batch_size))
+
+
+register("batch_zeros", _batch_zeros_impl, _batch_zeros_infer, grad=None)
+
+
+def batch_zeros(batch_size, tail, dtype=dtypes.float32, name=None):
+    """Zeros of shape ``(batch_size,) + tail``; ``batch_size`` may be a scalar tensor."""
+    from gradflow.ops.registry import constant, convert_to_tensor
+
+    dtype = dtypes.as_dtype(dtype)
+    tail = tuple(int(d) for d in tail)
+    if isinstance(batch_size, (int, np.integer)):
+        return constant(np.zeros((int(batch_size),) + tail), dtype=dtype, name=name or "zeros")
+    return apply("batch_zeros", [convert_to_tensor(batch_size)], name=name or "zeros",
+                 tail=tail, dtype=dtype)
