@@ -5,7 +5,7 @@ dropout 0.5, dense 10, softmax cross-entropy. gradflow against PyTorch eager
 on the CPU (NCHW, its native layout), at several batch sizes, in one process.
 Reports milliseconds per step and the ratio.
 
-    python benchmarks/mnist_cnn.py [--backend numpy] [--batches 32 128]
+    python benchmarks/mnist_cnn.py [--backend numpy] [--threads N] [--batches 32 128]
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mnist_mlp import time_ms  # noqa: E402
+from timing import pin_threads_from_argv, pin_torch_threads, time_ms  # noqa: E402
+
+pin_threads_from_argv()
+
+import numpy as np  # noqa: E402
 
 import gradflow as gf  # noqa: E402
 
@@ -89,9 +91,12 @@ def torch_step(weights, x, y):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=None)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS threads for NumPy and PyTorch (default: their own)")
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args(argv)
+    pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)
     print(f"{'batch':>6} {'torch':>9} {'gradflow':>9}  gf/torch  (ms/step)")

@@ -4,17 +4,24 @@ gradflow against a hand-written NumPy forward/backward/Adam of the same model
 and against PyTorch eager on the CPU, at several batch sizes, in one process.
 Reports milliseconds per step and the ratios.
 
-    python benchmarks/mnist_mlp.py [--backend numpy] [--batches 32 128 1024]
+    python benchmarks/mnist_mlp.py [--backend numpy] [--threads N] [--batches 32 128 1024]
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import os
+import sys
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gradflow as gf
+from timing import pin_threads_from_argv, pin_torch_threads, time_ms  # noqa: E402
+
+pin_threads_from_argv()
+
+import numpy as np  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 SIZES = (784, 512, 512, 10)
 
@@ -87,7 +94,6 @@ def numpy_step(weights, x, y):
 def torch_step(weights, x, y):
     import torch
 
-    torch.set_num_threads(torch.get_num_threads())
     layers = []
     for i in range(0, len(weights), 2):
         lin = torch.nn.Linear(*weights[i].shape)
@@ -108,25 +114,15 @@ def torch_step(weights, x, y):
     return step
 
 
-def time_ms(step, seconds=1.0):
-    step()
-    step()
-    best = float("inf")
-    for _ in range(5):
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds / 5:
-            step()
-            count += 1
-        best = min(best, (time.perf_counter() - start) / count)
-    return best * 1e3
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=None)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS threads for NumPy and PyTorch (default: their own)")
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 128, 1024])
     parser.add_argument("--seconds", type=float, default=2.0)
     args = parser.parse_args(argv)
+    pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)
     print(f"{'batch':>6} {'numpy':>9} {'torch':>9} {'gradflow':>9}  gf/numpy  gf/torch  (ms/step)")
