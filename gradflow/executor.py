@@ -6,7 +6,9 @@ value is a local variable and every op a direct call of the backend's array
 function, so a run pays nothing between array calls but the call itself:
 no dict lookups, no per-step loop, no dispatch. A value is deleted right
 after its last use, and the assignments of the run are written to the
-variable store at the very end.
+variable store at the very end. Where the backend allows it (NumPy ufuncs),
+an elementwise op writes its result into an input buffer that dies with it,
+so chains such as an optimizer's update allocate nothing new.
 """
 
 from __future__ import annotations
@@ -64,6 +66,32 @@ def _missing_feed(node, fetches):
         f"the placeholder was created at {node.source}")
 
 
+def _bind(backend, node):
+    override = backend.overrides.get(node.opdef.name)
+    if override:
+        return override(backend.xp, **node.attrs)
+    return node.opdef.bind(backend.xp, node.attrs)
+
+
+def _buffer_reuse(order, fns, backend):
+    """``(takes_out, donors)``: the ops that can write into a dead input (``out=``), and
+    the values such an op may overwrite once it is their last reader.
+
+    An op takes ``out=`` when the backend says its function can (NumPy ufuncs)
+    and its result has a fully known shape of rank >= 1, so its result is
+    always a fresh array. Such a result is a donor when every op reading it
+    takes ``out=`` too: then no view of it (a reshape, a slice) can outlive it.
+    """
+    takes_out = {n for n, fn in fns.items() if backend.accepts_out(fn)
+                 and n.shape is not None and len(n.shape) > 0 and None not in n.shape}
+    readers = {}
+    for node in order:
+        for inp in node.inputs:
+            readers.setdefault(inp, []).append(node)
+    donors = {n for n in takes_out if all(r in takes_out for r in readers.get(n, ()))}
+    return takes_out, donors
+
+
 def compile_plan(session, fetches, fed) -> Plan:
     """Build the plan that computes ``fetches`` with the tensors ``fed`` given."""
     fed_set = set(fed)
@@ -83,6 +111,9 @@ def compile_plan(session, fetches, fed) -> Plan:
             for inp in node.inputs:
                 last_use[inp] = step
     keep = set(fetches)
+    fns = {node: _bind(backend, node) for node in order
+           if node not in fed_set and node.opdef.kind == "compute"}
+    takes_out, donors = _buffer_reuse(order, fns, backend)
 
     for step, node in enumerate(order):
         var = f"v{step}"
@@ -115,10 +146,15 @@ def compile_plan(session, fetches, fed) -> Plan:
             writes.append((node.attrs["var"], var))
             keep.add(node)
         else:
-            override = backend.overrides.get(node.opdef.name)
-            fn = override(xp, **node.attrs) if override else node.opdef.bind(xp, node.attrs)
-            env[f"F{step}"] = fn
-            line = f"{var} = F{step}({', '.join(names[i] for i in node.inputs)})"
+            env[f"F{step}"] = fns[node]
+            args = ", ".join(names[i] for i in node.inputs)
+            if node in takes_out:
+                donor = next((i for i in node.inputs if i in donors and last_use[i] == step
+                              and i not in keep and i not in fed_set and i.dtype == node.dtype
+                              and tuple(i.shape) == tuple(node.shape)), None)
+                if donor is not None:  # write the result into a buffer that dies here
+                    args += f", out={names[donor]}"
+            line = f"{var} = F{step}({args})"
         line_nodes[len(lines) + 2] = node
         lines.append(line)
         dead = [names[i] for i in set(node.inputs)

@@ -256,3 +256,42 @@ def test_register_gradient_override():
     (dx,) = gf.gradients(y, [x])
     with gf.Session() as sess:
         assert sess.run(dx) == 12.0
+
+
+def _plan_source(sess):
+    import linecache
+
+    (plan,) = sess._plans.values()
+    return "".join(linecache.getlines(plan.filename))
+
+
+def test_numpy_elementwise_chains_reuse_dead_buffers():
+    """On numpy a chain of elementwise ops writes into its dead inputs (``out=``)."""
+    x = gf.placeholder(gf.float32, (3, 4))
+    y = gf.sqrt(gf.square(x * 2.0 + 1.0) + 1.0) - 0.5
+    value = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with gf.Session(backend="numpy") as sess:
+        out = sess.run(y, {x: value})
+        assert _plan_source(sess).count("out=") >= 3
+    np.testing.assert_allclose(out, np.sqrt((value * 2 + 1) ** 2 + 1) - 0.5, rtol=1e-6)
+    assert value[1, 1] == 5  # a fed array is never written into
+
+
+def test_buffer_reuse_never_overwrites_live_values(backend):
+    """Fetched values, views of a value, and assigned values survive later in-place ops."""
+    x = gf.placeholder(gf.float32, (2, 3))
+    v = gf.Variable(np.ones((2, 3), np.float32))
+    a = x * 2.0                  # fetched, and read again below
+    b = x + 1.0
+    b_view = gf.reshape(b, (3, 2))  # a view of b is fetched: b may not be reused
+    c = v * 3.0
+    update = gf.assign(v, c)     # c is written to the store at the end of the run
+    d = (a + 1.0) * (b + 1.0) + c
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with gf.Session(backend=backend) as sess:
+        a_out, view_out, d_out, _ = sess.run([a, b_view, d, update], {x: value})
+        v_out = sess.run(v)
+    np.testing.assert_array_equal(a_out, value * 2)
+    np.testing.assert_array_equal(view_out, (value + 1).reshape(3, 2))
+    np.testing.assert_array_equal(d_out, (value * 2 + 1) * (value + 2) + 3)
+    np.testing.assert_array_equal(v_out, np.full((2, 3), 3, np.float32))

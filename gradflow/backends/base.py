@@ -36,6 +36,10 @@ class Backend:
         """A copy of a backend array, for values the session must own."""
         return self.xp.asarray(array, copy=True)
 
+    def accepts_out(self, fn) -> bool:
+        """Whether the bound op function ``fn`` can write its result into ``out=``."""
+        return False
+
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on synchronous CPU backends)."""
 

@@ -6,6 +6,8 @@ import array_api_compat.numpy as xp
 import numpy as np
 
 from gradflow.backends.base import Backend
+from gradflow.backends.numpy_matmul import lower_matmul
+from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_ops import bind_gather_grad
 
@@ -50,10 +52,15 @@ class NumpyBackend(Backend):
     def copy(self, array):
         return np.array(array, copy=True)
 
+    def accepts_out(self, fn):
+        return isinstance(fn, np.ufunc) and fn.nout == 1
+
 
 OVERRIDES = {
     "gather_grad": bind_gather_grad(_scatter_add_rows),
     "relu_grad": _relu_grad,
+    "matmul": lower_matmul,
+    **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
 }
 
