@@ -96,7 +96,7 @@ def compile_plan(session, fetches, fed) -> Plan:
     """Build the plan that computes ``fetches`` with the tensors ``fed`` given."""
     fed_set = set(fed)
     order = topological_order(fetches, fed_set)
-    backend, xp = session.backend, session.backend.xp
+    backend = session.backend
     env = {}
     lines = []
     line_nodes = {}
