@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from gradflow.graph import Operation, Tensor
-from gradflow.ops.array_ops import unbroadcast
+from gradflow.ops.array_ops import matmul, unbroadcast
+from gradflow.ops.index_ops import concat
 from gradflow.ops.math_ops import add, ones_like
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.registry import apply, convert_to_tensor
 
 _USER_GRADIENTS: dict[str, object] = {}
 
@@ -63,11 +64,71 @@ def _reachable(ys, xs_set):
     return order, leads
 
 
-def _sum(grads):
+def _sum(grads, stacks=None):
+    """The sum of ``grads``. Contributions that are sums over rows (``a^T g`` of
+    matmuls, ``gather_grad`` on axis 0, ``unbroadcast`` over a leading axis) of the
+    same kind become one op over their inputs concatenated along the rows: the
+    kernel gradient of an unrolled RNN is one large matmul instead of one small
+    matmul and one add per step. ``stacks`` caches the concatenations, so that
+    the gradients of kernel and bias share theirs."""
+    if len(grads) >= _MIN_STACK:
+        groups: dict = {}
+        for g in grads:
+            key = _stack_key(g)
+            groups.setdefault(key if key is not None else ("single", g), []).append(g)
+        if len(groups) < len(grads):
+            stacks = {} if stacks is None else stacks
+            summed = []
+            for group in groups.values():
+                if len(group) >= _MIN_STACK:
+                    summed.append(_stacked(group, stacks))
+                else:
+                    summed.extend(group)
+            grads = summed
     total = grads[0]
     for g in grads[1:]:
         total = add(total, g)
     return total
+
+
+_MIN_STACK = 3
+
+
+def _rank(t, rank):
+    return t.shape is not None and len(t.shape) == rank
+
+
+def _stack_key(g):
+    """What must agree for ``g`` to be stacked with other contributions, or None."""
+    name, ins = g.opdef.name, g.inputs
+    if name == "matmul" and g.attrs["transpose_a"] and not g.attrs["transpose_b"] \
+            and _rank(ins[0], 2) and _rank(ins[1], 2) \
+            and None not in (ins[0].shape[1], ins[1].shape[1]):
+        return (name, ins[0].shape[1], ins[1].shape[1], ins[0].dtype, ins[1].dtype)
+    if name == "gather_grad" and g.attrs["axis"] == 0 and _rank(ins[1], 1) \
+            and ins[0].shape is not None and len(ins[0].shape) >= 1 \
+            and None not in ins[0].shape[1:]:
+        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1].dtype, ins[2])
+    if name == "unbroadcast" and ins[0].shape is not None and ins[1].shape is not None \
+            and len(ins[0].shape) > len(ins[1].shape) and None not in ins[0].shape[1:]:
+        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1])
+    return None
+
+
+def _stacked(group, stacks):
+    """One op over the inputs of ``group`` concatenated along axis 0."""
+    def rows(k):
+        parts = tuple(g.inputs[k] for g in group)
+        if parts not in stacks:
+            stacks[parts] = concat(list(parts), 0)
+        return stacks[parts]
+
+    first = group[0]
+    if first.opdef.name == "matmul":
+        return matmul(rows(0), rows(1), transpose_a=True)
+    if first.opdef.name == "gather_grad":
+        return apply("gather_grad", [rows(0), rows(1), first.inputs[2]], axis=0)
+    return unbroadcast(rows(0), first.inputs[1])
 
 
 def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
@@ -105,12 +166,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
             gy = ones_like(y) if gy is None else convert_to_tensor(gy, like=y)
             pending.setdefault(y, []).append(gy)
         xs_set = set(xs)
+        stacks: dict = {}
         for node in reversed(order):
             if node not in pending or node in xs_set or node in stops:
                 continue
-            g = pending[node] = [_sum(pending[node])]
+            g = pending[node] = [_sum(pending[node], stacks)]
             _propagate(node, g[0], leads, pending)
-    return [_sum(pending[x]) if x in pending else None for x in xs]
+        return [_sum(pending[x], stacks) if x in pending else None for x in xs]
 
 
 def _propagate(node, g, leads, pending):
@@ -121,13 +183,53 @@ def _propagate(node, g, leads, pending):
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"the gradient rule of {node.type} returned {len(input_grads)} "
                            f"gradients for {len(node.inputs)} inputs")
-    for inp, gi in zip(node.inputs, input_grads):
+    for k, (inp, gi) in enumerate(zip(node.inputs, input_grads)):
         if gi is None or inp not in leads or not _differentiable(inp):
             continue
         if gi.shape is None or inp.shape is None or gi.shape != inp.shape \
-                or None in inp.shape:
+                or (None in inp.shape and not _exact_grad(node, k)):
             gi = unbroadcast(gi, inp)
         pending.setdefault(inp, []).append(gi)
+
+
+# Ops whose gradient rules return, for every input, an array of that input's run-time
+# shape: no broadcasting (``concat``, ``matmul`` of matrices) or the rule's op fits the
+# shape itself (the LSTM ops).
+_EXACT_GRAD_OPS = frozenset({"concat", "lstm_gates", "lstm_c", "lstm_h"})
+# Broadcasting ops whose gradients have the output's run-time shape.
+_BROADCAST_OPS = frozenset({"add", "subtract", "multiply", "divide"})
+
+
+def _exact_grad(node, k):
+    """Whether the gradient of ``node`` for input ``k`` needs no ``unbroadcast``
+    although the input's static shape has unknown dimensions."""
+    if node.gradient_override is not None:
+        return False
+    name = node.opdef.name
+    if name in _EXACT_GRAD_OPS:
+        return True
+    if name == "matmul":
+        return all(_rank(i, 2) for i in node.inputs)
+    if name in _BROADCAST_OPS:
+        return _fills_output(node.inputs[k], [i for j, i in enumerate(node.inputs) if j != k])
+    return False
+
+
+def _fills_output(x, others):
+    """Whether the broadcast of ``x`` with ``others`` has ``x``'s run-time shape for sure:
+    on every axis, ``x``'s size is known and not 1, or no other input has a size other
+    than 1 there."""
+    if x.shape is None or any(o.shape is None or len(o.shape) > len(x.shape) for o in others):
+        return False
+    rank = len(x.shape)
+    for axis, d in enumerate(x.shape):
+        if d is not None and d != 1:
+            continue
+        for o in others:
+            j = axis - (rank - len(o.shape))
+            if j >= 0 and o.shape[j] != 1:
+                return False
+    return True
 
 
 def hessian_vector_product(ys, xs, v):

@@ -126,21 +126,31 @@ def _lstm_h_impl(xp, a, c):
     return _blocks(a)[3] * xp.tanh(c)
 
 
+def _fit(xp, g, like):
+    """``g`` summed down to the shape of ``like`` where the forward broadcast (a state or
+    gates of batch 1 against a larger batch): the gradients have their input's shape."""
+    if g.shape == like.shape:
+        return g
+    g = xp.sum(g, axis=0, keepdims=True, dtype=g.dtype) if like.shape[0] == 1 else g
+    return xp.reshape(g, like.shape)
+
+
 def _lstm_c_grad_impl(xp, g, a, c_prev, wrt):
     i, j, f, _ = _blocks(a)
     if wrt == "state":
-        return g * f
+        return _fit(xp, g * f, c_prev)
     di = g * j
-    return xp.concat([di, g * i, g * c_prev, xp.zeros_like(di)], axis=-1)
+    return _fit(xp, xp.concat([di, g * i, g * c_prev, xp.zeros_like(di)], axis=-1), a)
 
 
 def _lstm_h_grad_impl(xp, g, a, c, wrt):
     o = _blocks(a)[3]
     tc = xp.tanh(c)
     if wrt == "state":
-        return g * o * (1.0 - tc * tc)
-    zero = xp.zeros_like(tc)
-    return xp.concat([zero, zero, zero, g * tc], axis=-1)
+        return _fit(xp, g * o * (1.0 - tc * tc), c)
+    do = g * tc
+    zero = xp.zeros_like(do)
+    return _fit(xp, xp.concat([zero, zero, zero, do], axis=-1), a)
 
 
 # -- the same formulas with elementary ops, for the gradients of the gradients --------
