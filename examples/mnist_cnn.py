@@ -48,7 +48,7 @@ def build_model(args, steps_per_epoch):
 
 def main(argv=None):
     parser = mnist_common.make_parser("MNIST CNN (two conv+pool layers, dense with dropout)",
-                                      epochs=4, batch_size=128, lr=1e-3, decay=0.5)
+                                      epochs=5, batch_size=64, lr=1e-3, decay=0.7)
     args = mnist_common.parse(parser, argv)
     data = mnist_common.load_data(args, (28, 28, 1))
     graph, model = build_model(args, -(-len(data[0]) // args.batch_size))
