@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradflow.graph import Operation, Tensor
 from gradflow.ops.array_ops import matmul, unbroadcast
-from gradflow.ops.index_ops import concat
+from gradflow.ops.index_ops import concat, stack
 from gradflow.ops.math_ops import add, ones_like
 from gradflow.ops.registry import apply, convert_to_tensor
 
@@ -71,6 +71,7 @@ def _sum(grads, stacks=None):
     kernel gradient of an unrolled RNN is one large matmul instead of one small
     matmul and one add per step. ``stacks`` caches the concatenations, so that
     the gradients of kernel and bias share theirs."""
+    grads = _join_slice_grads(grads)
     if len(grads) >= _MIN_STACK:
         groups: dict = {}
         for g in grads:
@@ -92,6 +93,49 @@ def _sum(grads, stacks=None):
 
 
 _MIN_STACK = 3
+_FULL = ("slice", None, None, None)
+
+
+def _slice_part(g):
+    """``(axis, start, stop, is_index)`` when ``g`` is the gradient of ``x[..., part, ...]``
+    that picks one int or one unit-step slice on a single axis of known size, else None."""
+    if g.opdef.name != "getitem_grad":
+        return None
+    x, key = g.inputs[1], g.attrs["key"]
+    if x.shape is None or None in key or len(key) != len(x.shape):
+        return None
+    picked = [(axis, k) for axis, k in enumerate(key) if k != _FULL]
+    if len(picked) != 1 or x.shape[picked[0][0]] is None:
+        return None
+    axis, k = picked[0]
+    size = x.shape[axis]
+    if isinstance(k, int):
+        return axis, k % size, k % size + 1, True
+    if k[3] not in (None, 1):
+        return None
+    start, stop, _ = slice(k[1], k[2]).indices(size)
+    return (axis, start, stop, False) if stop > start else None
+
+
+def _join_slice_grads(grads):
+    """The gradients of slices that together tile ``x`` along one axis (``unstack``,
+    ``split``) as one ``stack``/``concat`` of the slice gradients, instead of a sum of
+    zero-padded arrays of ``x``'s full size, one per slice."""
+    if len(grads) < 2:
+        return grads
+    parts = [_slice_part(g) for g in grads]
+    if None in parts or len({(p[0], p[3]) for p in parts}) != 1 \
+            or len({g.inputs[1] for g in grads}) != 1:
+        return grads
+    axis, is_index = parts[0][0], parts[0][3]
+    ordered = sorted(zip(parts, grads), key=lambda pg: pg[0][1])
+    edges = [p[1:3] for p, _ in ordered]
+    size = grads[0].inputs[1].shape[axis]
+    if edges[0][0] != 0 or edges[-1][1] != size \
+            or any(a[1] != b[0] for a, b in zip(edges, edges[1:])):
+        return grads
+    pieces = [g.inputs[0] for _, g in ordered]
+    return [stack(pieces, axis) if is_index else concat(pieces, axis)]
 
 
 def _rank(t, rank):

@@ -340,3 +340,23 @@ def test_errors_name_the_thing_at_fault():
     ints = gf.placeholder(gf.int32, (None, IN), name="int_inputs")
     with pytest.raises(TypeError, match="'int_inputs' must be floating"):
         cell(ints, cell.zero_state(BATCH, gf.float32))
+
+
+def test_gradient_of_unstack_and_split_is_one_join(backend):
+    """Slices tiling a tensor get one stack/concat as gradient, not a sum of padded arrays."""
+    x = gf.placeholder(gf.float64, (4, 5, 3))
+    steps = gf.unstack(x, axis=1)
+    loss = gf.add_n([gf.reduce_sum(p * float(i + 1)) for i, p in enumerate(steps)])
+    a, b, c = gf.split(x, [1, 2, 2], axis=1)
+    loss2 = gf.reduce_sum(a) + 2.0 * gf.reduce_sum(b) + 3.0 * gf.reduce_sum(c * c)
+    some = gf.reduce_sum(steps[1]) + gf.reduce_sum(steps[3])  # not a tiling: summed as before
+    grads = gf.gradients(loss, [x]) + gf.gradients(loss2, [x]) + gf.gradients(some, [x])
+    assert [g.opdef.name for g in grads[:2]] == ["concat", "concat"]
+    v = np.random.default_rng(0).standard_normal((4, 5, 3))
+    with gf.Session(backend=backend) as sess:
+        g1, g2, g3 = sess.run(grads, {x: v})
+    np.testing.assert_allclose(g1, np.broadcast_to(np.arange(1.0, 6.0)[None, :, None], v.shape))
+    expected = np.concatenate([np.ones((4, 1, 3)), np.full((4, 2, 3), 2.0), 6 * v[:, 3:]], axis=1)
+    np.testing.assert_allclose(g2, expected)
+    np.testing.assert_allclose(g3, np.broadcast_to(np.isin(np.arange(5), [1, 3])[None, :, None],
+                                                   v.shape))
