@@ -6,15 +6,24 @@ value is a local variable and every op a direct call of the backend's array
 function, so a run pays nothing between array calls but the call itself:
 no dict lookups, no per-step loop, no dispatch. A value is deleted right
 after its last use, and the assignments of the run are written to the
-variable store at the very end. Where the backend allows it (NumPy ufuncs),
-an elementwise op writes its result into an input buffer that dies with it,
-so chains such as an optimizer's update allocate nothing new.
+variable store at the very end.
+
+Where the backend's functions can write into a given array (NumPy ufuncs,
+``out=``), the plan also plans memory, as a static graph allows: elementwise
+results that never leave the run get buffers of the plan, shared by values
+whose lives do not overlap and reused by every run; and a value computed only
+to be assigned to a variable is written into the array that variable held
+before the previous run, once nothing else holds it. An optimizer's update
+then allocates nothing in steady state.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
+import math
+import sys
 
 import numpy as np
 
@@ -74,13 +83,13 @@ def _bind(backend, node):
 
 
 def _buffer_reuse(order, fns, backend):
-    """``(takes_out, donors)``: the ops that can write into a dead input (``out=``), and
-    the values such an op may overwrite once it is their last reader.
+    """``(takes_out, donors)``: the ops that can write into a given buffer (``out=``),
+    and the values whose buffers the plan may own and overwrite once they are dead.
 
     An op takes ``out=`` when the backend says its function can (NumPy ufuncs)
-    and its result has a fully known shape of rank >= 1, so its result is
-    always a fresh array. Such a result is a donor when every op reading it
-    takes ``out=`` too: then no view of it (a reshape, a slice) can outlive it.
+    and its result has a fully known shape of rank >= 1. Such a result is a donor
+    when every op reading it takes ``out=`` too: then no view of it (a reshape, a
+    slice) can outlive it.
     """
     takes_out = {n for n, fn in fns.items() if backend.accepts_out(fn)
                  and n.shape is not None and len(n.shape) > 0 and None not in n.shape}
@@ -90,6 +99,69 @@ def _buffer_reuse(order, fns, backend):
             readers.setdefault(inp, []).append(node)
     donors = {n for n in takes_out if all(r in takes_out for r in readers.get(n, ()))}
     return takes_out, donors
+
+
+def _arena_slots(order, nodes, last_use):
+    """Place each of ``nodes`` (values no one outside the run sees, and no view of which
+    can outlive them) in a buffer of the plan: ``({node: slot}, [(dtype, size) per slot])``.
+
+    A value is computed in place over an input of its shape that dies with it, or
+    else takes the buffer most recently freed by a value of its dtype (growing it if
+    needed), so that consecutive ops reuse memory that is still in the cache.
+    """
+    free, slot_of, slots = {}, {}, []
+    for step, node in enumerate(order):
+        dying = [i for i in set(node.inputs) if i in slot_of and last_use.get(i) == step]
+        if node in nodes:
+            size = math.prod(node.shape)
+            pool = free.setdefault(node.dtype, [])
+            same = [i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
+            if same:  # in place over an input that dies here: its lines are in the cache
+                slot_of[node] = slot_of[same[0]]
+                dying.remove(same[0])
+                for inp in dying:
+                    free[inp.dtype].append(slot_of[inp])
+                continue
+            if pool:
+                k = pool.pop()
+                slots[k] = (node.dtype, max(slots[k][1], size))
+            else:
+                k = len(slots)
+                slots.append((node.dtype, size))
+            slot_of[node] = k
+        for inp in dying:
+            free[inp.dtype].append(slot_of[inp])
+    return slot_of, slots
+
+
+def _recyclable_assign_sources(order, takes_out, keep):
+    """``{value: variable}`` for values computed only to be assigned to one variable
+    of the same shape and dtype: they can be written into the array that variable
+    held before the previous run, instead of a new one."""
+    sources = {}
+    for node in order:
+        if node.opdef.kind == "assign":
+            sources.setdefault(node.attrs["var"], []).append(node.inputs[0])
+    out = {}
+    for var, values in sources.items():
+        (value, *more) = values
+        if not more and value in takes_out and value not in keep and value.dtype == var.dtype \
+                and var.shape is not None and tuple(value.shape) == tuple(var.shape):
+            out[value] = var
+    return out
+
+
+def _taker(spare):
+    def take(var, shape, dtype):
+        buf = spare.pop(var, None)
+        # Two references: ``buf`` and getrefcount's argument. More means the array is
+        # still held elsewhere (a native fetch, another variable): never write into it.
+        if buf is not None and sys.getrefcount(buf) == 2 and buf.shape == shape \
+                and buf.dtype == dtype:
+            return buf
+        return None
+
+    return take
 
 
 def compile_plan(session, fetches, fed) -> Plan:
@@ -114,6 +186,10 @@ def compile_plan(session, fetches, fed) -> Plan:
     fns = {node: _bind(backend, node) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
     takes_out, donors = _buffer_reuse(order, fns, backend)
+    arena, slots = _arena_slots(order, donors - keep, last_use)
+    buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
+    recycled = _recyclable_assign_sources(order, takes_out, keep)
+    take = _taker(session.spare_buffers)
 
     for step, node in enumerate(order):
         var = f"v{step}"
@@ -148,12 +224,14 @@ def compile_plan(session, fetches, fed) -> Plan:
         else:
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
-            if node in takes_out:
-                donor = next((i for i in node.inputs if i in donors and last_use[i] == step
-                              and i not in keep and i not in fed_set and i.dtype == node.dtype
-                              and tuple(i.shape) == tuple(node.shape)), None)
-                if donor is not None:  # write the result into a buffer that dies here
-                    args += f", out={names[donor]}"
+            if node in arena:  # a buffer of the plan, reused by every run
+                size = math.prod(node.shape)
+                env[f"A{step}"] = buffers[arena[node]][:size].reshape(tuple(node.shape))
+                args += f", out=A{step}"
+            elif node in recycled:  # the buffer the variable held before the last run
+                env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
+                                                    node.dtype.as_numpy_dtype)
+                args += f", out=T{step}()"
             line = f"{var} = F{step}({args})"
         line_nodes[len(lines) + 2] = node
         lines.append(line)
@@ -161,8 +239,12 @@ def compile_plan(session, fetches, fed) -> Plan:
                 if last_use.get(i) == step and i not in keep and names[i] != "None"]
         if dead:
             lines.append(f"del {', '.join(dead)}")
+    retire = set(recycled.values())
     for k, (var_node, value) in enumerate(writes):
         env[f"W{k}"] = var_node
+        if var_node in retire:  # keep the old array: the next run may write into it
+            env["spare"] = session.spare_buffers
+            lines.append(f"spare[W{k}] = store.get(W{k})")
         lines.append(f"store[W{k}] = {value}")
     outputs = ", ".join(names[f] for f in fetches)
     lines.append(f"return ({outputs},)")

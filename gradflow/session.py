@@ -38,6 +38,8 @@ class Session:
         self._constants: dict = {}
         self._rngs: dict = {}
         self._closed = False
+        # variable -> the array it held before the last run that assigned it (see executor)
+        self.spare_buffers: dict = {}
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -58,6 +60,7 @@ class Session:
         """Free the session's variables and plans."""
         self._closed = True
         self._store.clear()
+        self.spare_buffers.clear()
         self._plans.clear()
         self._constants.clear()
 

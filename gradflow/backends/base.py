@@ -40,6 +40,10 @@ class Backend:
         """Whether the bound op function ``fn`` can write its result into ``out=``."""
         return False
 
+    def empty(self, shape, dtype):
+        """An uninitialized array (for backends whose ``accepts_out`` can be true)."""
+        raise NotImplementedError(f"the {self.name} backend does not plan buffers")
+
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on synchronous CPU backends)."""
 

@@ -55,6 +55,9 @@ class NumpyBackend(Backend):
     def accepts_out(self, fn):
         return isinstance(fn, np.ufunc) and fn.nout == 1
 
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
 
 OVERRIDES = {
     "gather_grad": bind_gather_grad(_scatter_add_rows),
