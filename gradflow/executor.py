@@ -188,6 +188,7 @@ def compile_plan(session, fetches, fed) -> Plan:
     takes_out, donors = _buffer_reuse(order, fns, backend)
     arena, slots = _arena_slots(order, donors - keep, last_use)
     buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
+    views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
     take = _taker(session.spare_buffers)
 
@@ -225,9 +226,12 @@ def compile_plan(session, fetches, fed) -> Plan:
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
             if node in arena:  # a buffer of the plan, reused by every run
-                size = math.prod(node.shape)
-                env[f"A{step}"] = buffers[arena[node]][:size].reshape(tuple(node.shape))
-                args += f", out=A{step}"
+                key = (arena[node], tuple(node.shape))
+                if key not in views:  # one view per buffer and shape: an op in place
+                    size = math.prod(node.shape)  # sees its input and output as one array
+                    views[key] = (f"A{step}", buffers[key[0]][:size].reshape(key[1]))
+                    env[views[key][0]] = views[key][1]
+                args += f", out={views[key][0]}"
             elif node in recycled:  # the buffer the variable held before the last run
                 env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
                                                     node.dtype.as_numpy_dtype)
