@@ -20,10 +20,11 @@ import os
 import sys
 import time
 
-if "--threads" in sys.argv[1:-1]:  # must happen before NumPy loads its BLAS
-    _threads = sys.argv[sys.argv.index("--threads") + 1]
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _threads
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from timing import pin_threads_from_argv, pin_torch_threads, time_ms  # noqa: E402
+
+pin_threads_from_argv()
 
 import numpy as np  # noqa: E402
 
@@ -137,19 +138,6 @@ def torch_loop_step(weights, x, y):
     return step, first_loss
 
 
-def time_ms(step, seconds=1.0):
-    step()
-    step()
-    best = float("inf")
-    for _ in range(5):
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds / 5:
-            step()
-            count += 1
-        best = min(best, (time.perf_counter() - start) / count)
-    return best * 1e3
-
-
 def build_time(steps=100, backend=None):
     """Seconds to build, differentiate (Adam minimize) and compile (first run) an LSTM
     unrolled ``steps`` steps, and the node counts."""
@@ -178,8 +166,9 @@ def main(argv=None):
     parser.add_argument("--backend", default=None)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch.set_num_threads (default: torch's own)")
+                        help="BLAS threads for NumPy and PyTorch (default: their own)")
     args = parser.parse_args(argv)
+    pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)
     x = rng.integers(0, VOCAB, (BATCH, STEPS)).astype(np.int32)
@@ -188,10 +177,8 @@ def main(argv=None):
     gf_step, gf_loss, *_ = gradflow_step(weights, x, y, args.backend)
     results = {}
     try:
-        import torch
+        import torch  # noqa: F401
 
-        if args.threads:
-            torch.set_num_threads(args.threads)
         loop_step, torch_loss = torch_loop_step(weights, x, y)
         print(f"first loss: gradflow {gf_loss:.6f}, torch cell loop {torch_loss:.6f}")
         results["torch nn.LSTM"] = time_ms(torch_nn_step(weights, x, y), args.seconds)

@@ -7,25 +7,14 @@ shared/data/reber/README.md, independently of the example's own table.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_examples import load
 
 pytest.importorskip("matplotlib", reason="the examples need matplotlib (gradflow[examples])")
 pytest.importorskip("tqdm", reason="the examples need tqdm (gradflow[examples])")
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"gradflow_example_{name}",
-                                                  EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def reber():
