@@ -328,3 +328,17 @@ def test_plan_buffers_give_the_same_numbers_run_after_run():
                 + [sess.run(w)]
     for a, b in zip(results["numpy"], results["array_api_strict"]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_integer_division_is_true_division_in_float(backend):
+    """TF1's ``/`` on integers divides as float64, and the static dtype says so."""
+    a = gf.placeholder(gf.int32, (2,))
+    b = gf.placeholder(gf.int64, (2,))
+    half = (a + 1) / 2
+    ratio = b / b
+    assert (half.dtype, ratio.dtype) == (gf.float64, gf.float64)
+    with gf.Session(backend=backend) as sess:
+        h, r = sess.run([half * 2.0, ratio], {a: np.array([4, 9], np.int32),
+                                              b: np.array([3, 5], np.int64)})
+    np.testing.assert_array_equal(h, [5.0, 10.0])
+    np.testing.assert_array_equal(r, [1.0, 1.0])

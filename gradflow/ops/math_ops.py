@@ -146,7 +146,7 @@ _register_binary("add", "add", lambda n, g: [g, g])
 _register_binary("subtract", "subtract", lambda n, g: [g, negative(g)])
 _register_binary("multiply", "multiply",
                  lambda n, g: [g * n.inputs[1], g * n.inputs[0]])
-_register_binary("divide", "divide",  # d(a/b) = da/b - a db/b^2
+_register_binary("divide", "divide",  # d(a/b) = da/b - a db/b^2; ints are cast first
                  lambda n, g: [g / n.inputs[1], negative(g) * n / n.inputs[1]])
 _register_binary("pow", "pow", _pow_grad)
 _register_binary("maximum", "maximum", lambda n, g: [
@@ -176,7 +176,19 @@ register("logical_not", lambda xp, x: xp.logical_not(x), _logical_infer, grad=No
 add = _binary_fn("add")
 subtract = _binary_fn("subtract")
 multiply = _binary_fn("multiply")
-divide = _binary_fn("divide")
+
+
+def divide(x, y, name=None):
+    """Elementwise ``x / y`` with broadcasting (TF1 ``tf.divide``/``truediv``).
+
+    Integer operands (int32, int64) are divided as float64, as in TF1.
+    """
+    x, y = _binary_args(x, y)
+    if x.dtype.is_integer and x.dtype == y.dtype:
+        x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
+    return apply("divide", [x, y], name=name)
+
+
 pow = _binary_fn("pow")  # noqa: A001 - TF1 name
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
