@@ -114,8 +114,12 @@ def zero_state(config, batch_size):
             for _ in range(config["layers"])]
 
 
-def build_model(config, seq_len, clip, seed):
-    """The training/evaluation unroll (``seq_len`` steps) and a one-step sampler."""
+def build_model(config, seq_len, clip, seed, dropout=0.0):
+    """The training/evaluation unroll (``seq_len`` steps) and a one-step sampler.
+
+    With ``dropout``, the LSTM's outputs are dropped at that rate before the
+    softmax layer while the ``training`` placeholder is fed True.
+    """
     vocab, hidden, layers = config["vocab_size"], config["hidden"], config["layers"]
     graph = gf.Graph()
     with graph.as_default():
@@ -134,6 +138,8 @@ def build_model(config, seq_len, clip, seed):
             states = state if layers > 1 else (state,)
             return [(s.c, s.h) for s in states]
 
+        training = gf.placeholder_with_default(False, (), name="training")
+
         def unroll(ids, steps, initial_state):
             with gf.variable_scope("char_rnn", reuse=gf.AUTO_REUSE):
                 embedding = gf.get_variable(
@@ -143,6 +149,8 @@ def build_model(config, seq_len, clip, seed):
                 outputs, final = gf.nn.static_rnn(cell, inputs, initial_state=initial_state,
                                                   scope="lstm")
                 h = gf.reshape(gf.stack(outputs, axis=1), (-1, hidden))
+                if dropout:
+                    h = gf.layers.dropout(h, rate=dropout, training=training)
                 logits = gf.layers.dense(h, vocab, name="softmax")
             return logits, flat_state(final)
 
@@ -169,8 +177,8 @@ def build_model(config, seq_len, clip, seed):
 
         init_op = gf.global_variables_initializer()
         saver = gf.train.Saver(max_to_keep=3)
-    return graph, dict(x=x, y=y, state_in=state_in, state_out=state_out, xent=xent,
-                       loss=loss, lr=lr, norm=norm, train=train_op, step=step,
+    return graph, dict(x=x, y=y, training=training, state_in=state_in, state_out=state_out,
+                       xent=xent, loss=loss, lr=lr, norm=norm, train=train_op, step=step,
                        sample_x=x1, sample_in=sample_in, sample_out=sample_out,
                        sample_probs=sample_probs, temperature=temperature,
                        init=init_op, saver=saver)
@@ -294,6 +302,8 @@ def main(argv=None):
     parser.add_argument("--lr-decay", type=float, default=0.95,
                         help="multiply the learning rate by this after each epoch")
     parser.add_argument("--clip", type=float, default=5.0, help="global gradient-norm clip")
+    parser.add_argument("--dropout", type=float, default=0.3,
+                        help="dropout rate on the LSTM outputs while training (0: none)")
     parser.add_argument("--eval-every", type=int, default=200,
                         help="validation loss every N steps (and at the end)")
     parser.add_argument("--eval-streams", type=int, default=64)
@@ -331,7 +341,7 @@ def main(argv=None):
           f"vocabulary {len(chars)}; {n_batches} batches of {args.batch_size} x "
           f"{config['seq_len']} per epoch; LSTM {config['layers']} x {config['hidden']}")
 
-    graph, m = build_model(config, config["seq_len"], args.clip, args.seed)
+    graph, m = build_model(config, config["seq_len"], args.clip, args.seed, args.dropout)
     losses, history = [], []
     os.makedirs(args.out, exist_ok=True)
     train_seconds = 0.0
@@ -370,7 +380,7 @@ def main(argv=None):
             if k == 0:
                 state = zero_state(config, args.batch_size)  # a new pass over the streams
             lr = args.lr * args.lr_decay ** (step // n_batches)
-            feed = {m["x"]: train_x[k], m["y"]: train_y[k], m["lr"]: lr,
+            feed = {m["x"]: train_x[k], m["y"]: train_y[k], m["lr"]: lr, m["training"]: True,
                     **state_feed(m["state_in"], state)}
             t = time.perf_counter()
             _, loss, state = sess.run([m["train"], m["loss"], m["state_out"]], feed)
