@@ -81,11 +81,12 @@ def _uncells(xp, cells, like_shape, ksize, strides, padding):
     n, h, w, c = like_shape
     out = xp.zeros((n, h + sum(ph), w + sum(pw), c), dtype=cells[0].dtype,
                    device=_device(cells[0]))
+    disjoint = ksize[0] <= sh and kw <= sw  # windows that never share a pixel
     for k, cell in enumerate(cells):
         i, j = divmod(k, kw)
         key = (slice(None), slice(i, i + (oh - 1) * sh + 1, sh),
                slice(j, j + (ow - 1) * sw + 1, sw), slice(None))
-        out[key] = out[key] + cell
+        out[key] = cell if disjoint else out[key] + cell
     return out[:, ph[0]:ph[0] + h, pw[0]:pw[0] + w, :]
 
 
