@@ -668,7 +668,8 @@ for _id, _shape, _s, _pad in _CONV:
          tol={"float32": (1e-4, 1e-5)})
 for _kind, _op in (("max", "max_pool"), ("avg", "avg_pool")):
     for _shape, _k, _s, _pad in [((1, 5, 5, 2), 2, 2, "SAME"), ((1, 5, 5, 2), 3, 2, "VALID"),
-                                  ((2, 4, 3, 1), 3, 1, "SAME")]:
+                                  ((2, 4, 3, 1), 3, 1, "SAME"),
+                                  ((1, 5, 4, 2), 2, 2, "VALID")]:  # the last row is in no window
         spec(f"{_op}_{_pad.lower()}_k{_k}_s{_s}", (_op, f"{_op}_grad"),
              lambda x, o=_op, k=_k, s=_s, p=_pad: getattr(gf.nn, o)(x, k, s, p),
              [distinct(*_shape)], lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t))
