@@ -11,6 +11,7 @@ import os
 import time
 
 import numpy as np
+from example_tools import save_curves, start
 
 import gradflow as gf
 
@@ -71,42 +72,12 @@ def finish_model(x, y, logits, args, steps_per_epoch, training=None):
                 init=gf.global_variables_initializer(), saver=gf.train.Saver(max_to_keep=3))
 
 
-def start(sess, m, checkpoint_dir, resume):
-    """Initialize the variables, or restore the latest checkpoint; return the epochs done."""
-    latest = gf.train.latest_checkpoint(checkpoint_dir) if resume else None
-    if latest is None:
-        if resume:
-            print(f"no checkpoint in {checkpoint_dir}; starting from scratch")
-        sess.run(m["init"])
-        return 0
-    m["saver"].restore(sess, latest)
-    done = int(sess.run(m["epoch"]))
-    print(f"resumed from {latest} (epoch {done}, step {int(sess.run(m['step']))})")
-    return done
-
-
 def evaluate(sess, m, images, labels, batch_size=1000):
     """Accuracy over all of ``images`` (dropout off: ``training`` keeps its default)."""
     correct = 0.0
     for xb, yb in gf.data.batches(images, labels, batch_size=batch_size, shuffle=False):
         correct += sess.run(m["accuracy"], {m["x"]: xb, m["y"]: yb}) * len(xb)
     return correct / len(images)
-
-
-def save_curves(path, losses, accuracies):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    ax1.plot(losses, lw=0.5)
-    ax1.set(xlabel="step", ylabel="training loss", yscale="log", title="loss")
-    ax2.plot(range(1, len(accuracies) + 1), [100 * a for a in accuracies], marker="o")
-    ax2.set(xlabel="epoch", ylabel="test accuracy (%)", title="accuracy")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def train(args, graph, m, data, name):

@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-import gradflow as gf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from example_tools import save_curves, start  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 SYMBOLS = "BTPSXVE"
 INDEX = {s: i for i, s in enumerate(SYMBOLS)}
@@ -217,35 +222,6 @@ def evaluate(sess, m, strings, width, threshold, batch_size=500):
     return solved / len(strings), loss_sum / count
 
 
-def start(sess, m, checkpoint_dir, resume):
-    latest = gf.train.latest_checkpoint(checkpoint_dir) if resume else None
-    if latest is None:
-        if resume:
-            print(f"no checkpoint in {checkpoint_dir}; starting from scratch")
-        sess.run(m["init"])
-        return 0
-    m["saver"].restore(sess, latest)
-    done = int(sess.run(m["epoch"]))
-    print(f"resumed from {latest} (epoch {done}, step {int(sess.run(m['step']))})")
-    return done
-
-
-def save_curves(path, losses, accuracies):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    ax1.plot(losses, lw=0.5)
-    ax1.set(xlabel="step", ylabel="training loss (nats/symbol)", yscale="log", title="loss")
-    ax2.plot(range(1, len(accuracies) + 1), [100 * a for a in accuracies], marker="o")
-    ax2.set(xlabel="epoch", ylabel="held-out strings solved (%)", title="accuracy")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Embedded Reber grammar with an LSTM")
     parser.add_argument("--backend", default=None, help="numpy, cupy, torch, array_api_strict")
@@ -312,7 +288,8 @@ def main(argv=None):
                                        args.threshold)[0])
     seconds = time.perf_counter() - t0
     png = os.path.join(args.out, "reber_lstm_curves.png")
-    save_curves(png, losses, accuracies)
+    save_curves(png, losses, accuracies, loss_label="training loss (nats/symbol)",
+                accuracy_label="held-out strings solved (%)")
     print(f"saved {png}")
     return {"accuracy": accuracies[-1], "accuracies": accuracies, "losses": losses,
             "seconds": seconds, "png": png}
