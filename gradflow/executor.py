@@ -63,6 +63,7 @@ def topological_order(fetches, fed):
             seen.add(node)
             stack.append((node, True))
             if node not in fed:
+                stack.extend((i, False) for i in reversed(node.control_inputs) if i not in seen)
                 stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
     return order
 
@@ -180,11 +181,13 @@ def compile_plan(session, fetches, fed) -> Plan:
     last_use = {}
     for step, node in enumerate(order):
         if node not in fed_set:
-            for inp in node.inputs:
+            for inp in node.inputs + node.control_inputs:
                 last_use[inp] = step
     keep = set(fetches)
     fns = {node: _bind(backend, node) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
+    fns.update({node: node.opdef.impl(session, node) for node in order
+                if node not in fed_set and node.opdef.kind == "call"})
     takes_out, donors = _buffer_reuse(order, fns, backend)
     arena, slots = _arena_slots(order, donors - keep, last_use)
     buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
@@ -222,7 +225,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             line = f"{var} = {value}"
             writes.append((node.attrs["var"], var))
             keep.add(node)
-        else:
+        else:  # "compute" and "call"
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
             if node in arena:  # a buffer of the plan, reused by every run
@@ -239,7 +242,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             line = f"{var} = F{step}({args})"
         line_nodes[len(lines) + 2] = node
         lines.append(line)
-        dead = [names[i] for i in set(node.inputs)
+        dead = [names[i] for i in set(node.inputs + node.control_inputs)
                 if last_use.get(i) == step and i not in keep and names[i] != "None"]
         if dead:
             lines.append(f"del {', '.join(dead)}")

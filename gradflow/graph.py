@@ -50,10 +50,13 @@ class Tensor:
     of user code that created it. Nodes are never changed after creation.
     """
 
-    def __init__(self, graph, opdef, inputs, attrs, shape, dtype, name, source):
+    def __init__(self, graph, opdef, inputs, attrs, shape, dtype, name, source,
+                 control_inputs=()):
         self.graph = graph
         self.opdef = opdef
         self.inputs = tuple(inputs)
+        # nodes that must run before this one although it does not read their value
+        self.control_inputs = tuple(control_inputs)
         self.attrs = attrs
         self.shape = TensorShape(shape) if shape is not None else None
         self.dtype = dtype
@@ -127,6 +130,7 @@ class Graph:
         self._var_scopes: list = []
         self._var_store: dict = {}
         self._gradient_overrides: dict = {}
+        self._control_stack: list[list] = []
 
     # -- default graph -------------------------------------------------------
     def as_default(self) -> "Graph":
@@ -193,6 +197,41 @@ class Graph:
             yield
         finally:
             self._gradient_overrides = saved
+
+    @contextmanager
+    def control_dependencies(self, control_inputs):
+        """Nodes built inside run only after every one of ``control_inputs`` (TF1).
+
+        ``None`` clears the dependencies of the enclosing blocks.
+        """
+        saved = self._control_stack
+        if control_inputs is None:
+            self._control_stack = []
+        else:
+            items = []
+            for item in control_inputs:
+                item = item._as_graph_tensor() if hasattr(item, "_as_graph_tensor") else item
+                if not isinstance(item, Tensor):
+                    raise TypeError(f"control_dependencies: {item!r} is not a tensor or "
+                                    "operation")
+                if item.graph is not self:
+                    raise ValueError(f"control_dependencies: '{item.name}' is not in this graph")
+                items.append(item)
+            self._control_stack = saved + [items]
+        try:
+            yield
+        finally:
+            self._control_stack = saved
+
+    def current_control_inputs(self) -> tuple:
+        """The control inputs a node built now gets, without repeats."""
+        if not self._control_stack:
+            return ()
+        seen = {}
+        for items in self._control_stack:
+            for item in items:
+                seen.setdefault(item, None)
+        return tuple(seen)
 
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Tensor) -> Tensor:

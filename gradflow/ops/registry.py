@@ -25,8 +25,11 @@ class OpDef:
     """One op: its name, forward, shape/dtype rule and gradient rule.
 
     ``kind`` tells the executor how a node is evaluated: ``"compute"`` (call
-    the impl), or one of the stateful kinds it handles itself: ``"placeholder"``,
-    ``"variable"``, ``"constant"``, ``"assign"``, ``"random"``, ``"group"``.
+    the impl), ``"call"`` (``impl(session, node)`` is called once per plan and
+    returns the callable of the input arrays: for ops that need the session,
+    such as control flow over sub-graphs or host callbacks), or one of the
+    stateful kinds it handles itself: ``"placeholder"``, ``"variable"``,
+    ``"constant"``, ``"assign"``, ``"random"``, ``"group"``.
     ``lower(xp, **attrs)`` may return a faster callable of the arrays alone.
     """
 
@@ -49,7 +52,7 @@ def register(name, impl, infer, *, grad, kind="compute", lower=None) -> OpDef:
     """Add an op to the registry; ``grad=None`` states that it has no gradient."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
-    if kind == "compute" and impl is None:
+    if kind in ("compute", "call") and impl is None:
         raise ValueError(f"op {name!r} needs a forward impl")
     op = OpDef(name, impl, infer, grad, kind, lower)
     REGISTRY[name] = op
@@ -86,8 +89,9 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
         raise kind(f"{op_name}: {err}; inputs: {_describe_inputs(inputs)}; "
                    f"at {source}") from None
     node_cls = Operation if opdef.kind == "group" else Tensor
+    control = tuple(c for c in graph.current_control_inputs() if c not in inputs)
     node = node_cls(graph, opdef, inputs, attrs, shape, dtype,
-                    graph.unique_name(name or op_name), source)
+                    graph.unique_name(name or op_name), source, control)
     return graph.add_node(node)
 
 
