@@ -15,6 +15,14 @@ whose lives do not overlap and reused by every run; and a value computed only
 to be assigned to a variable is written into the array that variable held
 before the previous run, once nothing else holds it. An optimizer's update
 then allocates nothing in steady state.
+
+A plan's buffers belong to that plan object, so one plan object must not run
+in two threads at once: the Session guards each with a lock and gives a
+concurrent caller another instance of the same plan (see ``Session.run``).
+The variables a run reads are taken from the store in one block at the start
+of the run, and its assignments written in one block at the end, both under
+the session's store lock, so a run sees all or none of another run's
+assignments.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import itertools
 import linecache
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -46,6 +55,7 @@ class Plan:
         self.line_nodes = line_nodes  # generated line number -> node, for errors
         self.filename = filename
         self.initialized = False  # set once the session has checked `variables`
+        self.lock = threading.Lock()  # held while a run uses this plan's buffers
 
 
 def topological_order(fetches, fed):
@@ -176,6 +186,7 @@ def compile_plan(session, fetches, fed) -> Plan:
     names = {}
     variables = []
     writes = []
+    reads = []
     feed_index = {t: i for i, t in enumerate(fed)}
 
     last_use = {}
@@ -206,7 +217,8 @@ def compile_plan(session, fetches, fed) -> Plan:
         elif kind == "variable":
             env[f"K{step}"] = node
             variables.append(node)
-            line = f"{var} = store[K{step}]"
+            reads.append(f"{var} = store[K{step}]")
+            line = "pass"  # read with the others at the start of the run
         elif kind == "constant":
             env[f"C{step}"] = session.constant_value(node)
             line = f"{var} = C{step}"
@@ -247,16 +259,24 @@ def compile_plan(session, fetches, fed) -> Plan:
         if dead:
             lines.append(f"del {', '.join(dead)}")
     retire = set(recycled.values())
+    if writes:
+        lines.append("with store_lock:")
     for k, (var_node, value) in enumerate(writes):
         env[f"W{k}"] = var_node
         if var_node in retire:  # keep the old array: the next run may write into it
             env["spare"] = session.spare_buffers
-            lines.append(f"spare[W{k}] = store.get(W{k})")
-        lines.append(f"store[W{k}] = {value}")
+            lines.append(f"    spare[W{k}] = store.get(W{k})")
+        lines.append(f"    store[W{k}] = {value}")
     outputs = ", ".join(names[f] for f in fetches)
     lines.append(f"return ({outputs},)")
+    head = []
+    if reads:  # one block, so that no other run's assignments land in between
+        head = ["with store_lock:"] + [f"    {r}" for r in reads]
+        line_nodes = {n + len(head): node for n, node in line_nodes.items()}
+    if reads or writes:
+        env["store_lock"] = session.store_lock
     filename = f"<gradflow-plan-{next(_plan_ids)}>"
-    source = "def run(feeds, store):\n" + "".join(f"    {line}\n" for line in lines)
+    source = "def run(feeds, store):\n" + "".join(f"    {line}\n" for line in head + lines)
     code = compile(source, filename, "exec")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(code, env)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gradflow import backends
@@ -40,6 +42,11 @@ class Session:
         self._closed = False
         # variable -> the array it held before the last run that assigned it (see executor)
         self.spare_buffers: dict = {}
+        # Runs read their variables and write their assignments each in one block under
+        # this lock; the init lock makes lazy initialization happen once per variable.
+        self.store_lock = threading.Lock()
+        self._init_lock = threading.RLock()
+        self._instances: dict = {}  # plan key -> further instances for concurrent runs
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -62,6 +69,7 @@ class Session:
         self._store.clear()
         self.spare_buffers.clear()
         self._plans.clear()
+        self._instances.clear()
         self._constants.clear()
 
     # -- running ---------------------------------------------------------------
@@ -84,14 +92,19 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._compile(flat, feed_keys)
-        feeds = self._convert_feeds(plan, feed_items)
-        if not plan.initialized:
-            self._initialize_missing(plan.variables)
-            plan.initialized = True
+        if not plan.lock.acquire(blocking=False):  # another thread runs this plan now
+            plan = self._free_instance(key, flat, feed_keys)
         try:
-            values = plan.fn(feeds, self._store)
-        except Exception as err:
-            raise self._run_error(plan, err) from err
+            feeds = self._convert_feeds(plan, feed_items)
+            if not plan.initialized:
+                self._initialize_missing(plan.variables)
+                plan.initialized = True
+            try:
+                values = plan.fn(feeds, self._store)
+            except Exception as err:
+                raise self._run_error(plan, err) from err
+        finally:
+            plan.lock.release()
         if output == "numpy":
             to_numpy = self.backend.to_numpy
             values = [None if v is None else to_numpy(v) for v in values]
@@ -106,7 +119,21 @@ class Session:
                     f"'{t.name}' ({t.type}) cannot be fed: it is an operation or an "
                     "assignment, not a value; feed a placeholder or another tensor")
         plan = compile_plan(self, flat, feed_keys)
-        self._plans[(tuple(flat), feed_keys)] = plan
+        return self._plans.setdefault((tuple(flat), feed_keys), plan)
+
+    def _free_instance(self, key, flat, feed_keys):
+        """An instance of the plan for ``key`` that no other thread is running, locked.
+
+        A plan's memory buffers serve one run at a time; a second concurrent caller
+        gets an instance of its own, compiled the first time it is needed and kept.
+        """
+        instances = self._instances.setdefault(key, [])
+        for plan in list(instances):
+            if plan.lock.acquire(blocking=False):
+                return plan
+        plan = compile_plan(self, flat, feed_keys)
+        plan.lock.acquire()
+        instances.append(plan)
         return plan
 
     def _convert_feeds(self, plan, feed_items):
@@ -154,9 +181,12 @@ class Session:
 
     # -- variables -------------------------------------------------------------
     def _initialize_missing(self, variables):
-        missing = [v for v in variables if v not in self._store]
-        if missing:
-            self.run([v.initializer for v in missing])
+        if all(v in self._store for v in variables):
+            return
+        with self._init_lock:  # once per variable, even when threads start together
+            missing = [v for v in variables if v not in self._store]
+            if missing:
+                self.run([v.initializer for v in missing])
 
     def load_variable(self, var, value):
         """Set ``var`` to ``value`` (array-like) outside any run."""
