@@ -205,6 +205,9 @@ def compile_plan(session, fetches, fed) -> Plan:
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
     take = _taker(session.spare_buffers)
+    checking = getattr(session, "check_numerics", False)
+    if checking:
+        env["check"] = _numerics_check(backend.xp)
 
     for step, node in enumerate(order):
         var = f"v{step}"
@@ -219,6 +222,8 @@ def compile_plan(session, fetches, fed) -> Plan:
             variables.append(node)
             reads.append(f"{var} = store[K{step}]")
             line = "pass"  # read with the others at the start of the run
+            if checking and node.dtype.is_floating:
+                line = f"check({var}, K{step}, 'variable')"
         elif kind == "constant":
             env[f"C{step}"] = session.constant_value(node)
             line = f"{var} = C{step}"
@@ -254,6 +259,12 @@ def compile_plan(session, fetches, fed) -> Plan:
             line = f"{var} = F{step}({args})"
         line_nodes[len(lines) + 2] = node
         lines.append(line)
+        if checking and kind != "variable" and node.dtype is not None \
+                and node.dtype.is_floating and names[node] != "None":
+            env[f"N{step}"] = node
+            role = "feed" if node in fed_set else "op"
+            line_nodes[len(lines) + 2] = node
+            lines.append(f"check({var}, N{step}, '{role}')")
         dead = [names[i] for i in set(node.inputs + node.control_inputs)
                 if last_use.get(i) == step and i not in keep and names[i] != "None"]
         if dead:
@@ -283,6 +294,26 @@ def compile_plan(session, fetches, fed) -> Plan:
     feed_specs = [(t, t.dtype.as_numpy_dtype, t.shape) for t in fed]
     return Plan(env["run"], tuple(fed), tuple(fetches), variables, feed_specs,
                 line_nodes, filename)
+
+
+def _numerics_check(xp):
+    """``check(value, node, role)``: raise at the first NaN or infinity (``check_numerics``)."""
+    def check(value, node, role):
+        if bool(xp.all(xp.isfinite(value))):
+            return
+        what = "NaN" if bool(xp.any(xp.isnan(value))) else "infinity"
+        if role == "feed":
+            where = f"the value fed to '{node.name}' holds {what}"
+        elif role == "variable":
+            where = (f"variable '{node.name}' holds {what} (an earlier run assigned it, or it "
+                     "was loaded so)")
+        else:
+            inputs = ", ".join(f"'{i.name}'" for i in node.inputs) or "none"
+            where = (f"{node.type} '{node.name}' produced {what} from finite inputs "
+                     f"({inputs})")
+        raise InvalidArgumentError(f"check_numerics: {where}; created at {node.source}")
+
+    return check
 
 
 def _random_source(session, node):

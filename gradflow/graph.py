@@ -80,9 +80,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in ``session`` (default: the default session)."""
-        from gradflow.session import _session_for
-
-        return _session_for(session, self).run(self, feed_dict=feed_dict)
+        return _find_session(session, self).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
         dt = self.dtype.name if self.dtype is not None else "none"
@@ -105,12 +103,28 @@ class Operation(Tensor):
     """
 
     def run(self, feed_dict=None, session=None):
-        from gradflow.session import _session_for
-
-        return _session_for(session, self).run(self, feed_dict=feed_dict)
+        """Run this operation in ``session`` (default: the default session)."""
+        return _find_session(session, self).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
         return f"<gf.Operation '{self.name}' type={self.opdef.name}>"
+
+
+# The graph knows nothing of running: gradflow.session registers the function that
+# finds the session for ``Tensor.eval``/``Operation.run`` when it is imported.
+_session_finder = None
+
+
+def register_session_finder(finder) -> None:
+    """Set ``finder(session, tensor) -> Session`` (called by gradflow.session)."""
+    global _session_finder
+    _session_finder = finder
+
+
+def _find_session(session, tensor):
+    if _session_finder is None:
+        raise RuntimeError("no session support loaded: import gradflow.session")
+    return _session_finder(session, tensor)
 
 
 class Graph:

@@ -9,7 +9,7 @@ import numpy as np
 from gradflow import backends
 from gradflow.errors import FailedPreconditionError, InvalidArgumentError
 from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
-from gradflow.graph import Tensor, _state, get_default_graph
+from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
 
 _DEFAULT_GRAPH_SEED = 87654321
 
@@ -20,7 +20,11 @@ class Session:
     ``backend`` is a name (``"numpy"``, ``"torch"``, ``"cupy"``,
     ``"array_api_strict"``) or a backend object; ``None`` means
     ``$GRADFLOW_BACKEND``, else numpy. ``seed`` seeds random ops that have no
-    graph or op seed. Values of variables live here, not in the graph, so one
+    graph or op seed. ``check_numerics=True`` checks every floating value a run
+    computes, feeds or reads, and raises at the first NaN or infinity, naming
+    the op that produced it and the line of your code that built it (slower:
+    for hunting a NaN, not for training). ``Session.run`` may be called from
+    several threads at once. Values of variables live here, not in the graph, so one
     graph can run in several sessions at once.
 
     >>> with gf.Session(backend="numpy") as sess:
@@ -29,12 +33,13 @@ class Session:
     """
 
     def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
-                 config=None):
+                 config=None, check_numerics=False):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
         self.graph = graph if graph is not None else get_default_graph()
         self.backend = backends.get(backend, device)
         self.seed = seed
+        self.check_numerics = bool(check_numerics)
         self._store: dict = {}
         self._plans: dict = {}
         self._constants: dict = {}
@@ -80,14 +85,17 @@ class Session:
         ``fetches``; ``output="native"`` returns the backend's own arrays.
         """
         if self._closed:
-            raise FailedPreconditionError("this Session is closed")
+            raise FailedPreconditionError(
+                "this Session is closed (close() ran, or its `with` block ended), and its "
+                "variables are gone; open a new Session (and restore a checkpoint with "
+                "train.Saver if you need the trained values)")
         if isinstance(fetches, Tensor):
             flat, rebuild = [fetches], None
         else:
             flat, rebuild = _flatten(fetches, self.graph)
         flat = [self._resolve(f) for f in flat]
         feed_items = list(feed_dict.items()) if feed_dict else []
-        feed_keys = tuple(self._resolve(k) for k, _ in feed_items)
+        feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)
         if plan is None:
@@ -156,21 +164,26 @@ class Session:
                        tensor.dtype.as_numpy_dtype, tensor.shape)
         return value
 
-    def _resolve(self, fetch):
+    def _resolve(self, fetch, role="fetch"):
         if isinstance(fetch, str):
             fetch = self.graph.get_tensor_by_name(fetch)
         elif hasattr(fetch, "_as_graph_tensor"):
             fetch = fetch._as_graph_tensor()
         if not isinstance(fetch, Tensor):
+            if role == "feed":
+                raise TypeError(f"cannot feed {fetch!r}: the keys of feed_dict must be "
+                                "placeholders, tensors or tensor names")
             raise TypeError(f"cannot fetch {fetch!r}: fetches must be tensors, operations, "
                             "tensor names, or lists/tuples/dicts of them")
         if fetch.graph is not self.graph:
-            raise ValueError(f"cannot fetch '{fetch.name}': it belongs to another graph than "
+            raise ValueError(f"cannot {role} '{fetch.name}': it belongs to another graph than "
                              "this session's (create it inside `with graph.as_default()` of "
                              "the session's graph, or pass graph= to the Session)")
         return fetch
 
     def _run_error(self, plan, err):
+        if isinstance(err, InvalidArgumentError):  # gradflow's own: it names the culprit
+            return err
         node = node_at_failure(plan, err.__traceback__)
         if node is None:
             return err
@@ -191,7 +204,9 @@ class Session:
     def load_variable(self, var, value):
         """Set ``var`` to ``value`` (array-like) outside any run."""
         array = check_feed(var, value, var.dtype.as_numpy_dtype, var.shape)
-        self._store[var] = self.backend.asarray(np.array(array, copy=True))
+        value = self.backend.asarray(np.array(array, copy=True))
+        with self.store_lock:
+            self._store[var] = value
 
     def constant_value(self, node):
         """The backend array of a constant node, converted once per session."""
@@ -250,6 +265,9 @@ def _session_for(session, tensor):
         raise ValueError(f"cannot evaluate '{tensor.name}': no default session; use "
                          "`with gf.Session():` or pass session=")
     return session
+
+
+register_session_finder(_session_for)
 
 
 def _flatten(fetches, graph):
