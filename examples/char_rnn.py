@@ -14,12 +14,23 @@ as the initial state of the next, and gradients stop at the batch boundary.
 The validation loss is the mean cross-entropy, in nats per character, over the
 validation text laid out the same way (the state carried from chunk to
 chunk). It is printed every ``--eval-every`` steps and at the end.
-``--minutes`` stops training after that much wall time (training steps only).
+``--minutes`` stops training after that much wall time (the training steps of
+this run only); ``--steps N`` stops it when the global step reaches N.
 
 With ``--checkpoint-dir`` a checkpoint is saved after each evaluation, with
-``vocab.json`` beside it (the characters and the model's sizes), so that
-``--resume`` continues training and ``--sample N`` prints N characters from
-the latest checkpoint without training.
+``vocab.json`` beside it (the characters, the model's sizes and a few lines of
+held-out text to prime samples with), ``history.json`` (the curves) and
+``train_state.npz`` (the LSTM state carried between batches), so that
+``--resume`` continues training exactly where it stopped, curves included,
+and ``--sample N`` prints N characters from the latest checkpoint without
+training. Ctrl-C stops with exit status 130 and one line naming the last
+checkpoint and the command that resumes from it.
+
+Samples start from the LSTM's zero state, warmed over a prime before the
+first character is drawn. The default prime is two lines of the held-out
+text: the end of a passage and the first line of the next, a speaker's name
+in Tiny Shakespeare (``--prime`` replaces it). A newline alone, after brief
+training, gave garbage such as ``OJBAUYXYZZZ$Z$Z`` before the text settled.
 
 On a CPU shared with other jobs, set ``OPENBLAS_NUM_THREADS=1``: the LSTM's
 matrix products are small (batch x 4*hidden), and OpenBLAS threads that
@@ -31,13 +42,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+import tempfile
 import time
 
 import numpy as np
 
-import gradflow as gf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import example_tools as tools  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 VOCAB_FILE = "vocab.json"
+STATE_FILE = "train_state.npz"
 
 
 # -- data ---------------------------------------------------------------------------
@@ -103,6 +121,36 @@ def eval_streams(ids, n_streams, seq_len):
         w[b, :length] = 1.0
     shape = (n_streams, n_chunks, seq_len)
     return tuple(a.reshape(shape).transpose(1, 0, 2) for a in (x, y, w))
+
+
+def prime_lines(text, chars, count=32):
+    """Openings of passages of ``text`` (the held-out part) to prime the sampler with.
+
+    Each is the last line of a passage, the blank line after it and the first
+    line of the next passage: in Tiny Shakespeare the end of a speech and the
+    next speaker's name (``"...my lord.\\n\\nROMEO:\\n"``). A text without blank
+    lines gives two consecutive lines instead. At most ``count``, spread over
+    the text; only characters of ``chars``.
+    """
+    vocab = set(chars)
+    sep = "\n\n" if text.count("\n\n") >= 3 else "\n"
+    pieces = text.split(sep)[1:-1]  # the first and the last piece may be cut short
+    primes = []
+    for before, after in zip(pieces, pieces[1:]):
+        last = before.rstrip("\n").rsplit("\n", 1)[-1]
+        first = after.lstrip("\n").split("\n", 1)[0]
+        prime = f"{last}{sep}{first}\n"
+        if last.strip() and first.strip() and len(prime) <= 200 and set(prime) <= vocab:
+            primes.append(prime)
+    if len(primes) > count:
+        primes = [primes[i] for i in np.linspace(0, len(primes) - 1, count).astype(int)]
+    return primes
+
+
+def choose_prime(config, seed=0):
+    """A random one of ``config["primes"]`` (made from the held-out text), else a newline."""
+    primes = config.get("primes") or ["\n"]
+    return primes[int(np.random.default_rng([seed, 1]).integers(len(primes)))]
 
 
 # -- model --------------------------------------------------------------------------
@@ -205,8 +253,18 @@ def evaluate(sess, m, config, data):
     return total / count
 
 
-def sample(sess, m, config, n, temperature=1.0, prime="\n", seed=0):
-    """``n`` characters drawn one at a time after feeding ``prime`` through the model."""
+def sample(sess, m, config, n, temperature=1.0, prime=None, seed=0):
+    """``n`` characters drawn one at a time after feeding ``prime`` through the model.
+
+    The state starts at zero and is warmed over every character of ``prime``
+    before the first draw. A model trained on streams of text seldom sees the
+    zero state, so a prime of one or two characters gives garbage at first
+    (``OJBAUYXYZZZ$Z...``); the default, ``choose_prime(config, seed)``, is
+    two lines of held-out text such as the end of a speech and the next
+    speaker's name.
+    """
+    if prime is None:
+        prime = choose_prime(config, seed)
     chars = config["chars"]
     index = {c: i for i, c in enumerate(chars)}
     prime = "".join(c for c in prime if c in index) or chars[0]
@@ -231,6 +289,35 @@ def sample(sess, m, config, n, temperature=1.0, prime="\n", seed=0):
 # -- checkpoints --------------------------------------------------------------------
 
 
+def save_train_state(checkpoint_dir, step, state):
+    """The LSTM state carried between training batches, at global step ``step``, in
+    ``train_state.npz`` (written atomically), so that a resumed run goes on exactly."""
+    arrays = {"step": np.array(step, np.int64)}
+    for i, (c, h) in enumerate(state):
+        arrays[f"c{i}"], arrays[f"h{i}"] = c, h
+    fd, tmp = tempfile.mkstemp(dir=checkpoint_dir, prefix=f".{STATE_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, os.path.join(checkpoint_dir, STATE_FILE))
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_train_state(checkpoint_dir, step, config, batch_size):
+    """The carried state saved at ``step``, or None (another step, another batch size)."""
+    try:
+        with np.load(os.path.join(checkpoint_dir, STATE_FILE)) as f:
+            if int(f["step"]) != step:
+                return None
+            state = [(f[f"c{i}"], f[f"h{i}"]) for i in range(config["layers"])]
+    except (OSError, KeyError, ValueError):
+        return None
+    shape = (batch_size, config["hidden"])
+    return state if all(c.shape == h.shape == shape for c, h in state) else None
+
+
 def save_config(checkpoint_dir, config):
     os.makedirs(checkpoint_dir, exist_ok=True)
     path = os.path.join(checkpoint_dir, VOCAB_FILE)
@@ -249,25 +336,6 @@ def load_config(checkpoint_dir):
         return None
 
 
-def save_curves(path, losses, history):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    ax1.plot(losses, lw=0.5)
-    ax1.set(xlabel="step", ylabel="training loss (nats/char)", title="training loss")
-    if history:
-        ax2.plot([h["minutes"] for h in history], [h["val_loss"] for h in history],
-                 marker="o")
-    ax2.set(xlabel="training time (min)", ylabel="validation loss (nats/char)",
-            title="validation loss")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 # -- main ---------------------------------------------------------------------------
 
 
@@ -277,12 +345,16 @@ def run_sample(args):
     if config is None or latest is None:
         raise SystemExit(f"--sample: no trained checkpoint with {VOCAB_FILE} in "
                          f"{args.checkpoint_dir}")
+    data = args.data or default_data_path()
+    if not config.get("primes") and args.prime is None and os.path.isfile(data):
+        config["primes"] = prime_lines(split_text(load_text(data))[1], config["chars"])
     graph, m = build_model(config, config["seq_len"], 5.0, args.seed)
     with gf.Session(graph=graph, backend=args.backend) as sess:
         m["saver"].restore(sess, latest)
-        text = sample(sess, m, config, args.sample, args.temperature, args.prime, args.seed)
-    print(text)
-    return {"sample": text, "checkpoint": latest}
+        prime = choose_prime(config, args.seed) if args.prime is None else args.prime
+        text = sample(sess, m, config, args.sample, args.temperature, prime, args.seed)
+    print(prime + text)
+    return {"sample": text, "prime": prime, "checkpoint": latest}
 
 
 def main(argv=None):
@@ -315,7 +387,12 @@ def main(argv=None):
     parser.add_argument("--sample", type=int, default=None, metavar="N",
                         help="print N characters from the latest checkpoint; no training")
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--prime", default="\n", help="text fed before sampling")
+    parser.add_argument("--prime", default=None,
+                        help="text fed before sampling (default: the end of a held-out "
+                             "passage and the first line of the next, e.g. a speaker's name)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="stop when the global step reaches N (a resumed run counts the "
+                             "steps already done)")
     parser.add_argument("--final-sample", type=int, default=300,
                         help="characters to sample after training")
     args = parser.parse_args(argv)
@@ -333,6 +410,8 @@ def main(argv=None):
                       embedding=args.embedding, seq_len=args.seq_len)
         config["vocab_size"] = len(config["chars"])
     chars = config["chars"]
+    if not config.get("primes"):
+        config["primes"] = prime_lines(val_text, chars)
     train_x, train_y = stream_batches(encode(train_text, chars), args.batch_size,
                                       config["seq_len"])
     val_data = eval_streams(encode(val_text, chars), args.eval_streams, config["seq_len"])
@@ -342,79 +421,113 @@ def main(argv=None):
           f"{config['seq_len']} per epoch; LSTM {config['layers']} x {config['hidden']}")
 
     graph, m = build_model(config, config["seq_len"], args.clip, args.seed, args.dropout)
-    losses, history = [], []
     os.makedirs(args.out, exist_ok=True)
-    train_seconds = 0.0
+    png = os.path.join(args.out, "char_rnn_curves.png")
+    run_seconds = 0.0  # training time of this run (--minutes)
     wall0 = time.perf_counter()
     with gf.Session(graph=graph, backend=args.backend) as sess:
-        latest = gf.train.latest_checkpoint(args.checkpoint_dir) if args.resume else None
-        if latest is None:
-            if args.resume:
-                print(f"no checkpoint in {args.checkpoint_dir}; starting from scratch")
-            sess.run(m["init"])
-        else:
-            m["saver"].restore(sess, latest)
-            print(f"resumed from {latest} (step {int(sess.run(m['step']))})")
+        backend = sess.backend.name
+        latest, history = tools.begin(sess, m, args.checkpoint_dir, args.resume)
+        step = first_step = int(sess.run(m["step"]))
+        if latest is not None:
+            print(f"resumed from {latest} (step {step}, epoch {step / n_batches:.2f})")
         if args.checkpoint_dir:
             save_config(args.checkpoint_dir, config)
+        earlier_seconds = 60 * history.evals[-1]["minutes"] if history.evals else 0.0
 
-        def checkpoint():
-            if args.checkpoint_dir:
-                m["saver"].save(sess, os.path.join(args.checkpoint_dir, "model"),
-                                global_step=m["step"])
+        def minutes():
+            return (earlier_seconds + run_seconds) / 60
+
+        def curves():
+            title = (f"char_rnn: LSTM {config['layers']} x {config['hidden']}, embedding "
+                     f"{config['embedding']}, {tools.backends_text(history, backend)}, "
+                     f"{history.evals[-1]['minutes']:.1f} min of training")
+            tools.save_curves(png, title, history, n_batches, metric="val_loss",
+                              metric_label="validation loss (nats/char)",
+                              loss_label="training loss (nats/char)", percent=False,
+                              log_loss=False)
 
         def validate(step):
             val = evaluate(sess, m, config, val_data)
-            history.append(dict(step=step, minutes=train_seconds / 60, val_loss=val))
-            tqdm.write(f"step {step} (epoch {step / n_batches:.2f}, {train_seconds / 60:.1f} "
-                       f"min training): validation loss {val:.4f} nats/char")
-            checkpoint()
+            history.add_eval(step=step, epoch=step / n_batches, minutes=minutes(), val_loss=val,
+                             backend=backend)
+            tqdm.write(f"step {step} (epoch {step / n_batches:.2f}, {minutes():.1f} min "
+                       f"training): validation loss {val:.4f} nats/char")
+            if args.checkpoint_dir:
+                tools.save_checkpoint(sess, m, args.checkpoint_dir, history, before=lambda:
+                                      save_train_state(args.checkpoint_dir, step, state))
 
-        step = int(sess.run(m["step"]))
-        total = args.epochs * n_batches
-        bar = tqdm(total=total, initial=min(step, total), desc="training", leave=False)
-        state = zero_state(config, args.batch_size)
-        stopped = step >= total
-        while not stopped:
-            k = step % n_batches
-            if k == 0:
-                state = zero_state(config, args.batch_size)  # a new pass over the streams
-            lr = args.lr * args.lr_decay ** (step // n_batches)
-            feed = {m["x"]: train_x[k], m["y"]: train_y[k], m["lr"]: lr, m["training"]: True,
-                    **state_feed(m["state_in"], state)}
-            t = time.perf_counter()
-            _, loss, state = sess.run([m["train"], m["loss"], m["state_out"]], feed)
-            train_seconds += time.perf_counter() - t
-            step += 1
-            losses.append(float(loss))
-            bar.update(1)
-            if step % 10 == 0:
-                bar.set_postfix(loss=f"{loss:.3f}",
-                                ms_per_step=f"{1000 * train_seconds / len(losses):.0f}")
-            out_of_time = args.minutes is not None and train_seconds >= 60 * args.minutes
-            stopped = step >= total or out_of_time
-            if step % args.eval_every == 0 and not stopped:
+        total = args.epochs * n_batches if args.steps is None else args.steps
+        if step >= total:
+            print(f"the run is already complete: the checkpoint {latest} is at step {step}, "
+                  f"the run ends at {total}; nothing to train (--sample N writes text from "
+                  "it)" if latest else "nothing to train")
+            if not history.evals:
                 validate(step)
-        bar.close()
-        validate(step)
-        text_sample = ""
+                png = None
+            else:
+                curves()
+                print(f"redrew {png} from the saved history")
+            return results(history, step, first_step, run_seconds, "", "", png, chars)
+        state = zero_state(config, args.batch_size)
+        if latest is not None and step % n_batches:
+            saved = load_train_state(args.checkpoint_dir, step, config, args.batch_size)
+            if saved is None:
+                print(f"no {STATE_FILE} for step {step}: the LSTM state carried between "
+                      "batches starts again from zero")
+            state = saved or state
+        try:
+            with tqdm(total=total, initial=step, desc="training", leave=False) as bar:
+                stopped = False
+                while not stopped:
+                    k = step % n_batches
+                    if k == 0:
+                        state = zero_state(config, args.batch_size)  # a new pass over the text
+                    lr = args.lr * args.lr_decay ** (step // n_batches)
+                    feed = {m["x"]: train_x[k], m["y"]: train_y[k], m["lr"]: lr,
+                            m["training"]: True, **state_feed(m["state_in"], state)}
+                    t = time.perf_counter()
+                    _, loss, state = sess.run([m["train"], m["loss"], m["state_out"]], feed)
+                    run_seconds += time.perf_counter() - t
+                    step += 1
+                    history.add_loss(step, loss)
+                    bar.update(1)
+                    if step % 10 == 0:
+                        ms = 1000 * run_seconds / (step - first_step)
+                        bar.set_postfix(loss=f"{loss:.3f}", ms_per_step=f"{ms:.0f}")
+                    out_of_time = args.minutes is not None and run_seconds >= 60 * args.minutes
+                    stopped = step >= total or out_of_time
+                    if step % args.eval_every == 0 and not stopped:
+                        validate(step)
+            validate(step)
+        except KeyboardInterrupt:
+            tools.interrupted(__file__, argv, args.checkpoint_dir, history,
+                              f"step {step} (epoch {step / n_batches:.2f})")
+        prime = text_sample = ""
         if args.final_sample:
-            text_sample = sample(sess, m, config, args.final_sample, 0.8, args.prime,
-                                 args.seed)
-            print(f"sample (temperature 0.8):\n{text_sample}")
-    ms_per_step = 1000 * train_seconds / max(1, len(losses))
-    best = min(history, key=lambda h: h["val_loss"])
-    print(f"{len(losses)} steps in {train_seconds / 60:.1f} min of training "
-          f"({ms_per_step:.0f} ms/step, {(time.perf_counter() - wall0) / 60:.1f} min in all); "
-          f"final validation loss {history[-1]['val_loss']:.4f} nats/char, best "
+            prime = choose_prime(config, args.seed) if args.prime is None else args.prime
+            text_sample = sample(sess, m, config, args.final_sample, 0.8, prime, args.seed)
+            print(f"sample (temperature 0.8):\n{prime}{text_sample}")
+    out = results(history, step, first_step, run_seconds, text_sample, prime, png, chars)
+    best = min(history.evals, key=lambda h: h["val_loss"])
+    print(f"{step - first_step} steps in {run_seconds / 60:.1f} min of training "
+          f"({out['ms_per_step']:.0f} ms/step, {(time.perf_counter() - wall0) / 60:.1f} min in "
+          f"all); final validation loss {out['val_loss']:.4f} nats/char, best "
           f"{best['val_loss']:.4f} at step {best['step']} ({best['minutes']:.1f} min)")
-    png = os.path.join(args.out, "char_rnn_curves.png")
-    save_curves(png, losses, history)
-    return {"val_loss": history[-1]["val_loss"], "best_val_loss": best["val_loss"],
-            "history": history, "losses": losses,
-            "steps": step, "ms_per_step": ms_per_step, "train_seconds": train_seconds,
-            "sample": text_sample, "png": png, "chars": chars}
+    curves()
+    print(f"saved {png}")
+    return out
 
+
+def results(history, step, first_step, run_seconds, text_sample, prime, png, chars):
+    """What ``main`` returns; ``history`` and ``losses`` cover the whole run so far, a
+    resumed run's checkpoint included; the timings are this run's."""
+    return {"val_loss": history.evals[-1]["val_loss"],
+            "best_val_loss": min(e["val_loss"] for e in history.evals),
+            "history": history.evals, "losses": history.loss_values(), "steps": step,
+            "ms_per_step": 1000 * run_seconds / max(1, step - first_step),
+            "train_seconds": run_seconds, "sample": text_sample, "prime": prime, "png": png,
+            "chars": chars}
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,7 @@ The model: conv 3x3x32 (SAME, ReLU), max-pool 2x2, conv 3x3x64 (SAME, ReLU),
 max-pool 2x2, dense 256 (ReLU) with dropout 0.5 while training, dense 10.
 Dropout is switched on by feeding the ``training`` placeholder, which is
 False by default, so evaluation needs no extra feed. The same flags, progress
-bar, checkpoints and curves as ``mnist_mlp.py``.
+bar, checkpoints, curves and Ctrl-C handling as ``mnist_mlp.py``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def main(argv=None):
     args = mnist_common.parse(parser, argv)
     data = mnist_common.load_data(args, (28, 28, 1))
     graph, model = build_model(args, -(-len(data[0]) // args.batch_size))
-    return mnist_common.train(args, graph, model, data, "mnist_cnn")
+    return mnist_common.train(args, graph, model, data, "mnist_cnn",
+                              "CNN conv32-pool-conv64-pool-dense256, Adam", __file__, argv)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ import argparse
 import os
 import time
 
+import example_tools as tools
 import numpy as np
-from example_tools import save_curves, start
 
 import gradflow as gf
 
@@ -26,7 +26,11 @@ def make_parser(description, epochs, batch_size, lr, decay):
     parser.add_argument("--decay", type=float, default=decay,
                         help="the learning rate is multiplied by this once per epoch")
     parser.add_argument("--data-dir", default=None,
-                        help="folder with the MNIST files (default: $GRADFLOW_DATA/mnist)")
+                        help="folder with the four MNIST files; only this folder is read "
+                             "(default: $GRADFLOW_DATA/mnist, else ~/.cache/gradflow/mnist, "
+                             "downloaded there if missing)")
+    parser.add_argument("--download", action="store_true",
+                        help="with --data-dir: download the files into it if missing")
     parser.add_argument("--limit", type=int, default=None, help="use only N training images")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out", help="folder for the PNG of the curves")
@@ -46,7 +50,14 @@ def parse(parser, argv):
 
 def load_data(args, image_shape):
     """Train and test images as float32 in [0, 1] shaped ``(-1,) + image_shape``, int64 labels."""
-    (x_train, y_train), (x_test, y_test) = gf.data.mnist.load(args.data_dir)
+    try:
+        data = gf.data.mnist.load(args.data_dir, download=True if args.download else None)
+    except gf.data.mnist.MnistError as err:
+        hint = (" From the command line: add --download to fetch the files into --data-dir, "
+                "or leave --data-dir out." if args.data_dir is not None else "")
+        raise SystemExit(f"{err}{hint}") from None
+    (x_train, y_train), (x_test, y_test) = data
+    print(f"MNIST read from {data.folder} ({len(x_train)} training, {len(x_test)} test images)")
     x_train = x_train.reshape((-1,) + image_shape).astype(np.float32) / 255.0
     x_test = x_test.reshape((-1,) + image_shape).astype(np.float32) / 255.0
     if args.limit:
@@ -80,39 +91,76 @@ def evaluate(sess, m, images, labels, batch_size=1000):
     return correct / len(images)
 
 
-def train(args, graph, m, data, name):
-    """The epoch loop: progress bar, test accuracy, checkpoint, PNG; returns the results."""
+def train(args, graph, m, data, name, description, script, argv=None):
+    """The epoch loop: progress bar, test accuracy, checkpoint and history, PNG.
+
+    Returns the results, with the accuracies of every epoch so far (those of a
+    resumed run's checkpoint included). Ctrl-C ends the program with status
+    130 and one line naming the last checkpoint and the command to resume.
+    """
     from tqdm import tqdm
 
     x_train, y_train, x_test, y_test = data
-    losses, accuracies = [], []
+    steps_per_epoch = -(-len(x_train) // args.batch_size)
     os.makedirs(args.out, exist_ok=True)
+    png = os.path.join(args.out, f"{name}_curves.png")
     on = {m["training"]: True} if m["training"] is not None else {}
     with gf.Session(graph=graph, backend=args.backend) as sess:
-        done = start(sess, m, args.checkpoint_dir, args.resume)
-        for epoch in range(done + 1, args.epochs + 1):
-            start_time = time.perf_counter()
-            steps = gf.data.batches(x_train, y_train, batch_size=args.batch_size,
-                                    seed=args.seed + epoch)
-            bar = tqdm(steps, total=-(-len(x_train) // args.batch_size),
-                       desc=f"epoch {epoch}/{args.epochs}", leave=False)
-            for xb, yb in bar:
-                _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xb, m["y"]: yb, **on})
-                losses.append(float(loss))
-                if len(losses) % 50 == 0:
-                    bar.set_postfix(loss=f"{loss:.4f}")
-            seconds = time.perf_counter() - start_time
-            accuracies.append(evaluate(sess, m, x_test, y_test))
-            print(f"epoch {epoch}: test accuracy {100 * accuracies[-1]:.2f}% "
-                  f"({seconds:.1f} s training, backend {sess.backend.name})")
-            sess.run(m["next_epoch"])
-            if args.checkpoint_dir:
-                path = m["saver"].save(sess, os.path.join(args.checkpoint_dir, "model"),
-                                       global_step=m["step"])
-                print(f"saved {path}")
-        if not accuracies:  # resumed with every epoch already done
-            accuracies.append(evaluate(sess, m, x_test, y_test))
-    png = os.path.join(args.out, f"{name}_curves.png")
-    save_curves(png, losses, accuracies)
+        backend = sess.backend.name
+        done, history, latest = tools.start(sess, m, args.checkpoint_dir, args.resume)
+        step = int(sess.run(m["step"]))
+
+        def curves():
+            title = f"{name}: {description}, {tools.backends_text(history, backend)}"
+            tools.save_curves(png, title, history, steps_per_epoch)
+
+        if done >= args.epochs:
+            print(f"the run is already complete: the checkpoint {latest} is at epoch {done}, "
+                  f"--epochs is {args.epochs}; nothing to train" if latest else
+                  f"nothing to train: --epochs is {args.epochs}")
+            if history.evals:
+                curves()
+                print(f"redrew {png} from the saved history")
+            else:
+                history.add_eval(step=step, epoch=done, backend=backend,
+                                 accuracy=evaluate(sess, m, x_test, y_test))
+                print(f"test accuracy {100 * history.evals[-1]['accuracy']:.2f}%; "
+                      f"{png} left as it was (no saved history to draw it from)")
+                png = None
+            return results(history, png)
+        epoch = done + 1
+        try:
+            for epoch in range(done + 1, args.epochs + 1):
+                start_time = time.perf_counter()
+                batches = gf.data.batches(x_train, y_train, batch_size=args.batch_size,
+                                          seed=args.seed + epoch)
+                with tqdm(batches, total=steps_per_epoch, desc=f"epoch {epoch}/{args.epochs}",
+                          leave=False) as bar:
+                    for xb, yb in bar:
+                        _, loss = sess.run([m["train"], m["loss"]],
+                                           {m["x"]: xb, m["y"]: yb, **on})
+                        step += 1
+                        history.add_loss(step, loss)
+                        if step % 50 == 0:
+                            bar.set_postfix(loss=f"{loss:.4f}")
+                seconds = time.perf_counter() - start_time
+                accuracy = evaluate(sess, m, x_test, y_test)
+                history.add_eval(step=step, epoch=epoch, accuracy=accuracy, backend=backend)
+                print(f"epoch {epoch}: test accuracy {100 * accuracy:.2f}% "
+                      f"({seconds:.1f} s training, backend {backend})")
+                sess.run(m["next_epoch"])
+                if args.checkpoint_dir:
+                    print(f"saved {tools.save_checkpoint(sess, m, args.checkpoint_dir, history)}")
+        except KeyboardInterrupt:
+            tools.interrupted(script, argv, args.checkpoint_dir, history,
+                              f"epoch {epoch}, step {step}")
+    curves()
     print(f"saved {png}")
-    return {"accuracy": accuracies[-1], "accuracies": accuracies, "png": png}
+    return results(history, png)
+
+
+def results(history, png):
+    accuracies = [e["accuracy"] for e in history.evals]
+    return {"accuracy": accuracies[-1], "accuracies": accuracies,
+            "epochs": [e["epoch"] for e in history.evals], "losses": history.loss_values(),
+            "png": png}

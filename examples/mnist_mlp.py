@@ -4,11 +4,16 @@
     python examples/mnist_mlp.py --backend cupy --data-dir /path/to/mnist
     python examples/mnist_mlp.py --checkpoint-dir ckpt --resume --epochs 8
 
-Shows a progress bar per epoch, the test accuracy after each epoch, and saves
-a PNG of the loss and accuracy curves. With ``--checkpoint-dir`` it saves a
+Prints the folder the MNIST files were read from (``--data-dir`` when given,
+and then only that folder; ``--download`` fetches the files into it), shows a
+progress bar per epoch and the test accuracy after each epoch, and saves a PNG
+of the loss and accuracy curves. With ``--checkpoint-dir`` it saves a
 checkpoint after each epoch (weights, Adam's slots, the global step and the
-epoch count); ``--resume`` continues from the latest one. The learning rate
-starts at 1e-3 and is multiplied by 0.6 after each epoch.
+epoch count) with the history of the curves beside it (``history.json``);
+``--resume`` continues from the latest one, curves included. Ctrl-C stops with
+exit status 130 and one line naming the last checkpoint and the command that
+resumes from it. The learning rate starts at 1e-3 and is multiplied by 0.6
+after each epoch.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ def main(argv=None):
     args = mnist_common.parse(parser, argv)
     data = mnist_common.load_data(args, (784,))
     graph, model = build_model(args, -(-len(data[0]) // args.batch_size))
-    return mnist_common.train(args, graph, model, data, "mnist_mlp")
+    return mnist_common.train(args, graph, model, data, "mnist_mlp",
+                              "784-512-512-10 ReLU MLP, Adam", __file__, argv)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ set of symbols the grammar allows next. Where the grammar offers two symbols
 each has probability 1/2, so a trained network puts about 0.5 on both and
 about 0 on the others; the hard position is the second-to-last one, where
 the only legal symbol is the T or P seen right after the first B.
+
+Checkpoints, curves and Ctrl-C work as in ``mnist_mlp.py``: the history of the
+curves is saved beside each checkpoint and restored with ``--resume``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from example_tools import save_curves, start  # noqa: E402
+import example_tools as tools  # noqa: E402
 
 import gradflow as gf  # noqa: E402
 
@@ -256,44 +259,77 @@ def main(argv=None):
           f"unrolled over {', '.join(map(str, lengths))} steps")
 
     graph, m = build_model(lengths, args.hidden, args.lr, args.seed)
-    losses, accuracies = [], []
+    steps_per_epoch = len(batches_by_length(train_strings, args.bucket_width, args.batch_size))
     os.makedirs(args.out, exist_ok=True)
+    png = os.path.join(args.out, "reber_lstm_curves.png")
     t0 = time.perf_counter()
     with gf.Session(graph=graph, backend=args.backend) as sess:
-        done = start(sess, m, args.checkpoint_dir, args.resume)
-        for epoch in range(done + 1, args.epochs + 1):
-            batches = batches_by_length(train_strings, args.bucket_width, args.batch_size,
-                                        np.random.default_rng([args.seed, epoch]))
-            bar = tqdm(batches, desc=f"epoch {epoch}/{args.epochs}", leave=False)
-            for length, group in bar:
-                model = m["models"][length]
-                x, y, mask = encode(group, length)
-                _, loss = sess.run([model["train"], model["loss"]],
-                                   {model["x"]: x, model["y"]: y, model["mask"]: mask})
-                losses.append(float(loss))
-                if len(losses) % 20 == 0:
-                    bar.set_postfix(loss=f"{loss:.4f}")
-            acc, test_loss = evaluate(sess, m, test_strings, args.bucket_width, args.threshold)
-            accuracies.append(acc)
-            print(f"epoch {epoch}: held-out strings solved {100 * acc:.1f}%, held-out loss "
-                  f"{test_loss:.4f} nats/symbol ({time.perf_counter() - t0:.1f} s, "
-                  f"backend {sess.backend.name})")
-            sess.run(m["next_epoch"])
-            if args.checkpoint_dir:
-                path = m["saver"].save(sess, os.path.join(args.checkpoint_dir, "model"),
-                                       global_step=m["step"])
-                print(f"saved {path}")
-        if not accuracies:  # resumed with every epoch already done
-            accuracies.append(evaluate(sess, m, test_strings, args.bucket_width,
-                                       args.threshold)[0])
-    seconds = time.perf_counter() - t0
-    png = os.path.join(args.out, "reber_lstm_curves.png")
-    save_curves(png, losses, accuracies, loss_label="training loss (nats/symbol)",
-                accuracy_label="held-out strings solved (%)")
-    print(f"saved {png}")
-    return {"accuracy": accuracies[-1], "accuracies": accuracies, "losses": losses,
-            "seconds": seconds, "png": png}
+        backend = sess.backend.name
+        done, history, latest = tools.start(sess, m, args.checkpoint_dir, args.resume)
+        step = int(sess.run(m["step"]))
 
+        def curves():
+            title = (f"reber_lstm: LSTM {args.hidden} units, embedded Reber grammar, "
+                     f"{tools.backends_text(history, backend)}")
+            tools.save_curves(png, title, history, steps_per_epoch,
+                              loss_label="training loss (nats/symbol)",
+                              metric_label="held-out strings solved (%)")
+
+        if done >= args.epochs:
+            print(f"the run is already complete: the checkpoint {latest} is at epoch {done}, "
+                  f"--epochs is {args.epochs}; nothing to train" if latest else
+                  f"nothing to train: --epochs is {args.epochs}")
+            if history.evals:
+                curves()
+                print(f"redrew {png} from the saved history")
+            else:
+                acc, test_loss = evaluate(sess, m, test_strings, args.bucket_width,
+                                          args.threshold)
+                history.add_eval(step=step, epoch=done, accuracy=acc, test_loss=test_loss,
+                                 backend=backend)
+                print(f"held-out strings solved {100 * acc:.1f}%; {png} left as it was (no "
+                      "saved history to draw it from)")
+                png = None
+            return results(history, time.perf_counter() - t0, png)
+        epoch = done + 1
+        try:
+            for epoch in range(done + 1, args.epochs + 1):
+                batches = batches_by_length(train_strings, args.bucket_width, args.batch_size,
+                                            np.random.default_rng([args.seed, epoch]))
+                with tqdm(batches, desc=f"epoch {epoch}/{args.epochs}", leave=False) as bar:
+                    for length, group in bar:
+                        model = m["models"][length]
+                        x, y, mask = encode(group, length)
+                        _, loss = sess.run([model["train"], model["loss"]],
+                                           {model["x"]: x, model["y"]: y, model["mask"]: mask})
+                        step += 1
+                        history.add_loss(step, loss)
+                        if step % 20 == 0:
+                            bar.set_postfix(loss=f"{loss:.4f}")
+                acc, test_loss = evaluate(sess, m, test_strings, args.bucket_width,
+                                          args.threshold)
+                history.add_eval(step=step, epoch=epoch, accuracy=acc, test_loss=test_loss,
+                                 backend=backend)
+                print(f"epoch {epoch}: held-out strings solved {100 * acc:.1f}%, held-out loss "
+                      f"{test_loss:.4f} nats/symbol ({time.perf_counter() - t0:.1f} s, "
+                      f"backend {backend})")
+                sess.run(m["next_epoch"])
+                if args.checkpoint_dir:
+                    print(f"saved {tools.save_checkpoint(sess, m, args.checkpoint_dir, history)}")
+        except KeyboardInterrupt:
+            tools.interrupted(__file__, argv, args.checkpoint_dir, history,
+                              f"epoch {epoch}, step {step}")
+    seconds = time.perf_counter() - t0
+    curves()
+    print(f"saved {png}")
+    return results(history, seconds, png)
+
+
+def results(history, seconds, png):
+    """What ``main`` returns: every epoch's figures so far, a resumed run's included."""
+    accuracies = [e["accuracy"] for e in history.evals]
+    return {"accuracy": accuracies[-1], "accuracies": accuracies,
+            "losses": history.loss_values(), "seconds": seconds, "png": png}
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -132,15 +133,77 @@ def test_mismatched_images_and_labels(tmp_path):
         mnist.load(data_dir=tmp_path, download=False, verify=False)
 
 
+def test_result_unpacks_as_a_pair_and_names_its_folder(tmp_path):
+    write_set(tmp_path / "d" / "mnist", small_set(), gzipped=True)
+    data = mnist.load(data_dir=tmp_path / "d", download=False, verify=False)
+    (x_train, _), (x_test, _) = data
+    assert len(data) == 2 and x_train.shape == (6, 28, 28) and x_test.shape == (4, 28, 28)
+    assert data.folder == tmp_path / "d" / "mnist"
+    again = pickle.loads(pickle.dumps(data))
+    assert again.folder == data.folder
+    np.testing.assert_array_equal(again[0][0], x_train)
+
+
+def no_network(monkeypatch):
+    def fetch(url):
+        raise AssertionError(f"load tried to download {url}")
+
+    monkeypatch.setattr(mnist, "_fetch", fetch)
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["empty", "absent"])
+def test_explicit_data_dir_is_never_replaced(tmp_path, monkeypatch, exists):
+    """An empty data_dir fails, though $GRADFLOW_DATA/mnist and the cache hold the files."""
+    write_set(tmp_path / "shared" / "mnist", small_set(), gzipped=True)
+    write_set(tmp_path / "home" / ".cache" / "gradflow" / "mnist", small_set(), gzipped=True)
+    monkeypatch.setenv("GRADFLOW_DATA", str(tmp_path / "shared"))
+    no_network(monkeypatch)
+    empty = tmp_path / "empty"
+    if exists:
+        empty.mkdir()
+    with pytest.raises(MnistError) as info:
+        mnist.load(data_dir=empty, verify=False)  # the default download=None: no download
+    message = str(info.value)
+    assert str(empty) in message and str(empty / "mnist") in message
+    assert all(name in message for name in NAMES)
+    assert "download=True" in message
+    assert ("does not exist" in message) != exists
+    assert str(tmp_path / "shared") not in message  # not searched, so not listed
+
+
+def test_partial_data_dir_says_what_it_holds(tmp_path, monkeypatch):
+    arrays = small_set()
+    write_set(tmp_path / "d", {n: arrays[n] for n in NAMES[:2]}, gzipped=False)
+    no_network(monkeypatch)
+    with pytest.raises(MnistError, match="has only train-images-idx3-ubyte, "
+                                         "train-labels-idx1-ubyte"):
+        mnist.load(data_dir=tmp_path / "d", verify=False)
+
+
+def test_without_data_dir_uses_gradflow_data_then_the_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "home" / ".cache" / "gradflow" / "mnist"
+    assert mnist.cache_dir() == cache
+    no_network(monkeypatch)
+    write_set(cache, small_set(seed=1), gzipped=True)
+    monkeypatch.setenv("GRADFLOW_DATA", str(tmp_path / "shared"))  # no mnist/ there yet
+    data = mnist.load(verify=False)
+    assert data.folder == cache
+    np.testing.assert_array_equal(data[0][0], small_set(seed=1)["train-images-idx3-ubyte"])
+    write_set(tmp_path / "shared" / "mnist", small_set(seed=2), gzipped=False)
+    data = mnist.load(verify=False)
+    assert data.folder == tmp_path / "shared" / "mnist"
+    np.testing.assert_array_equal(data[0][0], small_set(seed=2)["train-images-idx3-ubyte"])
+
+
 def test_missing_files_list_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADFLOW_DATA", str(tmp_path / "shared"))
     with pytest.raises(MnistError) as info:
-        mnist.load(data_dir=tmp_path / "here", download=False, verify=False)
+        mnist.load(download=False, verify=False)
     message = str(info.value)
-    for folder in mnist.candidate_dirs(tmp_path / "here"):
+    assert mnist.candidate_dirs() == [tmp_path / "shared" / "mnist", mnist.cache_dir()]
+    for folder in mnist.candidate_dirs():
         assert str(folder) in message
-    assert str(tmp_path / "shared" / "mnist") in message
-    assert "train-images-idx3-ubyte" in message
+    assert "train-images-idx3-ubyte" in message and "download=True" in message
 
 
 def fake_download(monkeypatch, payloads):
@@ -171,6 +234,18 @@ def test_download_saves_files_atomically(tmp_path, monkeypatch):
     # Found on disk the second time: no more downloads.
     mnist.load(data_dir=target, download=True, verify=True)
     assert len(urls) == 4
+
+
+def test_default_download_goes_to_the_cache(tmp_path, monkeypatch):
+    arrays = small_set()
+    payloads = {n: idx_bytes(a) for n, a in arrays.items()}
+    monkeypatch.setattr(mnist, "FILES", {n: hashlib.sha256(p).hexdigest()
+                                         for n, p in payloads.items()})
+    urls = fake_download(monkeypatch, payloads)
+    data = mnist.load()
+    assert len(urls) == 4 and data.folder == mnist.cache_dir()
+    assert sorted(os.listdir(mnist.cache_dir())) == sorted(NAMES)
+    np.testing.assert_array_equal(data[1][1], arrays["t10k-labels-idx1-ubyte"])
 
 
 def test_download_with_bad_checksum_fails_and_leaves_nothing(tmp_path, monkeypatch):

@@ -8,9 +8,13 @@ on every CPU backend available here (CuPy where there is a GPU).
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -129,14 +133,15 @@ def test_two_clusters_mlp(tmp_path):
 
 def small_mnist(monkeypatch):
     """Replace the MNIST loader with 64 training and 50 test images of random pixels."""
-    def load_small(data_dir=None, download=True, verify=True):
-        rng = np.random.default_rng(0)
-        return ((rng.integers(0, 256, (64, 28, 28), dtype=np.uint8),
-                 rng.integers(0, 10, 64).astype(np.uint8)),
-                (rng.integers(0, 256, (50, 28, 28), dtype=np.uint8),
-                 rng.integers(0, 10, 50).astype(np.uint8)))
-
     import gradflow as gf
+
+    def load_small(data_dir=None, download=None, verify=True):
+        rng = np.random.default_rng(0)
+        return gf.data.mnist.MnistData(
+            (rng.integers(0, 256, (64, 28, 28), dtype=np.uint8),
+             rng.integers(0, 10, 64).astype(np.uint8)),
+            (rng.integers(0, 256, (50, 28, 28), dtype=np.uint8),
+             rng.integers(0, 10, 50).astype(np.uint8)), "/small/mnist")
 
     monkeypatch.setattr(gf.data.mnist, "load", load_small)
     return load_small
@@ -149,15 +154,333 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     common = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy"]
     small_mnist(monkeypatch)
     straight = module.main(common + ["--epochs", "2"])
+    assert straight["epochs"] == [1, 2] and len(straight["losses"]) == 8
     ckpt = str(tmp_path / "ckpt")
     module.main(common + ["--epochs", "1", "--checkpoint-dir", ckpt])
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
     capsys.readouterr()
     resumed = module.main(common + ["--epochs", "2", "--checkpoint-dir", ckpt, "--resume"])
     out = capsys.readouterr().out
+    assert "MNIST read from /small/mnist" in out
     assert "resumed from" in out and "epoch 1:" not in out and "epoch 2:" in out
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-4", "model-8"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    # The history came back with the checkpoint: the curves go on from epoch 1.
+    assert resumed["epochs"] == [1, 2] and len(resumed["losses"]) == 8
+    assert resumed["losses"][:4] == straight["losses"][:4]
     if name == "mnist_mlp":  # no dropout: resuming is bit-exact
-        assert resumed["accuracies"] == straight["accuracies"][1:]
+        assert resumed["accuracies"] == straight["accuracies"]
+        assert resumed["losses"] == straight["losses"]
     else:  # dropout masks after a resume come from a fresh random stream
-        assert len(resumed["accuracies"]) == 1 and 0 <= resumed["accuracies"][0] <= 1
+        assert resumed["accuracies"][0] == straight["accuracies"][0]
+        assert 0 <= resumed["accuracies"][1] <= 1
+
+
+# -- the curves, Ctrl-C, and the data folder of the MNIST examples -------------------------
+
+
+def drawn_curves(monkeypatch):
+    """Record what the examples hand to save_curves (still drawing the PNG)."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import example_tools  # the module the examples import
+
+    calls = []
+    real = example_tools.save_curves
+
+    def record(path, title, history, *args, **kwargs):
+        calls.append((path, title, [list(p) for p in history.losses],
+                      [dict(e) for e in history.evals]))
+        real(path, title, history, *args, **kwargs)
+
+    monkeypatch.setattr(example_tools, "save_curves", record)
+    return calls
+
+
+def test_mnist_resume_of_a_finished_run_keeps_the_curves(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    calls = drawn_curves(monkeypatch)
+    args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
+            "--checkpoint-dir", str(tmp_path / "ckpt"), "--epochs", "1"]
+    first = mlp.main(args)
+    (path, title, losses, evals), = calls
+    assert title.startswith("mnist_mlp: ") and "backend numpy" in title
+    assert [s for s, _ in losses] == [1, 2, 3, 4]
+    assert [(e["step"], e["epoch"]) for e in evals] == [(4, 1)]
+    png = Path(first["png"]).read_bytes()
+    capsys.readouterr()
+    again = mlp.main(args + ["--resume"])
+    out = capsys.readouterr().out
+    assert "already complete" in out and "epoch 1:" not in out
+    assert again["accuracies"] == first["accuracies"] and again["losses"] == first["losses"]
+    assert calls[1][1:] == calls[0][1:]  # redrawn from the saved history, not empty
+    assert Path(again["png"]).read_bytes() == png
+    # Without the history beside the checkpoint, the PNG is left alone.
+    os.remove(tmp_path / "ckpt" / "history.json")
+    Path(first["png"]).write_bytes(b"keep me")
+    capsys.readouterr()
+    last = mlp.main(args + ["--resume"])
+    out = capsys.readouterr().out
+    assert "left as it was" in out and last["png"] is None and len(calls) == 2
+    assert Path(first["png"]).read_bytes() == b"keep me"
+    assert last["accuracies"] == first["accuracies"]  # evaluated from the checkpoint
+
+
+def test_curves_png_with_one_epoch_is_sensible(tmp_path, monkeypatch):
+    """One evaluation: integer epoch ticks, a marker, and a y range around the point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tools = load("example_tools")
+    history = tools.History([[s, 2.0 / s] for s in range(1, 11)],
+                            [{"step": 10, "epoch": 1, "accuracy": 0.9731, "backend": "numpy"}])
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    tools.save_curves(tmp_path / "c.png", "model, backend numpy", history, 10)
+    monkeypatch.undo()
+    fig, = figures
+    ax1, ax2 = fig.axes
+    assert fig._suptitle.get_text() == "model, backend numpy"
+    ticks = [t for t in ax2.get_xticks() if ax2.get_xlim()[0] <= t <= ax2.get_xlim()[1]]
+    assert ticks == [0, 1]
+    line, = ax2.get_lines()
+    assert line.get_marker() == "o"
+    lo, hi = ax2.get_ylim()
+    assert lo < 97.31 < hi and hi - lo < 5
+    assert ax1.get_xlim() == ax2.get_xlim()
+    plt.close(fig)
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def interrupt_in_epoch(monkeypatch, epoch, after):
+    """Make the training batches of ``epoch`` raise KeyboardInterrupt (as Ctrl-C
+    would) after ``after`` batches; the MNIST examples shuffle epoch e with seed e."""
+    import gradflow as gf
+
+    real = gf.data.batches
+
+    def batches(*args, **kwargs):
+        for i, batch in enumerate(real(*args, **kwargs)):
+            if kwargs.get("seed") == epoch and i == after:
+                raise KeyboardInterrupt
+            yield batch
+
+    monkeypatch.setattr(gf.data, "batches", batches)
+
+
+def run_interrupted(main, argv, capsys):
+    """``main(argv)`` must exit with status 130; the one line it printed on stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 130
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if line.strip() and "it/s" not in line and "s/it" not in line]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def resume_args(line, script):
+    """The arguments of the resume command in ``line``, checked to run ``script``."""
+    command = shlex.split(line.split("resume with: ", 1)[1])
+    assert command[0] == "python" and Path(command[1]).resolve() == EXAMPLES / script
+    return command[2:]
+
+
+def test_mnist_ctrl_c_in_training_keeps_the_checkpoint_and_says_how_to_resume(
+        tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    ckpt = tmp_path / "ckpt"
+    args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
+            "--epochs", "3", "--checkpoint-dir", str(ckpt)]
+    straight = mlp.main(args[:-2])
+    interrupt_in_epoch(monkeypatch, epoch=2, after=2)
+    line = run_interrupted(mlp.main, args, capsys)
+    assert line.startswith("interrupted at epoch 2, step 6; the last checkpoint is "
+                           f"{ckpt / 'model-4'} (epoch 1, step 4); resume with: python ")
+    assert resume_args(line, "mnist_mlp.py") == args + ["--resume"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    monkeypatch.undo()
+    small_mnist(monkeypatch)
+    resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
+    assert resumed["accuracies"] == straight["accuracies"]  # restored exactly, curves whole
+    assert resumed["losses"] == straight["losses"]
+
+
+def test_mnist_ctrl_c_inside_a_save_leaves_the_last_checkpoint_whole(
+        tmp_path, monkeypatch, capsys):
+    """An interrupt raised in the middle of writing a checkpoint discards that save:
+    no half-written file, the previous checkpoint stays the latest and restores."""
+    pytest.importorskip("tqdm")
+    from gradflow.train import saver
+
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    ckpt = tmp_path / "ckpt"
+    args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
+            "--epochs", "2", "--checkpoint-dir", str(ckpt)]
+    straight = mlp.main(args[:-2])
+    real = saver._write_npz
+    calls = []
+
+    def write_then_interrupt(file, arrays):
+        calls.append(1)
+        if len(calls) == 2:  # the save after epoch 2: half written, then Ctrl-C
+            real(io.BytesIO(), dict(list(arrays.items())[:2]))
+            raise KeyboardInterrupt
+        real(file, arrays)
+
+    monkeypatch.setattr(saver, "_write_npz", write_then_interrupt)
+    line = run_interrupted(mlp.main, args, capsys)
+    assert f"the last checkpoint is {ckpt / 'model-4'} (epoch 1, step 4)" in line
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
+    assert resumed["accuracies"] == straight["accuracies"]
+    assert resumed["epochs"] == [1, 2]  # the history written before the failed save is cut
+
+
+def test_mnist_real_sigint_during_a_save_lets_the_save_finish(tmp_path, monkeypatch, capsys):
+    """SIGINT arriving while a checkpoint is written is held back until it is complete."""
+    pytest.importorskip("tqdm")
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    from gradflow.train import saver
+
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    ckpt = tmp_path / "ckpt"
+    args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
+            "--epochs", "3", "--checkpoint-dir", str(ckpt)]
+    real = saver._write_npz
+    calls = []
+
+    def signal_while_writing(file, arrays):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        real(file, arrays)
+
+    monkeypatch.setattr(saver, "_write_npz", signal_while_writing)
+    line = run_interrupted(mlp.main, args, capsys)
+    assert line.startswith(f"interrupted at epoch 2, step 8; the last checkpoint is "
+                           f"{ckpt / 'model-8'} (epoch 2, step 8)")
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
+    assert resumed["epochs"] == [1, 2, 3]
+
+
+def test_mnist_ctrl_c_without_checkpoint_dir(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    interrupt_in_epoch(monkeypatch, epoch=1, after=1)
+    line = run_interrupted(mlp.main, ["--batch-size", "16", "--out", str(tmp_path),
+                                      "--backend", "numpy"], capsys)
+    assert line.startswith("interrupted at epoch 1, step 1; nothing was saved")
+    assert "--checkpoint-dir" in line
+    assert not list(tmp_path.iterdir())  # and no empty PNG either
+
+
+def test_mnist_ctrl_c_runs_as_a_script_and_exits_130(tmp_path):
+    """The real thing: SIGINT to ``python examples/mnist_mlp.py`` in a subprocess,
+    reading a tiny MNIST folder through --data-dir."""
+    import gzip
+
+    from gradflow.data import mnist
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for name, shape in [("train-images-idx3-ubyte", (64, 28, 28)),
+                        ("train-labels-idx1-ubyte", (64,)),
+                        ("t10k-images-idx3-ubyte", (50, 28, 28)),
+                        ("t10k-labels-idx1-ubyte", (50,))]:
+        array = rng.integers(0, 10 if len(shape) == 1 else 256, shape, dtype=np.uint8)
+        header = bytes([0, 0, 8, array.ndim]) + b"".join(d.to_bytes(4, "big") for d in shape)
+        (data / (name + ".gz")).write_bytes(gzip.compress(header + array.tobytes()))
+    # The tiny files are not the canonical ones: let the script skip the checksums.
+    checks = tmp_path / "sitecustomize.py"
+    checks.write_text("import gradflow.data.mnist as m\n"
+                      "m.FILES = dict.fromkeys(m.FILES)\n")
+    assert mnist.FILES  # (the real module in this process is untouched)
+    ckpt = tmp_path / "ckpt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]),
+               GRADFLOW_BACKEND="numpy")
+    env.pop("GRADFLOW_DATA", None)
+    args = [sys.executable, str(EXAMPLES / "mnist_mlp.py"), "--data-dir", str(data),
+            "--batch-size", "1", "--epochs", "1000", "--checkpoint-dir", str(ckpt),
+            "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                        signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not (ckpt / "checkpoint").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert f"MNIST read from {data}" in out
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert "the last checkpoint is" in line and line.endswith("--resume")
+    assert not [n for n in os.listdir(ckpt) if n.endswith(".tmp")]
+
+
+def test_mnist_data_dir_is_used_or_fails(tmp_path, monkeypatch, capsys):
+    """An explicit --data-dir is read, or the program stops naming it; $GRADFLOW_DATA
+    (which holds MNIST here) is not used in its place."""
+    import gzip
+    import hashlib
+
+    from gradflow.data import mnist
+
+    mlp = load("mnist_mlp")
+    rng = np.random.default_rng(0)
+    payloads = {}
+    for name, shape in [("train-images-idx3-ubyte", (32, 28, 28)),
+                        ("train-labels-idx1-ubyte", (32,)),
+                        ("t10k-images-idx3-ubyte", (20, 28, 28)),
+                        ("t10k-labels-idx1-ubyte", (20,))]:
+        array = rng.integers(0, 10 if len(shape) == 1 else 256, shape, dtype=np.uint8)
+        header = bytes([0, 0, 8, array.ndim]) + b"".join(d.to_bytes(4, "big") for d in shape)
+        payloads[name] = header + array.tobytes()
+    monkeypatch.setattr(mnist, "FILES", {n: hashlib.sha256(p).hexdigest()
+                                         for n, p in payloads.items()})
+    shared = tmp_path / "shared" / "mnist"
+    shared.mkdir(parents=True)
+    for name, payload in payloads.items():
+        (shared / name).write_bytes(payload)
+    monkeypatch.setenv("GRADFLOW_DATA", str(tmp_path / "shared"))
+    fetched = []
+
+    def fetch(url):
+        fetched.append(url)
+        return gzip.compress(payloads[url.rsplit("/", 1)[-1].removesuffix(".gz")])
+
+    monkeypatch.setattr(mnist, "_fetch", fetch)
+    common = ["--epochs", "1", "--batch-size", "16", "--out", str(tmp_path / "out"),
+              "--backend", "numpy"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit) as info:
+        mlp.main(common + ["--data-dir", str(empty)])
+    message = str(info.value.code)
+    assert str(empty) in message and "train-images-idx3-ubyte" in message
+    assert "--download" in message and "download=True" in message
+    assert not fetched and not os.listdir(empty)
+
+    capsys.readouterr()
+    mlp.main(common)  # no --data-dir: $GRADFLOW_DATA/mnist
+    assert f"MNIST read from {shared} (32 training, 20 test images)" in capsys.readouterr().out
+
+    mlp.main(common + ["--data-dir", str(empty), "--download"])
+    assert len(fetched) == 4 and sorted(os.listdir(empty)) == sorted(payloads)
+    assert f"MNIST read from {empty} (32 training" in capsys.readouterr().out

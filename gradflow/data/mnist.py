@@ -1,9 +1,17 @@
 """MNIST from the four canonical IDX files, gzipped or not, with checksums.
 
-``load()`` looks in ``data_dir``, then ``$GRADFLOW_DATA/mnist``, then
-``~/.cache/gradflow/mnist``. If the files are in none of them it downloads
-them from public mirrors into ``data_dir`` (when given) or the cache folder,
-checks the SHA-256 of the decompressed bytes and saves each file atomically.
+Where ``load()`` reads the files:
+
+- ``data_dir`` given: ``data_dir`` or ``data_dir/mnist``, nowhere else. If
+  the files are not there it fails, naming the folder and the files it
+  expected, unless ``download=True``, which downloads them into ``data_dir``.
+- no ``data_dir``: ``$GRADFLOW_DATA/mnist`` (when the variable is set), then
+  ``~/.cache/gradflow/mnist``; if neither holds the four files they are
+  downloaded into the cache folder (unless ``download=False``).
+
+A download comes from public mirrors; the SHA-256 of each decompressed file
+is checked and each file is saved atomically. The result says which folder
+the files were read from (``load(...).folder``).
 """
 
 from __future__ import annotations
@@ -34,22 +42,41 @@ class MnistError(RuntimeError):
     """MNIST files are missing, corrupt or could not be downloaded."""
 
 
+class MnistData(tuple):
+    """What ``load`` returns: ``((x_train, y_train), (x_test, y_test))``, a plain pair
+    to unpack, with ``folder``, the folder the files were read from."""
+
+    def __new__(cls, train, test, folder):
+        self = super().__new__(cls, (train, test))
+        self.folder = Path(folder)
+        return self
+
+    def __getnewargs__(self):
+        return self[0], self[1], self.folder
+
+
+def cache_dir() -> Path:
+    """``~/.cache/gradflow/mnist``: where downloads go when no ``data_dir`` is given."""
+    return Path.home() / ".cache" / "gradflow" / "mnist"
+
+
 def candidate_dirs(data_dir=None) -> list[Path]:
-    """Where ``load`` looks, in order."""
-    dirs = []
+    """Where ``load`` looks, in order: only ``data_dir`` (and its ``mnist`` subfolder)
+    when it is given, else ``$GRADFLOW_DATA/mnist`` and the cache folder."""
     if data_dir is not None:
-        dirs += [Path(data_dir), Path(data_dir) / "mnist"]
+        return [Path(data_dir), Path(data_dir) / "mnist"]
+    dirs = []
     if os.environ.get("GRADFLOW_DATA"):
         dirs.append(Path(os.environ["GRADFLOW_DATA"]) / "mnist")
-    dirs.append(Path.home() / ".cache" / "gradflow" / "mnist")
+    dirs.append(cache_dir())
     return dirs
 
 
-def _find(name, dirs):
-    for d in dirs:
-        for candidate in (d / name, d / (name + ".gz")):
-            if candidate.is_file():
-                return candidate
+def _find(name, folder):
+    """``folder/name`` or ``folder/name.gz``, whichever is a file, else None."""
+    for candidate in (folder / name, folder / (name + ".gz")):
+        if candidate.is_file():
+            return candidate
     return None
 
 
@@ -76,35 +103,63 @@ def read_idx(path, expected_sha256=None) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
-def load(data_dir=None, download=True, verify=True):
+def load(data_dir=None, download=None, verify=True):
     """``((x_train, y_train), (x_test, y_test))``: uint8 images (N, 28, 28) and labels (N,).
 
-    ``verify=False`` skips the canonical checksums (for small IDX files made in tests);
-    the structure of every file is checked either way.
+    The result unpacks as that pair and also carries ``.folder``, where the
+    files were read from. ``data_dir``: the folder with the four IDX files (or
+    its ``mnist`` subfolder); when given, no other folder is searched.
+    ``download``: ``True`` downloads missing files (into ``data_dir`` when
+    given, else ``~/.cache/gradflow/mnist``); ``False`` never downloads;
+    ``None`` (the default) downloads into the cache folder only when no
+    ``data_dir`` was given. ``verify=False`` skips the canonical checksums (for
+    small IDX files made in tests); the structure of every file is checked
+    either way.
     """
     dirs = candidate_dirs(data_dir)
-    paths = {name: _find(name, dirs) for name in FILES}
-    missing = [n for n, p in paths.items() if p is None]
-    if missing and download:
-        target = Path(data_dir) if data_dir is not None else dirs[-1]
-        for name in missing:
-            paths[name] = _download(name, target, dirs)
-    elif missing:
-        raise MnistError(_missing_message(missing, dirs))
+    folder = next((d for d in dirs if all(_find(n, d) for n in FILES)), None)
+    if folder is None:
+        if download is None:
+            download = data_dir is None
+        if not download:
+            raise MnistError(_missing_message(data_dir, dirs))
+        folder = Path(data_dir) if data_dir is not None else cache_dir()
+        for name in FILES:
+            if _find(name, folder) is None:
+                _download(name, folder, dirs)
+    paths = {name: _find(name, folder) for name in FILES}
     arrays = {n: read_idx(p, FILES[n] if verify else None) for n, p in paths.items()}
     x_train, y_train = arrays["train-images-idx3-ubyte"], arrays["train-labels-idx1-ubyte"]
     x_test, y_test = arrays["t10k-images-idx3-ubyte"], arrays["t10k-labels-idx1-ubyte"]
     for x, y, which in ((x_train, y_train, "train"), (x_test, y_test, "t10k")):
         if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
             raise MnistError(f"{which} images {x.shape} and labels {y.shape} do not match")
-    return (x_train, y_train), (x_test, y_test)
+    return MnistData((x_train, y_train), (x_test, y_test), folder)
 
 
-def _missing_message(missing, dirs):
-    where = ", ".join(str(d) for d in dirs)
-    return (f"MNIST files {', '.join(missing)} (or their .gz) were not found in: {where}. "
-            "Put the four IDX files in one of these folders (set GRADFLOW_DATA=<dir> with "
-            "the files in <dir>/mnist, or pass data_dir=), or allow a download.")
+def _missing_message(data_dir, dirs):
+    """Which files were expected where, what was found, and how to get the files."""
+    expected = ", ".join(FILES)
+    found = []
+    for d in dirs:
+        have = [n for n in FILES if _find(n, d)]
+        if have:
+            found.append(f"{d} has only {', '.join(have)}")
+    found = f" ({'; '.join(found)})" if found else ""
+    if data_dir is not None:
+        folder = Path(data_dir)
+        state = "" if folder.is_dir() else " (the folder does not exist)"
+        return (f"MNIST: the data folder {folder}{state} does not hold the four MNIST files "
+                f"{expected} (each raw or gzipped as NAME.gz), neither in {folder} nor in "
+                f"{folder / 'mnist'}{found}. The folder was given explicitly, so no other "
+                "folder was searched. Put the files there, or download them into it with "
+                "download=True (checksums verified), or leave data_dir out to use "
+                f"$GRADFLOW_DATA/mnist or {cache_dir()} (downloaded there if missing).")
+    where = " or ".join(str(d) for d in dirs)
+    return (f"MNIST: the four MNIST files {expected} (each raw or gzipped as NAME.gz) were "
+            f"not found together in {where}{found}. Put them in one of these folders (set "
+            "GRADFLOW_DATA=<dir> with the files in <dir>/mnist, or pass data_dir=), or "
+            f"allow a download (download=True, into {cache_dir()}, checksums verified).")
 
 
 def _download(name, target, dirs):
@@ -120,7 +175,10 @@ def _download(name, target, dirs):
             errors.append(f"{url}: checksum mismatch")
             continue
         return _save_atomically(target, name, raw)
-    raise MnistError(_missing_message([name], dirs) + " Download failed: " + "; ".join(errors))
+    searched = " or ".join(str(d) for d in dirs)
+    raise MnistError(f"MNIST: the files were not in {searched}, and downloading {name} into "
+                     f"{target} failed: {'; '.join(errors)}. Check the network, or put the "
+                     f"four files {', '.join(FILES)} (raw or .gz) in {target} by hand.")
 
 
 def _fetch(url):
