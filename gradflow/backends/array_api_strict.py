@@ -24,9 +24,17 @@ class StrictBackend(Backend):
 
 def unavailable_reason(device=None):
     try:
-        import array_api_strict  # noqa: F401
+        import array_api_strict
     except ImportError:
-        return "the array_api_strict package is not installed"
+        return "the array_api_strict package is not installed: pip install array-api-strict"
+    if isinstance(device, str):
+        try:
+            array_api_strict.Device(device)
+        except ValueError:
+            devices = array_api_strict.__array_namespace_info__().devices()
+            listed = ", ".join(repr(getattr(d, "_device", d)) for d in devices)
+            return (f"array_api_strict has no device {device!r}; its devices are {listed} (or "
+                    "leave device out)")
     return None
 
 

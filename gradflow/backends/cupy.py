@@ -42,19 +42,41 @@ class CupyBackend(Backend):
 
 
 def unavailable_reason(device=None):
+    index = _device_index(device)
+    if index is None:
+        return (f"CuPy runs on CUDA GPUs only, and {device!r} is not one: pass device='cuda' "
+                "or 'cuda:N' (or leave it out); for the CPU use backend='numpy'")
     try:
         import cupy
     except ImportError:
-        return "CuPy is not installed"
+        return ("CuPy is not installed: pip install 'gradflow[cupy]' (cupy-cuda12x; "
+                "cupy-cuda13x works too), and it needs an NVIDIA GPU with its driver")
     except Exception as err:  # a broken CUDA install fails at import time
-        return f"CuPy failed to import ({err})"
+        return (f"CuPy is installed but failed to import ({type(err).__name__}: {err}); "
+                "install the cupy-cudaNNx package that matches the CUDA version of the driver")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:
-        return f"CuPy found no usable CUDA device ({err})"
+        return (f"CuPy {cupy.__version__} is installed but found no usable CUDA device "
+                f"({type(err).__name__}: {err}); it needs an NVIDIA GPU and its driver "
+                "(nvidia-smi should list the GPU), else use backend='numpy'")
     if count == 0:
-        return "CuPy found no CUDA device"
+        return ("CuPy is installed but found no CUDA device (is CUDA_VISIBLE_DEVICES empty?); "
+                "without a GPU use backend='numpy'")
+    if index >= count:
+        return (f"CuPy sees {count} CUDA device{'s' if count > 1 else ''} (cuda:0 to "
+                f"cuda:{count - 1}), so there is no cuda:{index}")
     return None
+
+
+def _device_index(device):
+    """The GPU number of ``device`` (None, "cuda", "cuda:N" or N), or None if it names none."""
+    if device is None or str(device) == "cuda":
+        return 0
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return device
+    kind, _, number = str(device).partition(":")
+    return int(number) if kind == "cuda" and number.isdigit() else None
 
 
 def create(device=None):

@@ -69,8 +69,10 @@ OVERRIDES = {
 
 
 def unavailable_reason(device=None):
-    if device not in (None, "cpu"):
-        return f"NumPy runs on the CPU only, not on device {device!r}"
+    if device is not None and str(device) != "cpu":
+        return (f"NumPy runs on the CPU only, so it cannot use device {device!r}; leave "
+                "device out (or pass device='cpu'), or use a GPU backend: backend='cupy', or "
+                "backend='torch' with device='cuda'")
     return None
 
 

@@ -97,9 +97,40 @@ def unavailable_reason(device=None):
     try:
         import torch
     except ImportError:
-        return "PyTorch is not installed"
-    if device is not None and str(device).startswith("cuda") and not torch.cuda.is_available():
-        return "PyTorch has no CUDA device here"
+        return ("PyTorch is not installed: pip install 'gradflow[torch]' (for a GPU, a CUDA "
+                "build of PyTorch from pytorch.org)")
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        return (f"{device!r} is not a PyTorch device name; use 'cpu', 'cuda' or 'cuda:N' "
+                "(or leave device out for the CPU)")
+    if dev.type == "cuda":
+        return _cuda_problem(torch, dev)
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        return (f"PyTorch {torch.__version__} is installed, but MPS (the Apple GPU) is not "
+                "available to it here; use device='cpu'")
+    return None
+
+
+def _cuda_problem(torch, dev):
+    """Why ``torch`` cannot use the CUDA device ``dev`` and what to do, or None if it can."""
+    version = torch.__version__
+    if not torch.cuda.is_available():
+        if torch.version.cuda is None:
+            why = ("it is a CPU-only build (torch.version.cuda is None), so it has no CUDA "
+                   "device to use. Use device='cpu', or install a CUDA build of PyTorch "
+                   "(pytorch.org) on a machine with an NVIDIA GPU")
+        else:
+            why = (f"it is built for CUDA {torch.version.cuda} but finds no CUDA device (no "
+                   "NVIDIA GPU, a driver older than that CUDA, or CUDA_VISIBLE_DEVICES hides "
+                   "it; nvidia-smi should list the GPU). Use device='cpu' without a GPU")
+        return f"PyTorch {version} is installed, but CUDA is not available: {why}"
+    count = torch.cuda.device_count()
+    if dev.index is not None and dev.index >= count:
+        return (f"PyTorch {version} sees {count} CUDA device{'s' if count > 1 else ''} "
+                f"(cuda:0 to cuda:{count - 1}), so there is no cuda:{dev.index}")
     return None
 
 

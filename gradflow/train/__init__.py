@@ -12,11 +12,18 @@ from gradflow.train.optimizers import (
     get_global_step,
     get_or_create_global_step,
 )
-from gradflow.train.saver import CheckpointError, Saver, latest_checkpoint
+from gradflow.train.saver import (
+    CheckpointError,
+    CheckpointState,
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+)
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "Optimizer", "RMSPropOptimizer", "create_global_step", "get_global_step",
     "get_or_create_global_step", "exponential_decay", "Saver", "CheckpointError",
-    "latest_checkpoint",
+    "latest_checkpoint", "CheckpointState", "checkpoint_exists", "get_checkpoint_state",
 ]
