@@ -1,4 +1,13 @@
-"""The dtypes a graph can carry, named as in TensorFlow 1.x."""
+"""The dtypes a graph can carry, named and behaving as in TensorFlow 1.x.
+
+``as_dtype`` reads TF1's names: ``"float"`` is float32 (not NumPy's float64),
+``"double"`` float64 and ``"half"`` float16. Every integer width NumPy has is a
+dtype of its own, so a ``uint8`` image fed to a ``uint8`` placeholder stays uint8.
+
+PyTorch implements little beyond storage, casts and copies for uint16, uint32
+and uint64 (no addition, no max): on the torch backend such tensors are for
+carrying data to a ``gf.cast``, as in TF1, whose CPU kernels mostly lack them too.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +15,19 @@ import numpy as np
 
 
 class DType:
-    """A backend-neutral dtype: a name that each array namespace resolves itself."""
+    """A backend-neutral dtype: a name that each array namespace resolves itself.
+
+    The attributes are TF1's: ``is_floating``, ``is_integer``, ``is_unsigned``,
+    ``is_bool``, ``as_numpy_dtype``, ``min``, ``max``, ``size``, ``base_dtype``.
+    A dtype equals whatever ``as_dtype`` turns into it: ``gf.float32 == "float32"``,
+    ``gf.float32 == np.float32`` and ``gf.float32 == "float"`` hold.
+    """
 
     __slots__ = ("name", "kind", "bits")
 
     def __init__(self, name: str, kind: str, bits: int):
         self.name = name
-        self.kind = kind  # "f" floating, "i" signed integer, "b" boolean
+        self.kind = kind  # "f" floating, "i" signed integer, "u" unsigned integer, "b" boolean
         self.bits = bits
 
     @property
@@ -21,19 +36,87 @@ class DType:
 
     @property
     def is_integer(self) -> bool:
-        return self.kind == "i"
+        """Signed or unsigned integer (TF1: ``tf.uint8.is_integer`` is true)."""
+        return self.kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
 
     @property
     def is_bool(self) -> bool:
         return self.kind == "b"
 
     @property
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_numpy_compatible(self) -> bool:
+        return True
+
+    @property
     def as_numpy_dtype(self):
-        return np.dtype(self.name)
+        """The NumPy scalar type (``np.float32``), as TF1 returns it."""
+        return np.dtype(self.name).type
+
+    @property
+    def base_dtype(self) -> "DType":
+        return self
+
+    @property
+    def real_dtype(self) -> "DType":
+        return self
+
+    @property
+    def size(self) -> int:
+        """Bytes per element."""
+        return np.dtype(self.name).itemsize
+
+    @property
+    def min(self):
+        """The smallest value of the dtype (the most negative finite one for floats)."""
+        return self._limits()[0]
+
+    @property
+    def max(self):
+        """The largest (finite) value of the dtype."""
+        return self._limits()[1]
+
+    def _limits(self):
+        if self.is_bool:
+            raise TypeError(f"cannot find the minimum or maximum value of {self.name}")
+        info = np.finfo(self.name) if self.is_floating else np.iinfo(self.name)
+        cast = float if self.is_floating else int
+        return cast(info.min), cast(info.max)
+
+    def is_compatible_with(self, other) -> bool:
+        return self == other
 
     def resolve(self, xp):
         """This dtype as an object of the array namespace ``xp``."""
         return getattr(xp, self.name)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DType):
+            return other is self
+        if other is None or not isinstance(other, (str, type, np.dtype)):
+            return NotImplemented
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    def __ne__(self, other) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __repr__(self) -> str:
         return f"gf.{self.name}"
@@ -45,19 +128,33 @@ class DType:
 float16 = DType("float16", "f", 16)
 float32 = DType("float32", "f", 32)
 float64 = DType("float64", "f", 64)
+int8 = DType("int8", "i", 8)
+int16 = DType("int16", "i", 16)
 int32 = DType("int32", "i", 32)
 int64 = DType("int64", "i", 64)
+uint8 = DType("uint8", "u", 8)
+uint16 = DType("uint16", "u", 16)
+uint32 = DType("uint32", "u", 32)
+uint64 = DType("uint64", "u", 64)
 bool_ = DType("bool", "b", 8)
 
-_BY_NAME = {d.name: d for d in (float16, float32, float64, int32, int64, bool_)}
-ALL = tuple(_BY_NAME.values())
-# NumPy dtypes with no exact gradflow twin, mapped to the nearest one.
-_NUMPY_FALLBACK = {"uint8": int32, "int8": int32, "int16": int32, "uint16": int32,
-                   "uint32": int64, "uint64": int64}
+# TF1's other names for three of them
+half = float16
+double = float64
+
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+       bool_)
+_BY_NAME = {d.name: d for d in ALL}
+# TF1's string aliases: "float" is float32 in TensorFlow, whatever NumPy says.
+_ALIASES = {"half": float16, "float": float32, "double": float64}
 
 
 def as_dtype(value) -> DType:
-    """Turn a DType, a name, a NumPy dtype or a Python type into a DType."""
+    """Turn a DType, a TF1 dtype name, a NumPy dtype or a Python type into a DType.
+
+    Strings are TF1's names (``"float32"``, ``"float"`` = float32, ``"double"``,
+    ``"half"``, ``"uint8"``, ...); Python ``float`` is float32, ``int`` int64.
+    """
     if isinstance(value, DType):
         return value
     if value is bool:
@@ -66,25 +163,30 @@ def as_dtype(value) -> DType:
         return int64
     if value is float:
         return float32
-    if isinstance(value, str) and value in _BY_NAME:
-        return _BY_NAME[value]
+    if isinstance(value, str):
+        found = _BY_NAME.get(value) or _ALIASES.get(value)
+        if found is None:
+            raise TypeError(f"gradflow has no dtype named {value!r}; use one of "
+                            f"{', '.join(list(_BY_NAME) + list(_ALIASES))}")
+        return found
     try:
         name = np.dtype(value).name
-    except TypeError:
+    except TypeError:  # a dtype object of another library (torch.float32, ...)
         name = getattr(value, "name", None) or str(value).rsplit(".", 1)[-1]
     if name in _BY_NAME:
         return _BY_NAME[name]
-    if name in _NUMPY_FALLBACK:
-        return _NUMPY_FALLBACK[name]
-    raise TypeError(f"gradflow has no dtype for {value!r}; use one of "
-                    f"{', '.join(_BY_NAME)}")
+    raise TypeError(f"gradflow has no dtype for {value!r}; use one of {', '.join(_BY_NAME)}")
 
 
 def result_type(a: DType, b: DType) -> DType:
-    """Array API type promotion between two dtypes of the same kind."""
+    """The dtype of an op over two tensors of dtypes ``a`` and ``b``: they must agree.
+
+    As in TF1, tensors do not promote: ``float32 * float64`` is an error, not a
+    float64. (Python scalars and NumPy arrays are converted to the tensor's dtype
+    before this, see ``gradflow.ops.registry.convert_to_tensor``.)
+    """
     if a is b:
         return a
-    if a.kind != b.kind:
-        raise TypeError(f"cannot combine {a.name} and {b.name}: the Array API does not "
-                        "promote across kinds; use gf.cast first")
-    return a if a.bits >= b.bits else b
+    hint = "cast one with gf.cast" if a.kind == b.kind else \
+        "use gf.cast first (the Array API does not promote across kinds)"
+    raise TypeError(f"cannot combine {a.name} and {b.name}: {hint}")

@@ -151,3 +151,32 @@ def test_assign_of_wrong_shape():
     v = gf.Variable(np.zeros((2, 2)), name="w")
     with pytest.raises(ValueError, match="variable 'w' has shape \\(2, 2\\)"):
         v.assign(np.zeros(3))
+
+
+def test_mixed_float_widths_name_both_inputs_and_lines():
+    x = gf.placeholder(gf.float32, (2,), name="x32")
+    y = gf.placeholder(gf.float64, (2,), name="y64")
+    with pytest.raises(TypeError, match=r"multiply: its inputs must have the same dtype, but "
+                       r"'x32' is float32 \(created at .*test_errors.py:\d+\) and 'y64' is "
+                       r"float64 \(created at .*test_errors.py:\d+\); tensors do not promote "
+                       r"\(TF1 semantics\): use gf.cast to convert one of them; at "
+                       r".*test_errors.py:\d+"):
+        x * y
+
+
+@pytest.mark.parametrize("bad, shown", [([0, 3], "3"), ([-1, 2], "-1")])
+def test_sparse_labels_outside_the_classes(backend, bad, shown):
+    logits = gf.placeholder(gf.float32, (None, 3), name="logits")
+    labels = gf.placeholder(gf.int64, (None,), name="labels")
+    loss = gf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    z = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], np.float32)
+    with gf.Session(backend=backend) as sess:
+        with pytest.raises(InvalidArgumentError, match=rf"labels 'labels' has the value {shown}, "
+                           r"outside the valid range \[0, 3\) of the 3 classes of logits "
+                           r"'logits'"):
+            sess.run(loss, {logits: z, labels: bad})
+        good = sess.run(loss, {logits: z, labels: [2, 0]})
+        empty = sess.run(loss, {logits: z[:0], labels: np.zeros(0, np.int64)})
+    log_p = z - np.log(np.exp(z).sum(1, keepdims=True))
+    np.testing.assert_allclose(good, [-log_p[0, 2], -log_p[1, 0]], rtol=1e-6)
+    assert empty.shape == (0,)

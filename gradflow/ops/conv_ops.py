@@ -337,6 +337,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         if isinstance(keep_prob, (int, float)) and not 0 < keep_prob <= 1:
             raise ValueError(f"dropout: keep_prob must be in (0, 1], got {keep_prob}")
         keep = convert_to_tensor(keep_prob, like=x)
+    if keep.shape is None:  # a shapeless keep_prob placeholder: a scalar, as TF1 requires
+        from gradflow.ops.state_ops import ensure_shape
+
+        keep = ensure_shape(keep, ())
     noise = x if noise_shape is None else _Static(noise_shape, x.dtype)
     mask = floor(keep + _uniform_like(noise, seed))  # 1 with probability keep, else 0
     return multiply(x / keep, mask, name=name or "dropout")

@@ -16,6 +16,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.graph import Operation, Tensor, get_default_graph, user_source_line
+from gradflow.ops import rules
 
 REGISTRY: dict[str, "OpDef"] = {}
 
@@ -73,38 +74,106 @@ def _describe_inputs(inputs) -> str:
 
 
 def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
-    """Build a node of ``op_name`` over ``inputs`` (tensors) in their graph."""
+    """Build a node of ``op_name`` over ``inputs`` (tensors) in their graph.
+
+    Inputs that must share a dtype and do not are an error naming both (tensors
+    never promote, as in TF1), unless the odd ones are placeholders made without
+    a dtype: those are converted to the dtype of the others (see ``weak_cast``).
+    """
     opdef = REGISTRY[op_name]
     graph = graph if graph is not None else _graph_of(inputs, op_name)
     source = user_source_line()
-    shapes = [t.shape for t in inputs]
-    in_dtypes = [t.dtype for t in inputs]
+    inputs = list(inputs)
+    control_inputs = graph.current_control_inputs()
+    if control_inputs:  # TF1: a read of a variable that a control input assigns sees the
+        from gradflow.ops.control_flow_ops import read_after_assigns  # new value
+
+        inputs = read_after_assigns(inputs, control_inputs)
     try:
-        if opdef.kind == "compute" and any(s is None for s in shapes):
-            shape, dtype = None, _unknown_rank_dtype(opdef, shapes, in_dtypes, attrs)
-        else:
-            shape, dtype = opdef.infer(shapes, in_dtypes, **attrs)
+        try:
+            shape, dtype = _infer(opdef, inputs, attrs)
+        except rules.DTypeMismatch as err:
+            converted = _convert_weak(inputs, err)
+            if converted is None:
+                raise
+            inputs = converted
+            shape, dtype = _infer(opdef, inputs, attrs)
+    except rules.DTypeMismatch as err:
+        raise TypeError(_mismatch_message(op_name, inputs, err, source)) from None
     except (ValueError, TypeError, IndexError) as err:
         kind = TypeError if isinstance(err, TypeError) else OpError
         raise kind(f"{op_name}: {err}; inputs: {_describe_inputs(inputs)}; "
                    f"at {source}") from None
     node_cls = Operation if opdef.kind == "group" else Tensor
-    control = tuple(c for c in graph.current_control_inputs() if c not in inputs)
+    control = tuple(c for c in control_inputs if c not in inputs)
     node = node_cls(graph, opdef, inputs, attrs, shape, dtype,
                     graph.unique_name(name or op_name), source, control)
     return graph.add_node(node)
 
 
+def _infer(opdef, inputs, attrs):
+    """``(shape, dtype)`` of a node of ``opdef`` over ``inputs``, from its rule.
+
+    An input of unknown rank (static shape ``None``) gives the node every static
+    fact its rule can still state: a rule that passes shapes through (``cast``,
+    the unary ops, ``unbroadcast`` to a variable) keeps them; one that needs the
+    rank leaves the shape unknown, as TF1's shape inference does.
+    """
+    shapes = [t.shape for t in inputs]
+    in_dtypes = [t.dtype for t in inputs]
+    if opdef.kind != "compute" or all(s is not None for s in shapes):
+        return opdef.infer(shapes, in_dtypes, **attrs)
+    try:
+        return opdef.infer(shapes, in_dtypes, **attrs)
+    except rules.DTypeMismatch:
+        raise
+    except (ValueError, TypeError, IndexError, AttributeError):
+        # The rule needs ranks; a genuine dtype error shows up again below.
+        return None, _unknown_rank_dtype(opdef, shapes, in_dtypes, attrs)
+
+
 def _unknown_rank_dtype(opdef, shapes, in_dtypes, attrs):
     """The dtype of a node whose input has unknown rank (its shape stays unknown)."""
     known = next((s for s in shapes if s is not None), ())
-    try:
-        return opdef.infer([known if s is None else s for s in shapes], in_dtypes, **attrs)[1]
-    except (ValueError, IndexError):
-        out = in_dtypes[0]
-        for dt in in_dtypes[1:]:
-            out = dtypes.result_type(out, dt)
-        return out
+    for fill in (known, ()):
+        try:
+            return opdef.infer([fill if s is None else s for s in shapes], in_dtypes,
+                               **attrs)[1]
+        except (ValueError, IndexError):
+            continue
+    return in_dtypes[0]
+
+
+def is_weak(t) -> bool:
+    """Whether ``t`` is a placeholder made without a dtype (float32, weakly typed)."""
+    return t.opdef.kind == "placeholder" and bool(t.attrs.get("weak"))
+
+
+def _convert_weak(inputs, err):
+    """``inputs`` with the dtype-less placeholders among ``err.positions`` converted
+    to the one dtype the other inputs there share, or None if that does not apply."""
+    weak = [i for i in err.positions if is_weak(inputs[i])]
+    strong = {inputs[i].dtype for i in err.positions if i not in weak}
+    if not weak or len(strong) != 1:
+        return None
+    target = strong.pop()
+    if target.is_bool:
+        return None
+    from gradflow.ops.state_ops import weak_cast
+
+    other = next(inputs[i] for i in err.positions if i not in weak)
+    return [weak_cast(t, target, other) if i in weak and t.dtype is not target else t
+            for i, t in enumerate(inputs)]
+
+
+def _mismatch_message(op_name, inputs, err, source) -> str:
+    a, b = inputs[err.first], inputs[err.other]
+    kinds = "" if a.dtype.kind == b.dtype.kind else \
+        " (the Array API does not promote across kinds either)"
+    return (f"{op_name}: its inputs must have the same dtype, but '{a.name}' is "
+            f"{a.dtype.name} (created at {a.source}) and '{b.name}' is {b.dtype.name} "
+            f"(created at {b.source}); tensors do not promote (TF1 semantics){kinds}: "
+            f"use gf.cast to convert one of them; at {source}")
 
 
 def _graph_of(inputs, op_name):
@@ -135,11 +204,13 @@ class HostValue:
 
 
 def _python_default_dtype(value):
+    """TF1's dtype for a Python value: float32 for floats, int32 for ints that fit."""
     array = np.asarray(value)
     if array.dtype.kind == "f":
         return dtypes.float32
     if array.dtype.kind in "iu":
-        return dtypes.int32
+        fits = array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31)
+        return dtypes.int32 if fits else dtypes.int64
     return dtypes.as_dtype(array.dtype)
 
 
@@ -166,10 +237,13 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
 
 
 def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name=None) -> Tensor:
-    """A tensor for ``value``; a Python scalar takes the dtype of ``like``.
+    """A tensor for ``value``; a value that is not a tensor takes the dtype of ``like``.
 
-    Python scalars are weakly typed, as in the Array API: ``x * 2`` keeps the
-    dtype of ``x``; a float scalar with an integer tensor is an error.
+    Python numbers, lists and NumPy arrays are weakly typed beside a tensor (TF1
+    converts them to the tensor's dtype): ``x * 2`` and ``x_f32 + np.ones(3)`` keep
+    the dtype of ``x``. The conversion must keep the values: a float with an
+    integer tensor, an integer out of the tensor's range, or one a float dtype
+    cannot hold exactly is a TypeError. Two tensors never convert (see ``apply``).
     """
     if isinstance(value, Tensor):
         if isinstance(value, Operation):
@@ -181,17 +255,49 @@ def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name=None) 
         return value
     if hasattr(value, "_as_graph_tensor"):
         return value._as_graph_tensor()
-    if dtype is None and like is not None and isinstance(value, (bool, int, float)):
-        dtype = _weak_dtype(value, like.dtype)
+    if dtype is None and like is not None and like.dtype is not None:
+        dtype = _weak_dtype(value, like)
     return constant(value, dtype=dtype, name=name, _graph=like.graph if like is not None else None)
 
 
-def _weak_dtype(value, like_dtype):
-    if isinstance(value, bool):
+def _weak_dtype(value, like):
+    """The dtype ``value`` (not a tensor) takes beside the tensor ``like``, or None."""
+    like_dtype = like.dtype
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 - constant() says what is wrong with it
+        return None
+    kind = array.dtype.kind
+    if isinstance(value, float):
+        what = f"the Python float {value!r}"
+    elif isinstance(value, (bool, int)):
+        what = f"the Python int {value!r}"
+    else:
+        what = f"the {type(value).__name__} value of dtype {array.dtype} and shape {array.shape}"
+    if kind == "b":
         return like_dtype if like_dtype.is_bool else dtypes.bool_
-    if isinstance(value, int):
-        return like_dtype if not like_dtype.is_bool else dtypes.int32
-    if like_dtype.is_floating:
-        return like_dtype
-    raise TypeError(f"cannot combine the Python float {value!r} with a {like_dtype.name} "
-                    "tensor; use gf.cast first")
+    if kind not in "iuf" or like_dtype.is_bool:
+        return dtypes.int32 if isinstance(value, int) and like_dtype.is_bool else None
+    if kind == "f":
+        if like_dtype.is_floating:
+            return like_dtype
+        raise TypeError(f"cannot combine {what} with a {like_dtype.name} tensor ('{like.name}'); "
+                        "use gf.cast first")
+    if array.size and like_dtype.is_integer and \
+            (array.min() < like_dtype.min or array.max() > like_dtype.max):
+        raise TypeError(f"{what} does not fit in {like_dtype.name}, the dtype of "
+                        f"'{like.name}'; use gf.cast first")
+    if array.size and like_dtype.is_floating and not _exact_in_float(array, like_dtype):
+        raise TypeError(f"{what} has integers that {like_dtype.name}, the dtype of "
+                        f"'{like.name}', cannot hold exactly; use gf.cast first")
+    return like_dtype
+
+
+def _exact_in_float(array, dtype) -> bool:
+    """Whether every integer of ``array`` is exactly representable in float ``dtype``."""
+    limit = 2 ** (np.finfo(dtype.name).nmant + 1)  # every integer up to this is exact
+    big = array[np.abs(array.astype(np.float64)) > limit]
+    to = dtype.as_numpy_dtype
+    with np.errstate(over="ignore"):
+        converted = [(int(v), to(int(v))) for v in big.ravel()]
+    return all(np.isfinite(f) and int(f) == v for v, f in converted)

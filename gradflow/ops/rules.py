@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from gradflow import dtypes
-
 
 def broadcast_shapes(a, b):
-    """The broadcast of two static shapes (``None`` = unknown), or ValueError."""
+    """The broadcast of two static shapes (``None`` = unknown), or ValueError.
+
+    An unknown rank gives an unknown shape, as TF1's shape inference does: the
+    broadcast may add axes, so not even the known operand's shape is kept.
+    """
     if a is None or b is None:
-        raise ValueError("an input has no value (it is an operation)")
+        return None
     out = []
     for i in range(1, max(len(a), len(b)) + 1):
         da = a[-i] if i <= len(a) else 1
@@ -27,11 +29,34 @@ def broadcast_shapes(a, b):
     return tuple(reversed(out))
 
 
-def same_dtype(in_dtypes):
-    """Array API promotion across all inputs."""
+class DTypeMismatch(TypeError):
+    """Inputs that must share a dtype do not: raised by ``same_dtype``.
+
+    ``positions`` are the indices (among the node's inputs) that must agree, and
+    ``first``/``other`` the first two that do not; ``registry.apply`` names them
+    (or converts a weakly typed placeholder among them).
+    """
+
+    def __init__(self, positions, first, other, in_dtypes):
+        self.positions, self.first, self.other = tuple(positions), first, other
+        a, b = in_dtypes[first], in_dtypes[other]
+        hint = "cast one with gf.cast" if a.kind == b.kind else \
+            "use gf.cast first (the Array API does not promote across kinds)"
+        super().__init__(f"inputs {first} and {other} are {a.name} and {b.name}; tensors do "
+                         f"not promote (TF1 semantics): {hint}")
+
+
+def same_dtype(in_dtypes, offset=0):
+    """The one dtype all of ``in_dtypes`` share, or DTypeMismatch (tensors never promote).
+
+    ``offset`` is the index of ``in_dtypes[0]`` among the node's inputs (for the error).
+    """
     out = in_dtypes[0]
-    for dt in in_dtypes[1:]:
-        out = dtypes.result_type(out, dt)
+    for k, dt in enumerate(in_dtypes[1:], 1):
+        if dt is not out:
+            positions = range(offset, offset + len(in_dtypes))
+            raise DTypeMismatch(positions, offset, offset + k,
+                                {offset + i: d for i, d in enumerate(in_dtypes)})
     return out
 
 
@@ -59,6 +84,8 @@ def normalize_axis(axis, ndim, allow_none=True):
 
 
 def reduced_shape(shape, axes, keepdims):
+    if shape is None:  # unknown rank: a reduction over all axes is still a scalar
+        return () if axes is None and not keepdims else None
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)

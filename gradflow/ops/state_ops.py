@@ -7,11 +7,11 @@ them their values (feeds, the session's variable store, host random numbers).
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.graph import get_default_graph
+from gradflow.graph import get_default_graph, user_source_line
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
-def _placeholder_infer(shapes, in_dtypes, shape, dtype):
+def _placeholder_infer(shapes, in_dtypes, shape, dtype, weak=False):
     return shape, dtype
 
 
@@ -27,15 +27,19 @@ register("random", None, lambda s, d, shape, dtype, **params: (shape, dtype),
 register("group", None, lambda s, d: (None, None), grad=None, kind="group")
 
 
+def _compatible(have, want) -> bool:
+    """Whether static shapes ``have`` and ``want`` (``None`` = unknown) can agree."""
+    if have is None or want is None:
+        return True
+    return len(have) == len(want) and all(
+        h is None or w is None or h == w for h, w in zip(have, want))
+
+
 def _assign_infer(shapes, in_dtypes, var):
     if in_dtypes[0] is not var.dtype:
         raise TypeError(f"variable '{var.name}' is {var.dtype.name}, the value is "
                         f"{in_dtypes[0].name}")
-    for have, want in zip(shapes[0], var.shape):
-        if len(shapes[0]) != len(var.shape) or (have is not None and have != want):
-            raise ValueError(f"variable '{var.name}' has shape {tuple(var.shape)}, the value "
-                             f"has shape {tuple(shapes[0])}")
-    if len(shapes[0]) != len(var.shape):
+    if not _compatible(shapes[0], var.shape):
         raise ValueError(f"variable '{var.name}' has shape {tuple(var.shape)}, the value "
                          f"has shape {tuple(shapes[0])}")
     return var.shape, var.dtype
@@ -58,7 +62,91 @@ register("stop_gradient", _identity_impl, _same_infer, grad=lambda n, g: [None],
          lower=lambda xp: _identity_impl.__get__(xp))
 
 
+# -- ensure_shape: a static shape claim checked at run time -------------------------
+
+
+def _ensure_shape_infer(shapes, in_dtypes, shape, message, copy=False):
+    if not _compatible(shapes[0], shape):
+        raise ValueError(f"the shape {tuple(shapes[0])} does not fit {tuple(shape)}")
+    if shapes[0] is None:
+        return shape, in_dtypes[0]
+    return tuple(w if w is not None else h for h, w in zip(shapes[0], shape)), in_dtypes[0]
+
+
+def _ensure_shape_impl(xp, x, shape, message, copy=False):
+    actual = tuple(int(d) for d in x.shape)
+    if not _compatible(actual, shape):
+        raise ValueError(message.replace("{actual}", str(actual)))
+    return xp.asarray(x, copy=True) if copy else x
+
+
+register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g])
+
+
+def ensure_shape(x, shape, name=None):
+    """``x``, checked at run time to have ``shape`` (``None`` = any size), TF1's
+    ``tf.ensure_shape``. Its static shape is ``shape`` merged with ``x``'s."""
+    x = convert_to_tensor(x)
+    shape = _static_shape(shape, "ensure_shape")
+    if shape is None:
+        raise ValueError("ensure_shape: give a shape (a list of ints or None)")
+    message = (f"'{x.name}' has shape {{actual}} at run time, expected {shape} "
+               f"(None = any size); ensure_shape created at {user_source_line()}")
+    return apply("ensure_shape", [x], name=name or "EnsureShape", shape=shape, message=message)
+
+
+# -- weak_cast: a placeholder made without a dtype meets another dtype ---------------
+
+
+def _weak_cast_impl(xp, x, dtype, message):
+    target = dtype.resolve(xp)
+    if dtype.is_integer:  # whole numbers within range: bounds are powers of two, exact
+        ok = (xp.floor(x) == x) & (x >= float(dtype.min)) & (x < float(dtype.max + 1))
+    elif dtype.bits < 32:
+        ok = (xp.astype(xp.astype(x, target), x.dtype) == x) | xp.isnan(x)
+    else:
+        ok = None
+    if ok is not None and not bool(xp.all(ok)):
+        try:
+            example = f" (such as {float(x[xp.logical_not(ok)][0])!r})"
+        except Exception:  # noqa: BLE001 - the example is a courtesy
+            example = ""
+        raise ValueError(message.replace("{example}", example))
+    return xp.astype(x, target)
+
+
+def _weak_cast_grad(n, g):
+    from gradflow.ops.math_ops import cast
+
+    src = n.inputs[0].dtype
+    return [cast(g, src) if src.is_floating and n.dtype.is_floating else None]
+
+
+register("weak_cast", _weak_cast_impl, lambda s, d, dtype, message: (s[0], dtype),
+         grad=_weak_cast_grad)
+
+
+def weak_cast(x, dtype, other=None):
+    """The dtype-less placeholder ``x`` as ``dtype``, checked at run time to convert exactly.
+
+    ``placeholder()`` without a dtype is float32 but weakly typed, like a Python
+    number: where it meets a tensor of another numeric dtype (``other``) in an op
+    whose inputs must share a dtype, it becomes that dtype through this node.
+    Values are fed as float32 first, so integers are exact up to 2**24.
+    """
+    dtype = dtypes.as_dtype(dtype)
+    with_other = f", with '{other.name}'" if other is not None else ""
+    message = (f"placeholder '{x.name}' (created at {x.source}) has no dtype of its own and "
+               f"is used as {dtype.name} here{with_other}, but the value fed to it has "
+               f"elements{{example}} that {dtype.name} cannot hold exactly; feed "
+               f"{'whole numbers in range' if dtype.is_integer else 'values in range'}, or "
+               f"give the placeholder its dtype: gf.placeholder(gf.{dtype.name})")
+    return apply("weak_cast", [x], name=x.name + "/Cast", dtype=dtype, message=message)
+
+
 def _with_default_infer(shapes, in_dtypes, shape):
+    if shape is None:  # TF1: an unknown shape accepts a feed of any shape
+        return None, in_dtypes[0]
     if len(shape) != len(shapes[0]):
         raise ValueError(f"the default has rank {len(shapes[0])}, the shape {shape} "
                          f"has rank {len(shape)}")
@@ -83,15 +171,21 @@ def _static_shape(shape, what):
         raise TypeError(f"{what}: shape must be a tuple of ints or None, got {shape!r}") from None
 
 
-def placeholder(dtype=dtypes.float32, shape=None, name=None):
+def placeholder(dtype=None, shape=None, name=None):
     """A value fed at run time through ``feed_dict`` (dtype defaults to float32).
 
     ``shape=None`` accepts any shape; ``None`` in a shape accepts any size.
+    Without a dtype the placeholder is float32 but weakly typed, like a Python
+    number: combined with a tensor of another numeric dtype (``matmul(A_int32, x)``)
+    it is converted to that dtype, and a fed value that does not convert exactly
+    (1.5 for an int32) is a run-time error naming the placeholder. With a dtype
+    (``placeholder(gf.float32)``) it is strict, as every other tensor.
     """
-    dtype = dtypes.as_dtype(dtype)
+    weak = {"weak": True} if dtype is None else {}
+    dtype = dtypes.float32 if dtype is None else dtypes.as_dtype(dtype)
     shape = _static_shape(shape, "placeholder")
     return apply("placeholder", [], name=name or "Placeholder", graph=get_default_graph(),
-                 shape=shape, dtype=dtype)
+                 shape=shape, dtype=dtype, **weak)
 
 
 def placeholder_with_default(input, shape, name=None):  # noqa: A002
@@ -131,7 +225,9 @@ def assign(ref, value, name=None):
 
     The result is the new value. All assignments of one ``Session.run`` take
     effect together after the run, so every op of the run sees the old value.
+    A value whose static shape is not fully known is checked at run time.
     """
+    from gradflow.ops.registry import is_weak
     from gradflow.variables import Variable
 
     if not isinstance(ref, Variable):
@@ -140,7 +236,52 @@ def assign(ref, value, name=None):
     if value.graph is not ref.graph:
         raise ValueError(f"assign: the value '{value.name}' is not in the graph of "
                          f"variable '{ref.name}'")
+    if is_weak(value) and value.dtype is not ref.dtype and not ref.dtype.is_bool:
+        value = weak_cast(value, ref.dtype, other=ref)
+    if (value.shape is None or None in value.shape) and _compatible(value.shape, ref.shape):
+        # A fed value is copied, as the executor copies one assigned directly.
+        value = shaped_like_variable(value, ref, "assign", "the value",
+                                     copy=value.opdef.kind == "placeholder")
     return apply("assign", [value], name=name or ref.name + "/Assign", var=ref)
+
+
+def shaped_like_variable(value, var, what, role, copy=False):
+    """``value`` with ``var``'s static shape, checked at run time (``ensure_shape``).
+
+    The run-time error names the variable, both shapes, and the placeholders of
+    unknown shape the value comes from. ``what`` and ``role`` word it:
+    ``"assign"``, ``"the value"``.
+    """
+    if value.shape is not None and None not in value.shape:
+        return value
+    if not _compatible(value.shape, var.shape):
+        raise ValueError(f"{what}: variable '{var.name}' has shape {tuple(var.shape)}, but "
+                         f"{role} '{value.name}' has shape {tuple(value.shape)}")
+    sources = [p.name for p in _unknown_shape_placeholders(value)]
+    via = ""
+    if sources and sources != [value.name]:
+        via = f" (its shape comes from placeholder(s) {', '.join(repr(n) for n in sources)})"
+    message = (f"{what}: variable '{var.name}' has shape {tuple(var.shape)}, but {role} "
+               f"'{value.name}'{via} has shape {{actual}} at run time; created at "
+               f"{user_source_line()}")
+    return apply("ensure_shape", [value], name=var.name + "/EnsureShape", shape=var.shape,
+                 message=message, copy=copy)
+
+
+def _unknown_shape_placeholders(t, limit=10000):
+    """The placeholders without a fully known shape that ``t`` is computed from."""
+    found, seen, stack = [], {t}, [t]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node.opdef.kind == "placeholder":
+            if node.shape is None or None in node.shape:
+                found.append(node)
+            continue
+        for i in node.inputs:
+            if i not in seen:
+                seen.add(i)
+                stack.append(i)
+    return sorted(found, key=lambda n: n.index)
 
 
 def assign_add(ref, value, name=None):
@@ -156,37 +297,135 @@ def assign_sub(ref, value, name=None):
 # -- random ops: drawn on the host so every backend sees the same numbers ----------
 
 
+_STANDARD = {"random_normal": {"mean": 0.0, "stddev": 1.0},
+             "truncated_normal": {"mean": 0.0, "stddev": 1.0},
+             "random_uniform": {"minval": 0.0, "maxval": 1.0}}
+
+
 def _random(dist, shape, dtype, seed, name, **params):
+    """A random op. Parameters given as tensors (``stddev=1 / gf.sqrt(n)``) scale and
+    shift the standard distribution drawn on the host with graph ops, so the same seed
+    gives the same numbers on every backend either way."""
     dtype = dtypes.as_dtype(dtype)
     if not dtype.is_floating:
         raise TypeError(f"{dist}: dtype must be floating, got {dtype.name}")
-    shape = _static_shape(shape, dist)
+    shape = _random_shape(shape, dist)
     if shape is None or None in shape:
         raise ValueError(f"{dist}: the shape must be fully known, got {shape}")
-    graph = get_default_graph()
+    tensors = {k: _param_tensor(dist, k, v, dtype) for k, v in params.items()
+               if _is_tensor_like(v)}
+    graph = _graph_of_params(tensors.values())
     op_seed = None if seed is None else int(seed)
     if op_seed is None and graph.seed is not None:
         op_seed = len(graph.nodes)  # deterministic per position in the graph
-    return apply("random", [], name=name or dist, graph=graph, shape=shape, dtype=dtype,
-                 dist=dist, graph_seed=graph.seed, op_seed=op_seed, **params)
+    if not tensors:
+        return apply("random", [], name=name or dist, graph=graph, shape=shape, dtype=dtype,
+                     dist=dist, graph_seed=graph.seed, op_seed=op_seed,
+                     **{k: float(v) for k, v in params.items()})
+    from gradflow.ops.math_ops import add, multiply, subtract
+
+    z = apply("random", [], name=dist, graph=graph, shape=shape, dtype=dtype, dist=dist,
+              graph_seed=graph.seed, op_seed=op_seed, **_STANDARD[dist])
+    p = {k: tensors[k] if k in tensors else float(v) for k, v in params.items()}
+    if dist == "random_uniform":  # minval + (maxval - minval) u
+        return add(p["minval"], multiply(subtract(p["maxval"], p["minval"]), z),
+                   name=name or dist)
+    return add(p["mean"], multiply(p["stddev"], z), name=name or dist)  # mean + stddev z
+
+
+def _is_tensor_like(v) -> bool:
+    """Whether a random-op parameter is a tensor (or an array or list, made one)."""
+    from gradflow.graph import Tensor
+
+    if isinstance(v, (Tensor, list, tuple)) or hasattr(v, "_as_graph_tensor"):
+        return True
+    return getattr(v, "ndim", 0) > 0  # a NumPy array; NumPy scalars are numbers
+
+
+def _param_tensor(dist, key, value, dtype):
+    try:
+        return convert_to_tensor(value, dtype=dtype)
+    except TypeError as err:
+        raise TypeError(f"{dist}: {key} must be {dtype.name}, the dtype of the result: "
+                        f"{err}") from None
+
+
+def _graph_of_params(tensors):
+    for t in tensors:
+        if t.opdef.kind != "constant":
+            return t.graph
+    return get_default_graph()
+
+
+def _random_shape(shape, what):
+    """A static shape from ints, or from tensors whose values are known when the graph
+    is built (constants, ``gf.shape`` of a tensor of known shape, items of those)."""
+    from gradflow.graph import Tensor
+
+    if isinstance(shape, Tensor):
+        value = _static_value(shape)
+        if value is None or len(value.shape) != 1:
+            raise _dynamic_shape_error(what, shape)
+        return tuple(int(d) for d in value)
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
+        dims = []
+        for d in shape:
+            if isinstance(d, Tensor):
+                value = _static_value(d)
+                if value is None or value.shape != ():
+                    raise _dynamic_shape_error(what, d)
+                d = int(value)
+            dims.append(d)
+        shape = dims
+    return _static_shape(shape, what)
+
+
+def _static_value(t):
+    """The integer value of ``t`` as a NumPy array if the graph alone determines it."""
+    import numpy as np
+
+    if t.dtype is None or not t.dtype.is_integer:
+        return None
+    if t.opdef.kind == "constant":
+        return t.attrs["value"].array
+    if t.opdef.name == "shape":
+        known = t.inputs[0].shape
+        if known is not None and None not in known:
+            return np.array(known, dtype=np.int64)
+    if t.opdef.name == "getitem":
+        inner = _static_value(t.inputs[0])
+        if inner is not None:
+            from gradflow.ops.index_ops import _as_index
+
+            return np.asarray(inner[_as_index(t.attrs["key"])])
+    if t.opdef.name in ("identity", "cast"):
+        return _static_value(t.inputs[0])
+    return None
+
+
+def _dynamic_shape_error(what, t):
+    return ValueError(f"{what}: the shape must be known when the graph is built, but "
+                      f"'{t.name}' ({t.type}, created at {t.source}) is only known at run "
+                      "time; give the shape as ints (random_uniform_like draws numbers of "
+                      "another tensor's run-time shape)")
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
-    """Normal random numbers, new ones every run (TF1 ``tf.random_normal``)."""
-    return _random("random_normal", shape, dtype, seed, name, mean=float(mean),
-                   stddev=float(stddev))
+    """Normal random numbers, new ones every run (TF1 ``tf.random_normal``).
+
+    ``mean`` and ``stddev`` may be numbers or tensors (``stddev=1 / gf.sqrt(n)``).
+    """
+    return _random("random_normal", shape, dtype, seed, name, mean=mean, stddev=stddev)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal numbers redrawn until within two standard deviations of the mean."""
-    return _random("truncated_normal", shape, dtype, seed, name, mean=float(mean),
-                   stddev=float(stddev))
+    return _random("truncated_normal", shape, dtype, seed, name, mean=mean, stddev=stddev)
 
 
 def random_uniform(shape, minval=0.0, maxval=1.0, dtype=dtypes.float32, seed=None, name=None):
-    """Uniform random numbers in ``[minval, maxval)``."""
-    return _random("random_uniform", shape, dtype, seed, name, minval=float(minval),
-                   maxval=float(maxval))
+    """Uniform random numbers in ``[minval, maxval)`` (numbers or tensors)."""
+    return _random("random_uniform", shape, dtype, seed, name, minval=minval, maxval=maxval)
 
 
 def random_uniform_like(x, minval=0.0, maxval=1.0, seed=None, name=None):

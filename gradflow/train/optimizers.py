@@ -14,7 +14,7 @@ from gradflow.autodiff import gradients
 from gradflow.graph import get_default_graph
 from gradflow.ops.math_ops import cast, sqrt, square
 from gradflow.ops.registry import convert_to_tensor
-from gradflow.ops.state_ops import assign, assign_add, group
+from gradflow.ops.state_ops import assign, assign_add, group, shaped_like_variable
 from gradflow.variables import Variable
 
 
@@ -52,7 +52,10 @@ class Optimizer:
             self._create_shared(pairs)
             updates = []
             for grad, var in pairs:
-                grad = convert_to_tensor(grad)
+                grad = convert_to_tensor(grad, like=var)
+                # a gradient of unknown shape (fed, or computed elsewhere) is checked
+                # against its variable before the update formulas broadcast it
+                grad = shaped_like_variable(grad, var, "apply_gradients", "the gradient")
                 lr = self._tensor(self._learning_rate, var.dtype, graph)
                 updates.extend(self._update(grad, var, lr))
             updates.extend(self._finish())
