@@ -7,6 +7,7 @@ import math
 from array_api_compat import device as _device
 
 from gradflow import dtypes
+from gradflow.graph import Tensor
 from gradflow.ops import rules
 from gradflow.ops.math_ops import cast, divide, equal, multiply
 from gradflow.ops.registry import apply, convert_to_tensor, register
@@ -63,43 +64,131 @@ def _count_impl(xp, x, axes):
 register("reduced_count", _count_impl, lambda s, d, axes: ((), d[0]), grad=None)
 
 
-def _reduction(op_name, input_tensor, axis, keepdims, name):
+def static_value(value):
+    """``value`` as a NumPy array when it is known while the graph is built (a Python
+    value, a NumPy array or a constant tensor), else ``None``."""
+    import numpy as np
+
+    if isinstance(value, Tensor):
+        return value.attrs["value"].array if value.opdef.kind == "constant" else None
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        parts = [static_value(v) for v in value]
+        return None if any(p is None for p in parts) else np.asarray(parts)
+    return np.asarray(value)
+
+
+def _axis_arg(op_name, axis, reduction_indices):
+    """``axis``, or TF1's deprecated ``reduction_indices`` spelling of it."""
+    if reduction_indices is None:
+        return axis
+    if axis is not None:
+        raise ValueError(f"{op_name}: give axis= or reduction_indices=, not both")
+    return reduction_indices
+
+
+def _keepdims_arg(op_name, keepdims, keep_dims):
+    """``keepdims``, or TF1's deprecated ``keep_dims`` spelling of it (default False)."""
+    if keep_dims is None:
+        return bool(keepdims)
+    if keepdims is not None:
+        raise ValueError(f"{op_name}: give keepdims= or keep_dims=, not both")
+    return bool(keep_dims)
+
+
+def _static_axis(axis):
+    """An ``axis`` argument as Python ints: an int, a list, a NumPy array or a constant."""
+    if axis is None or isinstance(axis, int):
+        return axis
+    if isinstance(axis, Tensor):
+        if axis.opdef.kind != "constant":
+            raise TypeError(f"the axis '{axis.name}' must be known when the graph is built: "
+                            "use Python ints or a constant")
+        axis = axis.attrs["value"].array
+    if getattr(axis, "ndim", None) == 0:
+        return int(axis)
+    return tuple(int(a) for a in axis)
+
+
+def _reduction(op_name, input_tensor, axis, keepdims, name, reduction_indices=None,
+               keep_dims=None, *, bool_input=False):
     x = convert_to_tensor(input_tensor)
-    if x.dtype.is_bool:
+    axis = _static_axis(_axis_arg(op_name, axis, reduction_indices))
+    keepdims = _keepdims_arg(op_name, keepdims, keep_dims)
+    if bool_input and not x.dtype.is_bool:
+        raise TypeError(f"{op_name}: the input '{x.name}' is {x.dtype.name}; it must be bool "
+                        "(compare it or cast it first)")
+    if not bool_input and x.dtype.is_bool:
         raise TypeError(f"{op_name}: the input '{x.name}' is bool; cast it first")
     if x.shape is None:  # unknown rank: axes are resolved at run time
         axes = None if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
-        return apply(op_name, [x], name=name, axes=axes, keepdims=bool(keepdims))
+        return apply(op_name, [x], name=name, axes=axes, keepdims=keepdims)
     axes = rules.normalize_axis(axis, len(x.shape))
-    return apply(op_name, [x], name=name, axes=axes, keepdims=bool(keepdims))
+    return apply(op_name, [x], name=name, axes=axes, keepdims=keepdims)
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    """Sum over ``axis`` (an int, a tuple, or ``None`` for all axes)."""
-    return _reduction("reduce_sum", input_tensor, axis, keepdims, name)
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Sum over ``axis`` (an int, a tuple, or ``None`` for all axes).
+
+    TF1's deprecated ``reduction_indices=`` and ``keep_dims=`` are accepted, as on
+    every reduction.
+    """
+    return _reduction("reduce_sum", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims)
 
 
-def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
     """Maximum over ``axis``."""
-    return _reduction("reduce_max", input_tensor, axis, keepdims, name)
+    return _reduction("reduce_max", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims)
 
 
-def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
     """Minimum over ``axis``."""
-    return _reduction("reduce_min", input_tensor, axis, keepdims, name)
+    return _reduction("reduce_min", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims)
 
 
-def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None):
     """Product over ``axis``."""
-    return _reduction("reduce_prod", input_tensor, axis, keepdims, name)
+    return _reduction("reduce_prod", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims)
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+register("reduce_any",
+         lambda xp, x, axes, keepdims: xp.any(x, axis=axes, keepdims=keepdims),
+         _reduce_infer, grad=None)
+register("reduce_all",
+         lambda xp, x, axes, keepdims: xp.all(x, axis=axes, keepdims=keepdims),
+         _reduce_infer, grad=None)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical or of a bool tensor over ``axis`` (TF1 ``tf.reduce_any``)."""
+    return _reduction("reduce_any", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims, bool_input=True)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical and of a bool tensor over ``axis`` (TF1 ``tf.reduce_all``)."""
+    return _reduction("reduce_all", input_tensor, axis, keepdims, name, reduction_indices,
+                      keep_dims, bool_input=True)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None):
     """Mean over ``axis``: a sum divided by the count of reduced elements."""
     x = convert_to_tensor(input_tensor)
     if not x.dtype.is_floating:
         raise TypeError(f"reduce_mean: the input '{x.name}' is {x.dtype.name}; "
                         "cast it to a float dtype first")
+    axis = _static_axis(_axis_arg("reduce_mean", axis, reduction_indices))
+    keepdims = _keepdims_arg("reduce_mean", keepdims, keep_dims)
     total = reduce_sum(x, axis, keepdims)
     if x.shape is None:
         return divide(total, apply("reduced_count", [x], axes=total.attrs["axes"]), name=name)
@@ -126,19 +215,42 @@ register("argmax", _arg_impl("argmax"), _arg_infer, grad=None)
 register("argmin", _arg_impl("argmin"), _arg_infer, grad=None)
 
 
+def _arg_reduction(op_name, input, axis, dimension, output_type, name):  # noqa: A002
+    x = convert_to_tensor(input)
+    if axis is not None and dimension is not None:
+        raise ValueError(f"{op_name}: give axis= or dimension=, not both")
+    axis = _static_axis(axis if axis is not None else dimension)
+    axis = 0 if axis is None else axis
+    if not isinstance(axis, int):
+        if len(axis) != 1:
+            raise ValueError(f"{op_name}: axis must be one int, got {axis}")
+        axis = axis[0]
+    if x.shape is not None:
+        axis = rules.normalize_axis(axis, len(x.shape))[0]
+    return cast(apply(op_name, [x], name=name, axis=axis), output_type)
+
+
 def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
-    """Index of the largest value along ``axis`` (TF1 default: axis 0), as int64."""
-    x = convert_to_tensor(input)
-    axis = rules.normalize_axis(0 if axis is None and dimension is None else
-                                (axis if axis is not None else dimension), len(x.shape))[0]
-    return cast(apply("argmax", [x], name=name, axis=axis), output_type)
+    """Index of the largest value along ``axis`` (TF1 default: axis 0), as int64.
+
+    ``dimension=`` is TF1's deprecated name of ``axis``.
+    """
+    return _arg_reduction("argmax", input, axis, dimension, output_type, name)
 
 
-def argmin(input, axis=None, name=None, output_type=dtypes.int64):  # noqa: A002
+def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
     """Index of the smallest value along ``axis`` (default 0), as int64."""
-    x = convert_to_tensor(input)
-    axis = rules.normalize_axis(0 if axis is None else axis, len(x.shape))[0]
-    return cast(apply("argmin", [x], name=name, axis=axis), output_type)
+    return _arg_reduction("argmin", input, axis, dimension, output_type, name)
+
+
+def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF1's deprecated ``tf.arg_max(input, dimension)``: ``argmax`` along ``dimension``."""
+    return _arg_reduction("argmax", input, None, dimension, output_type, name)
+
+
+def arg_min(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF1's deprecated ``tf.arg_min(input, dimension)``: ``argmin`` along ``dimension``."""
+    return _arg_reduction("argmin", input, None, dimension, output_type, name)
 
 
 # -- broadcasting helpers the gradient walker uses ---------------------------------
@@ -183,6 +295,8 @@ def _reshape_infer(shapes, in_dtypes, shape):
     src = shapes[0]
     if shape.count(-1) > 1:
         raise ValueError(f"at most one -1 in the new shape {shape}")
+    if src is None:  # unknown rank: the new shape is still known, as in TF1
+        return tuple(None if d == -1 else d for d in shape), in_dtypes[0]
     known_src = None if None in src else math.prod(src)
     if -1 not in shape and known_src is not None and known_src != math.prod(shape):
         raise ValueError(f"cannot reshape {tuple(src)} ({known_src} elements) to {shape}")

@@ -10,7 +10,7 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.array_ops import expand_dims
+from gradflow.ops.array_ops import expand_dims, reshape_like
 from gradflow.ops.math_ops import zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
@@ -88,11 +88,42 @@ register("getitem_grad", _getitem_grad_impl, lambda s, d, key: (s[1], d[0]),
          grad=lambda n, g: [apply("getitem", [g], key=n.attrs["key"]), None])
 
 
+def _in_bounds(k, size):
+    """The slice ``k`` of an axis of ``size`` with bounds inside the axis: the Array API
+    leaves out-of-bounds bounds unspecified; Python and TF1 clamp them. A slice already
+    inside stays as it is."""
+    _, start, stop, step = k
+    top = size if step is None or step > 0 else size - 1
+    if all(b is None or -size <= b <= top for b in (start, stop)):
+        return k
+    start, stop, step = slice(start, stop, step).indices(size)
+    count = len(range(start, stop, step))
+    if count == 0:
+        return ("slice", 0, 0, None)
+    last = start + (count - 1) * step
+    if step > 0:
+        return ("slice", start, last + 1, step)
+    return ("slice", start, last - 1 if last > 0 else None, step)
+
+
+def _clamp_slices(key, shape):
+    out, dim = [], 0
+    for k in key:
+        if k is None:
+            out.append(k)
+            continue
+        size = shape[dim]
+        dim += 1
+        out.append(_in_bounds(k, size) if isinstance(k, tuple) and size is not None else k)
+    return tuple(out)
+
+
 def getitem(x, key, name=None):
-    """``x[key]`` with static ints, slices, ``None`` and ``...``."""
+    """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
+    end of an axis of known size are clamped, as in Python and TF1."""
     x = convert_to_tensor(x)
-    return apply("getitem", [x], name=name or "strided_slice",
-                 key=normalize_key(key, len(x.shape)))
+    key = normalize_key(key, len(x.shape))
+    return apply("getitem", [x], name=name or "strided_slice", key=_clamp_slices(key, x.shape))
 
 
 # -- concat and its gradient -----------------------------------------------------
@@ -163,34 +194,365 @@ def stack(values, axis=0, name=None):
 
 
 def unstack(value, num=None, axis=0, name=None):
-    """A list of the slices of ``value`` along ``axis``."""
-    x = convert_to_tensor(value)
-    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
-    num = x.shape[axis] if num is None else num
-    if num is None:
-        raise ValueError(f"unstack: the size of axis {axis} of '{x.name}' is unknown; pass num=")
-    return [getitem(x, (slice(None),) * axis + (i,)) for i in range(num)]
+    """A list of the slices of ``value`` along ``axis``.
 
-
-def split(value, num_or_size_splits, axis=0, name=None):
-    """Split ``value`` along ``axis`` into equal parts or parts of the given sizes."""
+    When the size of ``axis`` is unknown while the graph is built, ``num`` gives it;
+    the run then checks that the axis has exactly ``num`` elements (TF1).
+    """
     x = convert_to_tensor(value)
     axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
     size = x.shape[axis]
-    if isinstance(num_or_size_splits, int):
-        if size is None or size % num_or_size_splits:
+    if num is not None and size is not None and int(num) != size:
+        raise ValueError(f"unstack: num={num}, but axis {axis} of '{x.name}' has size {size}")
+    if size is not None:
+        return [getitem(x, (slice(None),) * axis + (i,)) for i in range(size)]
+    if num is None:
+        raise ValueError(f"unstack: the size of axis {axis} of '{x.name}' is unknown; pass num=")
+    return [_split_part(x, axis, int(num), None, i, True, name or "unstack")
+            for i in range(int(num))]
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name=None):
+    """Split ``value`` along ``axis`` into equal parts or parts of the given sizes.
+
+    ``num_or_size_splits`` is a number of equal parts or a list of sizes, one of
+    which may be -1 (the rest). Where the size of ``axis`` is unknown while the
+    graph is built, the parts have unknown size there and the run checks that the
+    axis divides (TF1).
+    """
+    from gradflow.ops.array_ops import static_value
+
+    if isinstance(axis, Tensor) and not isinstance(value, Tensor):
+        raise TypeError("split: the arguments are split(value, num_or_size_splits, axis) "
+                        "since TF 1.0; the pre-1.0 order split(axis, num, value) is not "
+                        "accepted")
+    x = convert_to_tensor(value)
+    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    size = x.shape[axis]
+    static = static_value(num_or_size_splits)
+    if static is None:
+        raise TypeError("split: num_or_size_splits must be known when the graph is built "
+                        "(an int or a list of ints)")
+    if static.ndim == 0:
+        count = int(static)
+        if count <= 0:
+            raise ValueError(f"split: the number of parts must be positive, got {count}")
+        if size is None:
+            return [_split_part(x, axis, count, None, i, False, name or "split")
+                    for i in range(count)]
+        if size % count:
             raise ValueError(f"split: axis {axis} of '{x.name}' (size {size}) does not divide "
-                             f"into {num_or_size_splits} equal parts")
-        sizes = [size // num_or_size_splits] * num_or_size_splits
+                             f"into {count} equal parts")
+        sizes = [size // count] * count
     else:
-        sizes = [int(s) for s in num_or_size_splits]
-        if size is not None and sum(sizes) != size:
-            raise ValueError(f"split: sizes {sizes} do not add up to {size}")
+        sizes = [int(s) for s in static.reshape(-1)]
+        if num is not None and int(num) != len(sizes):
+            raise ValueError(f"split: num={num} but {len(sizes)} sizes {sizes}")
+        if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+            raise ValueError(f"split: sizes {sizes} may hold one -1 and no other negative size")
+        if size is None:
+            return [_split_part(x, axis, len(sizes), tuple(sizes), i, False, name or "split")
+                    for i in range(len(sizes))]
+        if -1 in sizes:
+            rest = size - (sum(sizes) + 1)
+            if rest < 0:
+                raise ValueError(f"split: sizes {sizes} add up to more than axis {axis} of "
+                                 f"'{x.name}' (size {size})")
+            sizes[sizes.index(-1)] = rest
+        if sum(sizes) != size:
+            raise ValueError(f"split: sizes {sizes} do not add up to {size}, the size of axis "
+                             f"{axis} of '{x.name}'")
     out, start = [], 0
     for s in sizes:
         out.append(getitem(x, (slice(None),) * axis + (slice(start, start + s),)))
         start += s
     return out
+
+
+# -- parts of an axis whose size is known only at run time ----------------------------
+
+
+def _split_bounds(size, axis, num, sizes, index, squeeze, tensor):
+    """``(start, stop)`` of part ``index`` of an axis of ``size``, or a clear error."""
+    if squeeze:
+        if size != num:
+            raise ValueError(f"unstack: axis {axis} of '{tensor}' has size {size}, but "
+                             f"num={num}")
+        return index, index + 1
+    if sizes is None:
+        if size % num:
+            raise ValueError(f"split: axis {axis} of '{tensor}' has size {size}, which does "
+                             f"not divide into {num} equal parts")
+        step = size // num
+        return index * step, (index + 1) * step
+    sizes = list(sizes)
+    known = sum(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known > size:
+            raise ValueError(f"split: the sizes {tuple(sizes)} add up to more than axis {axis} "
+                             f"of '{tensor}' (size {size})")
+        sizes[sizes.index(-1)] = size - known
+    elif known != size:
+        raise ValueError(f"split: the sizes {tuple(sizes)} add up to {known}, but axis {axis} "
+                         f"of '{tensor}' has size {size}")
+    start = sum(sizes[:index])
+    return start, start + sizes[index]
+
+
+def _part_key(axis, start, stop, squeeze):
+    return (slice(None),) * axis + ((start if squeeze else slice(start, stop)), ...)
+
+
+def _split_part_impl(xp, x, axis, num, sizes, index, squeeze, tensor):
+    start, stop = _split_bounds(x.shape[axis], axis, num, sizes, index, squeeze, tensor)
+    return x[_part_key(axis, start, stop, squeeze)]
+
+
+def _split_part_grad_impl(xp, g, x, axis, num, sizes, index, squeeze, tensor):
+    start, stop = _split_bounds(x.shape[axis], axis, num, sizes, index, squeeze, tensor)
+    out = xp.zeros(x.shape, dtype=g.dtype, device=_device(g))
+    out[_part_key(axis, start, stop, squeeze)] = g
+    return out
+
+
+def _split_part_infer(shapes, in_dtypes, axis, num, sizes, index, squeeze, tensor):
+    shape = list(shapes[0])
+    size = shape[axis]
+    if size is not None:  # the checks of the run, made early
+        start, stop = _split_bounds(size, axis, num, sizes, index, squeeze, tensor)
+        part = stop - start
+    elif squeeze:
+        part = 1
+    elif sizes is not None and sizes[index] != -1:
+        part = sizes[index]
+    else:
+        part = None
+    if squeeze:
+        del shape[axis]
+    else:
+        shape[axis] = part
+    return tuple(shape), in_dtypes[0]
+
+
+def _part_attrs(n):
+    return {k: n.attrs[k] for k in ("axis", "num", "sizes", "index", "squeeze", "tensor")}
+
+
+register("split_part", _split_part_impl, _split_part_infer,
+         grad=lambda n, g: [apply("split_part_grad", [g, n.inputs[0]], **_part_attrs(n))])
+register("split_part_grad", _split_part_grad_impl,
+         lambda s, d, **attrs: (s[1], d[0]),
+         grad=lambda n, g: [apply("split_part", [g], **_part_attrs(n)), None])
+
+
+def _split_part(x, axis, num, sizes, index, squeeze, name):
+    return apply("split_part", [x], name=name, axis=axis, num=num, sizes=sizes, index=index,
+                 squeeze=squeeze, tensor=x.name)
+
+
+# -- slice and strided_slice: static keys, built as x[key] ------------------------------
+
+
+def _static_ints(value, what, op_name):
+    from gradflow.ops.array_ops import static_value
+
+    static = static_value(value)
+    if static is None:
+        raise TypeError(f"{op_name}: {what} must be known when the graph is built (Python "
+                        "ints or a constant)")
+    if static.dtype.kind not in "iu" and static.size:
+        raise TypeError(f"{op_name}: {what} must be integers, got {static.tolist()}")
+    return [int(v) for v in static.reshape(-1)]
+
+
+def slice_(input_, begin, size, name=None):
+    """The block of ``input_`` that starts at ``begin`` and has ``size`` elements per axis
+    (TF1 ``tf.slice``); a size of -1 takes the rest of that axis.
+
+    ``begin`` and ``size`` must be known when the graph is built. Exported as
+    ``gf.slice``.
+    """
+    x = convert_to_tensor(input_)
+    begin = _static_ints(begin, "begin", "slice")
+    size = _static_ints(size, "size", "slice")
+    rank = len(x.shape) if x.shape is not None else len(begin)
+    if len(begin) != rank or len(size) != rank:
+        raise ValueError(f"slice: begin {begin} and size {size} need one entry per axis of "
+                         f"'{x.name}' (rank {rank})")
+    key = []
+    for axis, (b, s) in enumerate(zip(begin, size)):
+        dim = x.shape[axis] if x.shape is not None else None
+        if b < 0 or s < -1:
+            raise ValueError(f"slice: begin {begin} must not be negative and size {size} "
+                             "not below -1")
+        stop = dim if s == -1 else b + s
+        if dim is not None and (b > dim or stop > dim):
+            raise ValueError(f"slice: begin {begin} with size {size} goes past axis {axis} "
+                             f"of '{x.name}' (size {dim})")
+        key.append(slice(b, None) if s == -1 else slice(b, b + s))
+    return getitem(x, tuple(key), name=name or "Slice")
+
+
+def _bit(mask, i):
+    return bool((int(mask) >> i) & 1)
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
+                  ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """``input_[begin:end:strides]`` with TF1's masks (TF1 ``tf.strided_slice``).
+
+    Bit ``i`` of ``begin_mask``/``end_mask`` ignores ``begin[i]``/``end[i]`` (the
+    slice runs from the start/to the end), of ``ellipsis_mask`` makes entry ``i``
+    an ``...``, of ``new_axis_mask`` a new size-1 axis, and of ``shrink_axis_mask``
+    the single index ``begin[i]`` (the axis is removed). It builds the same node
+    as ``x[...]``.
+    """
+    x = convert_to_tensor(input_)
+    begin = _static_ints(begin, "begin", "strided_slice")
+    end = _static_ints(end, "end", "strided_slice")
+    strides = [1] * len(begin) if strides is None else \
+        _static_ints(strides, "strides", "strided_slice")
+    if not len(begin) == len(end) == len(strides):
+        raise ValueError(f"strided_slice: begin {begin}, end {end} and strides {strides} "
+                         "must have the same length")
+    key = []
+    for i, (b, e, s) in enumerate(zip(begin, end, strides)):
+        if _bit(ellipsis_mask, i):
+            key.append(Ellipsis)
+        elif _bit(new_axis_mask, i):
+            key.append(None)
+        elif _bit(shrink_axis_mask, i):
+            key.append(b)
+        else:
+            if s == 0:
+                raise ValueError(f"strided_slice: strides {strides} must not hold 0")
+            key.append(slice(None if _bit(begin_mask, i) else b,
+                             None if _bit(end_mask, i) else e, s))
+    return getitem(x, tuple(key), name=name or "strided_slice")
+
+
+# -- gather_nd and boolean_mask: a gather along merged axes ------------------------------
+
+
+def _merged_shape(shape, start, count):
+    merged = shape[start:start + count]
+    size = None if None in merged else math.prod(merged)
+    return tuple(shape[:start]) + (size,) + tuple(shape[start + count:])
+
+
+def _merge_axes_impl(xp, x, start, count):
+    return xp.reshape(x, _merged_shape(tuple(x.shape), start, count))
+
+
+def _merge_axes_infer(shapes, in_dtypes, start, count):
+    if start + count > len(shapes[0]):
+        raise ValueError(f"cannot merge axes {start}..{start + count - 1} of a rank "
+                         f"{len(shapes[0])} input")
+    return _merged_shape(tuple(shapes[0]), start, count), in_dtypes[0]
+
+
+register("merge_axes", _merge_axes_impl, _merge_axes_infer,
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+
+
+def _linear_index_impl(xp, indices, params):
+    """Row-major positions in ``params``'s leading axes of the index tuples of ``indices``."""
+    count = indices.shape[-1]
+    bounds = params.shape[:count]
+    idx = xp.astype(indices, xp.int64)
+    if count and math.prod(idx.shape):
+        limit = xp.asarray(bounds, dtype=xp.int64, device=_device(idx))
+        if bool(xp.any((idx < 0) | (idx >= limit))):
+            raise ValueError(f"gather_nd: an index is out of bounds for the leading axes "
+                             f"{tuple(bounds)} of params")
+    out = xp.zeros(idx.shape[:-1], dtype=xp.int64, device=_device(idx))
+    stride = 1
+    for k in reversed(range(count)):
+        out = out + idx[..., k] * stride
+        stride *= bounds[k]
+    return out
+
+
+def _linear_index_infer(shapes, in_dtypes):
+    indices, params = shapes
+    if not in_dtypes[0].is_integer:
+        raise TypeError(f"indices must be integers, got {in_dtypes[0].name}")
+    if len(indices) == 0 or indices[-1] is None:
+        raise ValueError("the last axis of indices (the index length) must be known")
+    if indices[-1] > len(params):
+        raise ValueError(f"index tuples of length {indices[-1]} for params of rank "
+                         f"{len(params)}")
+    return tuple(indices[:-1]), dtypes.int64
+
+
+register("linear_index", _linear_index_impl, _linear_index_infer, grad=None)
+
+
+def gather_nd(params, indices, name=None, batch_dims=0):
+    """Slices of ``params`` at the index tuples in the last axis of ``indices``
+    (TF1 ``tf.gather_nd``): the result has shape
+    ``indices.shape[:-1] + params.shape[indices.shape[-1]:]``.
+
+    >>> gf.gather_nd(x, [[0, 1], [2, 0]])   # [x[0, 1], x[2, 0]]
+    """
+    if batch_dims:
+        raise NotImplementedError("gather_nd: batch_dims is not supported")
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    if indices.shape is None or params.shape is None:
+        raise ValueError("gather_nd: the ranks of params and indices must be known")
+    index = apply("linear_index", [indices, params])
+    count = indices.shape[-1]
+    merged = params if count == 1 else apply("merge_axes", [params], start=0, count=count)
+    return apply("gather", [merged, index], name=name or "GatherNd", axis=0)
+
+
+def _mask_indices_impl(xp, mask, tensor, axis):
+    expected = tuple(tensor.shape[axis:axis + mask.ndim])
+    if tuple(mask.shape) != expected:
+        raise ValueError(f"boolean_mask: the mask has shape {tuple(mask.shape)}, but axes "
+                         f"{axis}..{axis + mask.ndim - 1} of the tensor have shape {expected}")
+    return xp.nonzero(xp.reshape(mask, (-1,)))[0]
+
+
+def _mask_indices_infer(shapes, in_dtypes, axis):
+    if not in_dtypes[0].is_bool:
+        raise TypeError(f"the mask must be bool, got {in_dtypes[0].name}")
+    return (None,), dtypes.int64  # how many are true is known only at run time
+
+
+register("mask_indices", _mask_indices_impl, _mask_indices_infer, grad=None)
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """The elements (or slices) of ``tensor`` where the bool ``mask`` is true
+    (TF1 ``tf.boolean_mask``).
+
+    ``mask`` covers axes ``axis .. axis + mask.ndim - 1`` of ``tensor``; they become
+    one axis whose size depends on the mask's values, so it is unknown (``None``)
+    while the graph is built.
+    """
+    tensor = convert_to_tensor(tensor)
+    mask = convert_to_tensor(mask)
+    if not mask.dtype.is_bool:
+        raise TypeError(f"boolean_mask: the mask '{mask.name}' must be bool, got "
+                        f"{mask.dtype.name}")
+    if mask.shape is None or tensor.shape is None:
+        raise ValueError("boolean_mask: the ranks of the tensor and the mask must be known")
+    k = len(mask.shape)
+    if k == 0:
+        raise ValueError(f"boolean_mask: the mask '{mask.name}' must not be a scalar")
+    axis = rules.normalize_axis(0 if axis is None else axis, len(tensor.shape),
+                                allow_none=False)[0]
+    covered = tensor.shape[axis:axis + k]
+    if len(covered) != k or any(a is not None and b is not None and a != b
+                                for a, b in zip(covered, mask.shape)):
+        raise ValueError(f"boolean_mask: the mask '{mask.name}' of shape {tuple(mask.shape)} "
+                         f"does not fit axes {axis}..{axis + k - 1} of '{tensor.name}' "
+                         f"(shape {tuple(tensor.shape)})")
+    merged = tensor if k == 1 else apply("merge_axes", [tensor], start=axis, count=k)
+    index = apply("mask_indices", [mask, tensor], axis=axis)
+    return apply("gather", [merged, index], name=name, axis=axis)
 
 
 # -- gather, its gradient (a scatter-add), one_hot ---------------------------------

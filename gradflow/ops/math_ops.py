@@ -156,6 +156,9 @@ _register_binary("minimum", "minimum", lambda n, g: [
     where(less_equal(n.inputs[0], n.inputs[1]), g, zeros_like(g)),
     where(greater(n.inputs[0], n.inputs[1]), g, zeros_like(g))])
 _register_binary("floor_divide", "floor_divide", None)
+# x mod y = x - floor(x / y) y: d/dx = 1, d/dy = -floor(x / y) (TF1's FloorMod gradient)
+_register_binary("floor_mod", "remainder",
+                 lambda n, g: [g, negative(g) * floordiv(n.inputs[0], n.inputs[1])])
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     _register_binary(_name, _name, None, result=dtypes.bool_, numeric=False)
 
@@ -193,6 +196,11 @@ pow = _binary_fn("pow")  # noqa: A001 - TF1 name
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
 floordiv = _binary_fn("floor_divide")
+floor_div = floordiv
+floormod = _binary_fn("floor_mod")
+floormod.__doc__ = ("Elementwise remainder of a floor division (TF1 ``tf.floormod``, "
+                    "``tf.mod``): the result has the sign of ``y``, as Python's ``%``.")
+mod = floormod
 equal = _binary_fn("equal")
 not_equal = _binary_fn("not_equal")
 less = _binary_fn("less")
@@ -220,7 +228,7 @@ def _where_infer(shapes, in_dtypes):
     if not in_dtypes[0].is_bool:
         raise TypeError(f"the condition must be bool, got {in_dtypes[0].name}")
     shape = rules.broadcast_shapes(rules.broadcast_shapes(shapes[0], shapes[1]), shapes[2])
-    return shape, rules.same_dtype(in_dtypes[1:])
+    return shape, rules.same_dtype(in_dtypes[1:], offset=1)
 
 
 register("where", lambda xp, c, a, b: xp.where(c, a, b), _where_infer,
@@ -280,3 +288,68 @@ def ones_like(x, dtype=None, name=None):
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """Clamp ``t`` to ``[clip_value_min, clip_value_max]`` (TF1 semantics)."""
     return minimum(maximum(t, clip_value_min), clip_value_max, name=name)
+
+
+def to_float(x, name="ToFloat"):
+    """``cast(x, float32)`` (TF1's deprecated ``tf.to_float``)."""
+    return cast(x, dtypes.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    """``cast(x, float64)`` (TF1's deprecated ``tf.to_double``)."""
+    return cast(x, dtypes.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    """``cast(x, int32)`` (TF1's deprecated ``tf.to_int32``)."""
+    return cast(x, dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    """``cast(x, int64)`` (TF1's deprecated ``tf.to_int64``)."""
+    return cast(x, dtypes.int64, name=name)
+
+
+# -- cumsum ------------------------------------------------------------------------
+
+
+def _cumsum_impl(xp, x, axis, exclusive, reverse):
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = xp.cumulative_sum(x, axis=axis, dtype=x.dtype, include_initial=exclusive)
+    if exclusive:  # the sums before each element: drop the total at the end
+        out = out[(slice(None),) * axis + (slice(0, -1), ...)]
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+def _cumsum_infer(shapes, in_dtypes, axis, exclusive, reverse):
+    if in_dtypes[0].is_bool:
+        raise TypeError("the input must be numeric, got bool")
+    return shapes[0], in_dtypes[0]
+
+
+register("cumsum", _cumsum_impl, _cumsum_infer,  # the adjoint sums the other way round
+         grad=lambda n, g: [apply("cumsum", [g], axis=n.attrs["axis"],
+                                  exclusive=n.attrs["exclusive"],
+                                  reverse=not n.attrs["reverse"])])
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative sum along ``axis`` (TF1 ``tf.cumsum``).
+
+    ``exclusive=True`` sums the elements before each one (the first is 0);
+    ``reverse=True`` sums from the end of the axis.
+
+    >>> gf.cumsum([1, 2, 3], exclusive=True, reverse=True)   # [5, 3, 0]
+    """
+    x = convert_to_tensor(x)
+    axis = int(axis)
+    if x.shape is not None:
+        if len(x.shape) == 0:
+            raise ValueError(f"cumsum: the input '{x.name}' is a scalar; it needs rank 1 or "
+                             "more")
+        axis = rules.normalize_axis(axis, len(x.shape))[0]
+    elif axis < 0:
+        raise ValueError(f"cumsum: a negative axis needs the rank of '{x.name}' to be known")
+    return apply("cumsum", [x], name=name, axis=axis, exclusive=bool(exclusive),
+                 reverse=bool(reverse))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from gradflow.graph import user_source_line
 from gradflow.ops import rules
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.index_ops import one_hot
@@ -43,16 +46,32 @@ def _axis(logits, axis):
     return axis if logits.shape is None else rules.normalize_axis(axis, len(logits.shape))[0]
 
 
-def softmax(logits, axis=-1, name=None):
-    """``exp(logits) / sum(exp(logits))`` along ``axis``, computed stably."""
-    x = convert_to_tensor(logits)
-    return apply("softmax", [x], name=name, axis=_axis(x, axis))
+def _dim_alias(op_name, axis, dim):
+    """``axis``, or TF1's deprecated ``dim=`` spelling of it; default -1."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError(f"{op_name}: give axis= or dim=, not both")
+        return dim
+    return -1 if axis is None else axis
 
 
-def log_softmax(logits, axis=-1, name=None):
-    """``logits - log(sum(exp(logits)))`` along ``axis``, computed stably."""
+def softmax(logits, axis=None, name=None, dim=None):
+    """``exp(logits) / sum(exp(logits))`` along ``axis`` (default -1), computed stably.
+
+    ``dim=`` is TF1's deprecated name of ``axis``.
+    """
     x = convert_to_tensor(logits)
-    return apply("log_softmax", [x], name=name, axis=_axis(x, axis))
+    return apply("softmax", [x], name=name, axis=_axis(x, _dim_alias("softmax", axis, dim)))
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """``logits - log(sum(exp(logits)))`` along ``axis`` (default -1), computed stably.
+
+    ``dim=`` is TF1's deprecated name of ``axis``.
+    """
+    x = convert_to_tensor(logits)
+    return apply("log_softmax", [x], name=name,
+                 axis=_axis(x, _dim_alias("log_softmax", axis, dim)))
 
 
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None, dim=None):
@@ -82,8 +101,30 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
         raise ValueError(f"labels '{labels.name}' of shape {tuple(labels.shape)} must have "
                          f"rank {len(logits.shape) - 1} for logits of shape "
                          f"{tuple(logits.shape)}")
-    hot = one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+    depth = logits.shape[-1]
+    message = (f"sparse_softmax_cross_entropy_with_logits: labels '{labels.name}' has the "
+               f"value {{value}}, outside the valid range [0, {depth}) of the {depth} classes "
+               f"of logits '{logits.name}'; the loss was created at {user_source_line()}")
+    checked = apply("check_label_range", [labels], depth=depth, message=message)
+    hot = one_hot(checked, depth, dtype=logits.dtype)
     return negative(reduce_sum(hot * log_softmax(logits), -1), name=name)
+
+
+def _check_label_range_impl(xp, labels, depth, message):
+    """``labels``, after one min/max check that every label is a class of ``depth``."""
+    if math.prod(labels.shape) == 0:
+        return labels
+    low, high = xp.min(labels), xp.max(labels)
+    if bool((low < 0) | (high >= depth)):  # one transfer to the host in the common case
+        bad = int(low) if int(low) < 0 else int(high)
+        raise ValueError(message.replace("{value}", str(bad)))
+    return labels
+
+
+# TF1 on the CPU refuses labels outside [0, classes); a one-hot of them would be all zeros
+# and the loss plausible but wrong. The check is one min and one max per run.
+register("check_label_range", _check_label_range_impl,
+         lambda s, d, depth, message: (s[0], d[0]), grad=None)
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):

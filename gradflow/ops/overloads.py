@@ -1,4 +1,4 @@
-"""Python operators on tensors: ``+ - * / @ ** unary- abs`` and comparisons."""
+"""Python operators on tensors: ``+ - * / // % @ ** unary- abs`` and comparisons."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def _no_iter(self):
 
 _OPERATORS = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
-    "truediv": math_ops.divide, "floordiv": math_ops.floordiv, "pow": math_ops.pow,
+    "truediv": math_ops.divide, "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
+    "pow": math_ops.pow,
     "matmul": array_ops.matmul,
 }
 
