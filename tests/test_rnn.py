@@ -335,8 +335,6 @@ def test_errors_name_the_thing_at_fault():
         cell(odd, cell.zero_state(BATCH, gf.float32))
     with pytest.raises(NotImplementedError, match="num_proj"):
         rnn_cell.LSTMCell(UNITS, num_proj=3)
-    with pytest.raises(NotImplementedError, match="sequence_length"):
-        gf.nn.static_rnn(cell, xs, dtype=gf.float32, sequence_length=[3, 3])
     ints = gf.placeholder(gf.int32, (None, IN), name="int_inputs")
     with pytest.raises(TypeError, match="'int_inputs' must be floating"):
         cell(ints, cell.zero_state(BATCH, gf.float32))

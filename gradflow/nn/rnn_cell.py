@@ -1,9 +1,13 @@
-"""Recurrent cells with TF1 ``tf.nn.rnn_cell`` names, and ``static_rnn``.
+"""Recurrent cells with TF1 ``tf.nn.rnn_cell`` names, and the unrolling functions.
 
 A cell maps ``(inputs, state)`` to ``(output, new_state)`` for one time step.
 It creates its variables (``<scope>/<cell name>/kernel`` and ``/bias``) through
 ``get_variable`` on its first call and uses the same ones on every later call,
-so unrolling it over time shares the weights, as in TF1.
+so unrolling it over time shares the weights, as in TF1. The cells are
+``BasicRNNCell``, ``BasicLSTMCell``/``LSTMCell``, ``GRUCell``, ``MultiRNNCell``
+and ``DropoutWrapper``; ``static_rnn``, ``dynamic_rnn`` (over a static time
+axis), ``static_bidirectional_rnn`` and ``bidirectional_dynamic_rnn`` unroll
+them, each honouring ``sequence_length`` as TF1 does.
 
 >>> cell = gf.nn.rnn_cell.LSTMCell(128)
 >>> outputs, state = gf.nn.static_rnn(cell, inputs, dtype=gf.float32)
@@ -13,23 +17,37 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph
-from gradflow.ops.array_ops import matmul
+from gradflow.ops.array_ops import expand_dims, matmul, reshape
+from gradflow.ops.conv_ops import dropout
 from gradflow.ops.index_ops import concat, shape, split, stack, unstack
-from gradflow.ops.math_ops import sigmoid, tanh
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.math_ops import (
+    cast,
+    equal,
+    greater,
+    less,
+    sigmoid,
+    tanh,
+    where,
+    zeros_like,
+)
+from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.rnn_ops import batch_zeros, lstm_c, lstm_gates, lstm_h
 from gradflow.variables import (
     AUTO_REUSE,
+    constant_initializer,
     get_variable,
     get_variable_scope,
     variable_scope,
     zeros_initializer,
 )
 
-__all__ = ["BasicLSTMCell", "BasicRNNCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
-           "RNNCell", "dynamic_rnn", "static_rnn"]
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
+           "LSTMStateTuple", "MultiRNNCell", "RNNCell", "bidirectional_dynamic_rnn",
+           "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
 
 
 class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -321,8 +339,194 @@ class MultiRNNCell(RNNCell):
         return out, tuple(new_states)
 
 
+class GRUCell(RNNCell):
+    """Gated recurrent unit (TF1 ``tf.nn.rnn_cell.GRUCell``), TF1's variable layout.
+
+    ``r, u = sigmoid([x, h] @ gates/kernel + gates/bias)`` (the gate bias
+    starts at 1), ``c = activation([x, r * h] @ candidate/kernel +
+    candidate/bias)`` and ``h_new = u * h + (1 - u) * c``; the output is the
+    new state.
+    """
+
+    _default_name = "gru_cell"
+
+    def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
+                 bias_initializer=None, name=None, dtype=None):
+        super().__init__(reuse=reuse, name=name, dtype=dtype)
+        self._num_units = int(num_units)
+        self._activation = activation or tanh
+        self._kernel_initializer = kernel_initializer
+        self._bias_initializer = bias_initializer
+
+    @property
+    def state_size(self):
+        return self._num_units
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def build(self, input_size, dtype):
+        n, init = self._num_units, self._kernel_initializer
+        bias_init = self._bias_initializer
+        self._gate_kernel = self._add_variable("gates/kernel", (input_size + n, 2 * n), dtype,
+                                               init)
+        self._gate_bias = self._add_variable(
+            "gates/bias", (2 * n,), dtype,
+            bias_init if bias_init is not None else constant_initializer(1.0))
+        self._candidate_kernel = self._add_variable("candidate/kernel", (input_size + n, n),
+                                                    dtype, init)
+        self._candidate_bias = self._add_variable(
+            "candidate/bias", (n,), dtype,
+            bias_init if bias_init is not None else zeros_initializer())
+
+    def call(self, inputs, state):
+        gates = sigmoid(matmul(concat([inputs, state], 1), self._gate_kernel) +
+                        self._gate_bias)
+        r, u = split(gates, 2, axis=1)
+        candidate = self._activation(
+            matmul(concat([inputs, r * state], 1), self._candidate_kernel) +
+            self._candidate_bias)
+        new_h = u * state + (1.0 - u) * candidate
+        return new_h, new_h
+
+
+def _keeps_all(keep_prob):
+    return isinstance(keep_prob, (int, float)) and keep_prob == 1
+
+
+class DropoutWrapper(RNNCell):
+    """Dropout on a cell's inputs, outputs and state (TF1 ``DropoutWrapper``).
+
+    Each keep probability is a float in ``(0, 1]`` or a scalar tensor (a
+    placeholder, to turn dropout off at evaluation); 1 adds nothing. The
+    wrapped cell's variables keep their names. The state's dropout leaves the
+    ``c`` of an ``LSTMStateTuple`` alone, as TF1's default filter does.
+    """
+
+    def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
+                 variational_recurrent=False, input_size=None, dtype=None, seed=None,
+                 dropout_state_filter_visitor=None):
+        if not isinstance(cell, RNNCell):
+            raise TypeError(f"DropoutWrapper: cell must be an RNNCell, got "
+                            f"{type(cell).__name__}")
+        if variational_recurrent:
+            raise NotImplementedError("DropoutWrapper: variational_recurrent is not "
+                                      "supported")
+        for arg, keep in (("input_keep_prob", input_keep_prob),
+                          ("output_keep_prob", output_keep_prob),
+                          ("state_keep_prob", state_keep_prob)):
+            if isinstance(keep, (int, float)) and not 0 < keep <= 1:
+                raise ValueError(f"DropoutWrapper: {arg} must be in (0, 1], got {keep}")
+        super().__init__(dtype=dtype)
+        self._cell = cell
+        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
+        self._seed = seed
+        self._draws = 0
+        self._state_filter = dropout_state_filter_visitor or _default_state_filter
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    @property
+    def trainable_variables(self):
+        return self._cell.trainable_variables
+
+    def zero_state(self, batch_size, dtype):
+        return self._cell.zero_state(batch_size, dtype)
+
+    def _dropout(self, x, keep_prob):
+        seed = None
+        if self._seed is not None:  # one stream per dropout node, all fixed by the seed
+            self._draws += 1
+            seed = (int(self._seed) * 1000003 + self._draws) % (2 ** 31 - 1)
+        return dropout(x, keep_prob=keep_prob, seed=seed)
+
+    def __call__(self, inputs, state, scope=None):
+        keep_in, keep_out, keep_state = self._keep
+        if not _keeps_all(keep_in):
+            inputs = self._dropout(convert_to_tensor(inputs), keep_in)
+        output, new_state = self._cell(inputs, state, scope=scope)
+        if not _keeps_all(keep_state):
+            new_state = self._drop_state(new_state, self._state_filter(new_state), keep_state)
+        if not _keeps_all(keep_out):
+            output = self._dropout(output, keep_out)
+        return output, new_state
+
+    def _drop_state(self, state, keep_mask, keep_prob):
+        if isinstance(state, (tuple, list)):
+            masks = keep_mask if isinstance(keep_mask, (tuple, list)) else \
+                [keep_mask] * len(state)
+            parts = [self._drop_state(s, m, keep_prob) for s, m in zip(state, masks)]
+            return type(state)(*parts) if hasattr(state, "_fields") else type(state)(parts)
+        return self._dropout(state, keep_prob) if keep_mask else state
+
+
+def _default_state_filter(state):
+    """Which parts of a state dropout applies to: all but an LSTM's ``c``."""
+    if isinstance(state, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    if isinstance(state, (tuple, list)):
+        return type(state)(_default_state_filter(s) for s in state)
+    return True
+
+
 def _batch_size(x):
     return x.shape[0] if x.shape[0] is not None else shape(x)[0]
+
+
+def _check_inputs(what, inputs):
+    """``inputs`` as a list of 2-D tensors of one feature size and dtype."""
+    if isinstance(inputs, Tensor) or not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"{what}: inputs must be a list of [batch, input_size] tensors, "
+                        f"got {type(inputs).__name__}")
+    if not inputs:
+        raise ValueError(f"{what}: inputs is empty")
+    inputs = [convert_to_tensor(x) for x in inputs]
+    first = inputs[0]
+    for t, x in enumerate(inputs):
+        if x.shape is None or len(x.shape) != 2:
+            raise ValueError(f"{what}: inputs[{t}] '{x.name}' must be 2-D "
+                             f"[batch, input_size], got shape {x.shape}")
+        if x.shape[1] != first.shape[1] or x.dtype is not first.dtype:
+            raise ValueError(f"{what}: inputs[{t}] '{x.name}' is {tuple(x.shape)} "
+                             f"{x.dtype.name}, but inputs[0] '{first.name}' is "
+                             f"{tuple(first.shape)} {first.dtype.name}")
+    return inputs
+
+
+def _sequence_length(what, sequence_length, first):
+    """``sequence_length`` as an int32 vector of one length per batch row, checked."""
+    seq = convert_to_tensor(sequence_length)
+    if not seq.dtype.is_integer:
+        raise TypeError(f"{what}: sequence_length '{seq.name}' must be integer, got "
+                        f"{seq.dtype.name}")
+    if seq.shape is not None and len(seq.shape) != 1:
+        raise ValueError(f"{what}: sequence_length '{seq.name}' must be a vector of length "
+                         f"batch_size, got shape {tuple(seq.shape)}")
+    if seq.shape is not None and seq.shape[0] is not None and first.shape[0] is not None \
+            and seq.shape[0] != first.shape[0]:
+        raise ValueError(f"{what}: sequence_length '{seq.name}' has {seq.shape[0]} entries, "
+                         f"inputs '{first.name}' have batch {first.shape[0]}")
+    return cast(seq, dtypes.int32)
+
+
+def _select(valid, new, old):
+    """``new`` where ``valid`` (a [batch, 1] bool tensor), else ``old``, leaf by leaf
+    of a (nested) state."""
+    if isinstance(new, (tuple, list)):
+        parts = [_select(valid, n, o) for n, o in zip(new, old)]
+        return type(new)(*parts) if hasattr(new, "_fields") else type(new)(parts)
+    return where(valid, new, convert_to_tensor(old, like=new))
 
 
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
@@ -331,40 +535,122 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
     Returns ``(outputs, final_state)``: one output per step and the state after
     the last. ``initial_state`` (a tensor or tuple of tensors shaped like
     ``cell.state_size``; placeholders work, to carry the state between runs)
-    defaults to zeros of ``dtype``. Variables live under ``scope`` (default
-    ``"rnn"``), e.g. ``rnn/lstm_cell/kernel``.
+    defaults to zeros of ``dtype``. Variables live under ``scope`` (a name or a
+    ``VariableScope``; default ``"rnn"``), e.g. ``rnn/lstm_cell/kernel``.
+
+    ``sequence_length`` (an integer vector, one length per batch row) stops
+    each sequence at its length, as TF1 does: the outputs of the steps past it
+    are zeros, and the state passes through them unchanged, so the final state
+    is the one at each sequence's last step.
     """
-    if sequence_length is not None:
-        raise NotImplementedError("static_rnn: sequence_length is not supported")
+    what = "static_rnn"
     if not isinstance(cell, RNNCell):
-        raise TypeError(f"static_rnn: cell must be an RNNCell, got {type(cell).__name__}")
-    if isinstance(inputs, Tensor) or not isinstance(inputs, (list, tuple)):
-        raise TypeError("static_rnn: inputs must be a list of [batch, input_size] tensors, "
-                        f"got {type(inputs).__name__}")
-    if not inputs:
-        raise ValueError("static_rnn: inputs is empty")
-    inputs = [convert_to_tensor(x) for x in inputs]
+        raise TypeError(f"{what}: cell must be an RNNCell, got {type(cell).__name__}")
+    inputs = _check_inputs(what, inputs)
     first = inputs[0]
-    for t, x in enumerate(inputs):
-        if x.shape is None or len(x.shape) != 2:
-            raise ValueError(f"static_rnn: inputs[{t}] '{x.name}' must be 2-D "
-                             f"[batch, input_size], got shape {x.shape}")
-        if x.shape[1] != first.shape[1] or x.dtype is not first.dtype:
-            raise ValueError(f"static_rnn: inputs[{t}] '{x.name}' is {tuple(x.shape)} "
-                             f"{x.dtype.name}, but inputs[0] '{first.name}' is "
-                             f"{tuple(first.shape)} {first.dtype.name}")
     with variable_scope(scope if scope is not None else "rnn"):
         if initial_state is None:
             if dtype is None:
-                raise ValueError("static_rnn: give initial_state or dtype")
+                raise ValueError(f"{what}: give initial_state or dtype")
             state = cell.zero_state(_batch_size(first), dtype)
         else:
             state = initial_state
-        outputs = []
-        for x in inputs:
-            out, state = cell(x, state)
+        lengths = None if sequence_length is None else \
+            _sequence_length(what, sequence_length, first)
+        outputs, zero_output = [], None
+        for t, x in enumerate(inputs):
+            out, new_state = cell(x, state)
+            if lengths is None:
+                state = new_state
+            else:  # past its length a sequence outputs zeros and keeps its state
+                valid = expand_dims(greater(lengths, t), 1)
+                if zero_output is None:
+                    zero_output = zeros_like(out)
+                out = where(valid, out, zero_output)
+                state = _select(valid, new_state, state)
             outputs.append(out)
     return outputs, state
+
+
+def _reverse_seq(sequence, lengths):
+    """The steps of ``sequence`` in reverse order; with ``lengths`` (int32 [batch]) each
+    row's first ``lengths[b]`` steps are reversed and the rest stay in place (TF1's
+    ``reverse_sequence``). Done as one batched matmul with a 0/1 permutation, which
+    moves values exactly and carries their gradients back the same way."""
+    if lengths is None:
+        return list(reversed(sequence))
+    steps = len(sequence)
+    x = stack(sequence, axis=1)  # [batch, time, depth]
+    ends = reshape(lengths, (-1, 1, 1))  # [batch, 1, 1]
+    t = constant(np.arange(steps, dtype=np.int32).reshape(1, steps, 1))
+    s = constant(np.arange(steps, dtype=np.int32).reshape(1, 1, steps))
+    source = where(less(t, ends), ends - 1 - t, t)  # the step row b of output t reads
+    perm = cast(equal(source, s), x.dtype)  # [batch, time, time]
+    return unstack(matmul(perm, x), axis=1)
+
+
+def _bidirectional(what, cell_fw, cell_bw, inputs, initial_state_fw, initial_state_bw, dtype,
+                   sequence_length, scope):
+    for cell, arg in ((cell_fw, "cell_fw"), (cell_bw, "cell_bw")):
+        if not isinstance(cell, RNNCell):
+            raise TypeError(f"{what}: {arg} must be an RNNCell, got {type(cell).__name__}")
+    inputs = _check_inputs(what, inputs)
+    lengths = None if sequence_length is None else \
+        _sequence_length(what, sequence_length, inputs[0])
+    with variable_scope(scope if scope is not None else "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype, lengths,
+                                          scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            reversed_inputs = _reverse_seq(inputs, lengths)
+            out_bw, state_bw = static_rnn(cell_bw, reversed_inputs, initial_state_bw, dtype,
+                                          lengths, scope=bw_scope)
+    return out_fw, _reverse_seq(out_bw, lengths), state_fw, state_bw
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """A forward and a backward RNN over a list of steps (TF1
+    ``static_bidirectional_rnn``).
+
+    Returns ``(outputs, output_state_fw, output_state_bw)``: ``outputs[t]`` is
+    ``concat([fw_t, bw_t], 1)``, where the backward cell reads each sequence
+    from its end (with ``sequence_length``, from each row's own last step; its
+    outputs are put back in time order). Variables live under
+    ``<scope>/fw/`` and ``<scope>/bw/`` (default scope ``"bidirectional_rnn"``).
+    """
+    out_fw, out_bw, state_fw, state_bw = _bidirectional(
+        "static_bidirectional_rnn", cell_fw, cell_bw, inputs, initial_state_fw,
+        initial_state_bw, dtype, sequence_length, scope)
+    outputs = [concat([f, b], 1) for f, b in zip(out_fw, out_bw)]
+    return outputs, state_fw, state_bw
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):
+    """``static_bidirectional_rnn`` over a 3-D tensor with a static time axis (TF1
+    ``bidirectional_dynamic_rnn``): returns ``((output_fw, output_bw),
+    (output_state_fw, output_state_bw))``, the outputs stacked like ``inputs``."""
+    steps, axis = _time_steps("bidirectional_dynamic_rnn", inputs, time_major)
+    out_fw, out_bw, state_fw, state_bw = _bidirectional(
+        "bidirectional_dynamic_rnn", cell_fw, cell_bw, steps, initial_state_fw,
+        initial_state_bw, dtype, sequence_length, scope)
+    return (stack(out_fw, axis=axis), stack(out_bw, axis=axis)), (state_fw, state_bw)
+
+
+def _time_steps(what, inputs, time_major):
+    inputs = convert_to_tensor(inputs)
+    if inputs.shape is None or len(inputs.shape) != 3:
+        raise ValueError(f"{what}: inputs '{inputs.name}' must be 3-D, got shape "
+                         f"{inputs.shape}")
+    axis = 0 if time_major else 1
+    if inputs.shape[axis] is None:
+        raise ValueError(f"{what}: the time axis of '{inputs.name}' must have a static "
+                         f"length, got shape {tuple(inputs.shape)}")
+    return unstack(inputs, axis=axis), axis
 
 
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
@@ -373,17 +659,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
     ``inputs`` is ``[batch, time, features]`` (``[time, batch, features]`` with
     ``time_major=True``); returns ``(outputs, final_state)`` with the outputs
-    stacked the same way.
+    stacked the same way. ``sequence_length`` works as in ``static_rnn``.
     """
-    inputs = convert_to_tensor(inputs)
-    if inputs.shape is None or len(inputs.shape) != 3:
-        raise ValueError(f"dynamic_rnn: inputs '{inputs.name}' must be 3-D, got shape "
-                         f"{inputs.shape}")
-    axis = 0 if time_major else 1
-    if inputs.shape[axis] is None:
-        raise ValueError(f"dynamic_rnn: the time axis of '{inputs.name}' must have a static "
-                         f"length, got shape {tuple(inputs.shape)}")
-    steps = unstack(inputs, axis=axis)
+    steps, axis = _time_steps("dynamic_rnn", inputs, time_major)
     outputs, state = static_rnn(cell, steps, initial_state=initial_state, dtype=dtype,
                                 sequence_length=sequence_length, scope=scope)
     return stack(outputs, axis=axis), state

@@ -1,0 +1,302 @@
+"""TF1's session configuration messages and ``tf.device``.
+
+``ConfigProto``, ``GPUOptions``, ``GraphOptions``, ``OptimizerOptions``,
+``RunOptions`` and ``RunMetadata`` take TF1's field names, in the constructor
+or as attributes (``config.gpu_options.allow_growth = True``), and reject
+unknown ones as a protocol buffer does. gradflow accepts them so TF1 programs
+run, but no field changes what a Session does: the backend and device come
+from ``Session(backend=, device=)``, memory is the array library's, and
+thread counts are the BLAS library's.
+
+``device("/gpu:0")`` checks the device string the way TF1 parses it and
+records it for the graph while the block runs (``current_device()``); the
+ops themselves run on the Session's backend and device.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+
+from gradflow.graph import get_default_graph
+
+__all__ = ["ConfigProto", "DeviceSpec", "GPUOptions", "GraphOptions", "OptimizerOptions",
+           "RunMetadata", "RunOptions", "current_device", "device"]
+
+
+class _Message:
+    """A protocol-buffer-like record: the fields of ``_FIELDS`` (name -> default: a
+    scalar, a list (repeated), a dict (map), a ``_Message`` class, or ``None`` for
+    any value), set by keyword or attribute; other names are refused."""
+
+    _FIELDS: dict = {}
+
+    def __init__(self, **kwargs):
+        for name, default in self._FIELDS.items():
+            object.__setattr__(self, name, _fresh(default))
+        for name, value in kwargs.items():
+            if name not in self._FIELDS:
+                raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" '
+                                 "field.")
+            setattr(self, name, value)
+
+    def __setattr__(self, name, value):
+        if name not in self._FIELDS:
+            raise AttributeError(f'Assignment not allowed (no field "{name}" in protocol '
+                                 f"message object {type(self).__name__}).")
+        object.__setattr__(self, name, _checked(type(self).__name__, name,
+                                                self._FIELDS[name], value))
+
+    def __eq__(self, other):
+        return type(other) is type(self) and all(
+            getattr(self, n) == getattr(other, n) for n in self._FIELDS)
+
+    __hash__ = None
+
+    def CopyFrom(self, other):  # noqa: N802 - protobuf name
+        if type(other) is not type(self):
+            raise TypeError(f"CopyFrom: expected a {type(self).__name__}, got "
+                            f"{type(other).__name__}")
+        for name in self._FIELDS:
+            object.__setattr__(self, name, _copy(getattr(other, name)))
+
+    def __repr__(self) -> str:
+        parts = []
+        for name, default in self._FIELDS.items():
+            value = getattr(self, name)
+            if value != _fresh(default):
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _fresh(default):
+    if isinstance(default, type) and issubclass(default, _Message):
+        return default()
+    return _copy(default)
+
+
+def _copy(value):
+    if isinstance(value, _Message):
+        out = type(value)()
+        out.CopyFrom(value)
+        return out
+    if isinstance(value, (list, dict)):
+        return type(value)(value)
+    return value
+
+
+def _checked(message, name, default, value):
+    where = f"{message}.{name}"
+    if default is None:
+        return value
+    if isinstance(default, type) and issubclass(default, _Message):
+        if isinstance(value, dict):
+            return default(**value)
+        if not isinstance(value, default):
+            raise TypeError(f"{where} must be a {default.__name__}, got "
+                            f"{type(value).__name__}")
+        return value
+    if isinstance(default, dict):
+        return dict(value)
+    if isinstance(default, list):
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{where} is a repeated field: give a list, got {value!r}")
+        return list(value)
+    if isinstance(default, bool):
+        if not isinstance(value, (bool, int)):
+            raise TypeError(f"{where} must be a bool, got {value!r}")
+        return bool(value)
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{where} must be an int, got {value!r}")
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise TypeError(f"{where} must be a string, got {value!r}")
+        return value
+    return value
+
+
+class GPUOptions(_Message):
+    """TF1's GPU options (accepted; memory is managed by the array library)."""
+
+    _FIELDS = {"per_process_gpu_memory_fraction": 0.0, "allow_growth": False,
+               "allocator_type": "", "deferred_deletion_bytes": 0, "visible_device_list": "",
+               "polling_active_delay_usecs": 0, "polling_inactive_delay_msecs": 0,
+               "force_gpu_compatible": False, "experimental": None}
+
+
+class OptimizerOptions(_Message):
+    """TF1's graph optimizer options (accepted)."""
+
+    L1, L0 = 0, -1
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
+    _FIELDS = {"do_common_subexpression_elimination": False, "do_constant_folding": False,
+               "max_folded_constant_in_bytes": 0, "do_function_inlining": False,
+               "opt_level": 0, "global_jit_level": 0}
+
+
+class GraphOptions(_Message):
+    """TF1's graph options (accepted)."""
+
+    _FIELDS = {"enable_recv_scheduling": False, "optimizer_options": OptimizerOptions,
+               "build_cost_model": 0, "build_cost_model_after": 0, "infer_shapes": False,
+               "place_pruned_graph": False, "enable_bfloat16_sendrecv": False,
+               "timeline_step": 0, "rewrite_options": None}
+
+
+class ConfigProto(_Message):
+    """TF1's session configuration (accepted by ``Session(config=)``; see the module
+    docstring: no field changes what the session does).
+
+    >>> config = gf.ConfigProto(allow_soft_placement=True)
+    >>> config.gpu_options.allow_growth = True
+    >>> sess = gf.Session(config=config)
+    """
+
+    _FIELDS = {"device_count": {}, "intra_op_parallelism_threads": 0,
+               "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
+               "session_inter_op_thread_pool": [], "placement_period": 0,
+               "device_filters": [], "gpu_options": GPUOptions,
+               "allow_soft_placement": False, "log_device_placement": False,
+               "graph_options": GraphOptions, "operation_timeout_in_ms": 0,
+               "rpc_options": None, "cluster_def": None, "isolate_session_state": False,
+               "share_cluster_devices_in_session": False, "experimental": None}
+
+
+class RunOptions(_Message):
+    """TF1's per-run options for ``Session.run(options=)`` (accepted; no tracing)."""
+
+    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
+    _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0,
+               "output_partition_graphs": False, "debug_options": None,
+               "report_tensor_allocations_upon_oom": False, "experimental": None}
+
+
+class RunMetadata(_Message):
+    """TF1's ``Session.run(run_metadata=)`` output (accepted; left empty)."""
+
+    _FIELDS = {"step_stats": None, "cost_graph": None, "partition_graphs": [],
+               "function_graphs": []}
+
+
+# -- devices ----------------------------------------------------------------------------
+
+
+class DeviceSpec:
+    """A parsed device string: ``job``, ``replica``, ``task``, ``device_type``
+    (``"CPU"``, ``"GPU"``...) and ``device_index``; ``None`` where not given."""
+
+    def __init__(self, job=None, replica=None, task=None, device_type=None,
+                 device_index=None):
+        self.job = job
+        self.replica = None if replica is None else int(replica)
+        self.task = None if task is None else int(task)
+        self.device_type = device_type
+        self.device_index = None if device_index is None else int(device_index)
+
+    @classmethod
+    def from_string(cls, spec: str) -> "DeviceSpec":
+        """Parse ``"/job:w/replica:0/task:1/device:GPU:0"``, ``"/gpu:0"``, ``"/cpu:0"``,
+        ``"/device:CPU:*"``, ``""``, as TF1 does; anything else is a ValueError."""
+        out = cls()
+        for part in (spec or "").split("/"):
+            if not part:
+                continue
+            fields = part.split(":")
+            n, head = len(fields), fields[0]
+            try:
+                if n == 2 and head in ("job", "replica", "task"):
+                    setattr(out, head, fields[1] if head == "job" else int(fields[1]))
+                elif n in (1, 2) and head.upper() in ("CPU", "GPU"):
+                    out._set_type(spec, head.upper(), fields[1] if n == 2 else "*")
+                elif n == 3 and head == "device":
+                    out._set_type(spec, fields[1], fields[2])
+                else:
+                    raise ValueError(f"Unknown attribute: '{head}' in '{spec}'")
+            except ValueError as err:
+                if "Unknown attribute" in str(err) or "multiple" in str(err):
+                    raise
+                raise ValueError(f"device '{spec}': '{part}' has a bad index") from None
+        return out
+
+    def _set_type(self, spec, device_type, index):
+        if self.device_type is not None:
+            raise ValueError(f"Cannot specify multiple device types: {spec}")
+        self.device_type = device_type
+        self.device_index = None if index == "*" else int(index)
+
+    def merge_from(self, other: "DeviceSpec") -> "DeviceSpec":
+        """A copy of this spec with the fields ``other`` gives replacing these."""
+        fields = ("job", "replica", "task", "device_type", "device_index")
+        merged = DeviceSpec(**{f: getattr(self, f) for f in fields})
+        for f in fields:
+            if getattr(other, f) is not None:
+                setattr(merged, f, getattr(other, f))
+        return merged
+
+    def to_string(self) -> str:
+        out = ""
+        if self.job is not None:
+            out += f"/job:{self.job}"
+        if self.replica is not None:
+            out += f"/replica:{self.replica}"
+        if self.task is not None:
+            out += f"/task:{self.task}"
+        if self.device_type is not None:
+            index = "*" if self.device_index is None else self.device_index
+            out += f"/device:{self.device_type}:{index}"
+        return out
+
+    def __eq__(self, other):
+        return isinstance(other, DeviceSpec) and self.to_string() == other.to_string()
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"DeviceSpec('{self.to_string()}')"
+
+
+_DEVICE_STACKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def device(device_name_or_function):
+    """Context manager recording the device for the ops built inside (TF1 ``tf.device``).
+
+    Takes a device string (``"/gpu:0"``, ``"/cpu:0"``, ``"/device:GPU:1"``,
+    ``"/job:worker/task:0"``...), a ``DeviceSpec``, ``None`` (clears the outer
+    blocks' device) or a function of an op (accepted, not called). Nested
+    strings merge as in TF1. Where the graph runs is still the Session's
+    choice: ``current_device()`` reports the string for whoever wants it.
+    """
+    graph = get_default_graph()
+    stack = _DEVICE_STACKS.setdefault(graph, [])
+    outer = stack[-1] if stack else DeviceSpec()
+    if device_name_or_function is None:
+        spec = DeviceSpec()
+    elif isinstance(device_name_or_function, DeviceSpec):
+        spec = outer.merge_from(device_name_or_function)
+    elif isinstance(device_name_or_function, str):
+        spec = outer.merge_from(DeviceSpec.from_string(device_name_or_function))
+    elif callable(device_name_or_function):
+        spec = outer
+    else:
+        raise TypeError(f"device: expected a device string, a DeviceSpec, None or a "
+                        f"function, got {type(device_name_or_function).__name__}")
+    stack.append(spec)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def current_device(graph=None) -> str:
+    """The device string of the innermost ``device`` block open on ``graph`` (default:
+    the default graph), in TF1's canonical form; ``""`` outside any."""
+    stack = _DEVICE_STACKS.get(graph if graph is not None else get_default_graph())
+    return stack[-1].to_string() if stack else ""

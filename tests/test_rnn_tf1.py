@@ -1,0 +1,304 @@
+"""TF1 recurrent idioms: sequence_length, bidirectional RNNs, tf.contrib.rnn, GRUCell,
+DropoutWrapper. Gradients are checked against float64 central differences on every
+backend; values against NumPy references written from TF1's formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.nn import rnn_cell
+
+BATCH, IN, UNITS, STEPS = 3, 2, 2, 4
+LENGTHS = np.array([4, 2, 0], np.int32)  # a full row, a short one, an empty one
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _lstm_step(x, c, h, kernel, bias, forget_bias=1.0):
+    z = np.concatenate([x, h], 1) @ kernel + bias
+    i, j, f, o = np.split(z, 4, axis=1)
+    c = c * _sigmoid(f + forget_bias) + _sigmoid(i) * np.tanh(j)
+    return c, np.tanh(c) * _sigmoid(o)
+
+
+def _lstm_reference(xs, kernel, bias, lengths=None, c0=None, h0=None):
+    """Per row: run the LSTM over its first ``lengths[b]`` steps; zeros after."""
+    batch = xs[0].shape[0]
+    c = np.zeros((batch, UNITS)) if c0 is None else c0.copy()
+    h = np.zeros((batch, UNITS)) if h0 is None else h0.copy()
+    outs = []
+    for t, x in enumerate(xs):
+        c_new, h_new = _lstm_step(x, c, h, kernel, bias)
+        live = np.ones(batch, bool) if lengths is None else t < lengths
+        c = np.where(live[:, None], c_new, c)
+        h = np.where(live[:, None], h_new, h)
+        outs.append(np.where(live[:, None], h_new, 0.0))
+    return outs, c, h
+
+
+def _reverse_rows(xs, lengths):
+    """TF1's reverse_sequence on a list of steps: each row's first lengths[b] reversed."""
+    arr = np.stack(xs, 1).copy()
+    for b, n in enumerate(lengths):
+        arr[b, :n] = arr[b, :n][::-1]
+    return [arr[:, t] for t in range(arr.shape[1])]
+
+
+def _inputs(steps=STEPS, dtype=gf.float64):
+    return [gf.placeholder(dtype, (None, IN), name=f"x{t}") for t in range(steps)]
+
+
+def _loss(tensors, seed=0):
+    rng = np.random.default_rng(seed)
+    total = None
+    for t in tensors:
+        w = gf.constant(rng.normal(size=(BATCH, t.shape[-1])), dtype=t.dtype)
+        term = gf.reduce_sum(t * w)
+        total = term if total is None else total + term
+    return total
+
+
+def _feed(tensors, rng, scale=0.8):
+    return {t: rng.uniform(-scale, scale, tuple(BATCH if d is None else d for d in t.shape))
+            for t in tensors}
+
+
+def _check_gradients(loss, wrt, feed, backend, eps=1e-6):
+    """gf.gradients of ``loss`` against float64 central differences, every element."""
+    grads = gf.gradients(loss, wrt)
+    assert all(g is not None for g in grads), [t.name for t, g in zip(wrt, grads) if g is None]
+    with gf.Session(backend=backend) as sess:
+        analytic = sess.run(grads, feed)
+        for t, got in zip(wrt, analytic):
+            base = np.asarray(feed[t], np.float64)
+            numeric = np.zeros(base.shape)
+            for idx in np.ndindex(base.shape):
+                plus, minus = base.copy(), base.copy()
+                plus[idx] += eps
+                minus[idx] -= eps
+                numeric[idx] = (float(sess.run(loss, {**feed, t: plus})) -
+                                float(sess.run(loss, {**feed, t: minus}))) / (2 * eps)
+            scale = max(1.0, float(np.abs(numeric).max()))
+            np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7 * scale,
+                                       err_msg=f"gradient of '{t.name}'")
+    return analytic
+
+
+# -- static_rnn with sequence_length ------------------------------------------------------
+
+
+def test_sequence_length_values_match_reference(backend):
+    xs = _inputs()
+    lengths = gf.placeholder(gf.int32, (None,), name="lengths")
+    cell = rnn_cell.BasicLSTMCell(UNITS)
+    outputs, state = gf.nn.static_rnn(cell, xs, dtype=gf.float64, sequence_length=lengths)
+    rng = np.random.default_rng(1)
+    feed = _feed(xs, rng)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        kernel, bias = sess.run(cell.trainable_variables)
+        outs, st = sess.run([outputs, state], {**feed, lengths: LENGTHS})
+    ref_outs, ref_c, ref_h = _lstm_reference([feed[x] for x in xs], kernel, bias, LENGTHS)
+    for got, want in zip(outs, ref_outs):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(st.c, ref_c, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(st.h, ref_h, rtol=1e-10, atol=1e-12)
+    # past a row's end: exact zeros out, and the state it had at its last step
+    assert not np.any(outs[2][1]) and not np.any(outs[0][2])
+    np.testing.assert_array_equal(st.h[2], 0.0)
+    np.testing.assert_allclose(st.h[1], outs[1][1], rtol=1e-12)
+
+
+def test_sequence_length_gradient(backend):
+    xs = _inputs()
+    c0 = gf.placeholder(gf.float64, (None, UNITS), name="c0")
+    h0 = gf.placeholder(gf.float64, (None, UNITS), name="h0")
+    cell = rnn_cell.LSTMCell(UNITS)
+    outputs, state = gf.nn.static_rnn(cell, xs, initial_state=rnn_cell.LSTMStateTuple(c0, h0),
+                                      sequence_length=LENGTHS)
+    loss = _loss(outputs + list(state))
+    wrt = xs + [c0, h0] + cell.trainable_variables
+    grads = _check_gradients(loss, wrt, _feed(wrt, np.random.default_rng(2)), backend)
+    # steps past every row's end do not reach the loss; the empty row's state passes through
+    np.testing.assert_array_equal(grads[3][1:], 0.0)  # x3 matters only for the full row
+    assert np.any(grads[3][0])
+
+
+def test_sequence_length_with_multi_rnn_cell_and_dynamic_rnn(backend):
+    x3 = gf.placeholder(gf.float64, (None, STEPS, IN), name="x3")
+    cell = rnn_cell.MultiRNNCell([rnn_cell.GRUCell(UNITS), rnn_cell.BasicRNNCell(UNITS)])
+    out, state = gf.nn.dynamic_rnn(cell, x3, sequence_length=LENGTHS, dtype=gf.float64)
+    assert isinstance(state, tuple) and len(state) == 2
+    loss = _loss([out[:, t] for t in range(STEPS)] + list(state), seed=3)
+    wrt = [x3] + cell.trainable_variables
+    _check_gradients(loss, wrt, _feed(wrt, np.random.default_rng(3)), backend)
+    with gf.Session(backend=backend) as sess:
+        values = sess.run([out, state[1]], _feed([x3], np.random.default_rng(4)))
+    np.testing.assert_array_equal(values[0][1, 2:], 0.0)
+    np.testing.assert_array_equal(values[0][2], 0.0)
+    np.testing.assert_allclose(values[1][1], values[0][1, 1], rtol=1e-12)
+
+
+def test_sequence_length_errors():
+    xs = _inputs()
+    cell = rnn_cell.BasicRNNCell(UNITS)
+    with pytest.raises(ValueError, match="sequence_length .* must be a vector"):
+        gf.nn.static_rnn(cell, xs, dtype=gf.float64, sequence_length=[[1, 2, 3]])
+    with pytest.raises(TypeError, match="sequence_length .* must be integer"):
+        gf.nn.static_rnn(cell, xs, dtype=gf.float64, sequence_length=[1.0, 2.0, 3.0])
+    fixed = [gf.placeholder(gf.float64, (BATCH, IN)) for _ in range(2)]
+    with pytest.raises(ValueError, match="has 2 entries, inputs .* have batch 3"):
+        gf.nn.static_rnn(cell, fixed, dtype=gf.float64, sequence_length=[1, 2])
+
+
+# -- bidirectional ------------------------------------------------------------------------
+
+
+def test_static_bidirectional_rnn_values_and_names(backend):
+    xs = _inputs()
+    lengths = gf.placeholder(gf.int64, (None,), name="lengths")
+    fw, bw = gf.contrib.rnn.BasicLSTMCell(UNITS), gf.contrib.rnn.BasicLSTMCell(UNITS)
+    outputs, state_fw, state_bw = gf.nn.static_bidirectional_rnn(
+        fw, bw, xs, dtype=gf.float64, sequence_length=lengths)
+    names = [v.name for v in gf.trainable_variables()]
+    assert names == ["bidirectional_rnn/fw/basic_lstm_cell/kernel",
+                     "bidirectional_rnn/fw/basic_lstm_cell/bias",
+                     "bidirectional_rnn/bw/basic_lstm_cell/kernel",
+                     "bidirectional_rnn/bw/basic_lstm_cell/bias"]
+    assert len(outputs) == STEPS and tuple(outputs[0].shape) == (None, 2 * UNITS)
+    rng = np.random.default_rng(5)
+    feed = _feed(xs, rng)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        kf, bf, kb, bb = sess.run(gf.trainable_variables())
+        outs, sf, sb = sess.run([outputs, state_fw, state_bw],
+                                {**feed, lengths: LENGTHS.astype(np.int64)})
+    steps = [feed[x] for x in xs]
+    ref_fw, _, ref_hf = _lstm_reference(steps, kf, bf, LENGTHS)
+    rev_out, ref_cb, ref_hb = _lstm_reference(_reverse_rows(steps, LENGTHS), kb, bb, LENGTHS)
+    ref_bw = _reverse_rows(rev_out, LENGTHS)
+    for t in range(STEPS):
+        np.testing.assert_allclose(outs[t], np.concatenate([ref_fw[t], ref_bw[t]], 1),
+                                   rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sf.h, ref_hf, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sb.c, ref_cb, rtol=1e-10, atol=1e-12)
+    # the backward cell's output at step 0 has read row 1's whole (2-step) sequence
+    np.testing.assert_allclose(outs[0][1, UNITS:], ref_hb[1], rtol=1e-10)
+
+
+def test_static_bidirectional_rnn_gradient(backend):
+    xs = _inputs(steps=3)
+    fw, bw = rnn_cell.BasicRNNCell(UNITS), rnn_cell.GRUCell(UNITS)
+    outputs, state_fw, state_bw = gf.nn.static_bidirectional_rnn(
+        fw, bw, xs, dtype=gf.float64, sequence_length=np.array([3, 1, 2]))
+    loss = _loss(outputs + [state_fw, state_bw], seed=6)
+    wrt = xs + fw.trainable_variables + bw.trainable_variables
+    _check_gradients(loss, wrt, _feed(wrt, np.random.default_rng(6)), backend)
+
+
+def test_bidirectional_without_lengths_and_dynamic_agree():
+    x3 = gf.placeholder(gf.float64, (None, STEPS, IN), name="x3")
+    fw, bw = rnn_cell.LSTMCell(UNITS), rnn_cell.LSTMCell(UNITS)
+    outputs, sf, sb = gf.nn.static_bidirectional_rnn(fw, bw, gf.unstack(x3, axis=1),
+                                                     dtype=gf.float64, scope="birnn")
+    (out_fw, out_bw), (dsf, dsb) = gf.nn.bidirectional_dynamic_rnn(fw, bw, x3,
+                                                                   dtype=gf.float64)
+    assert len(gf.trainable_variables()) == 4  # the cells keep their weights
+    assert gf.trainable_variables()[0].name == "birnn/fw/lstm_cell/kernel"
+    rng = np.random.default_rng(7)
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        kf, bf, kb, bb = sess.run(gf.trainable_variables())
+        feed = {x3: rng.normal(size=(BATCH, STEPS, IN))}
+        outs, f, b, h_fw, h_bw = sess.run([outputs, out_fw, out_bw, sb.h, dsb.h], feed)
+    steps = [feed[x3][:, t] for t in range(STEPS)]
+    ref_bw = _lstm_reference(steps[::-1], kb, bb)[0][::-1]
+    for t in range(STEPS):
+        np.testing.assert_allclose(outs[t][:, UNITS:], ref_bw[t], rtol=1e-10)
+        np.testing.assert_allclose(outs[t], np.concatenate([f[:, t], b[:, t]], 1),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(h_fw, h_bw, rtol=1e-12)
+
+
+# -- the TF1 names -----------------------------------------------------------------------
+
+
+def test_contrib_rnn_and_nn_rnn_cell_names():
+    for name in ("BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell",
+                 "LSTMStateTuple", "DropoutWrapper", "RNNCell"):
+        assert getattr(gf.contrib.rnn, name) is getattr(gf.nn.rnn_cell, name)
+    assert gf.contrib.rnn.static_rnn is gf.nn.static_rnn
+    assert gf.contrib.rnn.static_bidirectional_rnn is gf.nn.static_bidirectional_rnn
+
+
+def test_basic_lstm_cell_has_tf1_layout_and_forget_bias(backend):
+    x = gf.placeholder(gf.float64, (None, IN), name="x")
+    cell = gf.contrib.rnn.BasicLSTMCell(UNITS, forget_bias=0.5, state_is_tuple=True)
+    out, state = cell(x, cell.zero_state(BATCH, gf.float64))
+    kernel, bias = cell.trainable_variables
+    assert (kernel.name, tuple(kernel.shape)) == ("basic_lstm_cell/kernel",
+                                                  (IN + UNITS, 4 * UNITS))
+    assert (bias.name, tuple(bias.shape)) == ("basic_lstm_cell/bias", (4 * UNITS,))
+    rng = np.random.default_rng(8)
+    k, b = rng.normal(size=(IN + UNITS, 4 * UNITS)), rng.normal(size=4 * UNITS)
+    xv = rng.normal(size=(BATCH, IN))
+    with gf.Session(backend=backend) as sess:
+        got_out, got_state = sess.run([out, state], {x: xv, kernel: k, bias: b})
+    zeros = np.zeros((BATCH, UNITS))
+    c, h = _lstm_step(xv, zeros, zeros, k, b, forget_bias=0.5)
+    np.testing.assert_allclose(got_state.c, c, rtol=1e-12)
+    np.testing.assert_allclose(got_out, h, rtol=1e-12)
+
+
+def test_gru_cell_reference_and_names(backend):
+    x = gf.placeholder(gf.float64, (None, IN), name="x")
+    h0 = gf.placeholder(gf.float64, (None, UNITS), name="h0")
+    cell = gf.nn.rnn_cell.GRUCell(UNITS)
+    out, state = cell(x, h0)
+    assert out is state
+    names = [v.name for v in cell.trainable_variables]
+    assert names == ["gru_cell/gates/kernel", "gru_cell/gates/bias",
+                     "gru_cell/candidate/kernel", "gru_cell/candidate/bias"]
+    rng = np.random.default_rng(9)
+    xv, hv = rng.normal(size=(BATCH, IN)), rng.normal(size=(BATCH, UNITS))
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        gk, gb, ck, cb = sess.run(cell.trainable_variables)
+        got = sess.run(out, {x: xv, h0: hv})
+    np.testing.assert_array_equal(gb, 1.0)  # TF1 starts the gate bias at 1
+    r, u = np.split(_sigmoid(np.concatenate([xv, hv], 1) @ gk + gb), 2, axis=1)
+    cand = np.tanh(np.concatenate([xv, r * hv], 1) @ ck + cb)
+    np.testing.assert_allclose(got, u * hv + (1 - u) * cand, rtol=1e-12)
+    loss = _loss([out], seed=10)
+    wrt = [x, h0] + cell.trainable_variables
+    _check_gradients(loss, wrt, _feed(wrt, rng), backend)
+
+
+def test_dropout_wrapper(backend):
+    xs = _inputs(dtype=gf.float32)
+    keep = gf.placeholder_with_default(1.0, (), name="keep")
+    inner = rnn_cell.BasicLSTMCell(UNITS)
+    cell = gf.contrib.rnn.DropoutWrapper(inner, output_keep_prob=keep, state_keep_prob=0.5,
+                                         seed=3)
+    outputs, state = gf.nn.static_rnn(cell, xs, dtype=gf.float32)
+    assert [v.name for v in cell.trainable_variables] == ["rnn/basic_lstm_cell/kernel",
+                                                          "rnn/basic_lstm_cell/bias"]
+    plain, _ = gf.nn.static_rnn(inner, xs, dtype=gf.float32)  # the same weights
+    ones = {x: np.ones((BATCH, IN), np.float32) for x in xs}
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        first = sess.run(outputs[0], ones)
+        np.testing.assert_allclose(first, sess.run(plain[0], ones), rtol=1e-6)
+        dropped = sess.run(outputs[0], {**ones, keep: 0.5})
+    assert np.all((dropped == 0) | np.isclose(dropped, 2 * first, rtol=1e-5))
+    with pytest.raises(ValueError, match="input_keep_prob must be in"):
+        gf.contrib.rnn.DropoutWrapper(inner, input_keep_prob=1.5)
+    with pytest.raises(TypeError, match="must be an RNNCell"):
+        gf.contrib.rnn.DropoutWrapper(lambda x, s: (x, s))
