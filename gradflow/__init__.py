@@ -6,10 +6,25 @@ library, chosen per Session.
 """
 
 from gradflow import backends, data, errors, layers, nn, train  # noqa: E402 - they use the names above
+from gradflow import app, contrib  # TF1's tf.app, tf.contrib
+from gradflow import tf_logging as logging  # TF1's tf.logging
+from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow.autodiff import RegisterGradient, gradients
+from gradflow.config import (
+    ConfigProto,
+    DeviceSpec,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    device,
+)
 from gradflow.clip_ops import clip_by_global_norm, clip_by_norm, global_norm
 from gradflow.dtypes import DType, as_dtype, float16, float32, float64, int32, int64
 from gradflow.dtypes import bool_ as bool  # noqa: A001 - TF1 name
+from gradflow.dtypes import double, half, int8, int16, uint8, uint16, uint32, uint64
+from gradflow.ops.state_ops import ensure_shape
 from gradflow.graph import (
     Graph,
     Operation,
@@ -22,10 +37,14 @@ from gradflow.graph import (
 )
 from gradflow.ops import overloads as _overloads  # noqa: F401 - installs the operators
 from gradflow.ops.array_ops import (
+    arg_max,
+    arg_min,
     argmax,
     argmin,
     expand_dims,
     matmul,
+    reduce_all,
+    reduce_any,
     reduce_max,
     reduce_mean,
     reduce_min,
@@ -35,16 +54,33 @@ from gradflow.ops.array_ops import (
     squeeze,
     transpose,
 )
-from gradflow.ops.index_ops import concat, gather, one_hot, shape, split, stack, unstack
+from gradflow.ops.index_ops import (
+    boolean_mask,
+    concat,
+    gather,
+    gather_nd,
+    one_hot,
+    shape,
+    split,
+    stack,
+    strided_slice,
+    unstack,
+)
+from gradflow.ops.index_ops import slice_ as slice  # noqa: A001 - TF1 name
+from gradflow.ops.linalg_ops import einsum, norm, tensordot
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004
     add,
     cast,
     clip_by_value,
+    cumsum,
     divide,
     equal,
     exp,
     floor,
+    floor_div,
+    floordiv,
+    floormod,
     greater,
     greater_equal,
     less,
@@ -56,6 +92,7 @@ from gradflow.ops.math_ops import (
     logical_or,
     maximum,
     minimum,
+    mod,
     multiply,
     negative,
     not_equal,
@@ -71,12 +108,18 @@ from gradflow.ops.math_ops import (
     squared_difference,
     subtract,
     tanh,
+    to_double,
+    to_float,
+    to_int32,
+    to_int64,
     truediv,
     where,
     zeros_like,
 )
 from gradflow.ops.nn_ops import softmax
 from gradflow.ops.registry import constant, convert_to_tensor
+from gradflow.ops.shape_ops import eye, fill, pad, rank, reverse, reverse_v2, size, tile
+from gradflow.ops.shape_ops import range_ as range  # noqa: A001 - TF1 name
 from gradflow.ops.state_ops import (
     assign,
     assign_add,
@@ -92,10 +135,43 @@ from gradflow.ops.state_ops import (
     truncated_normal,
 )
 from gradflow.session import InteractiveSession, Session, get_default_session
+# control flow and debugging; ``tuple`` and ``print`` shadow the builtins in this module
+from gradflow.ops.control_flow_ops import cond, control_dependencies, identity, while_loop
+from gradflow.ops.control_flow_ops import tuple_ as tuple  # noqa: A001 - TF1 name
+from gradflow.ops.debug_ops import (
+    Assert,
+    Print,
+    add_check_numerics_ops,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_type,
+    check_numerics,
+    numpy_function,
+    py_func,
+    verify_tensor_all_finite,
+)
+from gradflow.ops.debug_ops import print  # noqa: A001 - TF1 name (tf.print)
 from gradflow.variables import (
     AUTO_REUSE,
+    GraphKeys,
     Variable,
+    VariableScope,
+    add_to_collection,
+    add_to_collections,
+    all_variables,
     constant_initializer,
+    get_collection,
+    get_collection_ref,
+    get_local_variable,
     get_variable,
     get_variable_scope,
     global_variables,
@@ -103,6 +179,13 @@ from gradflow.variables import (
     glorot_normal_initializer,
     glorot_uniform_initializer,
     he_normal_initializer,
+    initialize_all_variables,
+    initialize_local_variables,
+    initialize_variables,
+    local_variables,
+    local_variables_initializer,
+    model_variables,
+    moving_average_variables,
     ones_initializer,
     random_normal_initializer,
     random_uniform_initializer,
@@ -116,16 +199,20 @@ from gradflow.variables import (
 
 def zeros(shape, dtype=float32, name=None):
     """A constant tensor of zeros."""
+    import builtins as _builtins
+
     import numpy as _np
 
-    return constant(_np.zeros(tuple(shape)), dtype=dtype, name=name or "zeros")
+    return constant(_np.zeros(_builtins.tuple(shape)), dtype=dtype, name=name or "zeros")
 
 
 def ones(shape, dtype=float32, name=None):
     """A constant tensor of ones."""
+    import builtins as _builtins
+
     import numpy as _np
 
-    return constant(_np.ones(tuple(shape)), dtype=dtype, name=name or "ones")
+    return constant(_np.ones(_builtins.tuple(shape)), dtype=dtype, name=name or "ones")
 
 
 def add_n(inputs, name=None):

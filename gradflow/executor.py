@@ -339,7 +339,8 @@ def check_feed(tensor, value, np_dtype, shape):
     """``value`` as a NumPy array of the placeholder's dtype and a fitting shape."""
     array = _as_array(tensor, value)
     if array.dtype != np_dtype:
-        if not np.can_cast(array.dtype, np_dtype, casting="same_kind"):
+        if not np.can_cast(array.dtype, np_dtype, casting="same_kind") \
+                and not _python_ints_fit(value, array, np_dtype):
             raise InvalidArgumentError(
                 f"cannot feed a value of dtype {array.dtype} to '{tensor.name}', which is "
                 f"{tensor.dtype.name}: the conversion would lose information; "
@@ -350,6 +351,16 @@ def check_feed(tensor, value, np_dtype, shape):
             f"cannot feed a value of shape {array.shape} to '{tensor.name}', which has "
             f"shape {tuple(shape)} (None = any size)")
     return array
+
+
+def _python_ints_fit(value, array, np_dtype):
+    """Whether ``value`` is Python data (not a NumPy array) of integers that all fit in
+    the integer dtype ``np_dtype``: ``[0, 255]`` feeds a uint8 placeholder."""
+    if isinstance(value, (np.ndarray, np.generic)) or array.dtype.kind not in "iu" \
+            or np.dtype(np_dtype).kind not in "iu":
+        return False
+    info = np.iinfo(np_dtype)
+    return array.size == 0 or (int(array.min()) >= info.min and int(array.max()) <= info.max)
 
 
 def _as_array(tensor, value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -157,9 +158,14 @@ class Graph:
         return self
 
     def __enter__(self) -> "Graph":
+        _state.with_blocks.append(self)
         return self
 
     def __exit__(self, *exc):
+        if self in _state.with_blocks:
+            _state.with_blocks.reverse()
+            _state.with_blocks.remove(self)
+            _state.with_blocks.reverse()
         stack = _state.graph_stack
         for i in range(len(stack) - 1, -1, -1):
             if stack[i] is self:
@@ -268,8 +274,28 @@ class Graph:
     def add_to_collection(self, key: str, value) -> None:
         self._collections.setdefault(key, []).append(value)
 
-    def get_collection(self, key: str) -> list:
-        return list(self._collections.get(key, []))
+    def add_to_collections(self, keys, value) -> None:
+        for key in [keys] if isinstance(keys, str) else keys:
+            self.add_to_collection(key, value)
+
+    def get_collection(self, key: str, scope=None) -> list:
+        """The items of collection ``key``; with ``scope``, those whose name matches it
+        from the start (a regular expression, as in TF1)."""
+        items = list(self._collections.get(key, []))
+        if scope is None:
+            return items
+        return [i for i in items if getattr(i, "name", None) is not None
+                and re.match(scope, i.name)]
+
+    def get_collection_ref(self, key: str) -> list:
+        """The list that is collection ``key`` itself (changing it changes the collection)."""
+        return self._collections.setdefault(key, [])
+
+    def clear_collection(self, key: str) -> None:
+        self._collections.pop(key, None)
+
+    def get_all_collection_keys(self) -> list:
+        return list(self._collections)
 
     def __repr__(self) -> str:
         return f"<gf.Graph with {len(self.nodes)} nodes>"
@@ -278,6 +304,7 @@ class Graph:
 class _State(threading.local):
     def __init__(self):
         self.graph_stack: list[Graph] = []
+        self.with_blocks: list[Graph] = []  # graphs entered with `with`, innermost last
         self.session_stack: list = []
 
 
@@ -293,10 +320,16 @@ def get_default_graph() -> Graph:
 
 
 def reset_default_graph() -> None:
-    """Replace the global default graph with a new, empty one."""
-    if _state.graph_stack:
+    """Replace the global default graph with a new, empty one.
+
+    Graphs made the default by ``as_default()`` called alone (the tutorial style)
+    stop being the default; inside a ``with graph.as_default()`` block this is an
+    error, as in TF1.
+    """
+    if _state.with_blocks:
         raise AssertionError("reset_default_graph called inside a `with graph.as_default()` "
                              "block; leave the block first")
+    _state.graph_stack.clear()
     _global_default[0] = Graph()
 
 

@@ -198,8 +198,12 @@ class Session:
             return
         with self._init_lock:  # once per variable, even when threads start together
             missing = [v for v in variables if v not in self._store]
-            if missing:
-                self.run([v.initializer for v in missing])
+            if not missing:
+                return
+            values = self.run([v.initial_value for v in missing], output="native")
+            with self.store_lock:  # a run of another thread may have assigned one since
+                for var, value in zip(missing, values):
+                    self._store.setdefault(var, value)
 
     def load_variable(self, var, value):
         """Set ``var`` to ``value`` (array-like) outside any run."""

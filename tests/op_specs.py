@@ -20,7 +20,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import gradflow as gf
-from gradflow.ops import math_ops, rnn_ops
+from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import normalize_key
 from gradflow.ops.registry import apply
@@ -34,6 +34,16 @@ EXEMPT = {
     "assign": "kind 'assign': a store write at the end of a run (see test_session)",
     "random": "kind 'random': drawn from the host generator, no forward function",
     "group": "kind 'group': an operation with no value",
+    # control flow and debugging (gradflow/ops/control_flow_ops.py, debug_ops.py): the
+    # specs at the end of this file run cond and while_loop through every check; the
+    # rest of their behaviour is tested in tests/test_control_flow.py
+    "cond": "kind 'call': holds two sub-graphs (specs cond_*; test_control_flow.py)",
+    "while": "kind 'call': holds a loop's sub-graphs (spec while_loop; test_control_flow.py)",
+    "while_grad": "kind 'call': the backward loop of while_loop (spec while_loop)",
+    "while_loop_var": "kind 'call': a loop variable's stand-in in a while_loop body",
+    "print": "kind 'call': tf.print, prints when run (test_control_flow.py)",
+    "assert": "kind 'call': Assert and assert_*, raise when run (test_control_flow.py)",
+    "py_func": "kind 'call': runs a Python function on the host (test_control_flow.py)",
 }
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -301,7 +311,7 @@ spec("negative_int", "negative", gf.negative, [ints(3, 4, lo=-5)], np.negative, 
 spec("abs_int", "abs", gf.abs, [ints(3, 4, lo=-5)], np.abs, **_ints)
 spec("square_int", "square", gf.square, [ints(3, 4, lo=-5)], np.square, **_ints)
 spec("sign_int", "sign", gf.sign, [ints(3, 4, lo=-2, hi=3)], np.sign, **_ints)
-spec("add_int", "add", lambda x, y: x + y * 2, [ints(3, 1), ints(4, dtype=np.int64)],
+spec("add_int", "add", lambda x, y: x + y * 2, [ints(3, 1), ints(4)],
      lambda x, y: x + y * 2, **_ints)
 spec("floor_divide_int", "floor_divide", math_ops.floordiv,
      [ints(3, 4, lo=-9, hi=9), lambda rng: rng.choice([-3, -2, 2, 5], (4,)).astype(np.int32)],
@@ -312,8 +322,8 @@ spec("maximum_int", ("maximum", "minimum"), lambda x, y: gf.minimum(gf.maximum(x
 # comparisons and logic (bool results, forward only)
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     spec(_name, _name, getattr(gf, _name), [integral(3, 1), integral(4)], getattr(np, _name))
-spec("equal_int", "equal", gf.equal, [ints(3, 4), ints(3, 4, dtype=np.int64)], np.equal,
-     dtypes=("int32",))
+spec("equal_int", "equal", gf.equal, [ints(3, 4, dtype=np.int64), ints(3, 4, dtype=np.int64)],
+     np.equal, dtypes=("int64",))
 spec("comparison_operators", ("less", "greater_equal", "logical_and"),
      lambda x, y: (x < y) & (x >= -1.0), [integral(3, 4), integral(4)],
      lambda x, y: (x < y) & (x >= -1))
@@ -576,6 +586,21 @@ spec("placeholder_with_default", "placeholder_with_default",
      lambda x: gf.placeholder_with_default(x, x.shape), [uniform(3, 4)], lambda x: x)
 spec("stop_gradient", "stop_gradient", gf.stop_gradient, [uniform(3, 4)], lambda x: x,
      no_grad=True)
+spec("ensure_shape", "ensure_shape", lambda x: gf.ensure_shape(x, (3, None)), [uniform(3, 4)],
+     lambda x: x)
+spec("ensure_shape_copy", "ensure_shape",
+     lambda x: apply("ensure_shape", [x], shape=(None, 4), message="{actual}", copy=True),
+     [uniform(3, 4)], lambda x: x)
+# the conversion of a placeholder made without a dtype (checked: whole numbers in range)
+spec("weak_cast_int", "weak_cast", lambda x: state_ops.weak_cast(x, gf.int32),
+     [integral(3, 4, lo=-9, hi=9)], lambda x: x.astype(np.int32))
+spec("weak_cast_uint8", "weak_cast", lambda x: state_ops.weak_cast(x, gf.uint8),
+     [integral(2, 3, lo=0, hi=256)], lambda x: x.astype(np.uint8))
+spec("weak_cast_float64", "weak_cast", lambda x: state_ops.weak_cast(x, gf.float64),
+     [uniform(3, 4)], lambda x: x.astype(np.float64))
+spec("check_label_range", "check_label_range",
+     lambda y: apply("check_label_range", [y], depth=4, message="{value}"),
+     [ints(2, 3, hi=4, dtype=np.int64)], lambda y: y, dtypes=("int64",))
 
 # convolution and pooling (NHWC), references written with plain loops
 
@@ -677,3 +702,291 @@ spec("max_pool_select", ("max_pool_select", "max_pool_grad"),
      lambda h, x: apply("max_pool_select", [h, x], ksize=(2, 2), strides=(2, 2), padding="SAME"),
      [uniform(1, 5, 5, 2), distinct(1, 5, 5, 2)],
      lambda h, x: np_max_select(h, x, 2, 2, "SAME"), grad=(0,))
+
+
+# -- TF1 array ops: range, fill, eye, tile, pad, slices, reverse, size, rank -------------
+
+
+def _scalars(*values, dtype=np.float64):
+    return lambda rng: [np.array(v, dtype) for v in values]
+
+
+spec("range_int", "range", gf.range, _scalars(1, 10, 3, dtype=np.int32),
+     lambda s, e, d: np.arange(s, e, d, dtype=s.dtype), dtypes=("int32",), value_shaped=True)
+spec("range_negative_delta", "range", gf.range, _scalars(5, -2, -2, dtype=np.int64),
+     lambda s, e, d: np.arange(s, e, d, dtype=s.dtype), dtypes=("int64",), value_shaped=True)
+spec("range_limit_only", ("range", "cast"), lambda n: gf.range(n, dtype=gf.float32),
+     _scalars(4, dtype=np.int32), lambda n: np.arange(n, dtype=np.float32),
+     dtypes=("int32",), value_shaped=True)
+spec("range_float", "range", gf.range, _scalars(1.5, 4.0, 0.5),
+     lambda s, e, d: np.arange(s, e, d, dtype=s.dtype), no_grad=True, value_shaped=True)
+spec("fill", "fill", lambda v: gf.fill([2, 3], v), [uniform()], lambda v: np.full((2, 3), v))
+spec("fill_dims_tensor", ("fill", "shape"), lambda v, x: gf.fill(gf.shape(x), v),
+     [uniform(), uniform(3, 2)], lambda v, x: np.full(x.shape, v), grad=(0,))
+spec("fill_int", "fill", lambda v: gf.fill([3], v), _scalars(7, dtype=np.int32),
+     lambda v: np.full((3,), v, np.int32), dtypes=("int32",))
+spec("eye", ("constant", "add"), lambda x: x + gf.eye(3, 4, dtype=x.dtype), [uniform(3, 4)],
+     lambda x: x + np.eye(3, 4, dtype=x.dtype))
+spec("eye_batch", ("constant", "multiply"),
+     lambda x: x * gf.eye(2, batch_shape=[3], dtype=x.dtype), [uniform(3, 2, 2)],
+     lambda x: x * np.eye(2, dtype=x.dtype))
+spec("eye_dynamic", ("range", "equal", "cast"), lambda n: gf.eye(n, dtype=gf.float64),
+     _scalars(3, dtype=np.int32), lambda n: np.eye(int(n)), dtypes=("int32",),
+     value_shaped=True)
+spec("tile", ("tile", "tile_grad"), lambda x: gf.tile(x, [2, 3]), [uniform(2, 2)],
+     lambda x: np.tile(x, (2, 3)))
+spec("tile_rank3", ("tile", "tile_grad"), lambda x: gf.tile(x, [1, 2, 2]), [uniform(2, 1, 2)],
+     lambda x: np.tile(x, (1, 2, 2)))
+spec("tile_multiples_tensor", ("tile", "tile_grad", "shape"),
+     lambda x, y: gf.tile(x, gf.shape(y)), [uniform(2, 2), uniform(2, 3)],
+     lambda x, y: np.tile(x, y.shape), grad=(0,), value_shaped=True)
+spec("tile_int", "tile", lambda x: gf.tile(x, [3, 1]), [ints(1, 3)], lambda x: np.tile(x, (3, 1)),
+     dtypes=("int32",))
+spec("pad", ("pad", "pad_grad"), lambda x: gf.pad(x, [[1, 0], [2, 1]]), [uniform(2, 3)],
+     lambda x: np.pad(x, [(1, 0), (2, 1)]))
+spec("pad_constant_values", ("pad", "pad_grad"),
+     lambda x: gf.pad(x, [[0, 2], [1, 1], [0, 0]], constant_values=1.5), [uniform(2, 2, 2)],
+     lambda x: np.pad(x, [(0, 2), (1, 1), (0, 0)], constant_values=1.5))
+spec("pad_int", "pad", lambda x: gf.pad(x, [[1, 1]], constant_values=-7), [ints(3)],
+     lambda x: np.pad(x, [(1, 1)], constant_values=-7), dtypes=("int32",))
+spec("pad_reflect", ("pad", "pad_grad"), lambda x: gf.pad(x, [[1, 2], [2, 1]], "REFLECT"),
+     [uniform(4, 3)], lambda x: np.pad(x, [(1, 2), (2, 1)], mode="reflect"))
+spec("pad_symmetric", ("pad", "pad_grad"), lambda x: gf.pad(x, [[2, 1], [0, 3]], "symmetric"),
+     [uniform(3, 3)], lambda x: np.pad(x, [(2, 1), (0, 3)], mode="symmetric"))
+spec("slice", "getitem", lambda x: gf.slice(x, [1, 0], [2, -1]), [uniform(3, 4)],
+     lambda x: x[1:3, 0:])
+spec("slice_rank3", "getitem", lambda x: gf.slice(x, [0, 1, 1], [-1, 1, 2]), [uniform(2, 3, 3)],
+     lambda x: x[:, 1:2, 1:3])
+spec("strided_slice", "getitem",
+     lambda x: gf.strided_slice(x, [1, 0, 0], [3, 0, 2], shrink_axis_mask=2), [uniform(3, 2, 4)],
+     lambda x: x[1:3, 0, 0:2])
+spec("strided_slice_masks", "getitem",
+     lambda x: gf.strided_slice(x, [0, 0, 3], [0, 0, 0], [1, 1, -2], ellipsis_mask=1,
+                                new_axis_mask=2, end_mask=4), [uniform(2, 2, 4)],
+     lambda x: x[..., None, 3::-2])
+spec("strided_slice_begin_end_masks", "getitem",
+     lambda x: gf.strided_slice(x, [5, 1], [4, 3], [2, 1], begin_mask=1, end_mask=2),
+     [uniform(5, 3)], lambda x: x[:4:2, 1:])
+spec("reverse", "reverse", lambda x: gf.reverse(x, [1]), [uniform(3, 4)], lambda x: x[:, ::-1])
+spec("reverse_v2_axes", "reverse", lambda x: gf.reverse_v2(x, [0, -1]), [uniform(2, 3, 2)],
+     lambda x: x[::-1, :, ::-1])
+spec("reverse_int", "reverse", lambda x: gf.reverse(x, 0), [ints(3, 2)], lambda x: x[::-1],
+     dtypes=("int32",))
+spec("size", "size", gf.size, [uniform(3, 4)], lambda x: np.array(x.size, np.int32), grad=())
+spec("size_int64", "size", lambda x: gf.size(x, out_type=gf.int64), [ints(2, 0, 3)],
+     lambda x: np.array(0, np.int64), dtypes=("int32",))
+spec("rank", "rank", gf.rank, [uniform(3, 1, 2)], lambda x: np.array(3, np.int32), grad=())
+
+# -- gather_nd and boolean_mask ------------------------------------------------------------
+
+
+def _index_array(*rows, dtype=np.int32):
+    return lambda rng: np.array(rows, dtype)
+
+
+spec("gather_nd", ("gather", "merge_axes", "linear_index"), gf.gather_nd,
+     [uniform(3, 4), _index_array([0, 1], [2, 3], [0, 1])], lambda p, i: p[tuple(i.T)],
+     dynamic=keep(1, -1))
+spec("gather_nd_slices", ("gather", "linear_index"), gf.gather_nd,
+     [uniform(3, 2, 2), _index_array([1], [0], [1], dtype=np.int64)], lambda p, i: p[i[:, 0]],
+     dynamic=keep(1, -1))
+spec("gather_nd_nested_indices", ("gather", "merge_axes", "linear_index"), gf.gather_nd,
+     [uniform(3, 4, 2), _index_array([[0, 1], [2, 3]], [[1, 1], [0, 0]])],
+     lambda p, i: p[i[..., 0], i[..., 1]], dynamic=keep(1, -1))
+spec("gather_nd_int", ("gather", "linear_index"), gf.gather_nd,
+     [ints(3, 2, hi=9), _index_array([2, 1], [0, 0])], lambda p, i: p[tuple(i.T)],
+     dtypes=("int32",), dynamic=keep(1, -1))
+spec("boolean_mask", ("gather", "mask_indices"), gf.boolean_mask,
+     [uniform(4, 3), lambda rng: np.array([True, False, True, True])], lambda t, m: t[m],
+     value_shaped=True)
+spec("boolean_mask_2d", ("merge_axes", "mask_indices", "gather"), gf.boolean_mask,
+     [uniform(2, 3, 2), lambda rng: np.array([[True, False, True], [False, False, True]])],
+     lambda t, m: t[m], value_shaped=True)
+spec("boolean_mask_axis1", ("mask_indices", "gather"),
+     lambda t, m: gf.boolean_mask(t, m, axis=1),
+     [uniform(2, 3, 2), lambda rng: np.array([False, True, True])], lambda t, m: t[:, m],
+     value_shaped=True)
+spec("boolean_mask_none", ("mask_indices", "gather"), gf.boolean_mask,
+     [uniform(3), lambda rng: np.zeros(3, bool)], lambda t, m: t[m], value_shaped=True)
+
+# -- split of an axis of unknown size -----------------------------------------------------
+
+
+def _part(x, num, index, sizes=None, squeeze=False, axis=0):
+    return apply("split_part", [x], axis=axis, num=num, sizes=sizes, index=index,
+                 squeeze=squeeze, tensor=x.name)
+
+
+spec("split_part", "split_part", lambda x: _part(x, 3, 1), [uniform(6, 2)], lambda x: x[2:4])
+spec("split_part_sizes", "split_part", lambda x: _part(x, 3, 1, (1, -1, 1), axis=1),
+     [uniform(2, 5)], lambda x: x[:, 1:4])
+spec("split_part_squeeze", "split_part", lambda x: _part(x, 3, 2, squeeze=True, axis=1),
+     [uniform(2, 3)], lambda x: x[:, 2])
+spec("split_part_grad", "split_part_grad",
+     lambda g, x: apply("split_part_grad", [g, x], axis=1, num=2, sizes=None, index=1,
+                        squeeze=False, tensor="x"),
+     [uniform(2, 2), uniform(2, 4)],
+     lambda g, x: np.concatenate([np.zeros_like(g), g], 1), grad=(0,))
+spec("split_unknown_axis", "getitem", lambda x: gf.split(x, 2, 0), [uniform(4, 3)],
+     lambda x: np.split(x, 2, 0))
+spec("split_sizes_unknown_axis", "getitem", lambda x: gf.split(x, [2, -1], 1), [uniform(2, 5)],
+     lambda x: np.split(x, [2], 1))
+spec("unstack_num_unknown_axis", "getitem", lambda x: gf.unstack(x, num=3, axis=1),
+     [uniform(2, 3)], lambda x: list(np.moveaxis(x, 1, 0)))
+
+# -- reductions over bools, deprecated argument names -------------------------------------------
+
+spec("reduce_any", "reduce_any", lambda x: gf.reduce_any(x, 1), [bools(3, 4)],
+     lambda x: np.any(x, 1), dtypes=("bool",))
+spec("reduce_all", "reduce_all", gf.reduce_all, [bools(2, 2)], np.all, dtypes=("bool",))
+spec("reduce_all_deprecated_args", "reduce_all",
+     lambda x: gf.reduce_all(x, reduction_indices=[0], keep_dims=True),
+     [lambda rng: np.array([[True, False, True], [True, True, True]])],
+     lambda x: np.all(x, 0, keepdims=True), dtypes=("bool",))
+spec("reduce_sum_reduction_indices", "reduce_sum",
+     lambda x: gf.reduce_sum(x, reduction_indices=1, keep_dims=True), [uniform(3, 4)],
+     lambda x: np.sum(x, 1, keepdims=True))
+spec("reduce_mean_reduction_indices", ("reduce_sum", "divide"),
+     lambda x: gf.reduce_mean(x, reduction_indices=[0]), [uniform(3, 4)],
+     lambda x: np.mean(x, 0))
+spec("arg_max", "argmax", lambda x: gf.arg_max(x, 1), [distinct(3, 4)],
+     lambda x: np.argmax(x, 1).astype(np.int64))
+spec("arg_min_dimension", "argmin", lambda x: gf.argmin(x, dimension=0), [distinct(3, 4)],
+     lambda x: np.argmin(x, 0).astype(np.int64))
+spec("to_float", "cast", gf.to_float, [ints(3, 4, lo=-5)], lambda x: x.astype(np.float32),
+     dtypes=("int32",))
+spec("to_int64", "cast", gf.to_int64, [off_integer(3, 4)], lambda x: x.astype(np.int64))
+
+# -- floor division and modulo ---------------------------------------------------------------
+
+
+def _away_from_jumps(rng):
+    """``x = y (k + f)`` with ``f`` in [0.2, 0.8]: floor(x / y) is not at a jump."""
+    y = rng.choice([-1.5, -0.75, 1.25, 2.0], (4,))
+    return [y * (rng.integers(-3, 3, (3, 4)) + rng.uniform(0.2, 0.8, (3, 4))), y]
+
+
+spec("floormod", "floor_mod", gf.floormod, _away_from_jumps, np.mod)
+spec("mod_int", "floor_mod", gf.mod,
+     [ints(3, 4, lo=-9, hi=9), lambda rng: rng.choice([-3, -2, 2, 5], (4,)).astype(np.int32)],
+     np.mod, dtypes=("int32",))
+spec("floor_div_alias", "floor_divide", gf.floor_div,
+     [ints(3, 4, lo=-9, hi=9, dtype=np.int64),
+      lambda rng: rng.choice([-3, 2], (4,)).astype(np.int64)],
+     np.floor_divide, dtypes=("int64",))
+
+# -- cumsum ------------------------------------------------------------------------------------
+
+spec("cumsum", "cumsum", gf.cumsum, [uniform(3, 4)], lambda x: np.cumsum(x, 0))
+spec("cumsum_exclusive_reverse", "cumsum",
+     lambda x: gf.cumsum(x, axis=-1, exclusive=True, reverse=True), [uniform(2, 4)],
+     lambda x: np.flip(np.cumsum(np.flip(x, -1), -1), -1) - x)
+spec("cumsum_exclusive", "cumsum", lambda x: gf.cumsum(x, 1, exclusive=True), [uniform(2, 3, 2)],
+     lambda x: np.cumsum(x, 1) - x)
+spec("cumsum_reverse_int", "cumsum", lambda x: gf.cumsum(x, reverse=True), [ints(4, lo=-5)],
+     lambda x: np.flip(np.cumsum(np.flip(x))).astype(np.int32), dtypes=("int32",))
+
+# -- tensordot, einsum, norm ----------------------------------------------------------------------
+
+spec("tensordot", "tensordot", lambda a, b: gf.tensordot(a, b, 1), [uniform(2, 3), uniform(3, 4)],
+     lambda a, b: np.tensordot(a, b, 1))
+spec("tensordot_axis_pairs", "tensordot", lambda a, b: gf.tensordot(a, b, [[1, 2], [2, 0]]),
+     [uniform(2, 3, 4), uniform(4, 2, 3)], lambda a, b: np.tensordot(a, b, [[1, 2], [2, 0]]))
+spec("tensordot_scalar_axes", "tensordot", lambda a, b: gf.tensordot(a, b, [0, -1]),
+     [uniform(3, 2), uniform(2, 3)], lambda a, b: np.tensordot(a, b, [[0], [1]]))
+spec("tensordot_outer", "tensordot", lambda a, b: gf.tensordot(a, b, 0),
+     [uniform(2), uniform(3)], np.multiply.outer)
+spec("tensordot_int", "tensordot", lambda a, b: gf.tensordot(a, b, 2),
+     [ints(2, 3, lo=-3), ints(2, 3, lo=-3)], lambda a, b: np.tensordot(a, b, 2),
+     dtypes=("int32",))
+
+_EINSUM = [
+    ("matmul", "ij,jk->ik", [(2, 3), (3, 4)], "tensordot"),
+    ("batch_matmul", "bij,bjk->bik", [(2, 2, 3), (2, 3, 2)], "matmul"),
+    ("dot", "i,i->", [(3,), (3,)], "tensordot"),
+    ("transpose", "ij->ji", [(2, 3)], "transpose"),
+    ("sum", "ij->j", [(2, 3)], "reduce_sum"),
+    ("outer", "i,j->ij", [(2,), (3,)], "multiply"),
+    ("batch_dot", "bi,bi->b", [(2, 3), (2, 3)], ("matmul", "squeeze")),
+    ("attention", "bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 2, 2)], ("matmul", "transpose")),
+    ("implicit", "ij,jk", [(2, 3), (3, 2)], "tensordot"),
+    ("ellipsis", "...ij,...jk->...ik", [(2, 2, 3), (2, 3, 2)], "matmul"),
+    ("chain", "ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)], "tensordot"),
+    ("broadcast_sum", "bij,bkj->bik", [(2, 2, 2), (2, 3, 2)], "matmul"),
+    ("elementwise", "ij,ij->ij", [(2, 3), (2, 3)], "multiply"),
+    ("batch_two_free", "bij,bkl->bijkl", [(2, 1, 2), (2, 2, 1)], "multiply"),
+    ("contract_two", "bijk,bjk->bi", [(2, 2, 2, 3), (2, 2, 3)], ("multiply", "reduce_sum")),
+]
+for _id, _eq, _shapes, _ops in _EINSUM:
+    spec(f"einsum_{_id}", _ops, lambda *xs, eq=_eq: gf.einsum(eq, *xs),
+         [uniform(*s) for s in _shapes], lambda *xs, eq=_eq: np.einsum(eq, *xs))
+
+
+def _signed_distinct(*shape):
+    """Distinct magnitudes with random signs: no ties in |x| for max norms."""
+    gen = distinct(*shape, lo=0.3, hi=2.0)
+    return lambda rng: gen(rng) * rng.choice([-1.0, 1.0], shape)
+
+
+spec("norm", ("square", "reduce_sum", "sqrt"), gf.norm, [uniform(3, 4)],
+     lambda x: np.linalg.norm(x.reshape(-1)))
+spec("norm_axis_keepdims", ("square", "reduce_sum", "sqrt"),
+     lambda x: gf.norm(x, axis=1, keepdims=True), [uniform(3, 4)],
+     lambda x: np.linalg.norm(x, axis=1, keepdims=True))
+spec("norm_ord1", ("abs", "reduce_sum"), lambda x: gf.norm(x, ord=1, axis=0), [nonzero(3, 4)],
+     lambda x: np.linalg.norm(x, 1, axis=0))
+spec("norm_inf", ("abs", "reduce_max"), lambda x: gf.norm(x, ord=np.inf, axis=-1),
+     [_signed_distinct(3, 4)], lambda x: np.linalg.norm(x, np.inf, axis=-1))
+spec("norm_p3", ("abs", "pow", "reduce_sum"), lambda x: gf.norm(x, ord=3, axis=1),
+     [nonzero(2, 3)], lambda x: np.linalg.norm(x, 3, axis=1))
+spec("norm_fro", ("square", "reduce_sum", "sqrt"), lambda x: gf.norm(x, "fro", axis=(1, 2)),
+     [uniform(2, 3, 2)], lambda x: np.linalg.norm(x, "fro", axis=(1, 2)))
+spec("norm_matrix_ord1", ("abs", "reduce_sum", "reduce_max"),
+     lambda x: gf.norm(x, 1, axis=[0, 1]), [_signed_distinct(3, 4)],
+     lambda x: np.linalg.norm(x, 1, axis=(0, 1)))
+spec("norm_matrix_inf", ("abs", "reduce_sum", "reduce_max"),
+     lambda x: gf.norm(x, np.inf, axis=(-2, -1), keep_dims=True), [_signed_distinct(2, 3, 3)],
+     lambda x: np.linalg.norm(x, np.inf, axis=(-2, -1), keepdims=True))
+
+
+# control flow (gradflow/ops/control_flow_ops.py): each branch and the loop body read tensors
+# from outside, so gradients reach them through the cond/while node; more in
+# test_control_flow.py
+def _cond_spec(positive):
+    def fn(x, y):
+        pred = gf.reduce_sum(x * x) >= 0.0 if positive else gf.reduce_sum(x * x) < 0.0
+        return gf.cond(pred, lambda: gf.exp(x) * y, lambda: gf.tanh(x) * y * y)
+
+    return fn
+
+
+spec("cond_true", ("cond", "tuple_get"), _cond_spec(True), [uniform(2, 3), uniform(3)],
+     lambda x, y: np.exp(x) * y)
+spec("cond_false", ("cond", "tuple_get"), _cond_spec(False), [uniform(2, 3), uniform(3)],
+     lambda x, y: np.tanh(x) * y * y)
+spec("cond_two_outputs", ("cond", "tuple_get"),
+     lambda x, y: gf.cond(gf.reduce_sum(y) > 100.0, lambda: (x, y),
+                          lambda: [gf.square(x) * y, gf.exp(y) + gf.reduce_sum(x)]),
+     [uniform(2, 3), uniform(3)],
+     lambda x, y: [np.square(x) * y, np.exp(y) + x.sum()])
+
+
+def _loop(x, w):
+    _, out = gf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, gf.tanh(v * w) + x), (0, x))
+    return out
+
+
+def _np_loop(x, w):
+    v = x
+    for _ in range(3):
+        v = np.tanh(v * w) + x
+    return v
+
+
+# the gradient of the backward loop is not supported: no second order
+spec("while_loop", ("while", "while_grad", "while_loop_var", "tuple_get"), _loop,
+     [uniform(2, 3), uniform(3, lo=-1.0, hi=1.0)], _np_loop, second_order=False)
+spec("check_numerics", "check_numerics", lambda x: gf.check_numerics(x, "spec"),
+     [uniform(3, 4)], lambda x: x)
+spec("Print", "Print", lambda x, y: gf.Print(x, [x, y], "op_specs Print: ", first_n=1),
+     [uniform(2, 3), uniform(2)], lambda x, y: x)

@@ -1,0 +1,188 @@
+"""TF1 programs as people write them, run with only ``import gradflow as tf``.
+
+The programs live in ``tests/tf1_programs/``. Each test runs one on a backend
+(through ``$GRADFLOW_BACKEND``, as a user would switch) and checks its numbers:
+against the same computation in NumPy where the program is deterministic,
+against an accuracy floor where it trains a net.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import backend_params
+
+import gradflow as gf
+
+PROGRAMS = pathlib.Path(__file__).parent / "tf1_programs"
+
+
+@pytest.fixture(params=backend_params())
+def backend_name(request, monkeypatch):
+    """The backend every ``tf.Session()`` of the program gets, by name."""
+    monkeypatch.setenv("GRADFLOW_BACKEND", request.param)
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def restore_graph_stack():
+    """Programs call ``tf.Graph().as_default()`` without ``with``, as the tutorials do:
+    take their graphs off the default stack afterwards."""
+    saved = list(gf.graph._state.graph_stack)
+    yield
+    gf.graph._state.graph_stack[:] = saved
+
+
+def load_program(name):
+    """A fresh module object of ``tf1_programs/<name>.py``."""
+    spec = importlib.util.spec_from_file_location(f"tf1_{name}", PROGRAMS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _DataSet:
+    """TF1's ``mnist.train``: images flattened to [0, 1], one-hot labels, next_batch."""
+
+    def __init__(self, images, labels):
+        self.images = images.reshape(len(images), -1).astype(np.float32) / 255.0
+        self.labels = np.eye(10, dtype=np.float32)[labels]
+        self.num_examples = len(images)
+        self._next = 0
+
+    def next_batch(self, batch_size):
+        if self._next + batch_size > self.num_examples:
+            self._next = 0
+        start, self._next = self._next, self._next + batch_size
+        return self.images[start:self._next], self.labels[start:self._next]
+
+
+class _MNIST:
+    def __init__(self, train, test):
+        self.train, self.test = _DataSet(*train), _DataSet(*test)
+
+
+@pytest.fixture(scope="module")
+def mnist_arrays():
+    (x_train, y_train), (x_test, y_test) = gf.data.mnist.load()
+    return (x_train[:3000], y_train[:3000]), (x_test[:1000], y_test[:1000])
+
+
+@pytest.fixture
+def mnist(mnist_arrays):
+    return _MNIST(*mnist_arrays)
+
+
+def _softmax(z):
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_logistic_regression_matches_numpy(backend_name, mnist):
+    out = load_program("logistic_regression").main(mnist, epochs=2)
+    # the same full-batch-gradient steps in NumPy, float32 as TF1 computes them
+    train = _DataSet.__new__(_DataSet)
+    train.__dict__.update(mnist.train.__dict__, _next=0)
+    W = np.zeros((784, 10), np.float32)
+    b = np.zeros(10, np.float32)
+    costs = []
+    batches = int(train.num_examples / 100)
+    for _ in range(2):
+        avg = 0.0
+        for _ in range(batches):
+            xs, ys = train.next_batch(100)
+            p = _softmax(xs @ W + b)
+            avg += float(np.mean(-np.sum(ys * np.log(p + 1e-10), axis=1))) / batches
+            g = (p - ys) / len(xs)  # through softmax and log (the 1e-10 aside): p - y
+            W -= np.float32(0.5) * (xs.T @ g).astype(np.float32)
+            b -= np.float32(0.5) * g.sum(axis=0)
+        costs.append(avg)
+    np.testing.assert_allclose(out["costs"], costs, rtol=2e-3)
+    assert out["dtype"] == np.float32  # "float" is float32, as in TF1
+    assert out["accuracy"] > 0.8
+
+
+def test_linear_regression_matches_numpy(backend_name):
+    train_X = np.asarray([3.3, 4.4, 5.5, 6.71, 6.93, 4.168, 9.779, 6.182, 7.59, 2.167,
+                          7.042, 10.791, 5.313, 7.997, 5.654, 9.27, 3.1])
+    train_Y = np.asarray([1.7, 2.76, 2.09, 3.19, 1.694, 1.573, 3.366, 2.596, 2.53, 1.221,
+                          2.827, 3.465, 1.65, 2.904, 2.42, 2.94, 1.3])
+    out = load_program("linear_regression").main(train_X, train_Y, training_epochs=20)
+    W, b, n = np.float32(0.3), np.float32(-0.2), len(train_X)
+    lr = np.float32(0.01)
+    for _ in range(20):
+        for x, y in zip(train_X.astype(np.float32), train_Y.astype(np.float32)):
+            err = W * x + b - y  # d/dW of (W x + b - y)^2 / (2 n)
+            W, b = W - lr * err * x / n, b - lr * err / n
+    cost = np.sum((W * train_X + b - train_Y) ** 2) / (2 * n)
+    np.testing.assert_allclose([out["W"], out["b"]], [W, b], rtol=1e-4)
+    np.testing.assert_allclose(out["cost"], cost, rtol=1e-4)
+
+
+def test_deep_cnn_with_shapeless_keep_prob_trains(backend_name, mnist):
+    if backend_name != "numpy":
+        pytest.skip("the CNN trains on numpy only, to keep the suite short; its ops are "
+                    "checked on every backend in test_ops")
+    out = load_program("deep_cnn").main(mnist, steps=60)
+    assert out["keep_prob_shape"] is None  # a placeholder without a shape: unknown rank
+    assert tuple(out["drop_shape"]) == (None, 64)  # dropout keeps x's shape
+    assert out["accuracy"] > 0.6 > out["first"]
+
+
+def test_multilayer_perceptron_trains(backend_name, mnist):
+    if backend_name == "array_api_strict":
+        pytest.skip("array_api_strict is slow for training; its ops are checked in test_ops")
+    out = load_program("multilayer_perceptron").main(mnist, steps=150)
+    assert out["accuracy"] > 0.85
+
+
+def test_recurrent_network_with_contrib_rnn_trains(backend_name, mnist):
+    if backend_name != "numpy":
+        pytest.skip("trains on numpy only, to keep the suite short")
+    out = load_program("recurrent_network").main(mnist, steps=80)
+    assert out["accuracy"] > 0.5
+
+
+def test_control_flow_program(backend_name):
+    out = load_program("control_flow").main()
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_allclose(out["train"], x * 2)
+    np.testing.assert_allclose(out["eval"], x - 1)
+    np.testing.assert_allclose(out["powered"], x * 1.5 ** 4, rtol=1e-6)
+    np.testing.assert_allclose(out["grad_w"], x.sum() * 4 * 1.5 ** 3, rtol=1e-6)
+    assert [int(r) for r in out["reads"]] == [1, 2, 3]  # identity after the assignment
+    np.testing.assert_array_equal(out["checked"], x)
+    assert "x has NaN" in out["nan_error"]
+
+
+def test_shared_variables_program(backend_name):
+    out = load_program("shared_variables").main()
+    assert [n.split(":")[0] for n in out["names"]] == [
+        "model/layer1/w", "model/layer1/b", "model/layer2/w", "model/layer2/b"]
+    np.testing.assert_array_equal(out["a"], out["b"])
+    np.testing.assert_array_equal(out["a"], out["c"])
+    assert out["scope"] == ""
+
+
+def test_tensorslow_affine_prints_integers(backend_name, capsys):
+    output = load_program("tensorslow_affine").main()
+    np.testing.assert_array_equal(output, [2, -1])
+    assert np.asarray(output).dtype.kind == "i"
+    assert capsys.readouterr().out.strip() == "[ 2 -1]"
+
+
+def test_app_run_parses_flags():
+    env = dict(os.environ, GRADFLOW_BACKEND="numpy")
+    done = subprocess.run([sys.executable, str(PROGRAMS / "app_flags.py"), "--steps", "2",
+                           "--learning_rate=0.25", "--name", "trial"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # x <- x - 0.25 * 2x twice: 5 * 0.5 ** 2
+    assert done.stdout.strip() == "x=1.250000 name=trial steps=2"
