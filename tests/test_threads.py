@@ -161,3 +161,23 @@ def test_lazy_initialization_happens_once(backend):
 
             _run_threads(work)
             np.testing.assert_array_equal(sess.run(v), np.full(4, 5.0, np.float32))
+
+
+def test_threads_running_control_flow_get_their_own_results(backend):
+    """Plans with cond and while_loop sub-plans: each concurrent instance has its own."""
+    x = gf.placeholder(gf.float32, shape=(8192,), name="x")
+    flag = gf.placeholder(gf.bool, shape=(), name="flag")
+    picked = gf.cond(flag, lambda: gf.tanh(x * 2.0) + 1.0, lambda: gf.exp(x * 0.5) - x)
+    _, looped = gf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 1.5 + picked),
+                              (gf.constant(0), x))
+    rng = np.random.default_rng(2)
+    feeds = [(rng.uniform(-1, 1, 8192).astype(np.float32), k % 2 == 0) for k in range(THREADS)]
+    with gf.Session(backend=backend) as sess:
+        expected = [sess.run(looped, {x: f, flag: b}) for f, b in feeds]
+
+        def work(k):
+            f, b = feeds[k]
+            for _ in range(15):
+                np.testing.assert_array_equal(sess.run(looped, {x: f, flag: b}), expected[k])
+
+        _run_threads(work)
