@@ -8,6 +8,7 @@ import math
 from array_api_compat import device as _device
 
 from gradflow import dtypes
+from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
 from gradflow.ops import rules
 from gradflow.ops.array_ops import expand_dims, reshape_like
@@ -281,20 +282,20 @@ def _split_bounds(size, axis, num, sizes, index, squeeze, tensor):
         return index, index + 1
     if sizes is None:
         if size % num:
-            raise ValueError(f"split: axis {axis} of '{tensor}' has size {size}, which does "
-                             f"not divide into {num} equal parts")
+            raise InvalidArgumentError(f"split: axis {axis} of '{tensor}' has size {size}, "
+                                       f"which does not divide into {num} equal parts")
         step = size // num
         return index * step, (index + 1) * step
     sizes = list(sizes)
     known = sum(s for s in sizes if s != -1)
     if -1 in sizes:
         if known > size:
-            raise ValueError(f"split: the sizes {tuple(sizes)} add up to more than axis {axis} "
-                             f"of '{tensor}' (size {size})")
+            raise InvalidArgumentError(f"split: the sizes {tuple(sizes)} add up to more than "
+                                       f"axis {axis} of '{tensor}' (size {size})")
         sizes[sizes.index(-1)] = size - known
     elif known != size:
-        raise ValueError(f"split: the sizes {tuple(sizes)} add up to {known}, but axis {axis} "
-                         f"of '{tensor}' has size {size}")
+        raise InvalidArgumentError(f"split: the sizes {tuple(sizes)} add up to {known}, but "
+                                   f"axis {axis} of '{tensor}' has size {size}")
     start = sum(sizes[:index])
     return start, start + sizes[index]
 

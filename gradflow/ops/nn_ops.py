@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
 from gradflow.ops import rules
 from gradflow.ops.array_ops import reduce_sum
@@ -117,7 +118,7 @@ def _check_label_range_impl(xp, labels, depth, message):
     low, high = xp.min(labels), xp.max(labels)
     if bool((low < 0) | (high >= depth)):  # one transfer to the host in the common case
         bad = int(low) if int(low) < 0 else int(high)
-        raise ValueError(message.replace("{value}", str(bad)))
+        raise InvalidArgumentError(message.replace("{value}", str(bad)))
     return labels
 
 

@@ -7,6 +7,7 @@ them their values (feeds, the session's variable store, host random numbers).
 from __future__ import annotations
 
 from gradflow import dtypes
+from gradflow.errors import InvalidArgumentError
 from gradflow.graph import get_default_graph, user_source_line
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
@@ -76,7 +77,7 @@ def _ensure_shape_infer(shapes, in_dtypes, shape, message, copy=False):
 def _ensure_shape_impl(xp, x, shape, message, copy=False):
     actual = tuple(int(d) for d in x.shape)
     if not _compatible(actual, shape):
-        raise ValueError(message.replace("{actual}", str(actual)))
+        raise InvalidArgumentError(message.replace("{actual}", str(actual)))
     return xp.asarray(x, copy=True) if copy else x
 
 
@@ -111,7 +112,7 @@ def _weak_cast_impl(xp, x, dtype, message):
             example = f" (such as {float(x[xp.logical_not(ok)][0])!r})"
         except Exception:  # noqa: BLE001 - the example is a courtesy
             example = ""
-        raise ValueError(message.replace("{example}", example))
+        raise InvalidArgumentError(message.replace("{example}", example))
     return xp.astype(x, target)
 
 
