@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_INSIDE: dict = {}  # code filename -> whether it is a file of gradflow itself
 
 
 def user_source_line() -> str:
@@ -18,7 +19,10 @@ def user_source_line() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+        inside = _INSIDE.get(filename)
+        if inside is None:
+            inside = _INSIDE[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if not inside:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
