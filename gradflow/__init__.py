@@ -26,6 +26,7 @@ from gradflow.dtypes import bool_ as bool  # noqa: A001 - TF1 name
 from gradflow.dtypes import double, half, int8, int16, uint8, uint16, uint32, uint64
 from gradflow.ops.state_ops import ensure_shape
 from gradflow.graph import (
+    Dimension,
     Graph,
     Operation,
     Tensor,
@@ -203,6 +204,10 @@ def zeros(shape, dtype=float32, name=None):
 
     import numpy as _np
 
+    if isinstance(shape, Tensor) or (isinstance(shape, (_builtins.list, _builtins.tuple))
+                                     and _builtins.any(isinstance(d, Tensor) for d in shape)):
+        # a shape known only when the graph runs: [gf.shape(x)[0], 10]
+        return fill(shape, constant(0, dtype=dtype), name=name or "zeros")
     return constant(_np.zeros(_builtins.tuple(shape)), dtype=dtype, name=name or "zeros")
 
 
@@ -212,6 +217,10 @@ def ones(shape, dtype=float32, name=None):
 
     import numpy as _np
 
+    if isinstance(shape, Tensor) or (isinstance(shape, (_builtins.list, _builtins.tuple))
+                                     and _builtins.any(isinstance(d, Tensor) for d in shape)):
+        # a shape known only when the graph runs: [gf.shape(x)[0], 10]
+        return fill(shape, constant(1, dtype=dtype), name=name or "ones")
     return constant(_np.ones(_builtins.tuple(shape)), dtype=dtype, name=name or "ones")
 
 

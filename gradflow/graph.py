@@ -28,15 +28,37 @@ def user_source_line() -> str:
     return "<unknown>"
 
 
+class Dimension(int):
+    """A known dimension of a static shape: an ``int`` that also answers TF1's
+    ``.value`` (``x.get_shape()[1].value``). Unknown dimensions stay ``None``."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
 class TensorShape(tuple):
     """A static shape: a tuple whose unknown dimensions are ``None``."""
+
+    def __new__(cls, dims=()):
+        return super().__new__(cls, (None if d is None else Dimension(d) for d in dims))
 
     @property
     def ndims(self) -> int:
         return len(self)
 
-    def as_list(self) -> list:
+    @property
+    def dims(self) -> list:
+        """TF1: the dimensions as a list (known ones answer ``.value``)."""
         return list(self)
+
+    def as_list(self) -> list:
+        return [None if d is None else int(d) for d in self]
 
     def is_fully_defined(self) -> bool:
         return all(d is not None for d in self)

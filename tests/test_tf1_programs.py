@@ -190,3 +190,50 @@ def test_app_run_parses_flags():
     assert done.returncode == 0, done.stderr
     # x <- x - 0.25 * 2x twice: 5 * 0.5 ** 2
     assert done.stdout.strip() == "x=1.250000 name=trial steps=2"
+
+
+def test_autoencoder_with_decay_weight_decay_and_checkpoints(backend_name, mnist, tmp_path):
+    if backend_name == "array_api_strict":
+        pytest.skip("array_api_strict is slow for training; its ops are checked in test_ops")
+    out = load_program("autoencoder").main(mnist, str(tmp_path), steps=200)
+    # exponential_decay(0.01, global_step, 50, 0.5, staircase=True), read before each step
+    np.testing.assert_allclose(out["rates"], [0.01 * 0.5 ** (i // 50) for i in range(200)],
+                               rtol=1e-6)
+    assert out["losses"][-1] < 0.1 < 0.2 < out["losses"][0]
+    assert out["test_loss"] < 0.1
+    # the Saver round trip: get_checkpoint_state names the last of max_to_keep=3
+    assert out["step"] == 200
+    assert out["checkpoint"] == str(tmp_path / "model.ckpt-200")
+    assert out["all_checkpoints"] == [str(tmp_path / f"model.ckpt-{s}") for s in (100, 150, 200)]
+    np.testing.assert_array_equal(out["restored"], out["trained"])
+    np.testing.assert_allclose(out["restored_loss"], out["test_loss"], rtol=1e-5)
+    assert [n.split(":")[0] for n in out["names"]] == [
+        "decoder/sigmoid_1", "loss/divide", "weights/Variable"]
+
+
+def test_tensor_idioms_program(backend_name):
+    images = np.arange(5 * 12, dtype=np.float32).reshape(5, 4, 3) / 7.0
+    out = load_program("tensor_idioms").main(images)
+    assert out["n_features"] == 12 and out["dims"] == [None, 4, 3]  # Dimension.value
+    assert out["flat_shape"] == [None, 12]  # reshape to [tf.shape(x)[0], -1], as TF1 infers
+    assert tuple(out["state_shape"]) == (None, 2)  # zeros([tf.shape(x)[0], 2])
+    W = (np.arange(24, dtype=np.float32) / np.float32(10.0)).reshape(12, 2)
+    expected = images.reshape(5, -1) @ W
+    np.testing.assert_array_equal(out["W"], W)
+    np.testing.assert_allclose(out["fetched"]["logits"], expected, rtol=1e-5)
+    np.testing.assert_allclose(out["fetched"]["total"], expected, rtol=1e-5)  # keep_prob 1.0
+    np.testing.assert_array_equal(out["fetched"]["ones"], np.ones((5, 1), np.int32))
+    np.testing.assert_allclose(out["by_name"], expected, rtol=1e-5)
+    np.testing.assert_allclose(out["batches"], expected, rtol=1e-5)
+    kept = out["trained"] != 0  # is_training fed True: keep_prob 0.5 scales by 2
+    np.testing.assert_allclose(out["trained"][kept], 2 * expected[kept], rtol=1e-5)
+    assert [n.split(":")[0] for n in out["names"]] == ["dense/W", "dense/b", "dense/add"]
+
+
+def test_word_embeddings_program(backend_name):
+    out = load_program("word_embeddings").main()
+    assert out["losses"][-1] < 0.1 < 2.0 < out["losses"][0]
+    np.testing.assert_array_equal(out["predicted"], (out["words"] + 1) % 12)
+    np.testing.assert_allclose(np.linalg.norm(out["embeddings"], axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(out["similarity"], out["embeddings"][[1, 2]] @ out["embeddings"].T,
+                               rtol=1e-4, atol=1e-6)

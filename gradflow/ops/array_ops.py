@@ -291,8 +291,27 @@ def broadcast_like(g, x):
 # -- reshaping -------------------------------------------------------------------
 
 
+def _reshape_impl(xp, x, dims=None, *, shape):
+    if dims is not None:  # a 1-D int tensor such as gf.stack([gf.shape(x)[0], -1])
+        shape = tuple(int(dims[i]) for i in range(dims.shape[0]))
+    return xp.reshape(x, shape)
+
+
 def _reshape_infer(shapes, in_dtypes, shape):
     src = shapes[0]
+    if len(shapes) > 1:  # the shape is known only when the graph runs; ``shape`` is a hint
+        if len(shapes[1]) != 1 or not in_dtypes[1].is_integer:
+            raise ValueError("the new shape must be a 1-D integer tensor")
+        if shape is None:
+            return ((None,) * shapes[1][0] if shapes[1][0] is not None else None), \
+                in_dtypes[0]
+        if src is not None and shape.count(-1) == 1 and shape.count(None) == 1 \
+                and src.count(None) == 1:  # [gf.shape(x)[0], -1]: as TF1, take the
+            known_src = math.prod(d for d in src if d is not None)  # unknown dims equal
+            known = math.prod(d for d in shape if d is not None and d != -1)
+            if known and known_src % known == 0:
+                return tuple(known_src // known if d == -1 else d for d in shape), in_dtypes[0]
+        return tuple(None if d is None or d < 0 else d for d in shape), in_dtypes[0]
     if shape.count(-1) > 1:
         raise ValueError(f"at most one -1 in the new shape {shape}")
     if src is None:  # unknown rank: the new shape is still known, as in TF1
@@ -310,8 +329,8 @@ def _reshape_infer(shapes, in_dtypes, shape):
     return shape, in_dtypes[0]
 
 
-register("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+register("reshape", _reshape_impl, _reshape_infer,
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1))
 register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
          lambda s, d: (s[1], d[0]),
          grad=lambda n, g: [reshape_like(g, n.inputs[0]), None])
@@ -320,7 +339,15 @@ register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
 def reshape(tensor, shape, name=None):
     """``tensor`` with a new static shape; one entry may be -1."""
     x = convert_to_tensor(tensor)
-    return apply("reshape", [x], name=name, shape=tuple(int(d) for d in shape))
+    static = static_value(shape)
+    if static is not None:
+        return apply("reshape", [x], name=name, shape=tuple(int(d) for d in static.reshape(-1)))
+    from gradflow.ops.shape_ops import _int_vector  # shape_ops builds on this module
+
+    dims, hint = _int_vector(shape, "reshape: shape")
+    if dims.opdef.name == "shape":  # gf.reshape(g, gf.shape(x)): x's static shape
+        hint = dims.inputs[0].shape
+    return apply("reshape", [x, dims], name=name, shape=hint)
 
 
 def reshape_like(g, x):

@@ -47,6 +47,7 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, TensorShape, get_default_graph
 from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.state_ops import _static_shape
 
 _SIDES = ("true", "false")
 
@@ -897,15 +898,7 @@ class _WhileGradInfo(_Construct):
 
 
 def _invariant(shape, var):
-    if shape is None:
-        return None
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        return tuple(None if d is None or d == -1 else int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"while_loop: the shape invariant of '{var.name}' must be a tuple "
-                        f"of ints and None, or None, got {shape!r}") from None
+    return _static_shape(shape, f"while_loop: the shape invariant of '{var.name}'")
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,

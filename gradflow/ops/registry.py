@@ -15,7 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.graph import Operation, Tensor, get_default_graph, user_source_line
+from gradflow.graph import Dimension, Operation, Tensor, get_default_graph, user_source_line
 from gradflow.ops import rules
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -83,6 +83,7 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     opdef = REGISTRY[op_name]
     graph = graph if graph is not None else _graph_of(inputs, op_name)
     source = user_source_line()
+    attrs = {k: _plain_dims(v) for k, v in attrs.items()}
     inputs = list(inputs)
     control_inputs = graph.current_control_inputs()
     if control_inputs:  # TF1: a read of a variable that a control input assigns sees the
@@ -109,6 +110,17 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     node = node_cls(graph, opdef, inputs, attrs, shape, dtype,
                     graph.unique_name(name or op_name), source, control)
     return graph.add_node(node)
+
+
+def _plain_dims(value):
+    """``value`` with the ``Dimension`` ints of static shapes made plain ints: attributes
+    reach the backends, and array_api_strict takes no int subclass."""
+    if isinstance(value, Dimension):
+        return int(value)
+    if type(value) in (tuple, list) and any(isinstance(v, (Dimension, tuple, list))
+                                            for v in value):
+        return type(value)(_plain_dims(v) for v in value)
+    return value
 
 
 def _infer(opdef, inputs, attrs):

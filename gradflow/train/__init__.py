@@ -11,6 +11,7 @@ from gradflow.train.optimizers import (
     create_global_step,
     get_global_step,
     get_or_create_global_step,
+    global_step,
 )
 from gradflow.train.saver import (
     CheckpointError,
@@ -24,6 +25,6 @@ from gradflow.train.saver import (
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "Optimizer", "RMSPropOptimizer", "create_global_step", "get_global_step",
-    "get_or_create_global_step", "exponential_decay", "Saver", "CheckpointError",
+    "get_or_create_global_step", "global_step", "exponential_decay", "Saver", "CheckpointError",
     "latest_checkpoint", "CheckpointState", "checkpoint_exists", "get_checkpoint_state",
 ]

@@ -245,3 +245,9 @@ def create_global_step(graph=None):
 def get_or_create_global_step(graph=None):
     """The global step variable, created if the graph has none."""
     return get_global_step(graph) or create_global_step(graph)
+
+
+def global_step(sess, global_step_tensor):
+    """The value of ``global_step_tensor`` in ``sess`` as a Python int (TF1
+    ``tf.train.global_step``)."""
+    return int(sess.run(global_step_tensor))
