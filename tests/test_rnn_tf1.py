@@ -302,3 +302,130 @@ def test_dropout_wrapper(backend):
         gf.contrib.rnn.DropoutWrapper(inner, input_keep_prob=1.5)
     with pytest.raises(TypeError, match="must be an RNNCell"):
         gf.contrib.rnn.DropoutWrapper(lambda x, s: (x, s))
+
+
+# -- dynamic_rnn over a time axis of unknown length (a while_loop) -----------------------
+
+
+def _cell(kind):
+    if kind == "rnn":
+        return rnn_cell.BasicRNNCell(UNITS)
+    if kind == "lstm":
+        return rnn_cell.LSTMCell(UNITS)
+    if kind == "basic_lstm":
+        return rnn_cell.BasicLSTMCell(UNITS, forget_bias=0.5)
+    if kind == "gru":
+        return rnn_cell.GRUCell(UNITS)
+    return rnn_cell.MultiRNNCell([rnn_cell.LSTMCell(UNITS), rnn_cell.GRUCell(UNITS)])
+
+
+def _weighted_sum(out, state, steps, seed):
+    """A loss that weighs every output element and state leaf differently."""
+    rng = np.random.default_rng(seed)
+    total = gf.reduce_sum(out * gf.constant(rng.normal(size=(BATCH, steps, UNITS))))
+    for leaf in rnn_cell._flat(state):
+        total = total + gf.reduce_sum(leaf * gf.constant(rng.normal(size=(BATCH, UNITS))))
+    return total
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "basic_lstm", "gru", "multi"])
+def test_dynamic_rnn_while_path_matches_static_path(backend, kind):
+    known = gf.placeholder(gf.float64, (None, STEPS, IN), name="known")
+    unknown = gf.placeholder(gf.float64, (None, None, IN), name="unknown")
+    lengths = gf.placeholder(gf.int32, (None,), name="lengths")
+    with gf.variable_scope("net"):
+        out_s, state_s = gf.nn.dynamic_rnn(_cell(kind), known, sequence_length=lengths,
+                                           dtype=gf.float64)
+    names = [v.name for v in gf.trainable_variables()]
+    with gf.variable_scope("net", reuse=True):  # another cell object, the same variables
+        out_w, state_w = gf.nn.dynamic_rnn(_cell(kind), unknown, sequence_length=lengths,
+                                           dtype=gf.float64)
+    assert [v.name for v in gf.trainable_variables()] == names
+    assert tuple(out_w.shape) == (None, None, UNITS)
+    assert type(state_w) is type(state_s)
+    variables = gf.trainable_variables()
+    loss_s = _weighted_sum(out_s, state_s, STEPS, seed=11)
+    loss_w = _weighted_sum(out_w, state_w, STEPS, seed=11)
+    grads_s = gf.gradients(loss_s, [known] + variables)
+    grads_w = gf.gradients(loss_w, [unknown] + variables)
+    xv = np.random.default_rng(12).uniform(-1, 1, (BATCH, STEPS, IN))
+    feed = {known: xv, unknown: xv, lengths: LENGTHS}
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        static = sess.run([out_s, rnn_cell._flat(state_s), grads_s], feed)
+        looped = sess.run([out_w, rnn_cell._flat(state_w), grads_w], feed)
+    np.testing.assert_allclose(looped[0], static[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(looped[0][1, 2:], 0.0)  # past row 1's end
+    np.testing.assert_array_equal(looped[0][2], 0.0)  # the empty row
+    for got, want in zip(looped[1] + looped[2], static[1] + static[2]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert np.any(looped[2][0])
+
+
+def test_dynamic_rnn_while_path_names_time_major_and_any_length(backend):
+    x = gf.placeholder(gf.float64, (None, None, IN), name="x")  # time-major
+    cell = rnn_cell.BasicLSTMCell(UNITS)
+    out, state = gf.nn.dynamic_rnn(cell, x, time_major=True, dtype=gf.float64)
+    assert [v.name for v in gf.trainable_variables()] == ["rnn/basic_lstm_cell/kernel",
+                                                          "rnn/basic_lstm_cell/bias"]
+    rng = np.random.default_rng(13)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        kernel, bias = sess.run(cell.trainable_variables)
+        for steps in (1, 5, 0):
+            xv = rng.normal(size=(steps, BATCH, IN))
+            outs, st = sess.run([out, state], {x: xv})
+            assert outs.shape == (steps, BATCH, UNITS)
+            if not steps:  # no step at all: no outputs, the initial (zero) state
+                np.testing.assert_array_equal(st.c, 0.0)
+                np.testing.assert_array_equal(st.h, 0.0)
+                continue
+            ref, c, h = _lstm_reference(list(xv), kernel, bias)
+            np.testing.assert_allclose(outs, np.stack(ref), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(st.c, c, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(st.h, h, rtol=1e-10, atol=1e-12)
+
+
+def test_dynamic_rnn_while_path_gradient(backend):
+    x = gf.placeholder(gf.float64, (None, None, IN), name="x")
+    h0 = gf.placeholder(gf.float64, (None, UNITS), name="h0")
+    cell = rnn_cell.GRUCell(UNITS)
+    out, state = gf.nn.dynamic_rnn(cell, x, sequence_length=np.array([3, 1, 0]),
+                                   initial_state=h0)
+    loss = _weighted_sum(out, state, 3, seed=14)
+    wrt = [x, h0] + cell.trainable_variables
+    rng = np.random.default_rng(14)
+    feed = {x: rng.uniform(-0.8, 0.8, (BATCH, 3, IN)),
+            h0: rng.uniform(-0.8, 0.8, (BATCH, UNITS))}
+    feed.update({v: rng.uniform(-0.8, 0.8, tuple(v.shape)) for v in cell.trainable_variables})
+    grads = _check_gradients(loss, wrt, feed, backend)
+    np.testing.assert_array_equal(grads[0][1, 1:], 0.0)  # past row 1's end
+    np.testing.assert_array_equal(grads[0][2], 0.0)
+
+
+def test_dynamic_rnn_while_path_trains_gru_on_batches_of_any_length(backend):
+    x = gf.placeholder(gf.float32, (None, None, 2), name="x")
+    lengths = gf.placeholder(gf.int32, (None,), name="lengths")
+    y = gf.placeholder(gf.float32, (None, 1), name="y")
+    _, state = gf.nn.dynamic_rnn(rnn_cell.GRUCell(8), x, sequence_length=lengths,
+                                 dtype=gf.float32)
+    prediction = gf.layers.dense(state, 1)
+    loss = gf.reduce_mean(gf.square(prediction - y))
+    train_op = gf.train.AdamOptimizer(0.05).minimize(loss)
+    rng = np.random.default_rng(15)
+
+    def batch(steps):  # the target: the mean of the first feature over each row's steps
+        xv = rng.uniform(-1, 1, (8, steps, 2)).astype(np.float32)
+        n = rng.integers(1, steps + 1, 8).astype(np.int32)
+        mask = np.arange(steps)[None, :] < n[:, None]
+        target = (xv[:, :, 0] * mask).sum(1) / n
+        return {x: xv, lengths: n, y: target[:, None].astype(np.float32)}
+
+    with gf.Session(backend=backend, seed=0) as sess:
+        sess.run(gf.global_variables_initializer())
+        evaluation = [batch(steps) for steps in (3, 6)]
+        before = np.mean([sess.run(loss, f) for f in evaluation])
+        for i in range(60):
+            sess.run(train_op, batch(2 + i % 5))
+        after = np.mean([sess.run(loss, f) for f in evaluation])
+    assert after < 0.5 * before, (before, after)

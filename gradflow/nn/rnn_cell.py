@@ -5,9 +5,10 @@ It creates its variables (``<scope>/<cell name>/kernel`` and ``/bias``) through
 ``get_variable`` on its first call and uses the same ones on every later call,
 so unrolling it over time shares the weights, as in TF1. The cells are
 ``BasicRNNCell``, ``BasicLSTMCell``/``LSTMCell``, ``GRUCell``, ``MultiRNNCell``
-and ``DropoutWrapper``; ``static_rnn``, ``dynamic_rnn`` (over a static time
-axis), ``static_bidirectional_rnn`` and ``bidirectional_dynamic_rnn`` unroll
-them, each honouring ``sequence_length`` as TF1 does.
+and ``DropoutWrapper``; ``static_rnn``, ``dynamic_rnn``, ``static_bidirectional_rnn``
+and ``bidirectional_dynamic_rnn`` (over a static time axis) run them, each
+honouring ``sequence_length`` as TF1 does. ``dynamic_rnn`` unrolls a static time
+axis and runs a ``while_loop`` over one of unknown length.
 
 >>> cell = gf.nn.rnn_cell.LSTMCell(128)
 >>> outputs, state = gf.nn.static_rnn(cell, inputs, dtype=gf.float32)
@@ -21,9 +22,10 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph
-from gradflow.ops.array_ops import expand_dims, matmul, reshape
+from gradflow.ops.array_ops import expand_dims, matmul, reshape, transpose
+from gradflow.ops.control_flow_ops import while_loop
 from gradflow.ops.conv_ops import dropout
-from gradflow.ops.index_ops import concat, shape, split, stack, unstack
+from gradflow.ops.index_ops import concat, gather, shape, split, stack, unstack
 from gradflow.ops.math_ops import (
     cast,
     equal,
@@ -655,13 +657,92 @@ def _time_steps(what, inputs, time_major):
 
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
                 parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
-    """``static_rnn`` over a 3-D tensor whose time axis has a static length.
+    """Run ``cell`` over a 3-D tensor (TF1 ``dynamic_rnn``).
 
     ``inputs`` is ``[batch, time, features]`` (``[time, batch, features]`` with
     ``time_major=True``); returns ``(outputs, final_state)`` with the outputs
     stacked the same way. ``sequence_length`` works as in ``static_rnn``.
+
+    When the time axis has a static length the cell is unrolled as in
+    ``static_rnn`` (the fastest plan). When it is unknown (a placeholder of
+    shape ``[None, None, n]``) the cell runs inside a ``while_loop`` over the
+    time steps, so one graph takes batches of any length; the variables are the
+    same ones (same names) in both cases, and gradients flow through the loop.
     """
-    steps, axis = _time_steps("dynamic_rnn", inputs, time_major)
-    outputs, state = static_rnn(cell, steps, initial_state=initial_state, dtype=dtype,
-                                sequence_length=sequence_length, scope=scope)
-    return stack(outputs, axis=axis), state
+    what = "dynamic_rnn"
+    inputs = convert_to_tensor(inputs)
+    if inputs.shape is None or len(inputs.shape) != 3:
+        raise ValueError(f"{what}: inputs '{inputs.name}' must be 3-D, got shape "
+                         f"{inputs.shape}")
+    axis = 0 if time_major else 1
+    if inputs.shape[axis] is not None:
+        steps, axis = _time_steps(what, inputs, time_major)
+        outputs, state = static_rnn(cell, steps, initial_state=initial_state, dtype=dtype,
+                                    sequence_length=sequence_length, scope=scope)
+        return stack(outputs, axis=axis), state
+    return _while_rnn(what, cell, inputs, sequence_length, initial_state, dtype, time_major,
+                      scope)
+
+
+def _while_rnn(what, cell, inputs, sequence_length, initial_state, dtype, time_major, scope):
+    """``dynamic_rnn`` over a time axis of unknown length: a ``while_loop`` whose
+    variables are the step ``t``, the state and the outputs so far (time-major,
+    grown by one step per iteration with ``concat``)."""
+    if not isinstance(cell, RNNCell):
+        raise TypeError(f"{what}: cell must be an RNNCell, got {type(cell).__name__}")
+    if inputs.shape[2] is None:
+        raise ValueError(f"{what}: the input size (last axis of '{inputs.name}') must be "
+                         f"known, got shape {tuple(inputs.shape)}")
+    if not inputs.dtype.is_floating:
+        raise TypeError(f"{what}: inputs '{inputs.name}' must be floating, got "
+                        f"{inputs.dtype.name}")
+    time_axis = 0 if time_major else 1
+    first = inputs[0] if time_major else inputs[:, 0]  # a probe for the shapes; never run
+    batch = first.shape[0]
+    batch_size = batch if batch is not None else shape(inputs)[1 - time_axis]
+    with variable_scope(scope if scope is not None else "rnn"):
+        if initial_state is None:
+            if dtype is None:
+                raise ValueError(f"{what}: give initial_state or dtype")
+            state = cell.zero_state(batch_size, dtype)
+        else:
+            state = initial_state
+        lengths = None if sequence_length is None else \
+            _sequence_length(what, sequence_length, first)
+        # The first call creates the variables (named as by static_rnn), outside the
+        # loop; the loop body's calls reuse them. Its own nodes are never run.
+        probe, _ = cell(first, state)
+        units = probe.shape[1]
+        state = _check_state(what, state, cell.state_size, first)
+        flat_state = _flat(state)
+        empty = expand_dims(batch_zeros(batch_size, (units,), probe.dtype), 0)[:0]
+        time = shape(inputs)[time_axis]
+
+        def body(t, acc, *leaves):
+            x = gather(inputs, t, axis=time_axis)  # no transpose: a contiguous feed stays so
+            out, new_state = cell(x, _pack_like(state, list(leaves)))
+            if lengths is not None:  # past its length a row outputs zeros, keeps its state
+                valid = expand_dims(greater(lengths, t), 1)
+                out = where(valid, out, zeros_like(out))
+                new_state = _select(valid, new_state, _pack_like(state, list(leaves)))
+            acc = concat([acc, expand_dims(out, 0)], 0)
+            return (t + 1, acc, *_flat(new_state))
+
+        invariants = [(), (None, batch, units)] + \
+            [(batch, leaf.shape[1]) for leaf in flat_state]
+        finals = while_loop(lambda t, acc, *leaves: less(t, time), body,
+                            [constant(0, dtype=dtypes.int32), empty, *flat_state],
+                            shape_invariants=invariants, name="rnn_while")
+        outputs, final_state = finals[1], _pack_like(state, list(finals[2:]))
+    if not time_major:
+        outputs = transpose(outputs, (1, 0, 2))
+    return outputs, final_state
+
+
+def _pack_like(structure, leaves):
+    """``leaves`` (a list, consumed) arranged as the nested state ``structure``."""
+    if isinstance(structure, (tuple, list)):
+        parts = [_pack_like(s, leaves) for s in structure]
+        return type(structure)(*parts) if hasattr(structure, "_fields") else \
+            type(structure)(parts)
+    return leaves.pop(0)
