@@ -33,6 +33,8 @@ EXEMPT = {
     "variable": "kind 'variable': its value lives in the session's store (see test_session)",
     "assign": "kind 'assign': a store write at the end of a run (see test_session)",
     "random": "kind 'random': drawn from the host generator, no forward function",
+    "candidate_sampler": "kind 'random': classes drawn from the host generator for "
+                         "nn.*_candidate_sampler, no gradient (test_sampled_losses.py)",
     "group": "kind 'group': an operation with no value",
     # control flow and debugging (gradflow/ops/control_flow_ops.py, debug_ops.py): the
     # specs at the end of this file run cond and while_loop through every check; the

@@ -7,6 +7,10 @@ from gradflow.nn.rnn_cell import (
     static_bidirectional_rnn,
     static_rnn,
 )
+from gradflow.ops.candidate_sampling_ops import (
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from gradflow.ops.conv_ops import avg_pool, conv2d, dropout, max_pool
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
@@ -15,6 +19,8 @@ from gradflow.ops.nn_ops import (
     l2_loss,
     leaky_relu,
     log_softmax,
+    nce_loss,
+    sampled_softmax_loss,
     sigmoid_cross_entropy_with_logits,
     softmax,
     softmax_cross_entropy_with_logits,
@@ -31,4 +37,6 @@ __all__ = [
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
+    "uniform_candidate_sampler",
 ]

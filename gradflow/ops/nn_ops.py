@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
 from gradflow.ops import rules
@@ -197,3 +199,144 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     if params.shape is not None and len(params.shape) < 1:
         raise ValueError(f"embedding_lookup: params '{params.name}' must have rank 1 or more")
     return gather(params, ids, axis=0, name=name or "embedding_lookup")
+
+
+# -- sampled losses: nce_loss and sampled_softmax_loss (TF1 nn_impl) -------------------
+
+_FLT_MAX = 3.4028234663852886e38  # TF1 adds -FLT_MAX to the logits of accidental hits
+
+
+def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes,
+                            num_true, sampled_values, remove_accidental_hits, what,
+                            seed=None):
+    """TF1's ``_compute_sampled_logits``: ``[batch, num_true + num_sampled]`` logits,
+    true classes first, each minus the log of its expected count, and their labels
+    (``1 / num_true`` for the true classes, 0 for the sampled ones).
+
+    Rows of ``weights`` and ``biases`` are gathered, so their gradients are the
+    scatter-adds of gather; the samples and expected counts get no gradient.
+    """
+    from gradflow.ops import candidate_sampling_ops
+    from gradflow.ops.array_ops import expand_dims, matmul, reduce_any, reshape
+    from gradflow.ops.index_ops import concat, gather
+    from gradflow.ops.math_ops import cast, equal, log, ones_like, zeros_like
+    from gradflow.ops.state_ops import stop_gradient
+
+    if isinstance(weights, (list, tuple)):
+        if len(weights) != 1:
+            raise NotImplementedError(
+                f"{what}: sharded weights (a list of {len(weights)} tensors) are not "
+                "supported; concatenate them with gf.concat(weights, 0) first")
+        weights = weights[0]
+    num_true, num_sampled, num_classes = int(num_true), int(num_sampled), int(num_classes)
+    inputs = convert_to_tensor(inputs)
+    weights = convert_to_tensor(weights)
+    biases = convert_to_tensor(biases)
+    labels = convert_to_tensor(labels)
+    if not inputs.dtype.is_floating:
+        raise TypeError(f"{what}: inputs '{inputs.name}' must be floating, got "
+                        f"{inputs.dtype.name}")
+    if inputs.shape is not None and len(inputs.shape) != 2:
+        raise ValueError(f"{what}: inputs '{inputs.name}' must have shape [batch, dim], got "
+                         f"{tuple(inputs.shape)}")
+    if weights.shape is not None and len(weights.shape) != 2:
+        raise ValueError(f"{what}: weights '{weights.name}' must have shape "
+                         f"[num_classes, dim], got {tuple(weights.shape)}")
+    if biases.shape is not None and len(biases.shape) != 1:
+        raise ValueError(f"{what}: biases '{biases.name}' must have shape [num_classes], "
+                         f"got {tuple(biases.shape)}")
+    if not labels.dtype.is_integer:
+        raise TypeError(f"{what}: labels '{labels.name}' must be int64 (or int32), got "
+                        f"{labels.dtype.name}")
+    labels = reshape(cast(labels, "int64"), [-1, num_true])  # [batch, num_true]
+    if sampled_values is None:
+        sampled_values = candidate_sampling_ops.log_uniform_candidate_sampler(
+            true_classes=labels, num_true=num_true, num_sampled=num_sampled, unique=True,
+            range_max=num_classes, seed=seed)
+    if len(sampled_values) != 3:
+        raise ValueError(f"{what}: sampled_values must be (sampled_candidates, "
+                         "true_expected_count, sampled_expected_count), as a sampler "
+                         f"returns them; got {len(sampled_values)} values")
+    sampled, true_count, sampled_count = (stop_gradient(convert_to_tensor(v))
+                                          for v in sampled_values)
+    if not sampled.dtype.is_integer:
+        raise TypeError(f"{what}: the sampled candidates '{sampled.name}' must be integers, "
+                        f"got {sampled.dtype.name}")
+    sampled = cast(sampled, "int64")
+    dtype = inputs.dtype
+    weights = cast(weights, dtype)
+    biases = cast(biases, dtype)
+    true_count = cast(true_count, dtype)
+    sampled_count = cast(sampled_count, dtype)
+
+    true_w = gather(weights, labels)  # [batch, num_true, dim]
+    true_logits = reduce_sum(expand_dims(inputs, 1) * true_w, -1) + gather(biases, labels)
+    sampled_w = gather(weights, sampled)  # [num_sampled, dim]
+    sampled_logits = matmul(inputs, sampled_w, transpose_b=True) + gather(biases, sampled)
+    if remove_accidental_hits:
+        # [batch, num_true, 1] == [num_sampled] -> any over the true classes: [batch, sampled]
+        hits = reduce_any(equal(expand_dims(labels, 2), sampled), 1)
+        # -FLT_MAX as TF1, or the most negative finite float16 (-inf * 0 would be nan)
+        big = min(_FLT_MAX, float(np.finfo(dtype.as_numpy_dtype).max))
+        sampled_logits = sampled_logits + cast(hits, dtype) * (-big)
+    true_logits = true_logits - log(true_count)
+    sampled_logits = sampled_logits - log(sampled_count)
+    out_logits = concat([true_logits, sampled_logits], 1)
+    out_labels = concat([ones_like(true_logits) / float(num_true),
+                         zeros_like(sampled_logits)], 1)
+    return out_logits, out_labels
+
+
+def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+             sampled_values=None, remove_accidental_hits=False, partition_strategy="mod",
+             name="nce_loss"):
+    """Noise-contrastive estimation loss per example, ``[batch]`` (TF1 ``tf.nn.nce_loss``).
+
+    ``weights`` ``[num_classes, dim]``, ``biases`` ``[num_classes]``, ``labels`` int
+    ``[batch, num_true]``, ``inputs`` ``[batch, dim]``. ``num_sampled`` negative classes
+    are drawn per run by ``log_uniform_candidate_sampler(unique=True)`` unless
+    ``sampled_values`` (a sampler's three results) is given. The loss is the sigmoid
+    cross-entropy of each true class (label ``1 / num_true``) and each sampled class
+    (label 0), summed per example, on logits ``x w + b - log(expected count)``.
+    ``remove_accidental_hits`` subtracts FLT_MAX from the logits of sampled classes
+    that equal a true class of the example.
+
+    >>> loss = gf.reduce_mean(gf.nn.nce_loss(nce_w, nce_b, labels, embed, 64, vocab))
+    """
+    return _sampled_loss("nce_loss", weights, biases, labels, inputs, num_sampled,
+                         num_classes, num_true, sampled_values, remove_accidental_hits,
+                         partition_strategy, name)
+
+
+def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes,
+                         num_true=1, sampled_values=None, remove_accidental_hits=True,
+                         partition_strategy="mod", name="sampled_softmax_loss", seed=None):
+    """Sampled softmax cross-entropy per example, ``[batch]`` (TF1
+    ``tf.nn.sampled_softmax_loss``): the softmax cross-entropy over the logits of the
+    true classes (label ``1 / num_true`` each) and of ``num_sampled`` sampled classes,
+    each minus the log of its expected count. Arguments as ``nce_loss``; ``seed`` seeds
+    the default sampler. Accidental hits are removed by default, as in TF1.
+    """
+    return _sampled_loss("sampled_softmax_loss", weights, biases, labels, inputs,
+                         num_sampled, num_classes, num_true, sampled_values,
+                         remove_accidental_hits, partition_strategy, name, seed)
+
+
+def _sampled_loss(what, weights, biases, labels, inputs, num_sampled, num_classes, num_true,
+                  sampled_values, remove_accidental_hits, partition_strategy, name,
+                  seed=None):
+    if partition_strategy not in ("mod", "div"):
+        raise ValueError(f"{what}: partition_strategy must be 'mod' or 'div', got "
+                         f"{partition_strategy!r}")
+    graph = convert_to_tensor(inputs).graph
+    with graph.name_scope(name or what):
+        logits, targets = _compute_sampled_logits(
+            weights, biases, labels, inputs, num_sampled, num_classes, num_true,
+            sampled_values, remove_accidental_hits, what, seed)
+        if what == "nce_loss":
+            losses = sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
+            return reduce_sum(losses, 1)  # the true and the sampled losses of each example
+        from gradflow.ops.state_ops import stop_gradient
+
+        return softmax_cross_entropy_with_logits(labels=stop_gradient(targets),
+                                                 logits=logits)

@@ -441,11 +441,18 @@ def random_uniform_like(x, minval=0.0, maxval=1.0, seed=None, name=None):
                  minval=float(minval), maxval=float(maxval))
 
 
+# Other random ops' host draws, by their ``dist`` attribute: ``draw(rng, attrs)``
+# returns the value as a NumPy array (candidate_sampling_ops adds its sampler).
+HOST_DRAWS = {}
+
+
 def draw_host(rng, attrs, shape=None):
     """Draw a random op's value as a NumPy array (called by the executor).
 
     ``shape`` is the run-time shape of a random op that takes a tensor to copy it from.
     """
+    if attrs["dist"] in HOST_DRAWS:
+        return HOST_DRAWS[attrs["dist"]](rng, attrs)
     shape, dist = attrs["shape"] if shape is None else tuple(shape), attrs["dist"]
     if dist == "random_uniform":
         out = rng.uniform(attrs["minval"], attrs["maxval"], size=shape)
