@@ -137,7 +137,7 @@ from gradflow.ops.state_ops import (
 )
 from gradflow.session import InteractiveSession, Session, get_default_session
 # control flow and debugging; ``tuple`` and ``print`` shadow the builtins in this module
-from gradflow.ops.control_flow_ops import cond, control_dependencies, identity, while_loop
+from gradflow.ops.control_flow_ops import cond, control_dependencies, while_loop
 from gradflow.ops.control_flow_ops import tuple_ as tuple  # noqa: A001 - TF1 name
 from gradflow.ops.debug_ops import (
     Assert,

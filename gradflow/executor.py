@@ -220,10 +220,9 @@ def compile_plan(session, fetches, fed) -> Plan:
         elif kind == "variable":
             env[f"K{step}"] = node
             variables.append(node)
-            reads.append(f"{var} = store[K{step}]")
-            line = "pass"  # read with the others at the start of the run
-            if checking and node.dtype.is_floating:
-                line = f"check({var}, K{step}, 'variable')"
+            reads.append(f"{var} = store[K{step}]")  # all at the start of the run
+            line = f"check({var}, K{step}, 'variable')" \
+                if checking and node.dtype.is_floating else None
         elif kind == "constant":
             env[f"C{step}"] = session.constant_value(node)
             line = f"{var} = C{step}"
@@ -231,7 +230,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             env[f"R{step}"] = _random_source(session, node)
             line = f"{var} = R{step}({', '.join(names[i] for i in node.inputs)})"
         elif kind == "group":
-            line = "pass"
+            line = None
             names[node] = "None"
         elif kind == "assign":
             source = node.inputs[0]
@@ -257,8 +256,9 @@ def compile_plan(session, fetches, fed) -> Plan:
                                                     node.dtype.as_numpy_dtype)
                 args += f", out=T{step}()"
             line = f"{var} = F{step}({args})"
-        line_nodes[len(lines) + 2] = node
-        lines.append(line)
+        if line is not None:
+            line_nodes[len(lines) + 2] = node
+            lines.append(line)
         if checking and kind != "variable" and node.dtype is not None \
                 and node.dtype.is_floating and names[node] != "None":
             env[f"N{step}"] = node

@@ -47,7 +47,7 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, TensorShape, get_default_graph
 from gradflow.ops.registry import apply, convert_to_tensor, register
-from gradflow.ops.state_ops import _static_shape
+from gradflow.ops.state_ops import _static_shape, identity
 
 _SIDES = ("true", "false")
 
@@ -364,54 +364,6 @@ def control_dependencies(control_inputs):
         return get_default_graph().control_dependencies(None)
     items = list(control_inputs)
     return _graph_of_items(items).control_dependencies(items)
-
-
-def assigns_in(control_inputs) -> dict:
-    """``{variable: assign node}`` for the assignments among ``control_inputs``,
-    looking through groups (their inputs) and every node's control inputs; the
-    later of two assignments to one variable wins."""
-    found, seen = {}, set()
-    stack = list(reversed(list(control_inputs)))
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        kind = node.opdef.kind
-        if kind == "assign":
-            found[node.attrs["var"]] = node
-        nested = list(node.control_inputs)
-        if kind == "group":
-            nested = list(node.inputs) + nested
-        stack.extend(reversed(nested))
-    return found
-
-
-def read_after_assigns(inputs, control_inputs) -> list:
-    """``inputs`` with each variable that one of ``control_inputs`` assigns replaced by
-    that assignment (whose value is the new value): TF1 reads a variable after the
-    assignments its reader depends on, gradflow writes them at the end of the run."""
-    inputs = list(inputs)
-    if not control_inputs or not any(t.opdef.kind == "variable" for t in inputs):
-        return inputs
-    assigned = assigns_in(control_inputs)
-    return [assigned.get(t, t) if t.opdef.kind == "variable" else t for t in inputs]
-
-
-def identity(input, name=None):  # noqa: A002
-    """The same value as a new node (TF1 ``tf.identity``).
-
-    Under ``control_dependencies`` that assign a variable, ``identity`` of that
-    variable is the assigned (new) value, as in TF1, although gradflow writes
-    assignments at the end of the run:
-
-    >>> with gf.control_dependencies([v.assign(3.0)]):
-    ...     y = gf.identity(v)        # 3.0
-    """
-    x = convert_to_tensor(input)
-    if x.opdef.kind == "variable":
-        x = read_after_assigns([x], x.graph.current_control_inputs())[0]
-    return apply("identity", [x], name=name)
 
 
 def tuple_(tensors, name=None, control_inputs=None):

@@ -86,10 +86,8 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     attrs = {k: _plain_dims(v) for k, v in attrs.items()}
     inputs = list(inputs)
     control_inputs = graph.current_control_inputs()
-    if control_inputs:  # TF1: a read of a variable that a control input assigns sees the
-        from gradflow.ops.control_flow_ops import read_after_assigns  # new value
-
-        inputs = read_after_assigns(inputs, control_inputs)
+    if control_inputs:
+        inputs = _read_after_assigns(inputs, control_inputs)
     try:
         try:
             shape, dtype = _infer(opdef, inputs, attrs)
@@ -121,6 +119,38 @@ def _plain_dims(value):
                                             for v in value):
         return type(value)(_plain_dims(v) for v in value)
     return value
+
+
+def _assigns_in(control_inputs) -> dict:
+    """``{variable: assign node}`` for the assignments among ``control_inputs``,
+    looking through groups (their inputs) and every node's control inputs; the
+    later of two assignments to one variable wins."""
+    found, seen = {}, set()
+    stack = list(reversed(list(control_inputs)))
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        kind = node.opdef.kind
+        if kind == "assign":
+            found[node.attrs["var"]] = node
+        nested = list(node.control_inputs)
+        if kind == "group":
+            nested = list(node.inputs) + nested
+        stack.extend(reversed(nested))
+    return found
+
+
+def _read_after_assigns(inputs, control_inputs) -> list:
+    """``inputs`` with each variable that one of ``control_inputs`` assigns replaced by
+    that assignment, whose value is the new value: TF1 reads a variable after the
+    assignments its reader depends on, while gradflow writes them at the end of the
+    run (``with gf.control_dependencies([v.assign(3.0)]): y = gf.identity(v)`` is 3)."""
+    if not any(t.opdef.kind == "variable" for t in inputs):
+        return inputs
+    assigned = _assigns_in(control_inputs)
+    return [assigned.get(t, t) if t.opdef.kind == "variable" else t for t in inputs]
 
 
 def _infer(opdef, inputs, attrs):

@@ -197,7 +197,11 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002
 
 
 def identity(input, name=None):  # noqa: A002
-    """The same value as a new node."""
+    """The same value as a new node (TF1 ``tf.identity``).
+
+    Under ``control_dependencies`` that assign a variable, ``identity`` of that
+    variable is the assigned (new) value, as in TF1 (see ``registry.apply``).
+    """
     return apply("identity", [convert_to_tensor(input)], name=name)
 
 
