@@ -1,5 +1,7 @@
 """Two git revisions of gradflow timed in one process: per-op overhead and the MLP step.
 
+The steps are those of ``overhead.py`` and ``mnist_mlp.py``, built once per revision.
+
 Each revision's ``gradflow`` package is exported with ``git archive`` into a
 temporary folder under another package name, so both import side by side and
 their timings alternate in the same process (the only way ratios between two
@@ -47,45 +49,6 @@ def export(revision, package, into):
             target.write_bytes(data)
 
 
-def overhead_step(gf, chain=200, size=16):
-    """A run of ``2 * chain`` tiny elementwise ops, and the op count."""
-    graph = gf.Graph()
-    with graph.as_default():
-        x_in = gf.placeholder(gf.float32, (size,))
-        x = x_in
-        for _ in range(chain):
-            x = x * 1.0001 + 0.0001
-    sess = gf.Session(graph=graph, backend="numpy")
-    x0 = np.linspace(0, 1, size, dtype=np.float32)
-    sess.run(x, {x_in: x0})
-    return (lambda: sess.run(x, {x_in: x0})), 2 * chain
-
-
-def mlp_step(gf, batch=128):
-    """One Adam step of the MNIST MLP (784-512-512-10) on fixed random data."""
-    rng = np.random.default_rng(0)
-    xs = rng.random((batch, 784), dtype=np.float32)
-    ys = rng.integers(0, 10, batch).astype(np.int64)
-    graph = gf.Graph()
-    with graph.as_default():
-        gf.set_random_seed(0)
-        x = gf.placeholder(gf.float32, (None, 784))
-        y = gf.placeholder(gf.int64, (None,))
-        h = gf.layers.dense(x, 512, activation=gf.nn.relu)
-        h = gf.layers.dense(h, 512, activation=gf.nn.relu)
-        logits = gf.layers.dense(h, 10)
-        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=y, logits=logits))
-        train = gf.train.AdamOptimizer(1e-3).minimize(loss)
-        init = gf.global_variables_initializer()
-    sess = gf.Session(graph=graph, backend="numpy")
-    sess.run(init)
-    feed = {x: xs, y: ys}
-    for _ in range(3):
-        sess.run([train, loss], feed)
-    return (lambda: sess.run([train, loss], feed)), 1
-
-
 def best(fn, seconds):
     """The fastest of many calls of ``fn`` over about ``seconds``, in seconds."""
     out, end = float("inf"), time.perf_counter() + seconds
@@ -110,10 +73,21 @@ def main(argv=None):
     for label, rev in (("old", args.old), ("new", args.new)):
         export(rev, f"gradflow_{label}", tmp)
         modules[label] = importlib.import_module(f"gradflow_{label}")
+    import mnist_mlp
+    import overhead
+
+    x0 = np.linspace(0, 1, overhead.SIZE, dtype=np.float32)
+    rng = np.random.default_rng(0)
+    xs = rng.random((128, 784), dtype=np.float32)
+    ys = rng.integers(0, 10, 128).astype(np.int64)
     cases = {}
     for label, gf in modules.items():
-        cases[("overhead (us/op)", label)] = overhead_step(gf)
-        cases[("MLP step, batch 128 (ms)", label)] = mlp_step(gf)
+        cases[("overhead (us/op)", label)] = (
+            overhead.gradflow_run(x0, "numpy", gf=gf), 2 * overhead.CHAIN)
+        step = mnist_mlp.gradflow_step(mnist_mlp.init_weights(), xs, ys, "numpy", gf=gf)
+        for _ in range(3):
+            step()
+        cases[("MLP step, batch 128 (ms)", label)] = (step, 1)
     times = {key: float("inf") for key in cases}
     for _ in range(args.rounds):  # alternate, so both see the same machine
         for key, (fn, _) in cases.items():

@@ -35,7 +35,9 @@ def init_weights(seed=0):
     return out
 
 
-def gradflow_step(weights, x, y, backend):
+def gradflow_step(weights, x, y, backend, gf=gf):
+    """One Adam step of the MLP as a function; ``gf`` may be another gradflow version
+    (benchmarks/compare_revisions.py)."""
     graph = gf.Graph()
     with graph.as_default():
         xp = gf.placeholder(gf.float32, (None, 784))

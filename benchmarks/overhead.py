@@ -61,7 +61,8 @@ def torch_eager(x0):
     return run
 
 
-def gradflow_run(x0, backend):
+def gradflow_run(x0, backend, gf=gf):
+    """The chain as one Session.run; ``gf`` may be another gradflow version."""
     graph = gf.Graph()
     with graph.as_default():
         x_in = gf.placeholder(gf.float32, (SIZE,))

@@ -126,36 +126,8 @@ def _reduction(op_name, input_tensor, axis, keepdims, name, reduction_indices=No
     return apply(op_name, [x], name=name, axes=axes, keepdims=keepdims)
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
-    """Sum over ``axis`` (an int, a tuple, or ``None`` for all axes).
-
-    TF1's deprecated ``reduction_indices=`` and ``keep_dims=`` are accepted, as on
-    every reduction.
-    """
-    return _reduction("reduce_sum", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims)
 
 
-def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
-    """Maximum over ``axis``."""
-    return _reduction("reduce_max", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims)
-
-
-def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
-    """Minimum over ``axis``."""
-    return _reduction("reduce_min", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims)
-
-
-def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None):
-    """Product over ``axis``."""
-    return _reduction("reduce_prod", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims)
 
 
 register("reduce_any",
@@ -166,18 +138,32 @@ register("reduce_all",
          _reduce_infer, grad=None)
 
 
-def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
-    """Logical or of a bool tensor over ``axis`` (TF1 ``tf.reduce_any``)."""
-    return _reduction("reduce_any", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims, bool_input=True)
 
 
-def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+
+def _reducer(op_name, doc, bool_input=False):
+    """The public function of one reduction op, with TF1's arguments: ``axis``,
+    ``keepdims`` and the deprecated ``reduction_indices=`` and ``keep_dims=``."""
+    def reduce(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None):
-    """Logical and of a bool tensor over ``axis`` (TF1 ``tf.reduce_all``)."""
-    return _reduction("reduce_all", input_tensor, axis, keepdims, name, reduction_indices,
-                      keep_dims, bool_input=True)
+        return _reduction(op_name, input_tensor, axis, keepdims, name, reduction_indices,
+                          keep_dims, bool_input=bool_input)
+
+    reduce.__name__ = reduce.__qualname__ = op_name
+    reduce.__doc__ = doc + ("\n\n    TF1's deprecated ``reduction_indices=`` and "
+                            "``keep_dims=`` are accepted.")
+    return reduce
+
+
+reduce_sum = _reducer("reduce_sum",
+                      "Sum over ``axis`` (an int, a tuple, or ``None`` for all axes).")
+reduce_max = _reducer("reduce_max", "Maximum over ``axis``.")
+reduce_min = _reducer("reduce_min", "Minimum over ``axis``.")
+reduce_prod = _reducer("reduce_prod", "Product over ``axis``.")
+reduce_any = _reducer("reduce_any", "Logical or of a bool tensor over ``axis``.",
+                      bool_input=True)
+reduce_all = _reducer("reduce_all", "Logical and of a bool tensor over ``axis``.",
+                      bool_input=True)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
