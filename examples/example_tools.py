@@ -130,6 +130,20 @@ def sigint_deferred():
         previous(signal.SIGINT, caught[0])  # the default handler raises KeyboardInterrupt
 
 
+def redraw_finished(done, epochs, latest, history, curves, png):
+    """For a run with nothing left to train: say so and redraw its PNG with ``curves()``
+    from the saved history. Returns False when there is no history to draw from (the
+    caller evaluates instead and leaves the PNG as it was)."""
+    print(f"the run is already complete: the checkpoint {latest} is at epoch {done}, "
+          f"--epochs is {epochs}; nothing to train" if latest else
+          f"nothing to train: --epochs is {epochs}")
+    if not history.evals:
+        return False
+    curves()
+    print(f"redrew {png} from the saved history")
+    return True
+
+
 def save_checkpoint(sess, m, checkpoint_dir, history, before=None):
     """The history, then the checkpoint (``checkpoint_dir/model-STEP``), Ctrl-C held back.
 

@@ -115,13 +115,7 @@ def train(args, graph, m, data, name, description, script, argv=None):
             tools.save_curves(png, title, history, steps_per_epoch)
 
         if done >= args.epochs:
-            print(f"the run is already complete: the checkpoint {latest} is at epoch {done}, "
-                  f"--epochs is {args.epochs}; nothing to train" if latest else
-                  f"nothing to train: --epochs is {args.epochs}")
-            if history.evals:
-                curves()
-                print(f"redrew {png} from the saved history")
-            else:
+            if not tools.redraw_finished(done, args.epochs, latest, history, curves, png):
                 history.add_eval(step=step, epoch=done, backend=backend,
                                  accuracy=evaluate(sess, m, x_test, y_test))
                 print(f"test accuracy {100 * history.evals[-1]['accuracy']:.2f}%; "

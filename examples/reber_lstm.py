@@ -276,13 +276,7 @@ def main(argv=None):
                               metric_label="held-out strings solved (%)")
 
         if done >= args.epochs:
-            print(f"the run is already complete: the checkpoint {latest} is at epoch {done}, "
-                  f"--epochs is {args.epochs}; nothing to train" if latest else
-                  f"nothing to train: --epochs is {args.epochs}")
-            if history.evals:
-                curves()
-                print(f"redrew {png} from the saved history")
-            else:
+            if not tools.redraw_finished(done, args.epochs, latest, history, curves, png):
                 acc, test_loss = evaluate(sess, m, test_strings, args.bucket_width,
                                           args.threshold)
                 history.add_eval(step=step, epoch=done, accuracy=acc, test_loss=test_loss,
