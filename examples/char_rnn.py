@@ -166,13 +166,21 @@ def build_model(config, seq_len, clip, seed, dropout=0.0):
     """The training/evaluation unroll (``seq_len`` steps) and a one-step sampler.
 
     With ``dropout``, the LSTM's outputs are dropped at that rate before the
-    softmax layer while the ``training`` placeholder is fed True.
+    softmax layer, and between stacked LSTM layers (a ``DropoutWrapper``), while
+    the ``training`` placeholder is fed True.
     """
     vocab, hidden, layers = config["vocab_size"], config["hidden"], config["layers"]
     graph = gf.Graph()
     with graph.as_default():
         gf.set_random_seed(seed)
+        training = gf.placeholder_with_default(False, (), name="training")
         cells = [gf.nn.rnn_cell.LSTMCell(hidden) for _ in range(layers)]
+        if dropout and layers > 1:
+            # between stacked layers too; the wrapper keeps the cells' variable names,
+            # so checkpoints do not depend on it
+            keep = 1.0 - dropout * gf.cast(training, gf.float32)
+            cells = [gf.nn.rnn_cell.DropoutWrapper(c, output_keep_prob=keep, seed=seed + i)
+                     for i, c in enumerate(cells[:-1])] + cells[-1:]
         cell = gf.nn.rnn_cell.MultiRNNCell(cells) if layers > 1 else cells[0]
 
         def state_placeholders(prefix):
@@ -185,8 +193,6 @@ def build_model(config, seq_len, clip, seed, dropout=0.0):
         def flat_state(state):
             states = state if layers > 1 else (state,)
             return [(s.c, s.h) for s in states]
-
-        training = gf.placeholder_with_default(False, (), name="training")
 
         def unroll(ids, steps, initial_state):
             with gf.variable_scope("char_rnn", reuse=gf.AUTO_REUSE):
@@ -375,7 +381,8 @@ def main(argv=None):
                         help="multiply the learning rate by this after each epoch")
     parser.add_argument("--clip", type=float, default=5.0, help="global gradient-norm clip")
     parser.add_argument("--dropout", type=float, default=0.3,
-                        help="dropout rate on the LSTM outputs while training (0: none)")
+                        help="dropout rate on the LSTM outputs (and between stacked layers) "
+                             "while training (0: none)")
     parser.add_argument("--eval-every", type=int, default=200,
                         help="validation loss every N steps (and at the end)")
     parser.add_argument("--eval-streams", type=int, default=64)

@@ -408,3 +408,27 @@ def test_same_numbers_on_numpy_and_array_api_strict(reber, char_rnn, text_file, 
     a = reber.main(args + ["--backend", "numpy"])
     b = reber.main(args + ["--backend", "array_api_strict"])
     np.testing.assert_allclose(a["losses"], b["losses"], rtol=1e-4, atol=1e-6)
+
+
+def test_char_rnn_drops_out_between_stacked_layers_only_while_training(char_rnn):
+    config = dict(chars=list("abcd"), vocab_size=4, hidden=8, layers=2, embedding=4, seq_len=6)
+    names = {}
+    for rate in (0.0, 0.5):
+        graph, m = char_rnn.build_model(config, 6, 5.0, 0, dropout=rate)
+        names[rate] = sorted(v.name for v in graph.get_collection("trainable_variables"))
+    assert names[0.0] == names[0.5]  # checkpoints do not depend on the dropout rate
+    x = np.random.default_rng(0).integers(0, 4, (3, 6))
+    with gf.Session(graph=graph, backend="numpy") as sess:
+        sess.run(m["init"])
+        feed = {m["x"]: x}
+        for (c, h) in m["state_in"]:
+            feed[c] = feed[h] = np.zeros((3, 8), np.float32)
+        plain = sess.run(m["state_out"], feed)
+        again = sess.run(m["state_out"], feed)
+        dropped = sess.run(m["state_out"], {**feed, m["training"]: True})
+    (c0, h0), (c1, h1) = plain
+    np.testing.assert_array_equal(c1, again[1][0])  # no dropout at evaluation
+    # the first layer's state is its own; the second layer reads dropped-out inputs
+    np.testing.assert_allclose(dropped[0][0], c0, rtol=1e-6)
+    np.testing.assert_allclose(dropped[0][1], h0, rtol=1e-6)
+    assert not np.allclose(dropped[1][0], c1)

@@ -429,3 +429,34 @@ def test_dynamic_rnn_while_path_trains_gru_on_batches_of_any_length(backend):
             sess.run(train_op, batch(2 + i % 5))
         after = np.mean([sess.run(loss, f) for f in evaluation])
     assert after < 0.5 * before, (before, after)
+
+
+def test_residual_wrapper_adds_the_input_and_passes_the_state(backend):
+    rng = np.random.default_rng(5)
+    x_value = rng.normal(size=(BATCH, UNITS)).astype(np.float32)
+    x = gf.placeholder(gf.float32, (None, UNITS))
+    inner = rnn_cell.GRUCell(UNITS)
+    cell = gf.nn.rnn_cell.ResidualWrapper(inner)
+    state0 = cell.zero_state(BATCH, gf.float32)
+    out, state = cell(x, state0)
+    plain_out, plain_state = inner(x, state0)  # the same variables, built once
+    assert cell.state_size == inner.state_size and cell.output_size == UNITS
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        got, got_state, ref, ref_state = sess.run([out, state, plain_out, plain_state],
+                                                  {x: x_value})
+    np.testing.assert_allclose(got, ref + x_value, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got_state, ref_state)
+
+
+def test_residual_wrapper_custom_fn_and_errors():
+    x = gf.placeholder(gf.float32, (None, UNITS + 3))
+    cell = gf.contrib.rnn.ResidualWrapper(rnn_cell.BasicRNNCell(UNITS),
+                                          residual_fn=lambda i, o: o * 2.0)
+    out, _ = cell(x, cell.zero_state(BATCH, gf.float32))
+    assert out.shape[-1] == UNITS
+    wrong = gf.contrib.rnn.ResidualWrapper(rnn_cell.BasicRNNCell(UNITS))
+    with pytest.raises(ValueError, match=f"has {UNITS + 3} features but the cell's output"):
+        wrong(x, wrong.zero_state(BATCH, gf.float32))
+    with pytest.raises(TypeError, match="must be an RNNCell"):
+        gf.nn.rnn_cell.ResidualWrapper("lstm")

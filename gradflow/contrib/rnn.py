@@ -13,11 +13,13 @@ from gradflow.nn.rnn_cell import (
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
+    ResidualWrapper,
     RNNCell,
     static_bidirectional_rnn,
     static_rnn,
 )
 
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
-           "LSTMStateTuple", "MultiRNNCell", "RNNCell", "static_bidirectional_rnn",
+           "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper",
+           "static_bidirectional_rnn",
            "static_rnn"]

@@ -48,7 +48,8 @@ from gradflow.variables import (
 )
 
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
-           "LSTMStateTuple", "MultiRNNCell", "RNNCell", "bidirectional_dynamic_rnn",
+           "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper",
+           "bidirectional_dynamic_rnn",
            "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
 
 
@@ -471,6 +472,57 @@ class DropoutWrapper(RNNCell):
             parts = [self._drop_state(s, m, keep_prob) for s, m in zip(state, masks)]
             return type(state)(*parts) if hasattr(state, "_fields") else type(state)(parts)
         return self._dropout(state, keep_prob) if keep_mask else state
+
+
+class ResidualWrapper(RNNCell):
+    """A cell whose output is the wrapped cell's output plus its input (TF1
+    ``ResidualWrapper``); the state passes through unchanged.
+
+    The input and the output must have the same shape and dtype (give the cell
+    as many units as the input has features). ``residual_fn(inputs, outputs)``
+    replaces the sum when given.
+    """
+
+    def __init__(self, cell, residual_fn=None):
+        if not isinstance(cell, RNNCell):
+            raise TypeError(f"ResidualWrapper: cell must be an RNNCell, got "
+                            f"{type(cell).__name__}")
+        super().__init__()
+        self._cell = cell
+        self._residual_fn = residual_fn
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    @property
+    def trainable_variables(self):
+        return self._cell.trainable_variables
+
+    def zero_state(self, batch_size, dtype):
+        return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        inputs = convert_to_tensor(inputs)
+        output, new_state = self._cell(inputs, state, scope=scope)
+        if self._residual_fn is not None:
+            return self._residual_fn(inputs, output), new_state
+        if (inputs.shape is not None and output.shape is not None
+                and inputs.shape[-1] is not None and output.shape[-1] is not None
+                and inputs.shape[-1] != output.shape[-1]):
+            raise ValueError(f"ResidualWrapper: the input '{inputs.name}' has "
+                             f"{inputs.shape[-1]} features but the cell's output "
+                             f"'{output.name}' has {output.shape[-1]}; they are added, so "
+                             "they must match")
+        return inputs + output, new_state
 
 
 def _default_state_filter(state):
