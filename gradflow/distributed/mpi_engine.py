@@ -1,0 +1,193 @@
+"""The MPI engine: collectives through mpi4py, on every backend.
+
+Arrays in host memory (NumPy, torch on the CPU, array_api_strict) reach MPI
+through the buffer protocol as NumPy views of their memory (``np.from_dlpack``
+gives a writable view without a copy), so the reduction writes straight into
+the fusion buffer. Arrays in GPU memory (CuPy, torch on CUDA) go either
+straight to a CUDA-aware MPI (``GRADFLOW_MPI_CUDA_AWARE=1``; MPI reads the
+device pointer) or through a host copy there and back.
+
+mpi4py is imported when the engine is made (by ``gradflow.distributed.init``),
+never before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from gradflow.distributed.engine import Engine, _check_root
+
+ENV_CUDA_AWARE = "GRADFLOW_MPI_CUDA_AWARE"
+
+
+def import_mpi():
+    """``mpi4py.MPI``, or an ImportError that says what to install."""
+    try:
+        from mpi4py import MPI
+    except ImportError as err:
+        raise ImportError(
+            "gradflow.distributed needs mpi4py and an MPI library to run on several "
+            "processes: pip install 'gradflow[mpi]' (mpi4py and the mpich wheel; mpiexec "
+            f"then lives beside python) [{type(err).__name__}: {err}]") from None
+    return MPI
+
+
+class MPIEngine(Engine):
+    """Collectives over an MPI communicator (``MPI.COMM_WORLD`` by default)."""
+
+    name = "mpi"
+
+    def __init__(self, comm=None, cuda_aware=None):
+        MPI = import_mpi()  # noqa: N806 - the module's own name
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD if comm is None else comm
+        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.comm.Get_rank())
+        super().__init__(self.comm.Get_rank(), self.comm.Get_size(),
+                         local.Get_rank(), local.Get_size())
+        local.Free()
+        if cuda_aware is None:
+            cuda_aware = os.environ.get(ENV_CUDA_AWARE, "0").strip().lower() in ("1", "true",
+                                                                                "yes")
+        self.cuda_aware = bool(cuda_aware)
+        # MPICH reduces its MPIX_C_FLOAT16 natively; other libraries get a summing op of ours.
+        self.native_half = MPI.Get_library_version().startswith("MPICH")
+        self._half_op = None
+
+    # -- arrays ---------------------------------------------------------------------
+    def allreduce_(self, buffer) -> None:
+        with _Staged(self, buffer) as view:
+            if view.dtype == np.float16 and not self.native_half and not _on_device(view):
+                self.comm.Allreduce(self.MPI.IN_PLACE, [view.view(np.uint16),
+                                                        self.MPI.UINT16_T], self._half_sum())
+            else:
+                self.comm.Allreduce(self.MPI.IN_PLACE, view, self.MPI.SUM)
+
+    def broadcast_(self, buffer, root: int) -> None:
+        _check_root(root, self.size)
+        with _Staged(self, buffer) as view:
+            self.comm.Bcast(view, root=int(root))
+
+    def allgather(self, array, backend):
+        shapes = self.comm.allgather(tuple(array.shape))
+        _check_gather_shapes(shapes)
+        rows = [s[0] if s else 1 for s in shapes]
+        row_size = int(np.prod(shapes[0][1:])) if shapes[0] else 1
+        host = np.ascontiguousarray(_readable(array))
+        out = np.empty((sum(rows),) + tuple(shapes[0][1:]), dtype=host.dtype)
+        counts = [r * row_size for r in rows]
+        send = host.reshape(-1)
+        recv = out.reshape(-1)
+        if host.dtype == np.bool_:  # MPI has no bool type; the bytes are the same
+            send, recv = send.view(np.uint8), recv.view(np.uint8)
+        self.comm.Allgatherv(send, [recv, counts])
+        return backend.asarray(out)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    # -- objects --------------------------------------------------------------------
+    def broadcast_object(self, obj, root: int = 0):
+        _check_root(root, self.size)
+        return self.comm.bcast(obj, root=int(root))
+
+    def allgather_object(self, obj) -> list:
+        return self.comm.allgather(obj)
+
+    def abort(self, code: int = 1) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - the job ends either way
+                pass
+        self.comm.Abort(code)
+
+    def _half_sum(self):
+        if self._half_op is None:
+            def add_halves(inbuf, inoutbuf, datatype):
+                into = np.frombuffer(inoutbuf, dtype=np.float16)
+                np.add(into, np.frombuffer(inbuf, dtype=np.float16), out=into)
+
+            self._half_op = self.MPI.Op.Create(add_halves, commute=True)
+        return self._half_op
+
+
+def _check_gather_shapes(shapes):
+    first = shapes[0]
+    for rank, shape in enumerate(shapes):
+        if len(shape) != len(first) or tuple(shape[1:]) != tuple(first[1:]):
+            raise ValueError(f"allgather: every rank's tensor must have the same shape but for "
+                             f"the first axis; rank 0 has {first}, rank {rank} has {shape}")
+
+
+def _on_device(array) -> bool:
+    return hasattr(array, "__cuda_array_interface__")
+
+
+def _readable(array) -> np.ndarray:
+    """A NumPy array with the values of ``array`` (a view where the memory is on the host)."""
+    if isinstance(array, np.ndarray):
+        return array
+    if _on_device(array):
+        return _to_host(array)
+    return np.from_dlpack(array)
+
+
+def _to_host(array) -> np.ndarray:
+    module = type(array).__module__
+    if module.startswith("cupy"):
+        return array.get()
+    if module.startswith("torch"):
+        return array.detach().cpu().numpy()
+    raise TypeError(f"the MPI engine cannot copy a {type(array).__name__} to the host")
+
+
+def _from_host(array, host) -> None:
+    module = type(array).__module__
+    if module.startswith("cupy"):
+        array.set(host)
+    else:
+        import torch
+
+        array.copy_(torch.from_numpy(host))
+
+
+def _synchronize(array) -> None:
+    """Wait until queued GPU work that writes ``array`` is done (MPI reads it directly)."""
+    module = type(array).__module__
+    if module.startswith("cupy"):
+        with array.device:
+            array.device.synchronize()
+    elif module.startswith("torch"):
+        import torch
+
+        torch.cuda.synchronize(array.device)
+
+
+class _Staged:
+    """``with _Staged(engine, buffer) as view``: something MPI can read and write in
+    place of the 1-D ``buffer``; on exit the result is in ``buffer``."""
+
+    def __init__(self, engine, buffer):
+        self.engine = engine
+        self.buffer = buffer
+        self.host = None
+
+    def __enter__(self):
+        buffer = self.buffer
+        if isinstance(buffer, np.ndarray):
+            return buffer
+        if not _on_device(buffer):
+            return np.from_dlpack(buffer)  # a writable view of the same memory
+        if self.engine.cuda_aware:
+            _synchronize(buffer)
+            return buffer
+        self.host = _to_host(buffer)
+        return self.host
+
+    def __exit__(self, kind, value, tb):
+        if self.host is not None and kind is None:
+            _from_host(self.buffer, self.host)
+        return False
