@@ -115,7 +115,8 @@ class Session:
             plan.lock.release()
         if output == "numpy":
             to_numpy = self.backend.to_numpy
-            values = [None if v is None else to_numpy(v) for v in values]
+            # a summary's value is bytes (a serialized protobuf), returned as it is
+            values = [v if v is None or isinstance(v, bytes) else to_numpy(v) for v in values]
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
