@@ -14,6 +14,7 @@ import math
 
 from array_api_compat import device as _device
 
+from gradflow.errors import InvalidArgumentError
 from gradflow.ops import rules
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
@@ -107,12 +108,17 @@ def _conv_impl(xp, x, w, strides, padding):
     return xp.reshape(out, (n, oh, ow, co))
 
 
-def _backprop_input_impl(xp, g, w, x_like, strides, padding):
+def _backprop_input_to(xp, g, w, x_shape, strides, padding):
+    """The adjoint of conv2d in its input, for an input of shape ``x_shape``."""
     kh, kw, c, co = w.shape
     n, oh, ow = g.shape[:3]
     cols = xp.reshape(g, (n * oh * ow, co)) @ xp.matrix_transpose(xp.reshape(w, (kh * kw * c, co)))
     cols = xp.reshape(cols, (n, oh, ow, kh * kw, c))
-    return _unpatch(xp, cols, x_like.shape, (kh, kw), strides, padding)
+    return _unpatch(xp, cols, tuple(x_shape), (kh, kw), strides, padding)
+
+
+def _backprop_input_impl(xp, g, w, x_like, strides, padding):
+    return _backprop_input_to(xp, g, w, x_like.shape, strides, padding)
 
 
 def _backprop_filter_impl(xp, x, g, w_like, strides, padding):
@@ -165,6 +171,83 @@ register("conv2d_backprop_input", _backprop_input_impl,
          lambda s, d, strides, padding: (s[2], d[0]), grad=_backprop_input_grad)
 register("conv2d_backprop_filter", _backprop_filter_impl,
          lambda s, d, strides, padding: (s[2], d[0]), grad=_backprop_filter_grad)
+
+
+# -- conv2d_transpose: conv2d_backprop_input of an output shape given as an attribute -----
+
+
+def _transpose_mismatch(value_shape, filter_shape, out_shape, strides, padding, names):
+    """Why ``out_shape`` does not fit conv2d_transpose's value and filter, or None.
+
+    Unknown dims (None) are not checked. The value must be what conv2d of an
+    input of ``out_shape`` with the filter would give.
+    """
+    value, filt = names
+    kh, kw, c, co = filter_shape
+    where = (f"value '{value}' {tuple(value_shape)}, filter '{filt}' {tuple(filter_shape)} "
+             f"(height, width, output channels, input channels), output_shape "
+             f"{tuple(out_shape)}")
+    if None not in (value_shape[3], co) and value_shape[3] != co:
+        return (f"the value has {value_shape[3]} channels, the filter's last axis expects "
+                f"{co}; {where}")
+    if None not in (out_shape[3], c) and out_shape[3] != c:
+        return (f"output_shape has {out_shape[3]} channels, the filter's third axis "
+                f"makes {c}; {where}")
+    if None not in (out_shape[0], value_shape[0]) and out_shape[0] != value_shape[0]:
+        return (f"output_shape has batch {out_shape[0]}, the value {value_shape[0]}; "
+                f"{where}")
+    for axis, k, s in ((1, kh, strides[0]), (2, kw, strides[1])):
+        size, got = out_shape[axis], value_shape[axis]
+        if None in (size, got, k):
+            continue
+        want = _window(size, k, s, padding)[0]
+        if want != got:
+            return (f"a conv2d of output_shape with strides {tuple(strides)} and {padding} "
+                    f"padding gives {want} along axis {axis}, but the value has {got}; "
+                    f"{where}")
+    return None
+
+
+def _conv_transpose_impl(xp, g, w, dims=None, *, strides, padding, output_shape, names):
+    shape = list(output_shape)
+    if dims is not None:
+        shape = [int(dims[i]) for i in range(dims.shape[0])]
+    if len(shape) != 4:
+        raise InvalidArgumentError(f"conv2d_transpose: output_shape must have 4 entries, got "
+                                   f"{tuple(shape)}")
+    if shape[0] is None:
+        shape[0] = g.shape[0]
+    problem = _transpose_mismatch(tuple(g.shape), tuple(w.shape), tuple(shape), strides,
+                                  padding, names)
+    if problem is not None:
+        raise InvalidArgumentError(f"conv2d_transpose: {problem}")
+    return _backprop_input_to(xp, g, w, shape, strides, padding)
+
+
+def _conv_transpose_infer(shapes, in_dtypes, strides, padding, output_shape, names):
+    rules.require_floating(in_dtypes[0], "value")
+    dtype = rules.same_dtype(in_dtypes[:2])
+    g, w = shapes[0], shapes[1]
+    if len(g) != 4 or len(w) != 4:
+        raise ValueError(f"conv2d_transpose needs a rank-4 value (NHWC) and filter, got "
+                         f"{tuple(g)} and {tuple(w)}")
+    if len(shapes) > 2 and (len(shapes[2]) != 1 or not in_dtypes[2].is_integer):
+        raise ValueError("output_shape must be a 1-D integer tensor")
+    out = list(output_shape)
+    if out[0] is None:
+        out[0] = g[0]
+    return tuple(out), dtype
+
+
+def _conv_transpose_grad(n, h):  # the adjoints of conv2d_backprop_input, as above
+    g, w = n.inputs[:2]
+    conv = dict(strides=n.attrs["strides"], padding=n.attrs["padding"])
+    return [apply("conv2d", [h, w], **conv),
+            apply("conv2d_backprop_filter", [h, g, w], **conv)] + [None] * (len(n.inputs) - 2)
+
+
+register("conv2d_transpose", _conv_transpose_impl, _conv_transpose_infer,
+         grad=_conv_transpose_grad)
 
 
 # -- pooling --------------------------------------------------------------------------
@@ -277,6 +360,118 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     w = convert_to_tensor(filter, like=x)
     return apply("conv2d", [x, w], name=name or "Conv2D",
                  strides=_pair(strides, "strides"), padding=padding)
+
+
+def _no_dilation(dilations, what):
+    if dilations is not None and set(_pair(dilations, "dilations")) != {1}:
+        raise NotImplementedError(f"{what}: dilations other than 1 are not supported")
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002
+                     padding="SAME", data_format="NHWC", name=None, input=None,  # noqa: A002
+                     filters=None, dilations=None):
+    """The transpose of ``conv2d`` (its gradient in its input; TF1
+    ``tf.nn.conv2d_transpose``), sometimes called deconvolution.
+
+    ``value`` is NHWC ``[batch, height, width, in_channels]``; ``filter`` is
+    ``[kh, kw, out_channels, in_channels]`` (the filter of the conv2d this one
+    transposes); ``output_shape`` is the NHWC shape of the result, a list of ints
+    (entries may be scalar int tensors, such as ``gf.shape(x)[0]``) or a 1-D int
+    tensor. A conv2d of ``output_shape`` with the same ``strides`` and ``padding``
+    must give the value's shape; if not, the error names the tensors.
+    ``input``/``filters`` are TF1's newer names of ``value``/``filter``.
+
+    >>> up = gf.nn.conv2d_transpose(h, w, [batch, 28, 28, 1], [1, 2, 2, 1], "SAME")
+    """
+    from gradflow.ops.array_ops import static_value
+    from gradflow.ops.shape_ops import _int_vector
+
+    value = input if value is None else value
+    filter = filters if filter is None else filter  # noqa: A001
+    if value is None or filter is None or output_shape is None or strides is None:
+        raise ValueError("conv2d_transpose needs value, filter, output_shape and strides")
+    padding = _check_format(padding, data_format, "conv2d_transpose")
+    _no_dilation(dilations, "conv2d_transpose")
+    g = convert_to_tensor(value)
+    w = convert_to_tensor(filter, like=g)
+    strides = _pair(strides, "strides")
+    static = static_value(output_shape)
+    if static is not None:
+        shape, dims = tuple(int(d) for d in static.reshape(-1)), None
+    else:
+        dims, shape = _int_vector(output_shape, "conv2d_transpose: output_shape")
+        if shape is None:
+            shape = (None,) * 4
+    if len(shape) != 4:
+        raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NHWC), got "
+                         f"{len(shape)}: {shape}")
+    return _conv2d_transpose(g, w, tuple(None if d is None else int(d) for d in shape), dims,
+                             strides, padding, name)
+
+
+def _conv2d_transpose(g, w, shape, dims, strides, padding, name):
+    """``conv2d_transpose`` to the static ``shape`` (None: unknown; the batch, if unknown,
+    is the value's), the unknown entries read from the 1-D int tensor ``dims``."""
+    for t, what in ((g, "value"), (w, "filter")):
+        if t.shape is not None and len(t.shape) != 4:
+            raise ValueError(f"conv2d_transpose: {what} '{t.name}' must have rank 4, got "
+                             f"shape {tuple(t.shape)}")
+    names = (g.name, w.name)
+    if g.shape is not None and w.shape is not None:
+        problem = _transpose_mismatch(tuple(g.shape), tuple(w.shape), shape, strides,
+                                      padding, names)
+        if problem is not None:
+            raise ValueError(f"conv2d_transpose: {problem}")
+    inputs = [g, w] if dims is None else [g, w, dims]
+    return apply("conv2d_transpose", inputs, name=name or "conv2d_transpose",
+                 strides=strides, padding=padding, output_shape=shape, names=names)
+
+
+def _stride_1d(stride):
+    """TF1 conv1d's stride: an int, or a list of 1 or 3 (``[1, s, 1]``)."""
+    if isinstance(stride, int):
+        return stride
+    stride = tuple(int(s) for s in stride)
+    if len(stride) == 1:
+        return stride[0]
+    if len(stride) == 3 and stride[0] == 1 and stride[2] == 1:
+        return stride[1]
+    raise ValueError(f"conv1d: stride must be an int or a list [1, s, 1], got {stride}")
+
+
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format=None, name=None, input=None, dilations=None):  # noqa: A002
+    """1-D convolution of NWC ``value`` ``[batch, width, in_channels]`` with ``filters``
+    ``[width, in_channels, out_channels]`` (TF1 ``tf.nn.conv1d``).
+
+    As TF, a conv2d over an inserted axis of height 1. ``stride`` is an int or
+    ``[1, s, 1]``; ``input`` is TF1's newer name of ``value``.
+
+    >>> y = gf.nn.conv1d(x, w, stride=1, padding="SAME")
+    """
+    from gradflow.ops.array_ops import expand_dims, squeeze
+
+    value = input if value is None else value
+    if value is None or filters is None or stride is None or padding is None:
+        raise ValueError("conv1d needs value, filters, stride and padding")
+    if data_format not in (None, "NWC"):
+        raise NotImplementedError("conv1d: only data_format='NWC' is supported")
+    padding = _check_format(padding, "NHWC", "conv1d")
+    if dilations is not None and set(_pair(dilations, "dilations")) != {1}:
+        raise NotImplementedError("conv1d: dilations other than 1 are not supported")
+    x = convert_to_tensor(value)
+    w = convert_to_tensor(filters, like=x)
+    for t, what in ((x, "value"), (w, "filters")):
+        if t.shape is not None and len(t.shape) != 3:
+            raise ValueError(f"conv1d: {what} '{t.name}' must have rank 3, got shape "
+                             f"{tuple(t.shape)}")
+    if x.shape is not None and w.shape is not None and None not in (x.shape[2], w.shape[1]) \
+            and x.shape[2] != w.shape[1]:
+        raise ValueError(f"conv1d: value '{x.name}' {tuple(x.shape)} has {x.shape[2]} channels, "
+                         f"filters '{w.name}' {tuple(w.shape)} expect {w.shape[1]}")
+    y = apply("conv2d", [expand_dims(x, 1), expand_dims(w, 0)],
+              strides=(1, _stride_1d(stride)), padding=padding)
+    return squeeze(y, [1], name=name or "conv1d")
 
 
 def _pool(op, value, ksize, strides, padding, data_format, name):
