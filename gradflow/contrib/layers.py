@@ -23,6 +23,7 @@ from gradflow.ops.array_ops import matmul, reduce_sum, reshape
 from gradflow.ops.math_ops import abs as _abs
 from gradflow.ops.math_ops import add, multiply, relu
 from gradflow.ops.nn_ops import bias_add, l2_loss
+from gradflow.ops.normalization_ops import contrib_batch_norm as batch_norm
 from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.variables import (
     GraphKeys,
@@ -36,7 +37,7 @@ from gradflow.variables import (
     zeros_initializer,
 )
 
-__all__ = ["apply_regularization", "flatten", "fully_connected", "l1_l2_regularizer",
+__all__ = ["apply_regularization", "batch_norm", "flatten", "fully_connected", "l1_l2_regularizer",
            "l1_regularizer", "l2_regularizer", "sum_regularizer",
            "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d"]
 
