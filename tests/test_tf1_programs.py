@@ -237,3 +237,31 @@ def test_word_embeddings_program(backend_name):
     np.testing.assert_allclose(np.linalg.norm(out["embeddings"], axis=1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(out["similarity"], out["embeddings"][[1, 2]] @ out["embeddings"].T,
                                rtol=1e-4, atol=1e-6)
+
+
+def _real_mnist_or_skip():
+    root = os.environ.get("GRADFLOW_DATA")
+    if not root or not (pathlib.Path(root) / "mnist").is_dir():
+        pytest.skip("the MNIST tutorial reads the real digits: set GRADFLOW_DATA to a folder "
+                    "with mnist/ (the tests never download)")
+
+
+def test_mnist_softmax_tutorial_with_input_data(backend_name, tmp_path):
+    """The classic tutorial, unchanged but for its imports: read_data_sets finds no files in
+    its data_dir and falls back to $GRADFLOW_DATA/mnist."""
+    _real_mnist_or_skip()
+    steps = 1000 if backend_name == "numpy" else 300  # the others, shorter: same ops
+    out = load_program("mnist_softmax").train_and_test(str(tmp_path / "MNIST_data"), steps)
+    assert out["mnist"].train.epochs_completed == (1 if steps == 1000 else 0)
+    assert out["accuracy"] > (0.9 if steps == 1000 else 0.88)
+    assert not (tmp_path / "MNIST_data").exists()  # nothing downloaded
+
+
+def test_mnist_softmax_tutorial_runs_as_a_script(tmp_path):
+    _real_mnist_or_skip()
+    env = dict(os.environ, GRADFLOW_BACKEND="numpy")
+    done = subprocess.run([sys.executable, str(PROGRAMS / "mnist_softmax.py"),
+                           "--data_dir", str(tmp_path / "input_data")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert 0.9 < float(done.stdout.strip().splitlines()[-1]) < 0.95  # about 0.92

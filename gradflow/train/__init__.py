@@ -1,12 +1,27 @@
-"""Training: optimizers, the global step and checkpoints."""
+"""Training: optimizers, learning-rate schedules, the global step and checkpoints."""
 
-from gradflow.train.learning_rate import exponential_decay
+from gradflow.train.learning_rate import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
+from gradflow.train.moving_averages import ExponentialMovingAverage
 from gradflow.train.optimizers import (
+    AdadeltaOptimizer,
     AdagradOptimizer,
     AdamOptimizer,
+    FtrlOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,
     Optimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
     RMSPropOptimizer,
     create_global_step,
     get_global_step,
@@ -23,8 +38,14 @@ from gradflow.train.saver import (
 )
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer",
-    "Optimizer", "RMSPropOptimizer", "create_global_step", "get_global_step",
-    "get_or_create_global_step", "global_step", "exponential_decay", "Saver", "CheckpointError",
-    "latest_checkpoint", "CheckpointState", "checkpoint_exists", "get_checkpoint_state",
+    "ExponentialMovingAverage",
+    "AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "FtrlOptimizer",
+    "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer", "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer", "RMSPropOptimizer", "create_global_step",
+    "get_global_step", "get_or_create_global_step", "global_step",
+    "cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
+    "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
+    "piecewise_constant_decay", "polynomial_decay",
+    "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
+    "get_checkpoint_state",
 ]

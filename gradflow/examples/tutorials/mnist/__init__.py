@@ -1,0 +1,1 @@
+"""TF1's ``tensorflow.examples.tutorials.mnist``: ``input_data`` reads MNIST."""
