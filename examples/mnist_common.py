@@ -7,6 +7,7 @@ the images) and hand it to ``finish_model`` and ``train`` here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -38,6 +39,17 @@ def make_parser(description, epochs, batch_size, lr, decay):
                         help="save a checkpoint here after each epoch")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the latest checkpoint in --checkpoint-dir")
+    parser.add_argument("--distributed", action="store_true",
+                        help="data-parallel over the processes of an MPI job (launch with "
+                             "mpiexec -n N python -m mpi4py SCRIPT --distributed): each rank "
+                             "takes batch-size/N rows of every batch; rank 0 alone prints and "
+                             "writes checkpoints, summaries and the PNG")
+    parser.add_argument("--logdir", default=None,
+                        help="write TensorBoard event files here: training loss, accuracy and "
+                             "learning rate, weight histograms, test accuracy per epoch and "
+                             "the graph (view with: tensorboard --logdir DIR)")
+    parser.add_argument("--summary-every", type=int, default=100,
+                        help="with --logdir: write the training summaries every N steps")
     return parser
 
 
@@ -45,7 +57,35 @@ def parse(parser, argv):
     args = parser.parse_args(argv)
     if args.resume and not args.checkpoint_dir:
         parser.error("--resume needs --checkpoint-dir")
+    if args.summary_every < 1:
+        parser.error("--summary-every must be at least 1")
+    if args.distributed:
+        join_job(parser, args)
     return args
+
+
+def join_job(parser, args):
+    """``--distributed``: join the MPI job; the global batch stays ``--batch-size``, so the
+    run takes the same steps as one process would (and reaches the same accuracy)."""
+    import sys
+
+    import gradflow.distributed as hvd
+
+    hvd.init()
+    if args.batch_size % hvd.size():
+        parser.error(f"--batch-size {args.batch_size} must be a multiple of the number of "
+                     f"processes ({hvd.size()}): each takes an equal part of every batch")
+    if hvd.rank() != 0:  # one rank reports; the others' lines would repeat it
+        sys.stdout = open(os.devnull, "w")
+
+
+def distributed(args):
+    """``gradflow.distributed`` when running with ``--distributed``, else None."""
+    if not getattr(args, "distributed", False):
+        return None
+    import gradflow.distributed as hvd
+
+    return hvd
 
 
 def load_data(args, image_shape):
@@ -76,11 +116,41 @@ def finish_model(x, y, logits, args, steps_per_epoch, training=None):
     accuracy = gf.reduce_mean(gf.cast(correct, gf.float32))
     step = gf.train.get_or_create_global_step()
     lr = gf.train.exponential_decay(args.lr, step, steps_per_epoch, args.decay, staircase=True)
-    train_op = gf.train.AdamOptimizer(lr).minimize(loss, global_step=step)
+    optimizer = gf.train.AdamOptimizer(lr)
+    hvd = distributed(args)
+    if hvd is not None:  # the gradients are averaged over the ranks before the update
+        optimizer = hvd.DistributedOptimizer(optimizer)
+    # TF1's idiom: the batch-norm moving averages (if any) update with every step
+    with gf.control_dependencies(gf.get_collection(gf.GraphKeys.UPDATE_OPS)):
+        train_op = optimizer.minimize(loss, global_step=step)
     epoch = gf.Variable(np.int64(0), trainable=False, name="epoch", dtype=gf.int64)
+    # every rank starts from rank 0's variables (weights, Adam's slots, step and epoch)
+    sync = hvd.broadcast_global_variables(0) if hvd is not None else None
+    if hvd is not None:  # report the loss of the whole batch: the mean over the ranks
+        loss = hvd.allreduce(loss, name="loss_of_all_ranks")
+    summaries = add_summaries(loss, accuracy, lr) if getattr(args, "logdir", None) else {}
     return dict(x=x, y=y, loss=loss, accuracy=accuracy, train=train_op, step=step, epoch=epoch,
-                next_epoch=gf.assign_add(epoch, 1), training=training,
-                init=gf.global_variables_initializer(), saver=gf.train.Saver(max_to_keep=3))
+                next_epoch=gf.assign_add(epoch, 1), training=training, sync=sync,
+                init=gf.global_variables_initializer(), saver=gf.train.Saver(max_to_keep=3),
+                **summaries)
+
+
+def add_summaries(loss, accuracy, lr):
+    """TensorBoard summaries (TF1's tf.summary): the merged training ones (loss, batch
+    accuracy, learning rate, a histogram of every weight) and the test accuracy, which
+    is fed after each epoch (it is computed over many batches in Python)."""
+    with gf.name_scope("train"):
+        gf.summary.scalar("loss", loss)
+        gf.summary.scalar("accuracy", accuracy)
+        gf.summary.scalar("learning_rate", lr)
+    with gf.name_scope("weights"):
+        for var in gf.trainable_variables():
+            gf.summary.histogram(var.op.name, var)
+    test_accuracy = gf.placeholder(gf.float32, (), name="test_accuracy")
+    with gf.name_scope("test"):
+        test_summary = gf.summary.scalar("accuracy", test_accuracy, collections=[])
+    return dict(summaries=gf.summary.merge_all(), test_accuracy=test_accuracy,
+                test_summary=test_summary)
 
 
 def evaluate(sess, m, images, labels, batch_size=1000):
@@ -102,12 +172,21 @@ def train(args, graph, m, data, name, description, script, argv=None):
 
     x_train, y_train, x_test, y_test = data
     steps_per_epoch = -(-len(x_train) // args.batch_size)
+    hvd = distributed(args)
+    lead = hvd is None or hvd.rank() == 0  # the one process that writes files
+    batching = {"batch_size": args.batch_size} if hvd is None else \
+        {"batch_size": args.batch_size // hvd.size(), "shard": (hvd.rank(), hvd.size())}
     os.makedirs(args.out, exist_ok=True)
     png = os.path.join(args.out, f"{name}_curves.png")
     on = {m["training"]: True} if m["training"] is not None else {}
-    with gf.Session(graph=graph, backend=args.backend) as sess:
+    writer = gf.summary.FileWriter(args.logdir, graph) if args.logdir and lead else None
+    with gf.Session(graph=graph, backend=args.backend) as sess, writer or contextlib.nullcontext():
         backend = sess.backend.name
-        done, history, latest = tools.start(sess, m, args.checkpoint_dir, args.resume)
+        done, history, latest = tools.start(sess, m, args.checkpoint_dir if lead else None,
+                                            args.resume and lead)
+        if hvd is not None:  # rank 0's variables, restored or fresh, to every rank
+            sess.run(m["sync"])
+            done = int(sess.run(m["epoch"]))
         step = int(sess.run(m["step"]))
 
         def curves():
@@ -126,13 +205,18 @@ def train(args, graph, m, data, name, description, script, argv=None):
         try:
             for epoch in range(done + 1, args.epochs + 1):
                 start_time = time.perf_counter()
-                batches = gf.data.batches(x_train, y_train, batch_size=args.batch_size,
-                                          seed=args.seed + epoch)
+                batches = gf.data.batches(x_train, y_train, **batching, seed=args.seed + epoch)
                 with tqdm(batches, total=steps_per_epoch, desc=f"epoch {epoch}/{args.epochs}",
-                          leave=False) as bar:
+                          leave=False, disable=not lead) as bar:
                     for xb, yb in bar:
-                        _, loss = sess.run([m["train"], m["loss"]],
-                                           {m["x"]: xb, m["y"]: yb, **on})
+                        feed = {m["x"]: xb, m["y"]: yb, **on}
+                        if writer is not None and step % args.summary_every == 0:
+                            # the batch's values before this step's update, as TF1 scripts do
+                            _, loss, summary = sess.run([m["train"], m["loss"],
+                                                         m["summaries"]], feed)
+                            writer.add_summary(summary, global_step=step)
+                        else:
+                            _, loss = sess.run([m["train"], m["loss"]], feed)
                         step += 1
                         history.add_loss(step, loss)
                         if step % 50 == 0:
@@ -140,14 +224,20 @@ def train(args, graph, m, data, name, description, script, argv=None):
                 seconds = time.perf_counter() - start_time
                 accuracy = evaluate(sess, m, x_test, y_test)
                 history.add_eval(step=step, epoch=epoch, accuracy=accuracy, backend=backend)
+                if writer is not None:
+                    writer.add_summary(sess.run(m["test_summary"],
+                                                {m["test_accuracy"]: accuracy}), step)
+                    writer.flush()
                 print(f"epoch {epoch}: test accuracy {100 * accuracy:.2f}% "
                       f"({seconds:.1f} s training, backend {backend})")
                 sess.run(m["next_epoch"])
-                if args.checkpoint_dir:
+                if args.checkpoint_dir and lead:
                     print(f"saved {tools.save_checkpoint(sess, m, args.checkpoint_dir, history)}")
         except KeyboardInterrupt:
             tools.interrupted(script, argv, args.checkpoint_dir, history,
                               f"epoch {epoch}, step {step}")
+    if not lead:
+        return results(history, None)
     curves()
     print(f"saved {png}")
     return results(history, png)

@@ -3,6 +3,8 @@
     GRADFLOW_DATA=../shared/data python examples/mnist_mlp.py
     python examples/mnist_mlp.py --backend cupy --data-dir /path/to/mnist
     python examples/mnist_mlp.py --checkpoint-dir ckpt --resume --epochs 8
+    mpiexec -n 2 python -m mpi4py examples/mnist_mlp.py --distributed   # data-parallel
+    python examples/mnist_mlp.py --logdir logs/mlp    # then: tensorboard --logdir logs
 
 Prints the folder the MNIST files were read from (``--data-dir`` when given,
 and then only that folder; ``--download`` fetches the files into it), shows a
@@ -13,7 +15,9 @@ epoch count) with the history of the curves beside it (``history.json``);
 ``--resume`` continues from the latest one, curves included. Ctrl-C stops with
 exit status 130 and one line naming the last checkpoint and the command that
 resumes from it. The learning rate starts at 1e-3 and is multiplied by 0.6
-after each epoch.
+after each epoch. With ``--logdir`` it writes TensorBoard event files (TF1's
+``tf.summary``): the graph, the training loss, batch accuracy, learning rate and
+weight histograms every ``--summary-every`` steps, and the test accuracy per epoch.
 """
 
 from __future__ import annotations

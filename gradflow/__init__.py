@@ -7,8 +7,28 @@ library, chosen per Session.
 
 from gradflow import backends, data, errors, layers, nn, train  # noqa: E402 - they use the names above
 from gradflow import app, contrib  # TF1's tf.app, tf.contrib
+from gradflow import initializers, losses, metrics  # TF1's tf.initializers, tf.losses, tf.metrics
+from gradflow.initializers import (
+    identity_initializer,
+    orthogonal_initializer,
+    variance_scaling_initializer,
+)
 from gradflow import tf_logging as logging  # TF1's tf.logging
+from gradflow import summary  # TF1's tf.summary (tensorboardX is imported on first use)
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
+from gradflow import compat  # TF1's tf.compat, tf.compat.v1
+from gradflow.compat.v1 import (  # TF 1.15's mode switches: no-ops, or errors away from TF1
+    disable_eager_execution,
+    disable_resource_variables,
+    disable_v2_behavior,
+    disable_v2_tensorshape,
+    enable_eager_execution,
+    enable_resource_variables,
+    enable_v2_behavior,
+    enable_v2_tensorshape,
+    executing_eagerly,
+    resource_variables_enabled,
+)
 from gradflow.autodiff import RegisterGradient, gradients
 from gradflow.config import (
     ConfigProto,
@@ -69,6 +89,11 @@ from gradflow.ops.index_ops import (
 )
 from gradflow.ops.index_ops import slice_ as slice  # noqa: A001 - TF1 name
 from gradflow.ops.linalg_ops import einsum, norm, tensordot
+from gradflow.ops.array_ops import count_nonzero, reduce_logsumexp
+from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
+from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
+from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
+from gradflow.ops.control_flow_ops import case
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004
     add,

@@ -15,3 +15,15 @@ class FailedPreconditionError(GradflowError, RuntimeError):
 
 class BackendUnavailableError(GradflowError, RuntimeError):
     """The array backend asked for cannot run on this machine."""
+
+
+class OutOfRangeError(GradflowError, IndexError):
+    """An iteration ran past its end (TF1's signal that an input is exhausted)."""
+
+
+class NotFoundError(GradflowError, LookupError):
+    """Something asked for (a file, a checkpoint, a name) does not exist."""
+
+
+class UnimplementedError(GradflowError, NotImplementedError):
+    """The operation is not supported."""

@@ -6,13 +6,19 @@ import math
 
 from gradflow.ops.array_ops import matmul, reshape
 from gradflow.ops.nn_ops import bias_add
+from gradflow.ops.normalization_ops import batch_normalization_layer as batch_normalization  # noqa: F401,E501 - tf.layers name
 from gradflow.ops.registry import convert_to_tensor
 from gradflow.variables import get_variable, variable_scope, zeros_initializer
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
-          bias_initializer=None, trainable=True, name=None, reuse=None):
+          bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+          activity_regularizer=None, trainable=True, name=None, reuse=None):
     """``activation(inputs @ kernel + bias)`` with variables ``<name>/kernel`` and ``/bias``.
+
+    ``kernel_regularizer`` and ``bias_regularizer`` map a variable to a scalar penalty
+    and ``activity_regularizer`` the output (its penalty is divided by the batch size,
+    as TF1 does); the penalties go to ``GraphKeys.REGULARIZATION_LOSSES``.
 
     >>> h = gf.layers.dense(x, 512, activation=gf.nn.relu)
     """
@@ -22,22 +28,43 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                          f"{x.shape}")
     with variable_scope(name, default_name="dense", reuse=reuse):
         kernel = get_variable("kernel", (x.shape[-1], units), dtype=x.dtype,
-                              initializer=kernel_initializer, trainable=trainable)
+                              initializer=kernel_initializer, regularizer=kernel_regularizer,
+                              trainable=trainable)
         out = matmul(x, kernel) if len(x.shape) == 2 else \
             reshape(matmul(reshape(x, (-1, x.shape[-1])), kernel),
                     tuple(-1 if d is None else d for d in x.shape[:-1]) + (units,))
         return _bias_and_activation(out, units, use_bias, bias_initializer, activation,
-                                    trainable)
+                                    trainable, bias_regularizer, activity_regularizer)
 
 
-def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable):
-    """The shared tail of a layer: an optional ``bias`` variable, then the activation."""
+def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable,
+                         bias_regularizer=None, activity_regularizer=None):
+    """The shared tail of a layer: an optional ``bias`` variable, then the activation,
+    then the activity regularizer's penalty (if any)."""
     if use_bias:
         bias = get_variable("bias", (units,), dtype=out.dtype,
                             initializer=bias_initializer or zeros_initializer(),
-                            trainable=trainable)
+                            regularizer=bias_regularizer, trainable=trainable)
         out = bias_add(out, bias)
-    return activation(out) if activation is not None else out
+    out = activation(out) if activation is not None else out
+    if activity_regularizer is not None:
+        _activity_penalty(out, activity_regularizer)
+    return out
+
+
+def _activity_penalty(out, regularizer):
+    """TF1: ``regularizer(out) / batch size`` joins ``GraphKeys.REGULARIZATION_LOSSES``."""
+    from gradflow.ops.index_ops import shape
+    from gradflow.ops.math_ops import cast, divide
+    from gradflow.variables import GraphKeys
+
+    with out.graph.name_scope("ActivityRegularizer"):
+        penalty = regularizer(out)
+        if penalty is None:
+            return
+        batch = cast(shape(out)[0], penalty.dtype)
+        out.graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES,
+                                    divide(penalty, batch))
 
 
 def flatten(inputs, name=None):
@@ -55,9 +82,12 @@ def _pair(value):
 
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activation=None,
-           use_bias=True, kernel_initializer=None, bias_initializer=None, trainable=True,
-           name=None, reuse=None, data_format="channels_last"):
+           use_bias=True, kernel_initializer=None, bias_initializer=None,
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+           trainable=True, name=None, reuse=None, data_format="channels_last"):
     """2-D convolution layer with variables ``<name>/kernel`` (HWIO) and ``/bias``.
+
+    The regularizers work as in ``dense``.
 
     >>> h = gf.layers.conv2d(x, 32, 5, padding="same", activation=gf.nn.relu)
     """
@@ -70,10 +100,11 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activa
         raise ValueError(f"conv2d: '{x.name}' must be NHWC with known channels, got {x.shape}")
     with variable_scope(name, default_name="conv2d", reuse=reuse):
         kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[-1], filters),
-                              dtype=x.dtype, initializer=kernel_initializer, trainable=trainable)
+                              dtype=x.dtype, initializer=kernel_initializer,
+                              regularizer=kernel_regularizer, trainable=trainable)
         out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper())
         return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
-                                    trainable)
+                                    trainable, bias_regularizer, activity_regularizer)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -81,6 +112,7 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
     """Max pooling layer (TF1 ``tf.layers.max_pooling2d``)."""
     from gradflow.ops.conv_ops import max_pool
 
+    _channels_last(data_format, "max_pooling2d")
     return max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
 
 
@@ -89,6 +121,7 @@ def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="
     """Average pooling layer (TF1 ``tf.layers.average_pooling2d``)."""
     from gradflow.ops.conv_ops import avg_pool
 
+    _channels_last(data_format, "average_pooling2d")
     return avg_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
 
 
@@ -103,3 +136,103 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
             if training else x
     rate_t = cast(convert_to_tensor(training), x.dtype) * rate
     return nn_dropout(x, rate=rate_t, noise_shape=noise_shape, seed=seed, name=name)
+
+
+# -- conv1d and conv2d_transpose ------------------------------------------------------------
+
+
+def _channels_last(data_format, what, bias_constraint=None):
+    if data_format != "channels_last":
+        raise NotImplementedError(f"layers.{what}: only data_format='channels_last' is "
+                                  "supported")
+    if bias_constraint is not None:
+        raise NotImplementedError(f"layers.{what}: bias_constraint is not supported")
+
+
+def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+           data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """1-D convolution layer (TF1 ``tf.layers.conv1d``) over ``[batch, width, channels]``,
+    with variables ``<name>/kernel`` ``[kernel_size, in_channels, filters]`` and ``/bias``.
+
+    >>> h = gf.layers.conv1d(x, 64, 3, padding="same", activation=gf.nn.relu)
+    """
+    from gradflow.ops.conv_ops import conv1d as nn_conv1d
+
+    _channels_last(data_format, "conv1d", bias_constraint)
+    if set(_pair(dilation_rate)) != {1}:
+        raise NotImplementedError("layers.conv1d: dilation_rate other than 1 is not supported")
+    x = convert_to_tensor(inputs)
+    if x.shape is None or len(x.shape) != 3 or x.shape[-1] is None:
+        raise ValueError(f"layers.conv1d: '{x.name}' must be [batch, width, channels] with "
+                         f"known channels, got shape {x.shape}")
+    (k,) = _ints(kernel_size, 1, "kernel_size")
+    (stride,) = _ints(strides, 1, "strides")
+    with variable_scope(name, default_name="conv1d", reuse=reuse):
+        kernel = get_variable("kernel", (k, x.shape[-1], filters), dtype=x.dtype,
+                              initializer=kernel_initializer, regularizer=kernel_regularizer,
+                              constraint=kernel_constraint, trainable=trainable)
+        out = nn_conv1d(x, kernel, stride=stride, padding=padding.upper())
+        return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
+                                    trainable, bias_regularizer, activity_regularizer)
+
+
+def _ints(value, n, what):
+    """An int or a sequence of ``n`` ints, as a tuple of ``n`` ints (Keras' conv arguments)."""
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise ValueError(f"{what} must be an int or {n} ints, got {value}")
+    return value
+
+
+def _transposed_size(size, k, s, padding):
+    """The output length of a transposed convolution along one axis (TF1 / Keras)."""
+    return size * s + max(k - s, 0) if padding == "VALID" else size * s
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Transposed 2-D convolution layer (TF1 ``tf.layers.conv2d_transpose``).
+
+    Variables ``<name>/kernel`` ``[kh, kw, filters, in_channels]`` (TF1's layout:
+    output channels third) and ``/bias`` ``[filters]``. Each spatial size ``n``
+    becomes ``n * stride`` with ``"same"`` padding and ``n * stride + max(k - stride,
+    0)`` with ``"valid"``; sizes unknown when the graph is built are computed at
+    run time.
+
+    >>> up = gf.layers.conv2d_transpose(h, 32, 3, strides=2, padding="same")
+    """
+    from gradflow.ops.conv_ops import _conv2d_transpose
+    from gradflow.ops.conv_ops import conv2d_transpose as nn_conv2d_transpose
+    from gradflow.ops.index_ops import shape as dynamic_shape
+
+    _channels_last(data_format, "conv2d_transpose", bias_constraint)
+    x = convert_to_tensor(inputs)
+    if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
+        raise ValueError(f"layers.conv2d_transpose: '{x.name}' must be NHWC with known "
+                         f"channels, got shape {x.shape}")
+    ksize = _ints(kernel_size, 2, "kernel_size")
+    stride = _ints(strides, 2, "strides")
+    pad = padding.upper()
+    with variable_scope(name, default_name="conv2d_transpose", reuse=reuse):
+        kernel = get_variable("kernel", ksize + (filters, x.shape[-1]), dtype=x.dtype,
+                              initializer=kernel_initializer, regularizer=kernel_regularizer,
+                              constraint=kernel_constraint, trainable=trainable)
+        if None in x.shape[1:3]:  # the spatial sizes are computed when the graph runs
+            dims = dynamic_shape(x)
+            out_shape = [dims[0]] + [dims[a] * s + max(k - s, 0) * (pad == "VALID")
+                                     for a, k, s in zip((1, 2), ksize, stride)] + [filters]
+            out = nn_conv2d_transpose(x, kernel, out_shape, (1,) + stride + (1,), pad)
+        else:  # only the batch may be unknown: it is the input's, no shape tensor needed
+            out_shape = (None,) + tuple(_transposed_size(x.shape[a], k, s, pad) for a, k, s
+                                        in zip((1, 2), ksize, stride)) + (filters,)
+            out = _conv2d_transpose(x, kernel, out_shape, None, stride, pad, None)
+        return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
+                                    trainable, bias_regularizer, activity_regularizer)

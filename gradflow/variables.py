@@ -92,7 +92,8 @@ class Variable(Tensor):
 
                 init = cast(init, dtype)
         else:
-            init = constant(initial_value, dtype=dtype, _graph=graph)
+            with graph.control_dependencies(None):
+                init = constant(initial_value, dtype=dtype, _graph=graph)
         if init.shape is None or None in init.shape:
             if shape is None:
                 raise ValueError(f"Variable {name or ''}: the initial value's shape "
@@ -108,7 +109,11 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         for key in _variable_collections(collections, self.trainable, name):
             graph.add_to_collection(key, self)
-        self.initializer = state_ops.assign(self, init, name=self.name + "/Initializer")
+        # as TF1's init_scope: initializing never waits on (and so never runs) the
+        # control dependencies around the variable's creation, such as an optimizer's
+        # slots made under ``control_dependencies(UPDATE_OPS)``
+        with graph.control_dependencies(None):
+            self.initializer = state_ops.assign(self, init, name=self.name + "/Initializer")
 
     def __repr__(self) -> str:
         return f"<gf.Variable '{self.name}' shape={tuple(self.shape)} dtype={self.dtype.name}>"
@@ -298,7 +303,7 @@ class glorot_uniform_initializer(Initializer):
 
     def __call__(self, shape, dtype=None, partition_info=None):
         fan_in, fan_out = _fans(tuple(shape))
-        limit = math.sqrt(6.0 / (fan_in + fan_out))
+        limit = math.sqrt(3.0 / max(1.0, (fan_in + fan_out) / 2.0))
         return state_ops.random_uniform(shape, -limit, limit, dtype or self.dtype,
                                         seed=self.seed)
 
@@ -308,7 +313,7 @@ class glorot_normal_initializer(glorot_uniform_initializer):
 
     def __call__(self, shape, dtype=None, partition_info=None):
         fan_in, fan_out = _fans(tuple(shape))
-        stddev = math.sqrt(2.0 / (fan_in + fan_out)) / 0.87962566103423978
+        stddev = math.sqrt(1.0 / max(1.0, (fan_in + fan_out) / 2.0)) / 0.87962566103423978
         return state_ops.truncated_normal(shape, 0.0, stddev, dtype or self.dtype,
                                           seed=self.seed)
 
@@ -318,7 +323,7 @@ class he_normal_initializer(glorot_uniform_initializer):
 
     def __call__(self, shape, dtype=None, partition_info=None):
         fan_in, _ = _fans(tuple(shape))
-        stddev = math.sqrt(2.0 / fan_in) / 0.87962566103423978
+        stddev = math.sqrt(2.0 / max(1.0, fan_in)) / 0.87962566103423978
         return state_ops.truncated_normal(shape, 0.0, stddev, dtype or self.dtype,
                                           seed=self.seed)
 

@@ -20,6 +20,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import gradflow as gf
+import gradflow.distributed as hvd
 from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import normalize_key
@@ -46,6 +47,18 @@ EXEMPT = {
     "print": "kind 'call': tf.print, prints when run (test_control_flow.py)",
     "assert": "kind 'call': Assert and assert_*, raise when run (test_control_flow.py)",
     "py_func": "kind 'call': runs a Python function on the host (test_control_flow.py)",
+    # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
+    "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
+    "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",
+    "ImageSummary": "kind 'call': summary.image, bytes on the host (test_summary.py)",
+    "TensorSummaryV2": "kind 'call': summary.text, bytes on the host (test_summary.py)",
+    "MergeSummary": "kind 'call': summary.merge, bytes on the host (test_summary.py)",
+    # collectives (gradflow/distributed/): their values come from other processes; in one
+    # process they are the identity (spec dist_allreduce; test_distributed.py runs jobs)
+    "dist_grouped_collective": "kind 'call': grouped allreduce/broadcast over fusion buffers",
+    "dist_output": "kind 'call': picks one result of a grouped collective",
+    "dist_broadcast": "kind 'call': hvd.broadcast, no gradient (test_distributed.py)",
+    "dist_allgather": "kind 'call': hvd.allgather, no gradient (test_distributed.py)",
 }
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -277,9 +290,8 @@ spec("relu_grad", "relu_grad", lambda g, x: apply("relu_grad", [g, x]),
      [uniform(3, 4), nonzero(3, 4)], lambda g, x: np.where(x > 0, g, 0).astype(g.dtype))
 spec("rsqrt", ("divide", "sqrt"), gf.rsqrt, [positive(3, 4)], lambda x: 1 / np.sqrt(x))
 spec("reciprocal", "divide", gf.reciprocal, [nonzero(3, 4)], lambda x: 1 / x)
-spec("softplus", ("relu", "log1p", "exp", "abs", "negative", "add"), gf.nn.softplus,
-     [nonzero(3, 4, hi=4.0)], np_softplus)
-spec("leaky_relu", ("maximum", "multiply"), gf.nn.leaky_relu, [nonzero(3, 4)],
+spec("softplus", ("softplus", "sigmoid"), gf.nn.softplus, [nonzero(3, 4, hi=4.0)], np_softplus)
+spec("leaky_relu", ("leaky_relu", "leaky_relu_grad"), gf.nn.leaky_relu, [nonzero(3, 4)],
      lambda x: np.where(x > 0, x, 0.2 * x))
 spec("operator_neg_abs", ("negative", "abs"), lambda x: -abs(x), [nonzero(3, 4)],
      lambda x: -np.abs(x))
@@ -567,7 +579,7 @@ spec("sparse_softmax_cross_entropy_int32_large", ("one_hot", "log_softmax"),
      [lambda rng: np.array([0, 2], np.int32),
       lambda rng: rng.uniform(-2, 2, (2, 3)) * 300.0],
      lambda y, x: -np_log_softmax(x)[np.arange(2), y], dynamic=keep(1, -1))
-spec("sigmoid_cross_entropy_with_logits", ("relu", "log1p", "exp", "abs"),
+spec("sigmoid_cross_entropy_with_logits", ("softplus", "multiply", "subtract"),
      lambda z, x: gf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x),
      [uniform(3, 4, lo=0.0, hi=1.0), nonzero(3, 4, hi=5.0)],
      lambda z, x: np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x))))
@@ -992,3 +1004,387 @@ spec("check_numerics", "check_numerics", lambda x: gf.check_numerics(x, "spec"),
      [uniform(3, 4)], lambda x: x)
 spec("Print", "Print", lambda x, y: gf.Print(x, [x, y], "op_specs Print: ", first_n=1),
      [uniform(2, 3), uniform(2)], lambda x, y: x)
+
+
+def _allreduce_alone(x):
+    hvd.init(engine="local")  # a job of this one process (does nothing if init() ran)
+    return hvd.allreduce(x * x)
+
+
+# hvd.allreduce in a job of one process is the identity, and so is its gradient
+spec("dist_allreduce", "dist_allreduce", _allreduce_alone, [uniform(2, 3)],
+     lambda x: x * x)
+
+# -- TF1 core extras: trigonometry, tests of floats, logsumexp, shape builders, case and
+# the higher-order functions (gradflow/ops/math_ops.py, array_ops.py, shape_ops.py,
+# control_flow_ops.py, functional_ops.py)
+_unary("sin", uniform, np.sin)
+_unary("cos", uniform, np.cos)
+_unary("expm1", lambda *s: uniform(*s, lo=-2.0, hi=1.0), np.expm1)
+_unary("ceil", off_integer, np.ceil, **_flat)
+for _test, _ref in (("is_finite", np.isfinite), ("is_nan", np.isnan), ("is_inf", np.isinf)):
+    spec(_test, _test, getattr(gf, _test),
+         lambda rng: [np.array([[1.5, np.inf, -np.inf], [np.nan, -0.25, 3.0]])], _ref)
+spec("reduce_logsumexp", ("reduce_max", "reduce_sum", "exp", "log", "is_finite", "where"),
+     lambda x: gf.reduce_logsumexp(x, axis=1),
+     [distinct(3, 4)], lambda x: np.log(np.exp(x).sum(1)))
+spec("reduce_logsumexp_large_keepdims", ("reduce_max", "reduce_sum", "exp", "log"),
+     lambda x: gf.reduce_logsumexp(x * 100.0, axis=0, keepdims=True),
+     [distinct(3, 2)],
+     lambda x: (lambda y: np.log(np.exp(y - y.max(0)).sum(0, keepdims=True)) + y.max(0))(
+         x * 100.0), grad_tol=(1e-4, 1e-5))
+spec("count_nonzero", ("not_equal", "cast", "reduce_sum"),
+     lambda x: gf.count_nonzero(x, axis=1), [integral(3, 4, lo=-1, hi=2)],
+     lambda x: np.count_nonzero(x, axis=1).astype(np.int64))
+spec("linspace", ("subtract", "multiply", "add"),
+     lambda a, b: gf.linspace(a, b, 5), [uniform(), uniform()],
+     lambda a, b: a + (b - a) * np.linspace(0.0, 1.0, 5).astype(a.dtype))
+spec("meshgrid", ("reshape", "zeros_like", "add"),
+     lambda x, y: [a * 1.0 for a in gf.meshgrid(x, y)], [uniform(3), uniform(2)],
+     lambda x, y: list(np.meshgrid(x, y)))
+spec("meshgrid_ij", ("reshape", "zeros_like", "add"),
+     lambda x, y: gf.meshgrid(x, y, indexing="ij"), [uniform(3), uniform(2)],
+     lambda x, y: list(np.meshgrid(x, y, indexing="ij")))
+spec("sequence_mask", ("range", "less", "expand_dims", "reduce_max"),
+     lambda n: gf.sequence_mask(n), [ints(2, 3, lo=0, hi=5)],
+     lambda n: np.arange(n.max()) < n[..., None], dtypes=("int32",), value_shaped=True)
+spec("case", ("cond", "tuple_get", "assert"),
+     lambda x, y: gf.case([(gf.reduce_sum(y) > 100.0, lambda: x * 2.0),
+                           (gf.reduce_sum(y) > -100.0, lambda: gf.exp(x) * y)],
+                          default=lambda: x, exclusive=True),
+     [uniform(2, 3), uniform(3)], lambda x, y: np.exp(x) * y)
+spec("map_fn", ("getitem", "concat", "matmul"),
+     lambda x, w: gf.map_fn(lambda row: gf.tanh(gf.matmul(row[None, :], w))[0], x),
+     [uniform(3, 2), uniform(2, 4)], lambda x, w: np.tanh(x @ w), dynamic=keep(0, 0))
+spec("scan_and_foldr", ("getitem", "concat", "multiply", "add"),
+     lambda x: [gf.scan(lambda acc, e: acc * 0.5 + e, x),
+                gf.foldr(lambda acc, e: acc * e, x, initializer=gf.ones_like(x[0]))],
+     [uniform(4, 2)],
+     lambda x: [np.stack([sum(x[j] * 0.5 ** (i - j) for j in range(i + 1))
+                          for i in range(4)]), np.prod(x, 0)], dynamic=keep(0, 0))
+
+
+# -- tf.nn activations, l2_normalize, weighted cross-entropy, top_k, in_top_k, conv1d and
+# conv2d_transpose (gradflow/ops/activation_ops.py, nn_ops.py, topk_ops.py, conv_ops.py) --
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _away_from(*kinks, lo=-2.0, hi=8.0):
+    """Uniform values at least 0.2 from every kink (relu6's 0 and 6)."""
+    def make(*shape):
+        def gen(rng):
+            x = rng.uniform(lo, hi, shape)
+            for k in kinks:
+                near = np.abs(x - k) < 0.2
+                x = np.where(near, k + np.sign(x - k + 1e-9) * 0.4, x)
+            return x
+
+        return gen
+
+    return make
+
+
+def _extremes(*values):
+    return lambda rng: [np.array(values)]
+
+
+def np_elu(x, alpha=1.0, scale=1.0):
+    return scale * np.where(x > 0, x, alpha * (np.exp(np.minimum(x, 0)) - 1))
+
+
+def np_swish(x, beta=1.0):
+    return x * np.exp(-np.logaddexp(0, -beta * x))  # sigmoid without overflow
+
+
+_relu6_inputs = _away_from(0.0, 6.0)
+spec("relu6", ("relu6", "relu6_grad"), gf.nn.relu6, [_relu6_inputs(3, 4)],
+     lambda x: np.minimum(np.maximum(x, 0), 6))
+spec("relu6_int", "relu6", gf.nn.relu6, [ints(3, 4, lo=-3, hi=10)],
+     lambda x: np.clip(x, 0, 6), dtypes=("int32",))
+spec("relu6_grad", "relu6_grad", lambda g, x: apply("relu6_grad", [g, x]),
+     [uniform(3, 4), _relu6_inputs(3, 4)],
+     lambda g, x: np.where((x > 0) & (x < 6), g, 0).astype(g.dtype), grad=(0,))
+spec("elu", ("elu", "elu_grad"), gf.nn.elu, [nonzero(3, 4, hi=3.0)], np_elu)
+spec("elu_extreme", ("elu", "elu_grad"), gf.nn.elu, _extremes(-800.0, -40.0, -1.0, 0.5, 800.0),
+     np_elu)
+spec("selu", ("elu", "elu_grad"), gf.nn.selu, [nonzero(3, 4, hi=3.0)],
+     lambda x: np_elu(x, _SELU_ALPHA, _SELU_SCALE))
+spec("selu_extreme", ("elu", "elu_grad"), gf.nn.selu, _extremes(-900.0, -30.0, -0.5, 2.0, 900.0),
+     lambda x: np_elu(x, _SELU_ALPHA, _SELU_SCALE))
+spec("softsign", ("softsign", "abs", "square", "divide"), gf.nn.softsign,
+     [nonzero(3, 4, hi=4.0)], lambda x: x / (1 + np.abs(x)))
+spec("softsign_extreme", "softsign", gf.nn.softsign, _extremes(-1e6, -3.0, 0.0, 2.0, 1e6),
+     lambda x: x / (1 + np.abs(x)))
+spec("swish", ("swish", "swish_grad", "sigmoid"), gf.nn.swish,
+     [uniform(3, 4, lo=-4.0, hi=4.0)], np_swish)
+spec("swish_extreme", ("swish", "swish_grad"), gf.nn.swish,
+     _extremes(-800.0, -30.0, -1.0, 0.0, 2.0, 800.0), np_swish)
+spec("silu_beta", ("swish", "swish_grad"), lambda x: gf.nn.silu(x, beta=1.5),
+     [uniform(3, 4, lo=-4.0, hi=4.0)], lambda x: np_swish(x, 1.5))
+spec("swish_beta_tensor", ("sigmoid", "multiply"), lambda x, b: gf.nn.swish(x, beta=b),
+     [uniform(3, 4), positive()], lambda x, b: np_swish(x, b))
+spec("leaky_relu_alpha_above_one", ("leaky_relu", "leaky_relu_grad"),
+     lambda x: gf.nn.leaky_relu(x, alpha=1.5), [nonzero(3, 4)],
+     lambda x: np.where(x > 0, x, 1.5 * x))
+spec("leaky_relu_int", ("cast", "leaky_relu"), gf.nn.leaky_relu, [ints(3, 4, lo=-5)],
+     lambda x: np.where(x > 0, x, 0.2 * x).astype(np.float32), dtypes=("int32",))
+spec("leaky_relu_alpha_tensor", ("where", "multiply"), lambda x, a: gf.nn.leaky_relu(x, a),
+     [nonzero(3, 4), positive(lo=0.1, hi=0.5)], lambda x, a: np.where(x > 0, x, a * x))
+spec("softplus_extreme", ("softplus", "sigmoid"), gf.nn.softplus,
+     _extremes(-800.0, -40.0, 0.0, 1.5, 40.0, 800.0), np_softplus)
+spec("crelu", ("relu", "negative", "concat"), gf.nn.crelu, [nonzero(3, 2)],
+     lambda x: np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)], -1))
+spec("crelu_axis0", ("relu", "negative", "concat"), lambda x: gf.nn.crelu(x, axis=0),
+     [nonzero(2, 3)], lambda x: np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)], 0))
+
+_l2n = ("square", "reduce_sum", "maximum", "sqrt", "divide")
+spec("l2_normalize", _l2n, gf.nn.l2_normalize, [uniform(3, 4)],
+     lambda x: x / np.sqrt(np.sum(x * x)))
+spec("l2_normalize_axis", _l2n, lambda x: gf.nn.l2_normalize(x, axis=1), [uniform(3, 4)],
+     lambda x: x / np.linalg.norm(x, axis=1, keepdims=True))
+spec("l2_normalize_dim_list", _l2n, lambda x: gf.nn.l2_normalize(x, dim=[0, 2]),
+     [uniform(2, 3, 2)], lambda x: x / np.sqrt(np.sum(x * x, axis=(0, 2), keepdims=True)))
+spec("l2_normalize_epsilon", _l2n, lambda x: gf.nn.l2_normalize(x, -1, epsilon=4.0),
+     [uniform(3, 4, lo=-0.5, hi=0.5)], lambda x: x / 2.0)  # every row's sum of squares < 4
+
+
+def np_weighted_ce(z, x, q):
+    # the definition: q z (-log sigmoid x) + (1 - z) (-log(1 - sigmoid x))
+    return q * z * np.logaddexp(0, -x) + (1 - z) * np.logaddexp(0, x)
+
+
+_wce = ("softplus", "negative", "multiply", "add", "subtract")
+spec("weighted_cross_entropy_with_logits", _wce,
+     lambda z, x, q: gf.nn.weighted_cross_entropy_with_logits(labels=z, logits=x, pos_weight=q),
+     [uniform(3, 4, lo=0.0, hi=1.0), nonzero(3, 4, hi=5.0), positive(4, lo=0.5, hi=3.0)],
+     np_weighted_ce)
+spec("weighted_cross_entropy_targets_scalar_weight", _wce,
+     lambda z, x: gf.nn.weighted_cross_entropy_with_logits(targets=z, logits=x, pos_weight=2.5),
+     lambda rng: [np.array([0.0, 1.0, 1.0, 0.0, 0.3, 1.0]),
+                  np.array([-900.0, -900.0, 0.0, 0.0, 30.0, 900.0])],
+     lambda z, x: np_weighted_ce(z, x, 2.5))
+
+
+def np_top_k(x, k):
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, order, -1), order.astype(np.int32)
+
+
+_topk = ("top_k", "top_k_flat_index", "reshape", "gather", "gather_grad")
+spec("top_k", _topk, lambda x: gf.nn.top_k(x, 3).values, [distinct(3, 5)],
+     lambda x: np_top_k(x, 3)[0])
+spec("top_k_default_k_rank1", _topk, lambda x: gf.nn.top_k(x).values, [distinct(5)],
+     lambda x: np_top_k(x, 1)[0])
+spec("top_k_rank3_all", _topk, lambda x: gf.nn.top_k(x, k=3).values, [distinct(2, 2, 3)],
+     lambda x: np_top_k(x, 3)[0])
+spec("top_k_indices_ties", ("top_k",), lambda x: list(gf.nn.top_k(x, 3)),
+     [integral(4, 6, lo=-1, hi=2)], lambda x: list(np_top_k(x, 3)))
+spec("top_k_int", ("top_k", "gather"), lambda x: list(gf.nn.top_k(x, 2)), [ints(3, 4, hi=3)],
+     lambda x: list(np_top_k(x, 2)), dtypes=("int32",))
+
+
+def np_in_top_k(p, t, k):
+    out = np.zeros(len(t), bool)
+    for b, target in enumerate(t):
+        if 0 <= target < p.shape[1] and np.all(np.isfinite(p[b])):
+            out[b] = np.sum(p[b] > p[b, target]) < k
+    return out
+
+
+def _in_top_k_inputs(rng):
+    p = rng.integers(-2, 3, (6, 5)).astype(np.float64)  # ties
+    p[4, 2] = np.inf
+    return [p, np.array([0, 1, 2, 4, 3, 5], np.int32)]  # 5 is out of range
+
+
+spec("in_top_k", "in_top_k", lambda p, t: gf.nn.in_top_k(p, t, 2), _in_top_k_inputs,
+     lambda p, t: np_in_top_k(p, t, 2))
+spec("in_top_k_k_tensor", "in_top_k", gf.nn.in_top_k,
+     lambda rng: _in_top_k_inputs(rng) + [np.array(1, np.int64)], np_in_top_k)
+
+
+def np_conv1d(x, w, s, padding):
+    return np_conv2d(x[:, None], w[None], s, padding)[:, 0]
+
+
+def np_conv2d_transpose(g, w, out_shape, s, padding):
+    """Each value scatters ``value * filter`` onto the output window it would come from."""
+    n, h, wd, co = g.shape
+    kh, kw, c, _ = w.shape
+    _, oh, ow, _ = out_shape
+    pads = []
+    for size, k, got in ((oh, kh, h), (ow, kw, wd)):
+        total = 0 if padding == "VALID" else max((got - 1) * s + k - size, 0)
+        pads.append(total // 2)
+    out = np.zeros((n, oh + kh + s * h, ow + kw + s * wd, c), g.dtype)
+    for i in range(h):
+        for j in range(wd):
+            for a in range(kh):
+                for b in range(kw):
+                    r, q = i * s + a, j * s + b
+                    out[:, r, q, :] += g[:, i, j, :] @ w[a, b].T
+    return out[:, pads[0]:pads[0] + oh, pads[1]:pads[1] + ow, :]
+
+
+_conv = ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter")
+for _id, _shape, _k, _s, _pad in [("conv1d_same_stride2", (2, 7, 3), 3, 2, "SAME"),
+                                  ("conv1d_valid", (1, 6, 2), 2, 1, "VALID")]:
+    spec(_id, _conv + ("expand_dims", "squeeze"),
+         lambda x, w, s=_s, p=_pad: gf.nn.conv1d(x, w, s, p),
+         [uniform(*_shape), uniform(_k, _shape[2], 2)],
+         lambda x, w, s=_s, p=_pad: np_conv1d(x, w, s, p), dynamic=keep(1, 0, 1, 2))
+spec("conv1d_input_alias_stride_list", _conv + ("expand_dims", "squeeze"),
+     lambda x, w: gf.nn.conv1d(input=x, filters=w, stride=[1, 1, 1], padding="SAME"),
+     [uniform(1, 4, 2), uniform(3, 2, 2)], lambda x, w: np_conv1d(x, w, 1, "SAME"),
+     dynamic=keep(1, 0, 1, 2))
+
+_convt = ("conv2d_transpose", "conv2d", "conv2d_backprop_filter")
+_CONVT = [("conv2d_transpose_same_stride2", (2, 3, 3, 2), (3, 3), (2, 6, 6, 1), 2, "SAME"),
+          ("conv2d_transpose_same_odd", (1, 3, 2, 2), (3, 2), (1, 5, 3, 2), 2, "SAME"),
+          ("conv2d_transpose_valid_stride2", (1, 3, 2, 2), (3, 3), (1, 7, 5, 1), 2, "VALID"),
+          ("conv2d_transpose_same_stride1", (1, 3, 3, 1), (2, 2), (1, 3, 3, 2), 1, "SAME")]
+for _id, _vshape, _ks, _oshape, _s, _pad in _CONVT:
+    spec(_id, _convt,
+         lambda g, w, o=_oshape, s=_s, p=_pad: gf.nn.conv2d_transpose(g, w, o, [1, s, s, 1], p),
+         [uniform(*_vshape), uniform(*_ks, _oshape[3], _vshape[3])],
+         lambda g, w, o=_oshape, s=_s, p=_pad: np_conv2d_transpose(g, w, o, s, p),
+         dynamic=keep(1, 0, 1, 2, 3))
+spec("conv2d_transpose_shape_tensor", _convt + ("expand_dims", "concat"),
+     lambda g, w: gf.nn.conv2d_transpose(g, w, [gf.shape(g)[0], 6, 5, 1], 2, "SAME"),
+     [uniform(2, 3, 3, 2), uniform(2, 3, 1, 2)],
+     lambda g, w: np_conv2d_transpose(g, w, (2, 6, 5, 1), 2, "SAME"), dynamic=keep(1, 0, 1, 2, 3))
+
+# -- normalization and tf.losses (gradflow/ops/normalization_ops.py, gradflow/losses.py):
+# composites, so these check their gradients through the statistics and the reductions;
+# more in tests/test_batch_norm.py and tests/test_losses_metrics.py
+
+
+def np_moments(x, axes, keepdims=False):
+    return [x.mean(axes, keepdims=keepdims), x.var(axes, keepdims=keepdims)]
+
+
+def np_bn(x, mean, var, offset, scale, eps):
+    return (x - mean) / np.sqrt(var + eps) * (1.0 if scale is None else scale) + \
+        (0.0 if offset is None else offset)
+
+
+def np_fused_train(x, scale, offset, eps=0.001):
+    mean, var = np_moments(x, (0, 1, 2))
+    n = x.size / x.shape[-1]
+    return [np_bn(x, mean, var, offset, scale, eps), mean, var * n / (n - 1)]
+
+
+spec("bn_moments", ("reduce_sum", "divide", "squeeze"), lambda x: gf.nn.moments(x, [0]),
+     [uniform(4, 3)], lambda x: np_moments(x, 0))
+spec("bn_moments_keep_dims", ("reduce_sum", "divide"),
+     lambda x: gf.nn.moments(x, [0, 1, 2], keep_dims=True), [uniform(2, 2, 2, 2)],
+     lambda x: np_moments(x, (0, 1, 2), True))
+spec("bn_batch_normalization", ("divide", "sqrt", "multiply", "add"),
+     lambda x, m, v, o, s: gf.nn.batch_normalization(x, m, v, o, s, 1e-3),
+     [uniform(4, 3), uniform(3), positive(3), uniform(3), uniform(3)],
+     lambda x, m, v, o, s: np_bn(x, m, v, o, s, 1e-3))
+spec("bn_batch_normalization_no_affine", ("divide", "sqrt", "multiply"),
+     lambda x, m, v: gf.nn.batch_normalization(x, m, v, None, None, 0.01),
+     [uniform(4, 3), uniform(3), positive(3)],
+     lambda x, m, v: np_bn(x, m, v, None, None, 0.01))
+spec("bn_fused_batch_norm_training", ("reduce_sum", "divide", "sqrt"),
+     lambda x, s, o: gf.nn.fused_batch_norm(x, s, o),
+     [uniform(2, 2, 2, 3), uniform(3), uniform(3)], np_fused_train)
+spec("bn_fused_batch_norm_inference", ("divide", "sqrt"),
+     lambda x, s, o, m, v: gf.nn.fused_batch_norm(x, s, o, m, v, epsilon=1e-6,
+                                                  is_training=False)[0],
+     [uniform(2, 2, 1, 3), uniform(3), uniform(3), uniform(3), positive(3)],
+     lambda x, s, o, m, v: np_bn(x, m, v, o, s, 1.001e-5))
+spec("bn_fused_batch_norm_nchw", ("reduce_sum", "reshape"),
+     lambda x, s, o: gf.nn.fused_batch_norm(x, s, o, data_format="NCHW")[0],
+     [uniform(2, 3, 2, 2), uniform(3), uniform(3)],
+     lambda x, s, o: np.moveaxis(np_fused_train(np.moveaxis(x, 1, -1), s, o)[0], -1, 1))
+spec("bn_layer_training", ("reduce_sum", "divide", "sqrt"),
+     lambda x: gf.layers.batch_normalization(x, training=True),
+     [uniform(4, 3)], lambda x: np_bn(x, *np_moments(x, 0), None, None, 1e-3),
+     dynamic=keep(0, -1))
+spec("bn_layer_conv_cond_true", ("cond", "tuple_get", "reduce_sum"),
+     lambda x, t: gf.layers.batch_normalization(x, training=t, axis=3),
+     lambda rng: [rng.uniform(-2, 2, (2, 2, 2, 2)), np.array(True)],
+     lambda x, t: np_bn(x, *np_moments(x, (0, 1, 2)), None, None, 1e-3),
+     dynamic=keep(0, -1))
+spec("bn_layer_cond_false", ("cond", "tuple_get"),
+     lambda x, t: gf.layers.batch_normalization(x, training=t),
+     lambda rng: [rng.uniform(-2, 2, (4, 3)), np.array(False)],
+     lambda x, t: (x / np.sqrt(1.0 + 1e-3)).astype(x.dtype), dynamic=keep(0, -1))
+spec("bn_contrib_batch_norm", ("reduce_sum", "divide", "sqrt"),
+     lambda x: gf.contrib.layers.batch_norm(x, scale=True, is_training=True),
+     [uniform(2, 2, 2, 2)], lambda x: np_bn(x, *np_moments(x, (0, 1, 2)), None, None, 1e-3),
+     dynamic=keep(0, -1))
+
+
+def np_weighted(losses, weights, reduction):
+    weighted = losses * weights
+    if reduction == "none":
+        return weighted
+    total = weighted.sum()
+    if reduction == "sum":
+        return total
+    if reduction == "mean":
+        return total / (np.ones_like(losses) * weights).sum()
+    if reduction == "batch":
+        return total / losses.size
+    count = np.count_nonzero(np.broadcast_to(weights, losses.shape))
+    return (total / count).astype(losses.dtype)
+
+
+_R = gf.losses.Reduction
+for _rid, _red, _nref in (("none", _R.NONE, "none"), ("sum", _R.SUM, "sum"),
+                          ("mean", _R.MEAN, "mean"),
+                          ("over_batch", _R.SUM_OVER_BATCH_SIZE, "batch"),
+                          ("nonzero", _R.SUM_BY_NONZERO_WEIGHTS, "nonzero")):
+    spec(f"loss_compute_weighted_{_rid}", ("multiply", "reduce_sum"),
+         lambda x, w, r=_red: gf.losses.compute_weighted_loss(x, w, reduction=r),
+         lambda rng: [rng.uniform(-2, 2, (3, 4)),
+                      rng.uniform(0.5, 2, (3, 1)) * np.array([[1.0], [0.0], [1.0]])],
+         lambda x, w, r=_nref: np_weighted(x, w, r),
+         # the count of nonzero weights jumps where a weight is 0: no derivative there
+         grad=(0,) if _rid == "nonzero" else None)
+spec("loss_mean_squared_error", ("square", "subtract", "reduce_sum"),
+     lambda y, p: gf.losses.mean_squared_error(y, p, weights=[[1.0], [2.0], [0.0]]),
+     [uniform(3, 2), uniform(3, 2)],
+     lambda y, p: np_weighted((p - y) ** 2, np.array([[1.0], [2.0], [0.0]]), "nonzero"))
+spec("loss_absolute_difference", ("abs", "subtract"),
+     lambda y, p: gf.losses.absolute_difference(y, p, reduction=_R.SUM),
+     lambda rng: (lambda y: [y, y + rng.uniform(0.3, 1, (3, 2)) * rng.choice([-1, 1], (3, 2))])(
+         rng.uniform(-2, 2, (3, 2))),
+     lambda y, p: np.abs(p - y).sum())
+spec("loss_huber", ("abs", "minimum", "subtract"),
+     lambda y, p: gf.losses.huber_loss(y, p, delta=1.0),
+     lambda rng: [np.zeros((2, 3)), np.array([[0.3, -0.6, 1.5], [-2.0, 0.8, -1.3]])
+                  + rng.uniform(-0.05, 0.05, (2, 3))],
+     lambda y, p: np.mean(np.where(np.abs(p - y) <= 1, 0.5 * (p - y) ** 2,
+                                   np.abs(p - y) - 0.5)), grad=(1,))
+spec("loss_log_loss", ("log", "add"),
+     lambda y, p: gf.losses.log_loss(y, p),
+     [uniform(3, 2, lo=0.0, hi=1.0), uniform(3, 2, lo=0.1, hi=0.9)],
+     lambda y, p: np.mean(-y * np.log(p + 1e-7) - (1 - y) * np.log(1 - p + 1e-7)))
+spec("loss_hinge", ("relu", "multiply"),
+     lambda y, x: gf.losses.hinge_loss(y, x),
+     lambda rng: [rng.integers(0, 2, (3, 2)).astype(np.float64),
+                  rng.choice([-1.5, -0.4, 0.5, 1.6], (3, 2)) + rng.uniform(-0.05, 0.05, (3, 2))],
+     lambda y, x: np.mean(np.maximum(0, 1 - (2 * y - 1) * x)), grad=(1,))
+spec("loss_cosine_distance", ("multiply", "reduce_sum"),
+     lambda y, p: gf.losses.cosine_distance(y, p, axis=1, reduction=_R.SUM_OVER_BATCH_SIZE),
+     [uniform(3, 2), uniform(3, 2)], lambda y, p: np.mean(1 - (y * p).sum(1, keepdims=True)))
+spec("loss_sigmoid_cross_entropy_smoothing", ("softplus", "multiply", "subtract"),
+     lambda y, x: gf.losses.sigmoid_cross_entropy(y, x, label_smoothing=0.2),
+     [bools(3, 2), uniform(3, 2)],
+     lambda y, x: (lambda z: np.mean(np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))))(
+         (y * 0.8 + 0.1).astype(x.dtype)), grad=(1,))
+spec("loss_softmax_cross_entropy_smoothing", ("log_softmax", "stop_gradient"),
+     lambda y, x, w: gf.losses.softmax_cross_entropy(y, x, weights=w, label_smoothing=0.1),
+     [distribution(3, 4), uniform(3, 4), positive(3)],
+     lambda y, x, w: np_weighted(-((y * 0.9 + 0.025) * np_log_softmax(x)).sum(-1), w,
+                                 "nonzero"), grad=(1, 2))
+spec("loss_sparse_softmax_cross_entropy", ("log_softmax", "one_hot"),
+     lambda y, x: gf.losses.sparse_softmax_cross_entropy(y, x, weights=2.0),
+     [ints(3, 1, hi=4), uniform(3, 4)],
+     lambda y, x: np.mean(-2.0 * np_log_softmax(x)[np.arange(3), y[:, 0]]),
+     dynamic=keep(1, -1))

@@ -175,6 +175,37 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
         assert 0 <= resumed["accuracies"][1] <= 1
 
 
+def test_mnist_logdir_writes_tensorboard_events(tmp_path, monkeypatch):
+    """--logdir: the graph, training summaries every --summary-every steps and the test
+    accuracy per epoch, read back with TensorBoard's own reader."""
+    pytest.importorskip("tqdm")
+    pytest.importorskip("tensorboardX")
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    small_mnist(monkeypatch)
+    logdir = tmp_path / "logs"
+    result = load("mnist_mlp").main(["--batch-size", "16", "--epochs", "2", "--backend", "numpy",
+                                     "--out", str(tmp_path / "out"), "--logdir", str(logdir),
+                                     "--summary-every", "3"])
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+    acc.Reload()
+    tags = acc.Tags()
+    assert tags["graph"] and any(n.name == "x" for n in acc.Graph().node)
+    assert sorted(tags["scalars"]) == ["test/accuracy", "train/accuracy", "train/learning_rate",
+                                       "train/loss"]
+    # 4 steps per epoch; the loss of step s is the one the run returned for that step
+    assert [(e.step, e.value) for e in acc.Scalars("train/loss")] == \
+        [(s, float(np.float32(result["losses"][s]))) for s in (0, 3, 6)]
+    assert [(e.step, e.value) for e in acc.Scalars("test/accuracy")] == \
+        [(4, float(np.float32(result["accuracies"][0]))),
+         (8, float(np.float32(result["accuracies"][1])))]
+    lr = [e.value for e in acc.Scalars("train/learning_rate")]
+    assert lr == pytest.approx([1e-3, 1e-3, 6e-4])  # x0.6 once per epoch
+    assert sorted(tags["histograms"]) == [f"weights/{layer}/{var}" for layer in
+                                          ("dense", "dense_1", "dense_2")
+                                          for var in ("bias", "kernel")]
+    assert acc.Histograms("weights/dense/kernel")[0].histogram_value.num == 784 * 512
+
+
 # -- the curves, Ctrl-C, and the data folder of the MNIST examples -------------------------
 
 
@@ -484,3 +515,38 @@ def test_mnist_data_dir_is_used_or_fails(tmp_path, monkeypatch, capsys):
     mlp.main(common + ["--data-dir", str(empty), "--download"])
     assert len(fetched) == 4 and sorted(os.listdir(empty)) == sorted(payloads)
     assert f"MNIST read from {empty} (32 training" in capsys.readouterr().out
+
+
+def test_mnist_cnn_batch_norm_updates_its_moving_averages_with_each_step(tmp_path):
+    import argparse
+
+    import gradflow as gf
+
+    cnn = load("mnist_cnn")
+    args = argparse.Namespace(seed=0, batch_norm=True, lr=1e-3, decay=0.7, distributed=False,
+                              logdir=None)
+    graph, m = cnn.build_model(args, steps_per_epoch=4)
+    with graph.as_default():
+        moving = [v for v in gf.global_variables() if "moving_mean" in v.name]
+        assert len(moving) == 2 and len(gf.get_collection(gf.GraphKeys.UPDATE_OPS)) == 4
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (16, 28, 28, 1)).astype(np.float32)
+    y = rng.integers(0, 10, 16)
+    with gf.Session(graph=graph, backend="numpy") as sess:
+        sess.run(m["init"])
+        before = sess.run(moving)
+        evaluated = sess.run(m["loss"], {m["x"]: x, m["y"]: y})
+        assert [np.array_equal(a, b) for a, b in zip(before, sess.run(moving))] == [True] * 2
+        np.testing.assert_array_equal(evaluated, sess.run(m["loss"], {m["x"]: x, m["y"]: y}))
+        sess.run(m["train"], {m["x"]: x, m["y"]: y, m["training"]: True})
+        after = sess.run(moving)
+    # the first step moves each moving mean 1% of the way to the batch mean
+    assert all(np.abs(a - b).max() > 0 for a, b in zip(after, before))
+
+
+def test_mnist_cnn_trains_with_batch_norm(tmp_path, monkeypatch):
+    pytest.importorskip("tqdm")
+    small_mnist(monkeypatch)
+    result = load("mnist_cnn").main(["--batch-norm", "--batch-size", "16", "--epochs", "1",
+                                     "--out", str(tmp_path), "--backend", "numpy"])
+    assert len(result["losses"]) == 4 and np.isfinite(result["losses"]).all()

@@ -7,16 +7,25 @@ from gradflow.nn.rnn_cell import (
     static_bidirectional_rnn,
     static_rnn,
 )
+from gradflow.ops.activation_ops import crelu, elu, relu6, selu, silu, softsign, swish
 from gradflow.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
-from gradflow.ops.conv_ops import avg_pool, conv2d, dropout, max_pool
+from gradflow.ops.conv_ops import (
+    avg_pool,
+    conv1d,
+    conv2d,
+    conv2d_transpose,
+    dropout,
+    max_pool,
+)
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
     bias_add,
     embedding_lookup,
     l2_loss,
+    l2_normalize,
     leaky_relu,
     log_softmax,
     nce_loss,
@@ -27,9 +36,13 @@ from gradflow.ops.nn_ops import (
     softmax_cross_entropy_with_logits_v2,
     softplus,
     sparse_softmax_cross_entropy_with_logits,
+    weighted_cross_entropy_with_logits,
 )
+from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm, moments
+from gradflow.ops.topk_ops import in_top_k, top_k
 
 __all__ = [
+    "batch_normalization", "fused_batch_norm", "moments",
     "avg_pool", "conv2d", "dropout", "max_pool",
     "bias_add", "bidirectional_dynamic_rnn", "dynamic_rnn", "embedding_lookup", "rnn_cell",
     "static_bidirectional_rnn", "static_rnn",
@@ -39,4 +52,6 @@ __all__ = [
     "tanh",
     "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
     "uniform_candidate_sampler",
+    "conv1d", "conv2d_transpose", "crelu", "elu", "in_top_k", "l2_normalize", "relu6",
+    "selu", "silu", "softsign", "swish", "top_k", "weighted_cross_entropy_with_logits",
 ]

@@ -185,6 +185,56 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
     return divide(total, apply("reduced_count", [x], axes=axes), name=name)
 
 
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                     keep_dims=None):
+    """``log(sum(exp(x)))`` over ``axis``, computed stably: the maximum is taken out
+    first, so large inputs do not overflow (TF1 ``tf.reduce_logsumexp``)."""
+    from gradflow.ops.math_ops import exp, is_finite, log, where, zeros_like
+    from gradflow.ops.state_ops import stop_gradient
+
+    x = convert_to_tensor(input_tensor)
+    if not x.dtype.is_floating:
+        raise TypeError(f"reduce_logsumexp: the input '{x.name}' is {x.dtype.name}; "
+                        "cast it to a float dtype first")
+    axis = _static_axis(_axis_arg("reduce_logsumexp", axis, reduction_indices))
+    keepdims = bool(_keepdims_arg("reduce_logsumexp", keepdims, keep_dims))
+    # the shift changes no value and no gradient, so it need not be differentiated
+    # (an all -inf slice is shifted by 0, so it gives -inf rather than NaN)
+    top = reduce_max(x, axis, keepdims=True)
+    shift = stop_gradient(where(is_finite(top), top, zeros_like(top)))
+    total = log(reduce_sum(exp(x - shift), axis, keepdims=True)) + shift
+    if not keepdims:
+        total = squeeze_axes(total, axis, x)
+    return total if name is None else _identity(total, name)
+
+
+def squeeze_axes(t, axis, like):
+    """``t`` (reduced over ``axis`` of ``like`` with keepdims) without those axes."""
+    if like.shape is None:
+        raise ValueError(f"the rank of '{like.name}' must be known to drop reduced axes")
+    axes = rules.normalize_axis(axis, len(like.shape))
+    return squeeze(t, axes) if axes else t
+
+
+def _identity(t, name):
+    from gradflow.ops.state_ops import identity
+
+    return identity(t, name=name)
+
+
+def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None, input=None):  # noqa: A002
+    """The number of non-zero (or true) elements over ``axis``, as ``dtype``
+    (default int64; TF1 ``tf.count_nonzero``)."""
+    from gradflow.ops.math_ops import not_equal
+
+    x = convert_to_tensor(input if input_tensor is None else input_tensor)
+    nonzero = x if x.dtype.is_bool else not_equal(x, 0)
+    counted = cast(nonzero, dtype)
+    return _reduction("reduce_sum", counted, axis, keepdims, name, reduction_indices,
+                      keep_dims)
+
+
 def _arg_infer(shapes, in_dtypes, axis, keepdims=False):
     return rules.reduced_shape(shapes[0], (axis,), False), dtypes.int64
 

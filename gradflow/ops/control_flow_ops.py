@@ -647,6 +647,66 @@ def _unpack(result, strict):
     return result
 
 
+def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
+    """The result of the function paired with the first true predicate, else of
+    ``default()`` (TF1 ``tf.case``); only that function's ops run.
+
+    ``pred_fn_pairs`` is a list of ``(bool scalar, callable)`` pairs, or a dict of
+    them (tested in insertion order). Without ``default``, the last pair's function
+    is the default, and a run where no predicate is true raises
+    ``InvalidArgumentError``. With ``exclusive=True``, a run where more than one
+    predicate is true raises ``InvalidArgumentError``.
+
+    >>> r = gf.case([(x < y, lambda: gf.constant(17))], default=lambda: gf.constant(23))
+    """
+    from gradflow.ops.array_ops import reduce_any, reduce_sum
+    from gradflow.ops.debug_ops import Assert
+    from gradflow.ops.index_ops import stack
+    from gradflow.ops.math_ops import cast, less_equal
+
+    pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else \
+        list(pred_fn_pairs)
+    if not pairs:
+        raise ValueError("case: pred_fn_pairs is empty")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not callable(pair[1]):
+            raise TypeError(f"case: pred_fn_pairs[{i}] must be a (predicate, callable) pair, "
+                            f"got {pair!r}")
+    preds = [convert_to_tensor(p) for p, _ in pairs]
+    for i, p in enumerate(preds):
+        if isinstance(p, Operation) or not p.dtype.is_bool or \
+                (p.shape is not None and len(p.shape) != 0):
+            raise TypeError(f"case: predicate {i} '{p.name}' must be a bool scalar, got "
+                            f"{p.dtype.name if p.dtype else 'an operation'} of shape "
+                            f"{p.shape}")
+    fns = [f for _, f in pairs]
+    checks = []
+    if default is None:
+        default = fns[-1]
+        checks.append(Assert(reduce_any(stack(preds)),
+                             ["case: none of the conditions evaluated as True and no "
+                              "default was given; predicates:", *preds],
+                             name=f"{name}_none_true"))
+    if exclusive and len(preds) > 1:
+        count = reduce_sum(cast(stack(preds), "int32"))
+        checks.append(Assert(less_equal(count, 1),
+                             ["case: more than one condition evaluated as True with "
+                              "exclusive=True; predicates:", *preds],
+                             name=f"{name}_exclusive"))
+
+    def chain(i):
+        if i == len(preds):
+            return default()
+        return cond(preds[i], fns[i], lambda: chain(i + 1), strict=True)
+
+    if checks:
+        with control_dependencies(checks):
+            result = chain(0)
+    else:
+        result = chain(0)
+    return _unpack(result, strict)
+
+
 # -- while_loop -------------------------------------------------------------------------
 
 

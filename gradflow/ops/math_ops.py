@@ -82,7 +82,11 @@ _register_unary("abs", "abs", lambda n, g: [g * sign(n.inputs[0])], float_only=F
 _register_unary("tanh", "tanh", lambda n, g: [g * (1.0 - square(n))])  # 1 - tanh^2
 _register_unary("sign", "sign", None, float_only=False)
 _register_unary("floor", "floor", None)
+_register_unary("ceil", "ceil", None)
 _register_unary("round", "round", None)
+_register_unary("sin", "sin", lambda n, g: [g * cos(n.inputs[0])])
+_register_unary("cos", "cos", lambda n, g: [negative(g) * sin(n.inputs[0])])
+_register_unary("expm1", "expm1", lambda n, g: [g * (n + 1.0)])  # d (e^x - 1) = e^x
 
 
 def _sigmoid_impl(xp, x):
@@ -117,6 +121,10 @@ abs = _unary_fn("abs")  # noqa: A001 - TF1 name
 tanh = _unary_fn("tanh")
 sign = _unary_fn("sign")
 floor = _unary_fn("floor")
+ceil = _unary_fn("ceil")
+sin = _unary_fn("sin")
+cos = _unary_fn("cos")
+expm1 = _unary_fn("expm1")
 round = _unary_fn("round")  # noqa: A001 - TF1 name
 sigmoid = _unary_fn("sigmoid")
 relu = _unary_fn("relu")
@@ -175,6 +183,19 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
              lower=lambda xp, f=_name: getattr(xp, f))
 register("logical_not", lambda xp, x: xp.logical_not(x), _logical_infer, grad=None,
          lower=lambda xp: xp.logical_not)
+
+
+def _float_test_infer(shapes, in_dtypes):
+    rules.require_floating(in_dtypes[0])
+    return shapes[0], dtypes.bool_
+
+
+for _name, _xp_name in (("is_finite", "isfinite"), ("is_nan", "isnan"), ("is_inf", "isinf")):
+    register(_name, lambda xp, x, f=_xp_name: getattr(xp, f)(x), _float_test_infer, grad=None,
+             lower=lambda xp, f=_xp_name: getattr(xp, f))
+is_finite = _unary_fn("is_finite")
+is_nan = _unary_fn("is_nan")
+is_inf = _unary_fn("is_inf")
 
 add = _binary_fn("add")
 subtract = _binary_fn("subtract")

@@ -9,9 +9,10 @@ import numpy as np
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
 from gradflow.ops import rules
+from gradflow.ops.activation_ops import leaky_relu, softplus  # noqa: F401 - leaky_relu: tf.nn
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.index_ops import one_hot
-from gradflow.ops.math_ops import abs, exp, log1p, negative, relu
+from gradflow.ops.math_ops import add, divide, exp, negative, subtract
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
@@ -131,10 +132,69 @@ register("check_label_range", _check_label_range_impl,
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """Elementwise logistic loss: ``max(x, 0) - x z + log(1 + exp(-|x|))``."""
+    """Elementwise logistic loss ``softplus(x) - x z`` (TF1's ``max(x, 0) - x z +
+    log(1 + exp(-|x|))``, the same values), for logits ``x`` and labels ``z``.
+
+    Through the ``softplus`` primitive the gradient is ``sigmoid(x) - z`` everywhere,
+    including at ``x = 0``, where a zero-initialized last layer starts and where the
+    kinks of ``max`` and ``|x|`` would give ``-z``.
+    """
+    if labels is None or logits is None:
+        raise ValueError("sigmoid_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, like=logits)
-    return relu(logits) - logits * labels + log1p(exp(negative(abs(logits))))
+    return subtract(softplus(logits), logits * labels, name=name)
+
+
+def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, name=None,
+                                       targets=None):
+    """Logistic loss with the positive term weighted by ``pos_weight`` (TF1
+    ``tf.nn.weighted_cross_entropy_with_logits``), elementwise:
+    ``labels * -log(sigmoid(logits)) * pos_weight + (1 - labels) * -log(1 - sigmoid(logits))``.
+
+    Computed as TF does, without overflow: with ``l = 1 + (pos_weight - 1) * labels``,
+    ``(1 - labels) * logits + l * softplus(-logits)``. ``targets`` is TF1's deprecated
+    name of ``labels``.
+    """
+    if targets is not None:
+        if labels is not None:
+            raise ValueError("weighted_cross_entropy_with_logits: give labels= or targets=, "
+                             "not both")
+        labels = targets
+    if labels is None or logits is None or pos_weight is None:
+        raise ValueError("weighted_cross_entropy_with_logits needs labels=, logits= and "
+                         "pos_weight=")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(labels, like=logits)
+    pos_weight = convert_to_tensor(pos_weight, like=logits)
+    if labels.shape is not None and logits.shape is not None and (
+            len(labels.shape) != len(logits.shape) or
+            any(a is not None and b is not None and a != b
+                for a, b in zip(labels.shape, logits.shape))):
+        raise ValueError(f"weighted_cross_entropy_with_logits: labels '{labels.name}' "
+                         f"{tuple(labels.shape)} and logits '{logits.name}' "
+                         f"{tuple(logits.shape)} must have the same shape")
+    log_weight = (pos_weight - 1.0) * labels + 1.0
+    return add((1.0 - labels) * logits, log_weight * softplus(negative(logits)), name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """``x / sqrt(max(sum(x ** 2, axis), epsilon))`` (TF1 ``tf.nn.l2_normalize``).
+
+    ``axis`` (an int or a list) defaults to every axis; ``dim`` is TF1's deprecated
+    name of it. ``epsilon`` bounds the norm below, so a zero vector stays zero.
+    """
+    from gradflow.ops.math_ops import maximum, sqrt, square
+
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("l2_normalize: give axis= or dim=, not both")
+        axis = dim
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError(f"l2_normalize: '{x.name}' must be floating, got {x.dtype.name}")
+    square_sum = reduce_sum(square(x), axis, keepdims=True)
+    return divide(x, sqrt(maximum(square_sum, epsilon)), name=name)
 
 
 def l2_loss(t, name=None):
@@ -155,20 +215,6 @@ def bias_add(value, bias, name=None):
         raise ValueError(f"bias_add: bias '{bias.name}' has {bias.shape[0]} entries, the last "
                          f"axis of '{value.name}' has {value.shape[-1]}")
     return value + bias
-
-
-def softplus(features, name=None):
-    """``log(1 + exp(x))``, computed stably."""
-    x = convert_to_tensor(features)
-    return relu(x) + log1p(exp(negative(abs(x))))
-
-
-def leaky_relu(features, alpha=0.2, name=None):
-    """``max(x, alpha x)``."""
-    from gradflow.ops.math_ops import maximum
-
-    x = convert_to_tensor(features)
-    return maximum(x, x * alpha, name=name)
 
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,

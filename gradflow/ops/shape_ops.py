@@ -430,3 +430,98 @@ def rank(input, name=None):  # noqa: A002
     """The number of axes of ``input``, as an int32 scalar (TF1 ``tf.rank``)."""
     return apply("rank", [convert_to_tensor(input)], name=name or "Rank")
 
+
+
+# -- linspace, meshgrid, sequence_mask ------------------------------------------------
+
+
+def linspace(start, stop, num, name=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``, both included (TF1
+    ``tf.linspace``/``tf.lin_space``); the dtype is ``start``'s (Python floats give
+    float32). ``num`` must be known when the graph is built.
+    """
+    n = static_value(num)
+    if n is None or n.ndim != 0 or int(n) < 1:
+        raise ValueError(f"linspace: num must be a positive int known when the graph is "
+                         f"built, got {num!r}")
+    n = int(n)
+    begin, end = static_value(start), static_value(stop)
+    if begin is not None and end is not None and not isinstance(start, Tensor):
+        dtype = dtypes.float32 if isinstance(start, (int, float)) else \
+            dtypes.as_dtype(np.asarray(start).dtype)
+        return constant(np.linspace(float(begin), float(end), n), dtype=dtype,
+                        name=name or "linspace")
+    start = convert_to_tensor(start)
+    stop = convert_to_tensor(stop, like=start)
+    if not start.dtype.is_floating:
+        raise TypeError(f"linspace: start '{start.name}' must be float32 or float64, got "
+                        f"{start.dtype.name}")
+    if n == 1:
+        return expand_dims(start, 0, name=name)
+    steps = constant(np.arange(n) / (n - 1), dtype=start.dtype)
+    return start + (stop - start) * steps if name is None else \
+        _named(start + (stop - start) * steps, name)
+
+
+lin_space = linspace
+
+
+def _named(t, name):
+    from gradflow.ops.state_ops import identity
+
+    return identity(t, name=name)
+
+
+def meshgrid(*args, indexing="xy", name=None):
+    """Coordinate arrays from 1-D ``args`` (TF1 ``tf.meshgrid``): with ``indexing="xy"``
+    (the default) the first two outputs' axes are swapped, as in NumPy."""
+    from gradflow.ops.math_ops import zeros_like
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [convert_to_tensor(a) for a in args]
+    if not xs:
+        return []
+    for x in xs:
+        if x.shape is not None and len(x.shape) != 1:
+            raise ValueError(f"meshgrid: '{x.name}' must be 1-D, got shape {tuple(x.shape)}")
+    k = len(xs)
+    order = list(range(k))
+    if indexing == "xy" and k > 1:
+        order[0], order[1] = 1, 0
+    shaped = []
+    for i, x in enumerate(xs):
+        dims = [1] * k
+        dims[order.index(i)] = -1
+        shaped.append(_reshape(x, tuple(dims)))
+    # every output has the full shape: the sum of all the (broadcast) zeros gives it
+    zero = zeros_like(shaped[0])
+    for s in shaped[1:]:
+        zero = zero + cast(zeros_like(s), zero.dtype)
+    return [s + cast(zero, s.dtype) for s in shaped]
+
+
+def _reshape(x, dims):
+    from gradflow.ops.array_ops import reshape
+
+    return reshape(x, dims)
+
+
+def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name=None):
+    """``mask[..., j] = j < lengths[...]`` (TF1 ``tf.sequence_mask``); ``maxlen``
+    defaults to the largest length. The result has ``lengths``' shape plus one axis."""
+    from gradflow.ops.array_ops import reduce_max
+    from gradflow.ops.math_ops import less
+
+    lengths = convert_to_tensor(lengths)
+    if not lengths.dtype.is_integer:
+        raise TypeError(f"sequence_mask: lengths '{lengths.name}' must be integers, got "
+                        f"{lengths.dtype.name}")
+    if maxlen is None:
+        maxlen = reduce_max(lengths)
+    positions = range_(0, maxlen, 1, dtype=lengths.dtype)
+    if isinstance(maxlen, Tensor):
+        positions = cast(positions, lengths.dtype)
+    mask = less(positions, expand_dims(lengths, -1))
+    dtype = dtypes.as_dtype(dtype)
+    return mask if dtype.is_bool and name is None else cast(mask, dtype, name=name)

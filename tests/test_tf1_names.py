@@ -1,0 +1,140 @@
+"""A list of TF1 names that tutorials and model code use, and which of them gradflow has.
+
+``python tests/test_tf1_names.py`` prints the share (the README quotes it); the test
+keeps the list honest: every name not listed as missing must resolve on ``gradflow``,
+and every name listed as missing must still be missing (so a new name is counted).
+
+The list was chosen for this project: the graph/session core, dtypes, math and array
+ops, ``tf.nn``, ``tf.layers``, initializers, ``tf.losses``, ``tf.metrics``, ``tf.train``
+(optimizers, schedules, checkpoints, queues and hooks), ``tf.summary``, ``tf.app`` /
+``tf.flags`` / ``tf.logging``, ``tf.contrib.layers``/``rnn``, and a few of the
+data-pipeline and high-level APIs (``tf.data``, ``tf.estimator``, ``tf.keras``,
+``tf.image``) that later TF1 code reaches for.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import gradflow
+
+NAMES = """
+# graph and session
+Graph get_default_graph reset_default_graph Session InteractiveSession get_default_session
+placeholder placeholder_with_default Variable get_variable variable_scope name_scope
+get_variable_scope AUTO_REUSE global_variables_initializer initialize_all_variables
+local_variables_initializer variables_initializer global_variables trainable_variables
+local_variables model_variables get_collection add_to_collection get_collection_ref GraphKeys
+control_dependencies device set_random_seed ConfigProto GPUOptions RunOptions RunMetadata
+Tensor Operation TensorShape Dimension convert_to_tensor constant identity group no_op
+# dtypes
+float16 float32 float64 int8 int16 int32 int64 uint8 bool string as_dtype DType
+# math
+add subtract multiply divide truediv floordiv mod pow square sqrt rsqrt exp log log1p abs
+negative sign reciprocal round floor ceil maximum minimum add_n sigmoid tanh sin cos
+equal not_equal less less_equal greater greater_equal logical_and logical_or logical_not
+where cast to_float to_int32 to_int64 clip_by_value clip_by_norm clip_by_global_norm
+global_norm squared_difference cumsum matmul tensordot einsum norm
+reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
+reduce_logsumexp argmax argmin arg_max count_nonzero
+# arrays
+zeros ones zeros_like ones_like fill eye range linspace random_normal random_uniform
+truncated_normal random_shuffle multinomial shape size rank reshape squeeze expand_dims
+transpose concat stack unstack split tile pad slice strided_slice gather gather_nd
+boolean_mask one_hot reverse sequence_mask unique sort argsort meshgrid scatter_nd
+scatter_update stop_gradient gradients check_numerics Print print py_func cond while_loop
+case map_fn scan assign assign_add assign_sub
+# nn
+nn.relu nn.relu6 nn.elu nn.selu nn.leaky_relu nn.softplus nn.softsign nn.swish nn.sigmoid
+nn.tanh nn.softmax nn.log_softmax nn.dropout nn.bias_add nn.conv2d nn.conv1d
+nn.conv2d_transpose nn.depthwise_conv2d nn.separable_conv2d nn.atrous_conv2d nn.max_pool
+nn.avg_pool nn.l2_loss nn.l2_normalize nn.moments nn.batch_normalization
+nn.fused_batch_norm nn.local_response_normalization nn.embedding_lookup nn.top_k
+nn.in_top_k nn.softmax_cross_entropy_with_logits nn.softmax_cross_entropy_with_logits_v2
+nn.sparse_softmax_cross_entropy_with_logits nn.sigmoid_cross_entropy_with_logits
+nn.weighted_cross_entropy_with_logits nn.nce_loss nn.sampled_softmax_loss nn.dynamic_rnn
+nn.bidirectional_dynamic_rnn nn.static_rnn nn.raw_rnn nn.ctc_loss
+nn.rnn_cell.BasicRNNCell nn.rnn_cell.BasicLSTMCell nn.rnn_cell.LSTMCell nn.rnn_cell.GRUCell
+nn.rnn_cell.MultiRNNCell nn.rnn_cell.DropoutWrapper nn.rnn_cell.ResidualWrapper
+nn.rnn_cell.LSTMStateTuple nn.rnn_cell.RNNCell
+# layers
+layers.dense layers.conv2d layers.conv1d layers.conv2d_transpose layers.max_pooling2d
+layers.average_pooling2d layers.max_pooling1d layers.flatten layers.dropout
+layers.batch_normalization layers.Dense layers.Conv2D
+# initializers
+zeros_initializer ones_initializer constant_initializer random_normal_initializer
+random_uniform_initializer truncated_normal_initializer glorot_uniform_initializer
+glorot_normal_initializer variance_scaling_initializer orthogonal_initializer
+initializers.he_normal initializers.he_uniform initializers.glorot_uniform
+initializers.lecun_normal initializers.zeros
+# losses
+losses.softmax_cross_entropy losses.sparse_softmax_cross_entropy losses.sigmoid_cross_entropy
+losses.mean_squared_error losses.absolute_difference losses.log_loss losses.hinge_loss
+losses.huber_loss losses.get_regularization_loss losses.get_total_loss losses.add_loss
+losses.Reduction
+# metrics
+metrics.accuracy metrics.mean metrics.precision metrics.recall metrics.auc
+metrics.mean_squared_error
+# training
+train.GradientDescentOptimizer train.MomentumOptimizer train.AdagradOptimizer
+train.RMSPropOptimizer train.AdamOptimizer train.AdadeltaOptimizer train.FtrlOptimizer
+train.ProximalGradientDescentOptimizer train.Optimizer train.exponential_decay
+train.piecewise_constant train.polynomial_decay train.inverse_time_decay
+train.natural_exp_decay train.cosine_decay train.Saver train.latest_checkpoint
+train.get_checkpoint_state train.get_global_step train.get_or_create_global_step
+train.create_global_step train.global_step train.ExponentialMovingAverage
+train.MonitoredTrainingSession train.Coordinator train.start_queue_runners
+train.shuffle_batch train.SummarySaverHook train.StopAtStepHook
+# summaries
+summary.scalar summary.histogram summary.image summary.text summary.merge summary.merge_all
+summary.FileWriter
+# programs
+app.run app.flags flags.DEFINE_string flags.DEFINE_integer flags.DEFINE_float
+flags.DEFINE_boolean flags.FLAGS logging.info logging.set_verbosity logging.INFO
+errors.OutOfRangeError errors.InvalidArgumentError compat.v1
+# contrib
+contrib.layers.xavier_initializer contrib.layers.l2_regularizer contrib.layers.fully_connected
+contrib.layers.flatten contrib.layers.batch_norm contrib.layers.variance_scaling_initializer
+contrib.rnn.BasicLSTMCell contrib.rnn.LSTMCell contrib.rnn.GRUCell contrib.rnn.MultiRNNCell
+contrib.rnn.DropoutWrapper contrib.rnn.static_rnn contrib.rnn.LSTMStateTuple
+# data pipelines and high-level APIs
+data.Dataset estimator.Estimator keras.layers.Dense keras.Model image.resize_images
+image.random_flip_left_right io.read_file
+"""
+
+MISSING = set("""
+string random_shuffle multinomial unique sort argsort scatter_nd scatter_update
+nn.depthwise_conv2d nn.separable_conv2d nn.atrous_conv2d nn.local_response_normalization
+nn.raw_rnn nn.ctc_loss layers.max_pooling1d layers.Dense layers.Conv2D metrics.auc
+train.MonitoredTrainingSession train.Coordinator train.start_queue_runners
+train.shuffle_batch train.SummarySaverHook train.StopAtStepHook data.Dataset
+estimator.Estimator keras.layers.Dense keras.Model image.resize_images
+image.random_flip_left_right io.read_file
+""".split())
+
+
+def names():
+    return [w for line in NAMES.splitlines() if not line.startswith("#") for w in line.split()]
+
+
+def resolves(name) -> bool:
+    obj = gradflow
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+@pytest.mark.parametrize("name", names())
+def test_name_is_present_unless_listed_missing(name):
+    assert resolves(name) == (name not in MISSING), (
+        f"gradflow.{name}: " + ("listed as missing but present: remove it from MISSING"
+                                if name in MISSING else "missing"))
+
+
+if __name__ == "__main__":
+    listed = names()
+    have = [n for n in listed if resolves(n)]
+    print(f"gradflow has {len(have)} of {len(listed)} TF1 names ({len(have) / len(listed):.1%})")
+    print("missing:", " ".join(n for n in listed if not resolves(n)))
