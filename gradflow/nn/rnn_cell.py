@@ -398,7 +398,30 @@ def _keeps_all(keep_prob):
     return isinstance(keep_prob, (int, float)) and keep_prob == 1
 
 
-class DropoutWrapper(RNNCell):
+class _CellWrapper(RNNCell):
+    """A cell around ``self._cell`` with its sizes, state and variables (the wrappers)."""
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    @property
+    def trainable_variables(self):
+        return self._cell.trainable_variables
+
+    def zero_state(self, batch_size, dtype):
+        return self._cell.zero_state(batch_size, dtype)
+
+
+class DropoutWrapper(_CellWrapper):
     """Dropout on a cell's inputs, outputs and state (TF1 ``DropoutWrapper``).
 
     Each keep probability is a float in ``(0, 1]`` or a scalar tensor (a
@@ -428,24 +451,6 @@ class DropoutWrapper(RNNCell):
         self._draws = 0
         self._state_filter = dropout_state_filter_visitor or _default_state_filter
 
-    @property
-    def wrapped_cell(self):
-        return self._cell
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
-
-    @property
-    def trainable_variables(self):
-        return self._cell.trainable_variables
-
-    def zero_state(self, batch_size, dtype):
-        return self._cell.zero_state(batch_size, dtype)
 
     def _dropout(self, x, keep_prob):
         seed = None
@@ -474,7 +479,7 @@ class DropoutWrapper(RNNCell):
         return self._dropout(state, keep_prob) if keep_mask else state
 
 
-class ResidualWrapper(RNNCell):
+class ResidualWrapper(_CellWrapper):
     """A cell whose output is the wrapped cell's output plus its input (TF1
     ``ResidualWrapper``); the state passes through unchanged.
 
@@ -491,24 +496,6 @@ class ResidualWrapper(RNNCell):
         self._cell = cell
         self._residual_fn = residual_fn
 
-    @property
-    def wrapped_cell(self):
-        return self._cell
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
-
-    @property
-    def trainable_variables(self):
-        return self._cell.trainable_variables
-
-    def zero_state(self, batch_size, dtype):
-        return self._cell.zero_state(batch_size, dtype)
 
     def __call__(self, inputs, state, scope=None):
         inputs = convert_to_tensor(inputs)

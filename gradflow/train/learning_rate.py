@@ -67,6 +67,16 @@ def _named(result, name):
 # -- schedules -----------------------------------------------------------------------
 
 
+def _decay_terms(what, learning_rate, global_step, decay_steps, decay_rate, staircase):
+    """``(rate, global_step / decay_steps (floored with staircase), decay_rate)`` as
+    tensors of the rate's dtype: what the exponential-type schedules share."""
+    rate, step = _rate_and_step(learning_rate, global_step, what)
+    decay_steps = _number(decay_steps, rate.dtype, what, "decay_steps", positive=True)
+    decay_rate = _number(decay_rate, rate.dtype, what, "decay_rate")
+    p = step / decay_steps
+    return rate, (floor(p) if staircase else p), decay_rate
+
+
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
                       name=None):
     """``learning_rate * decay_rate ** (global_step / decay_steps)``; with ``staircase``
@@ -74,13 +84,8 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, stair
 
     >>> lr = gf.train.exponential_decay(1e-3, step, decay_steps=469, decay_rate=0.7)
     """
-    what = "exponential_decay"
-    rate, step = _rate_and_step(learning_rate, global_step, what)
-    decay_steps = _number(decay_steps, rate.dtype, what, "decay_steps", positive=True)
-    decay_rate = _number(decay_rate, rate.dtype, what, "decay_rate")
-    exponent = step / decay_steps
-    if staircase:
-        exponent = floor(exponent)
+    rate, exponent, decay_rate = _decay_terms("exponential_decay", learning_rate, global_step,
+                                              decay_steps, decay_rate, staircase)
     return _named(rate * pow(convert_to_tensor(decay_rate, like=rate), exponent), name)
 
 
@@ -88,13 +93,8 @@ def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, stair
                       name=None):
     """``learning_rate * exp(-decay_rate * global_step / decay_steps)``; with
     ``staircase`` the ratio ``global_step / decay_steps`` is floored."""
-    what = "natural_exp_decay"
-    rate, step = _rate_and_step(learning_rate, global_step, what)
-    decay_steps = _number(decay_steps, rate.dtype, what, "decay_steps", positive=True)
-    decay_rate = _number(decay_rate, rate.dtype, what, "decay_rate")
-    p = step / decay_steps
-    if staircase:
-        p = floor(p)
+    rate, p, decay_rate = _decay_terms("natural_exp_decay", learning_rate, global_step,
+                                       decay_steps, decay_rate, staircase)
     return _named(rate * exp(negative(p * decay_rate)), name)
 
 
@@ -102,13 +102,8 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, stai
                        name=None):
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)``; with
     ``staircase`` the ratio ``global_step / decay_steps`` is floored."""
-    what = "inverse_time_decay"
-    rate, step = _rate_and_step(learning_rate, global_step, what)
-    decay_steps = _number(decay_steps, rate.dtype, what, "decay_steps", positive=True)
-    decay_rate = _number(decay_rate, rate.dtype, what, "decay_rate")
-    p = step / decay_steps
-    if staircase:
-        p = floor(p)
+    rate, p, decay_rate = _decay_terms("inverse_time_decay", learning_rate, global_step,
+                                       decay_steps, decay_rate, staircase)
     return _named(rate / (p * decay_rate + 1.0), name)
 
 
