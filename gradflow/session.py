@@ -20,7 +20,10 @@ class Session:
     ``backend`` is a name (``"numpy"``, ``"torch"``, ``"cupy"``,
     ``"array_api_strict"``) or a backend object; ``None`` means
     ``$GRADFLOW_BACKEND``, else numpy. ``seed`` seeds random ops that have no
-    graph or op seed. ``check_numerics=True`` checks every floating value a run
+    graph or op seed. ``optimize=False`` runs the graph as built, without the
+    compiler's passes (common subexpressions, constant folding, rewrites, fused
+    elementwise kernels; see ``gradflow.passes``), to compare or to debug.
+    ``check_numerics=True`` checks every floating value a run
     computes, feeds or reads, and raises at the first NaN or infinity, naming
     the op that produced it and the line of your code that built it (slower:
     for hunting a NaN, not for training). ``Session.run`` may be called from
@@ -33,13 +36,14 @@ class Session:
     """
 
     def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
-                 config=None, check_numerics=False):
+                 config=None, check_numerics=False, optimize=True):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
         self.graph = graph if graph is not None else get_default_graph()
         self.backend = backends.get(backend, device)
         self.seed = seed
         self.check_numerics = bool(check_numerics)
+        self.optimize = bool(optimize)
         self._store: dict = {}
         self._plans: dict = {}
         self._constants: dict = {}
