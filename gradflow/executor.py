@@ -39,6 +39,7 @@ import numpy as np
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation
 from gradflow.ops.state_ops import draw_host
+from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
 
 _plan_ids = itertools.count()
 
@@ -55,6 +56,8 @@ class Plan:
         self.line_nodes = line_nodes  # generated line number -> node, for errors
         self.filename = filename
         self.initialized = False  # set once the session has checked `variables`
+        self.specialize = False  # whether the session compiles a plan per fed shapes
+        self.specialized = False  # whether this plan is one of those
         self.lock = threading.Lock()  # held while a run uses this plan's buffers
 
 
@@ -87,6 +90,8 @@ def _missing_feed(node, fetches):
 
 
 def _bind(backend, node):
+    if node.opdef is FUSED:
+        return backend.fused(node.attrs["program"], lambda member: _bind(backend, member))
     override = backend.overrides.get(node.opdef.name)
     if override:
         return override(backend.xp, **node.attrs)
@@ -102,14 +107,47 @@ def _buffer_reuse(order, fns, backend):
     when every op reading it takes ``out=`` too: then no view of it (a reshape, a
     slice) can outlive it.
     """
-    takes_out = {n for n, fn in fns.items() if backend.accepts_out(fn)
-                 and n.shape is not None and len(n.shape) > 0 and None not in n.shape}
+    writers = {n for n, fn in fns.items() if backend.accepts_out(fn)}
+    multi = {n for n in writers if _is_multi(n)}  # their outputs take the buffers
+    candidates = [n for n in writers if n not in multi] + [
+        n for n in order if n.opdef is FUSED_OUTPUT and n.inputs[0] in multi]
+    takes_out = {n for n in candidates
+                 if n.shape is not None and len(n.shape) > 0 and None not in n.shape}
     readers = {}
     for node in order:
         for inp in node.inputs:
             readers.setdefault(inp, []).append(node)
-    donors = {n for n in takes_out if all(r in takes_out for r in readers.get(n, ()))}
+    no_views = takes_out | multi  # readers that never return a view of their input
+    donors = {n for n in takes_out if all(r in no_views for r in readers.get(n, ()))}
     return takes_out, donors
+
+
+def _user_node(node):
+    origin = getattr(node, "origin", None)
+    return node if origin is None else origin
+
+
+def _is_multi(node):
+    """Whether ``node`` is a fused node with several outputs (its value is a tuple)."""
+    return node.opdef is FUSED and len(node.attrs["program"].outputs) > 1
+
+
+def _outputs_after_fused(order):
+    """``order`` with the outputs of each multi-output fused node right after it, so
+    that the memory plan places all of them at the step where the kernel writes them."""
+    outputs = {}
+    for node in order:
+        if node.opdef is FUSED_OUTPUT:
+            outputs.setdefault(node.inputs[0], []).append(node)
+    if not outputs:
+        return order
+    placed = []
+    for node in order:
+        if node.opdef is FUSED_OUTPUT:
+            continue
+        placed.append(node)
+        placed.extend(sorted(outputs.get(node, ()), key=lambda o: o.attrs["index"]))
+    return placed
 
 
 def _arena_slots(order, nodes, last_use):
@@ -175,10 +213,23 @@ def _taker(spare):
     return take
 
 
-def compile_plan(session, fetches, fed) -> Plan:
-    """Build the plan that computes ``fetches`` with the tensors ``fed`` given."""
+def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
+    """Build the plan that computes ``fetches`` with the tensors ``fed`` given.
+
+    With ``session.optimize``, the graph compiler's passes rewrite a private copy
+    of the graph first (``gradflow.passes``), its static shapes specialized to
+    ``feed_shapes`` (the shapes of the values fed, one per tensor of ``fed``) when
+    they are given.
+    """
     fed_set = set(fed)
-    order = topological_order(fetches, fed_set)
+    targets = list(fetches)
+    checking = getattr(session, "check_numerics", False)
+    # check_numerics names the op that made a NaN: it runs the graph as built
+    if getattr(session, "optimize", False) and not checking:
+        from gradflow.passes import optimize
+
+        targets = optimize(fetches, fed, feed_shapes).outputs
+    order = _outputs_after_fused(topological_order(targets, fed_set))
     backend = session.backend
     env = {}
     lines = []
@@ -194,10 +245,18 @@ def compile_plan(session, fetches, fed) -> Plan:
         if node not in fed_set:
             for inp in node.inputs + node.control_inputs:
                 last_use[inp] = step
-    keep = set(fetches)
+    for step, node in enumerate(order):  # a multi-output kernel's inputs live until it
+        if node.opdef is FUSED_OUTPUT:   # has written its last output (see _arena_slots)
+            for inp in node.inputs[0].inputs:
+                last_use[inp] = max(last_use[inp], step)
+    dies_at = {}
+    for value, step in last_use.items():
+        dies_at.setdefault(step, []).append(value)
+    keep = set(targets)
     fns = {node: _bind(backend, node) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
-    fns.update({node: node.opdef.impl(session, node) for node in order
+    # a call op binds from the user's node: its inputs sit at the same positions
+    fns.update({node: node.opdef.impl(session, _user_node(node)) for node in order
                 if node not in fed_set and node.opdef.kind == "call"})
     takes_out, donors = _buffer_reuse(order, fns, backend)
     arena, slots = _arena_slots(order, donors - keep, last_use)
@@ -205,9 +264,23 @@ def compile_plan(session, fetches, fed) -> Plan:
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
     take = _taker(session.spare_buffers)
-    checking = getattr(session, "check_numerics", False)
     if checking:
         env["check"] = _numerics_check(backend.xp)
+
+    def buffer(node, step):
+        """The expression of the buffer ``node`` is written into, or None."""
+        if node in arena:  # a buffer of the plan, reused by every run
+            key = (arena[node], tuple(node.shape))
+            if key not in views:  # one view per buffer and shape: an op in place
+                size = math.prod(node.shape)  # sees its input and output as one array
+                views[key] = (f"A{step}", buffers[key[0]][:size].reshape(key[1]))
+                env[views[key][0]] = views[key][1]
+            return views[key][0]
+        if node in recycled:  # the buffer the variable held before the last run
+            env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
+                                                node.dtype.as_numpy_dtype)
+            return f"T{step}()"
+        return None
 
     for step, node in enumerate(order):
         var = f"v{step}"
@@ -241,32 +314,32 @@ def compile_plan(session, fetches, fed) -> Plan:
             line = f"{var} = {value}"
             writes.append((node.attrs["var"], var))
             keep.add(node)
+        elif node.opdef is FUSED_OUTPUT:
+            line = f"{var} = {names[node.inputs[0]]}[{node.attrs['index']}]"
         else:  # "compute" and "call"
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
-            if node in arena:  # a buffer of the plan, reused by every run
-                key = (arena[node], tuple(node.shape))
-                if key not in views:  # one view per buffer and shape: an op in place
-                    size = math.prod(node.shape)  # sees its input and output as one array
-                    views[key] = (f"A{step}", buffers[key[0]][:size].reshape(key[1]))
-                    env[views[key][0]] = views[key][1]
-                args += f", out={views[key][0]}"
-            elif node in recycled:  # the buffer the variable held before the last run
-                env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
-                                                    node.dtype.as_numpy_dtype)
-                args += f", out=T{step}()"
+            if _is_multi(node):
+                outs = [buffer(o, step + 1 + o.attrs["index"]) for o in order[step + 1:]
+                        if o.opdef is FUSED_OUTPUT and o.inputs[0] is node]
+                if any(b is not None for b in outs):
+                    args += f", out=({', '.join(b or 'None' for b in outs)},)"
+            else:
+                dest = buffer(node, step)
+                if dest is not None:
+                    args += f", out={dest}"
             line = f"{var} = F{step}({args})"
         if line is not None:
             line_nodes[len(lines) + 2] = node
             lines.append(line)
         if checking and kind != "variable" and node.dtype is not None \
-                and node.dtype.is_floating and names[node] != "None":
+                and node.dtype.is_floating and names[node] != "None" and not _is_multi(node):
             env[f"N{step}"] = node
             role = "feed" if node in fed_set else "op"
             line_nodes[len(lines) + 2] = node
             lines.append(f"check({var}, N{step}, '{role}')")
-        dead = [names[i] for i in set(node.inputs + node.control_inputs)
-                if last_use.get(i) == step and i not in keep and names[i] != "None"]
+        dead = [names[i] for i in dies_at.get(step, ())
+                if i not in keep and names.get(i, "None") != "None"]
         if dead:
             lines.append(f"del {', '.join(dead)}")
     retire = set(recycled.values())
@@ -278,7 +351,7 @@ def compile_plan(session, fetches, fed) -> Plan:
             env["spare"] = session.spare_buffers
             lines.append(f"    spare[W{k}] = store.get(W{k})")
         lines.append(f"    store[W{k}] = {value}")
-    outputs = ", ".join(names[f] for f in fetches)
+    outputs = ", ".join(names[f] for f in targets)
     lines.append(f"return ({outputs},)")
     head = []
     if reads:  # one block, so that no other run's assignments land in between
@@ -292,8 +365,10 @@ def compile_plan(session, fetches, fed) -> Plan:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(code, env)
     feed_specs = [(t, t.dtype.as_numpy_dtype, t.shape) for t in fed]
-    return Plan(env["run"], tuple(fed), tuple(fetches), variables, feed_specs,
+    plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, feed_specs,
                 line_nodes, filename)
+    plan.specialized = feed_shapes is not None
+    return plan
 
 
 def _numerics_check(xp):

@@ -56,6 +56,7 @@ class Session:
         self.store_lock = threading.Lock()
         self._init_lock = threading.RLock()
         self._instances: dict = {}  # plan key -> further instances for concurrent runs
+        self._shape_plans: dict = {}  # fetch-set key -> shape-specialized plans made
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -79,6 +80,7 @@ class Session:
         self.spare_buffers.clear()
         self._plans.clear()
         self._instances.clear()
+        self._shape_plans.clear()
         self._constants.clear()
 
     # -- running ---------------------------------------------------------------
@@ -103,11 +105,17 @@ class Session:
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._compile(flat, feed_keys)
+            plan, feeds = self._plan_for(key, feed_items)
+            if plan.specialized:
+                key = (key, tuple(tuple(f.shape) for f in feeds))
+        else:
+            feeds = self._convert_feeds(feed_keys, feed_items)
+            if plan.specialize:  # a plan of its own for each set of fed shapes
+                key = (key, tuple(tuple(f.shape) for f in feeds))
+                plan = self._plans.get(key) or self._compile(key, feeds)
         if not plan.lock.acquire(blocking=False):  # another thread runs this plan now
-            plan = self._free_instance(key, flat, feed_keys)
+            plan = self._free_instance(key, flat, feed_keys, feeds)
         try:
-            feeds = self._convert_feeds(plan, feed_items)
             if not plan.initialized:
                 self._initialize_missing(plan.variables)
                 plan.initialized = True
@@ -125,16 +133,46 @@ class Session:
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
 
-    def _compile(self, flat, feed_keys):
+    # Shape-specialized plans kept per fetch set: a loop over ragged batch sizes must not
+    # compile a plan per size, so past this many it uses the general plan.
+    MAX_SHAPE_PLANS = 8
+
+    def _plan_for(self, key, feed_items):
+        """``(plan, converted feeds)`` for a fetch set seen for the first time."""
+        flat, feed_keys = key
         for t in feed_keys:
             if not is_feedable(t):
                 raise InvalidArgumentError(
                     f"'{t.name}' ({t.type}) cannot be fed: it is an operation or an "
                     "assignment, not a value; feed a placeholder or another tensor")
-        plan = compile_plan(self, flat, feed_keys)
-        return self._plans.setdefault((tuple(flat), feed_keys), plan)
+        feeds = self._convert_feeds(feed_keys, feed_items)
+        if self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
+                                 for t in feed_keys):
+            marker = _Specializing()  # stands for the family until a general plan is needed
+            self._plans.setdefault(key, marker)
+            plan = self._compile((key, tuple(tuple(f.shape) for f in feeds)), feeds)
+        else:
+            plan = self._plans.setdefault(key, compile_plan(self, list(flat), feed_keys))
+        return plan, feeds
 
-    def _free_instance(self, key, flat, feed_keys):
+    def _compile(self, key, feeds):
+        """The plan specialized to the shapes of ``feeds`` (``key`` = (fetch-set key,
+        shapes)), or the general plan once a fetch set has seen too many shapes."""
+        base = key[0]
+        flat, feed_keys = base
+        with self._init_lock:
+            count = self._shape_plans.get(base, 0)
+            self._shape_plans[base] = count + 1
+        if count >= self.MAX_SHAPE_PLANS:
+            general = self._plans.get((base, "general"))
+            if general is None:
+                general = compile_plan(self, list(flat), feed_keys)
+                general = self._plans.setdefault((base, "general"), general)
+            return general
+        plan = compile_plan(self, list(flat), feed_keys, [f.shape for f in feeds])
+        return self._plans.setdefault(key, plan)
+
+    def _free_instance(self, key, flat, feed_keys, feeds):
         """An instance of the plan for ``key`` that no other thread is running, locked.
 
         A plan's memory buffers serve one run at a time; a second concurrent caller
@@ -144,19 +182,22 @@ class Session:
         for plan in list(instances):
             if plan.lock.acquire(blocking=False):
                 return plan
-        plan = compile_plan(self, flat, feed_keys)
+        specialized = getattr(self._plans.get(key), "specialized", False)
+        plan = compile_plan(self, list(flat), feed_keys,
+                            [f.shape for f in feeds] if specialized else None)
         plan.lock.acquire()
         instances.append(plan)
         return plan
 
-    def _convert_feeds(self, plan, feed_items):
+    def _convert_feeds(self, feed_keys, feed_items):
         backend = self.backend
         feeds = []
-        for (tensor, np_dtype, shape), (_, value) in zip(plan.feed_specs, feed_items):
+        for tensor, (_, value) in zip(feed_keys, feed_items):
             if backend.is_native(value) and not isinstance(value, np.ndarray):
                 feeds.append(self._check_native_feed(tensor, value))
                 continue
-            feeds.append(backend.asarray(check_feed(tensor, value, np_dtype, shape)))
+            feeds.append(backend.asarray(check_feed(tensor, value, tensor.dtype.as_numpy_dtype,
+                                                    tensor.shape)))
         return feeds
 
     def _check_native_feed(self, tensor, value):
@@ -219,6 +260,7 @@ class Session:
 
     def constant_value(self, node):
         """The backend array of a constant node, converted once per session."""
+        node = _user_node(node)
         value = self._constants.get(node)
         if value is None:
             value = self._constants[node] = self.backend.asarray(node.attrs["value"].array)
@@ -226,6 +268,7 @@ class Session:
 
     def host_rng(self, node):
         """The host random generator of one random node (same numbers on every backend)."""
+        node = _user_node(node)
         rng = self._rngs.get(node)
         if rng is None:
             graph_seed, op_seed = node.attrs["graph_seed"], node.attrs["op_seed"]
@@ -235,6 +278,18 @@ class Session:
                 entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
             rng = self._rngs[node] = np.random.default_rng(entropy)
         return rng
+
+
+def _user_node(node):
+    """The user's graph node that ``node`` stands for (itself, or a plan copy's origin)."""
+    origin = getattr(node, "origin", None)
+    return node if origin is None else origin
+
+
+class _Specializing:
+    """The plan-cache entry of a fetch set whose plans are specialized per fed shapes."""
+
+    specialize = True
 
 
 class InteractiveSession(Session):

@@ -85,7 +85,7 @@ def test_two_sessions_keep_separate_state():
 def test_plans_are_cached_per_fetch_and_feed_signature():
     x = gf.placeholder(gf.float32, (None,))
     y = x * 2.0
-    sess = gf.Session()
+    sess = gf.Session(optimize=False)
     sess.run(y, {x: [1.0]})
     sess.run(y, {x: [1.0, 2.0, 3.0]})
     assert len(sess._plans) == 1
@@ -93,10 +93,28 @@ def test_plans_are_cached_per_fetch_and_feed_signature():
     assert len(sess._plans) == 2
 
 
+def test_optimized_plans_are_specialized_per_fed_shape_up_to_a_limit():
+    """With the passes on, each fed shape gets a plan of its own with static shapes,
+    until MAX_SHAPE_PLANS; later shapes share one general plan."""
+    x = gf.placeholder(gf.float32, (None,))
+    y = x * 2.0 + 1.0
+    sess = gf.Session()
+    for n in (1, 3, 1):
+        np.testing.assert_allclose(sess.run(y, {x: np.ones(n, np.float32)}), np.full(n, 3.0))
+    specialized = [p for p in sess._plans.values() if getattr(p, "specialized", False)]
+    assert len(specialized) == 2
+    for n in range(4, 4 + sess.MAX_SHAPE_PLANS + 3):
+        np.testing.assert_allclose(sess.run(y, {x: np.ones(n, np.float32)}), np.full(n, 3.0))
+    specialized = [p for p in sess._plans.values() if getattr(p, "specialized", False)]
+    assert len(specialized) == sess.MAX_SHAPE_PLANS
+    general = [p for p in sess._plans.values() if getattr(p, "specialized", True) is False]
+    assert len(general) == 1
+
+
 def test_intermediate_values_are_freed():
     x = gf.placeholder(gf.float32, (3,))
     y = gf.exp(gf.exp(gf.exp(x)))
-    sess = gf.Session()
+    sess = gf.Session(optimize=False)  # unfused, so that there are values to free
     sess.run(y, {x: np.zeros(3, np.float32)})
     plan = next(iter(sess._plans.values()))
     import inspect
@@ -270,7 +288,7 @@ def test_numpy_elementwise_chains_reuse_dead_buffers():
     x = gf.placeholder(gf.float32, (3, 4))
     y = gf.sqrt(gf.square(x * 2.0 + 1.0) + 1.0) - 0.5
     value = np.arange(12, dtype=np.float32).reshape(3, 4)
-    with gf.Session(backend="numpy") as sess:
+    with gf.Session(backend="numpy", optimize=False) as sess:  # unfused: one op per line
         out = sess.run(y, {x: value})
         assert _plan_source(sess).count("out=") >= 3
     np.testing.assert_allclose(out, np.sqrt((value * 2 + 1) ** 2 + 1) - 0.5, rtol=1e-6)

@@ -44,8 +44,36 @@ class Backend:
         """An uninitialized array (for backends whose ``accepts_out`` can be true)."""
         raise NotImplementedError(f"the {self.name} backend does not plan buffers")
 
+    def fused(self, program, bind):
+        """The callable of a fused elementwise node (``gradflow.passes.fusion``):
+        ``bind(member)`` gives each member op's own function; this default calls them
+        in turn. Backends with a kernel compiler override it."""
+        return run_in_turn(program, [bind(m) for m in program.members])
+
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on synchronous CPU backends)."""
 
     def __repr__(self) -> str:
         return f"<gradflow backend {self.name} device={self.device}>"
+
+
+def run_in_turn(program, fns):
+    """``f(*inputs)`` computing a fused program by calling each member's function."""
+    steps = [(fn, args) for fn, (_, args) in zip(fns, program.steps)]
+    outputs = [program.num_inputs + k for k in program.outputs]
+    if len(outputs) == 1:
+        (last,) = outputs
+
+        def run(*inputs):
+            values = list(inputs)
+            for fn, args in steps:
+                values.append(fn(*[values[a] for a in args]))
+            return values[last]
+    else:
+        def run(*inputs):
+            values = list(inputs)
+            for fn, args in steps:
+                values.append(fn(*[values[a] for a in args]))
+            return tuple(values[k] for k in outputs)
+
+    return run

@@ -6,6 +6,7 @@ import array_api_compat.numpy as xp
 import numpy as np
 
 from gradflow.backends.base import Backend
+from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
 from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
@@ -53,7 +54,11 @@ class NumpyBackend(Backend):
         return np.array(array, copy=True)
 
     def accepts_out(self, fn):
-        return isinstance(fn, np.ufunc) and fn.nout == 1
+        return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
+
+    def fused(self, program, bind):
+        shape = program.members[program.outputs[-1]].shape
+        return lower_fused(program, bind, shape)
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)

@@ -1,0 +1,216 @@
+"""Fused elementwise nodes on NumPy: a generated numba loop, or a ufunc sequence.
+
+A fused node (``gradflow.passes.fusion``) of fixed shape whose every member
+has a scalar expression (``gradflow.passes.elementwise.SCALAR``) becomes one
+numba kernel: one pass over the output that reads each input element once
+and writes each output once, once the output is large enough to pay for
+compiling it. Kernels run on one thread: measured on 2 cores, numba's thread
+pool beside OpenBLAS's (and PyTorch's OpenMP, once imported) made the GEMMs
+around a parallel kernel up to 14x slower, and an MLP step gained nothing from
+the threads when they did not collide. Inputs are read whole, as rows
+(a bias: the trailing dimensions), as columns (a per-row value such as a
+softmax's row maximum: the leading dimensions) or as one scalar; other
+broadcasts, unknown shapes, and a machine without numba take the fallback,
+which calls the members' own NumPy functions in turn and gives the numbers
+of the unfused graph.
+
+Both accept ``out=`` (one array, or a tuple with one entry per output, None
+where the kernel should allocate), so the executor's memory plan applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradflow.backends.base import run_in_turn
+from gradflow.backends.numba_support import get_numba, load_kernel
+
+# Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
+# once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
+MIN_KERNEL_SIZE = 2048
+
+
+def lower_fused(program, bind, shape):
+    """The callable of one fused node of static shape ``shape`` (None dims allowed)."""
+    fns = [bind(m) for m in program.members]
+    kernel = None
+    if shape is not None and None not in tuple(shape) and math.prod(shape) >= MIN_KERNEL_SIZE:
+        kernel = _numba_kernel(program, tuple(int(d) for d in shape))
+    if kernel is not None:
+        return kernel
+    return _ufunc_sequence(program, fns)
+
+
+def _ufunc_sequence(program, fns):
+    plain = run_in_turn(program, fns)
+    n = program.num_inputs
+    steps = [(fn, args, isinstance(fn, np.ufunc) and fn.nout == 1)
+             for fn, (_, args) in zip(fns, program.steps)]
+    slot = {k: j for j, k in enumerate(program.outputs)}  # step -> output position
+    single = len(program.outputs) == 1
+
+    def run(*inputs, out=None):
+        if out is None:
+            return plain(*inputs)
+        outs = (out,) if single else out
+        values = list(inputs)
+        for k, (fn, args, ufunc) in enumerate(steps):
+            j = slot.get(k)
+            dest = outs[j] if j is not None else None
+            operands = [values[a] for a in args]
+            if dest is None:
+                values.append(fn(*operands))
+            elif ufunc:
+                values.append(fn(*operands, out=dest))
+            else:
+                np.copyto(dest, fn(*operands), casting="unsafe")
+                values.append(dest)
+        if single:
+            return values[n + program.outputs[0]]
+        return tuple(values[n + k] for k in program.outputs)
+
+    run.accepts_out = True
+    return run
+
+
+def _expressions(program):
+    """The scalar expression text of each member, or None if one has none."""
+    from gradflow.passes.elementwise import SCALAR
+
+    n = program.num_inputs
+    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
+    lines = []
+    for k, (member, args) in enumerate(program.steps):
+        expr = SCALAR[member.opdef.name]([names[a] for a in args], member)
+        if expr is None:
+            return None
+        lines.append(f"t{k} = {expr}")
+    return lines
+
+
+def _patterns(program, shape):
+    """``(split, [pattern per input])``: how each input is indexed when the output is
+    seen as ``(rows, cols)`` split before axis ``split`` (``None`` split: flat), or
+    ``("none", None)`` if some input broadcasts in another way."""
+    rank = len(shape)
+    kinds = []
+    for inp in _inputs(program):
+        s = (1,) * (rank - len(inp.shape)) + tuple(inp.shape)
+        if None in s:
+            return "none", None
+        if s == shape:
+            kinds.append(("full", None))
+        elif all(d == 1 for d in s):
+            kinds.append(("scalar", None))
+        else:
+            rows = {p for p in range(rank + 1)
+                    if all(d == 1 for d in s[:p]) and s[p:] == shape[p:]}
+            cols = {p for p in range(rank + 1)
+                    if s[:p] == shape[:p] and all(d == 1 for d in s[p:])}
+            kinds.append(("split", (rows, cols)))
+    splits = None
+    for kind, options in kinds:
+        if kind == "split":
+            rows, cols = options
+            here = rows | cols
+            splits = here if splits is None else splits & here
+    if splits is None:
+        return None, [k for k, _ in kinds]
+    if not splits:
+        return "none", None
+    split = min(splits)
+    out = []
+    for kind, options in kinds:
+        if kind == "split":
+            out.append("row" if split in options[0] else "col")
+        else:
+            out.append(kind)
+    return split, out
+
+
+def _inputs(program):
+    members = program.members
+    first_use = {}
+    for member, args in program.steps:
+        for inp, a in zip(member.inputs, args):
+            if a < program.num_inputs:
+                first_use.setdefault(a, inp)
+    return [first_use[k] for k in range(program.num_inputs)]
+
+
+def _numba_kernel(program, shape):
+    numba = get_numba()
+    if numba is None:
+        return None
+    lines = _expressions(program)
+    if lines is None:
+        return None
+    split, kinds = _patterns(program, shape)
+    if split == "none":
+        return None
+    source = _kernel_source(program, kinds, split is not None, lines)
+    kernel = load_kernel(source, "kernel")
+    return _kernel_caller(program, kernel, kinds, shape, split)
+
+
+def _kernel_source(program, kinds, two_d, lines):
+    n = program.num_inputs
+    outs = [f"y{j}" for j in range(len(program.outputs))]
+    params = ", ".join([f"x{i}" for i in range(n)] + outs)
+    body = [f"s{i} = x{i}[0]" for i, k in enumerate(kinds) if k == "scalar"]
+    loop = "range"
+    if two_d:
+        body.append(f"for r in {loop}(y0.shape[0]):")
+        body.append("    for c in range(y0.shape[1]):")
+        indent = "        "
+        index = {"full": "[r, c]", "row": "[c]", "col": "[r]"}
+    else:
+        body.append(f"for r in {loop}(y0.shape[0]):")
+        indent = "    "
+        index = {"full": "[r]"}
+    reads = []
+    for i, kind in enumerate(kinds):
+        reads.append(f"a{i} = s{i}" if kind == "scalar" else f"a{i} = x{i}{index[kind]}")
+    writes = [f"y{j}{index['full']} = t{k}" for j, k in enumerate(program.outputs)]
+    body += [indent + line for line in reads + lines + writes]
+    return ("# generated by gradflow.backends.numpy_fused: one fused elementwise kernel\n"
+            "import numba\nimport numpy as np\n\n\n"
+            "@numba.njit(cache=True, nogil=True, error_model='numpy')\n"
+            f"def kernel({params}):\n" + "".join(f"    {line}\n" for line in body))
+
+
+def _kernel_caller(program, kernel, kinds, shape, split):
+    if split is None:
+        full_view = (math.prod(shape),)
+        views = {"full": full_view}
+    else:
+        rows, cols = math.prod(shape[:split]), math.prod(shape[split:])
+        full_view = (rows, cols)
+        views = {"full": full_view, "row": (cols,), "col": (rows,)}
+    views["scalar"] = (1,)
+    input_views = [views[k] for k in kinds]
+    full = [i for i, k in enumerate(kinds) if k == "full"]
+    out_types = [m.dtype.as_numpy_dtype for m in (program.members[k] for k in program.outputs)]
+    single = len(out_types) == 1
+    names = [m.name for m in program.members]
+
+    def run(*inputs, out=None):
+        for i in full:
+            if inputs[i].shape != shape:
+                raise ValueError(f"input {i} of the fused ops {names} has shape "
+                                 f"{inputs[i].shape}, expected {shape}")
+        outs = (out,) if single else (out or (None,) * len(out_types))
+        outs = [np.empty(shape, t) if o is None else o for o, t in zip(outs, out_types)]
+        args = [np.ascontiguousarray(x).reshape(v) for x, v in zip(inputs, input_views)]
+        dests = [o if o.flags.c_contiguous else np.empty(shape, o.dtype) for o in outs]
+        args += [d.reshape(full_view) for d in dests]
+        kernel(*args)
+        for o, d in zip(outs, dests):
+            if o is not d:
+                np.copyto(o, d)
+        return outs[0] if single else tuple(outs)
+
+    run.accepts_out = True
+    return run

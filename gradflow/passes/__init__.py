@@ -1,0 +1,26 @@
+"""The graph compiler: passes from graph to graph, run when a plan is compiled.
+
+``optimize`` copies the nodes a run needs into a private ``PlanGraph``
+(specializing static shapes to the shapes fed), then runs each pass of
+``PASSES`` over it in turn; the executor compiles the result. Each pass is a
+function ``pass(graph) -> None`` that rewires the plan graph in place and lives
+in its own module. ``Session(optimize=False)`` skips all of them.
+"""
+
+from __future__ import annotations
+
+from gradflow.passes.fusion import fuse_elementwise
+from gradflow.passes.ir import PlanGraph, PlanNode
+
+PASSES = [fuse_elementwise]
+
+
+def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:
+    """The plan graph computing ``fetches`` from ``fed`` after ``passes`` (default all)."""
+    graph = PlanGraph(fetches, fed, feed_shapes)
+    for run_pass in PASSES if passes is None else passes:
+        run_pass(graph)
+    return graph
+
+
+__all__ = ["PASSES", "PlanGraph", "PlanNode", "optimize"]
