@@ -131,7 +131,6 @@ def _patterns(program, shape):
 
 
 def _inputs(program):
-    members = program.members
     first_use = {}
     for member, args in program.steps:
         for inp, a in zip(member.inputs, args):

@@ -1,0 +1,244 @@
+"""Elementwise fusion (gradflow.passes.fusion) and its NumPy kernels.
+
+The plan graph before and after the pass; the same numbers with and without
+the passes on every backend; on NumPy both lowerings (the generated numba
+kernel and the ufunc sequence) against the unfused graph.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.backends import numba_support, numpy_fused
+from gradflow.passes import PlanGraph
+from gradflow.passes.fusion import FUSED, FUSED_OUTPUT, fuse_elementwise
+
+needs_numba = pytest.mark.skipif(numba_support.get_numba() is None,
+                                 reason="numba is not installed (pip install 'gradflow[fast]')")
+
+
+def _ops(graph):
+    return [n.opdef.name for n in graph.nodes()]
+
+
+def _fused_nodes(graph):
+    return [n for n in graph.nodes() if n.opdef is FUSED]
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path, monkeypatch):
+    """Generated kernels go to a fresh cache directory (compiled again: slower, but a
+    test never depends on what another process left there)."""
+    monkeypatch.setenv("GRADFLOW_CACHE", str(tmp_path))
+
+
+def test_bias_and_relu_become_one_node():
+    x = gf.placeholder(gf.float32, (None, 8))
+    b = gf.Variable(np.ones(8, np.float32))
+    w = gf.Variable(np.ones((8, 8), np.float32))
+    y = gf.nn.relu(gf.matmul(x, w) + b)
+    graph = PlanGraph([y], [x])
+    assert _ops(graph).count("add") == 1 and "relu" in _ops(graph)
+    fuse_elementwise(graph)
+    ops = _ops(graph)
+    assert "add" not in ops and "relu" not in ops and ops.count("fused") == 1
+    (fused,) = _fused_nodes(graph)
+    assert [m.opdef.name for m in fused.attrs["program"].members] == ["add", "relu"]
+    assert graph.outputs == [fused]
+    assert y.inputs[0].opdef.name == "add"  # the user's graph is untouched
+
+
+def test_adam_update_is_one_kernel_with_three_outputs_per_variable():
+    w = gf.Variable(np.ones((4, 3), np.float32))
+    loss = gf.reduce_sum(gf.square(w))
+    train = gf.train.AdamOptimizer(0.1).minimize(loss)
+    graph = PlanGraph([train], [])
+    fuse_elementwise(graph)
+    updates = [n for n in _fused_nodes(graph) if tuple(n.shape) == (4, 3)
+               and len(n.attrs["program"].outputs) == 3]
+    assert len(updates) == 1
+    outputs = [n for n in graph.nodes() if n.opdef is FUSED_OUTPUT and n.inputs[0] is updates[0]]
+    assert sorted(o.attrs["index"] for o in outputs) == [0, 1, 2]
+    assigned = {n.attrs["var"].name for n in graph.nodes() if n.opdef.name == "assign"
+                and n.inputs[0] in outputs}
+    assert assigned == {w.name, f"{w.name}/Adam", f"{w.name}/Adam_1"}
+
+
+def test_a_consumer_outside_the_group_that_leads_back_splits_it():
+    """``a`` feeds a reduction whose result feeds ``c``: fusing ``a`` into ``c``'s kernel
+    would make that kernel wait for itself, so ``a`` stays out of it."""
+    x = gf.placeholder(gf.float32, (5,))
+    a = gf.exp(x) * 2.0
+    c = gf.sqrt(a + gf.reduce_sum(a))
+    graph = PlanGraph([c], [x])
+    fuse_elementwise(graph)
+    for fused in _fused_nodes(graph):
+        members = set(fused.attrs["program"].members)
+        assert not any(m.opdef.name == "multiply" for m in members) or not any(
+            m.opdef.name == "sqrt" for m in members)
+    value = np.arange(5, dtype=np.float32)
+    expect = np.sqrt(np.exp(value) * 2 + (np.exp(value) * 2).sum())
+    with gf.Session() as sess:
+        np.testing.assert_allclose(sess.run(c, {x: value}), expect, rtol=1e-6)
+
+
+def _mlp_step(size, batch, optimizer=gf.train.AdamOptimizer, steps=3, seed=0, **session):
+    """Losses and final weights of a few steps of a 2-layer MLP."""
+    rng = np.random.default_rng(seed)
+    graph = gf.Graph()
+    with graph.as_default():
+        x = gf.placeholder(gf.float32, (None, size))
+        y = gf.placeholder(gf.int64, (None,))
+        w1 = gf.Variable(rng.normal(0, 0.1, (size, size)).astype(np.float32))
+        b1 = gf.Variable(np.full(size, 0.1, np.float32))
+        w2 = gf.Variable(rng.normal(0, 0.1, (size, 3)).astype(np.float32))
+        h = gf.nn.sigmoid(gf.nn.relu(gf.matmul(x, w1) + b1) * 0.5 - 0.1)
+        logits = gf.matmul(h, w2)
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = optimizer(0.05).minimize(loss)
+        init = gf.global_variables_initializer()
+    xs = rng.standard_normal((batch, size)).astype(np.float32)
+    ys = rng.integers(0, 3, batch)
+    losses = []
+    with gf.Session(graph=graph, **session) as sess:
+        sess.run(init)
+        for _ in range(steps):
+            losses.append(sess.run([loss, train], {x: xs, y: ys})[0])
+        return np.array(losses), sess.run([w1, b1, w2])
+
+
+@pytest.mark.parametrize("optimizer", [gf.train.AdamOptimizer, gf.train.MomentumOptimizer,
+                                       gf.train.RMSPropOptimizer])
+def test_training_gives_the_numbers_of_the_unfused_graph(backend, optimizer):
+    if optimizer is gf.train.MomentumOptimizer:
+        optimizer = lambda lr: gf.train.MomentumOptimizer(lr, 0.9, use_nesterov=True)  # noqa
+    plain = _mlp_step(6, 4, optimizer, backend=backend, optimize=False)
+    fused = _mlp_step(6, 4, optimizer, backend=backend)
+    np.testing.assert_allclose(fused[0], plain[0], rtol=1e-6)
+    for a, b in zip(fused[1], plain[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+@needs_numba
+def test_numba_kernels_and_ufunc_sequences_agree_with_the_unfused_graph(monkeypatch):
+    """Sizes above MIN_KERNEL_SIZE take the generated kernels (bias rows, softmax
+    columns, Adam's three outputs); the same without numba takes the ufunc sequences."""
+    size, batch = 64, 48
+    assert size * batch >= numpy_fused.MIN_KERNEL_SIZE
+    plain = _mlp_step(size, batch, optimize=False)
+    calls = []
+    original = numpy_fused._kernel_caller
+    monkeypatch.setattr(numpy_fused, "_kernel_caller",
+                        lambda *a: calls.append(a) or original(*a))
+    compiled = _mlp_step(size, batch)
+    assert len(calls) >= 2  # the forward bias+activation and the Adam update at least
+    monkeypatch.setattr(numpy_fused, "get_numba", lambda: None)
+    sequences = _mlp_step(size, batch)
+    for got in (compiled, sequences):
+        np.testing.assert_allclose(got[0], plain[0], rtol=1e-5)
+        for a, b in zip(got[1], plain[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_broadcast_patterns(dtype):
+    """Whole, row (trailing dims), column (leading dims) and scalar inputs of a 3-D output,
+    comparisons, where, casts and NaN propagation."""
+    rng = np.random.default_rng(3)
+    shape = (6, 20, 30)
+    values = {
+        "x": rng.standard_normal(shape).astype(dtype),
+        "row": rng.standard_normal((20, 30)).astype(dtype),
+        "col": rng.standard_normal((6, 1, 1)).astype(dtype),
+        "s": np.asarray(0.25, dtype),
+    }
+    values["x"][0, 0, :3] = [np.nan, np.inf, -np.inf]
+    gdt = gf.as_dtype(np.dtype(dtype).name)
+    ph = {k: gf.placeholder(gdt, v.shape) for k, v in values.items()}
+    x, row, col, s = ph["x"], ph["row"], ph["col"], ph["s"]
+    mask = gf.cast(gf.greater(x, row), gdt)
+    y = gf.where(gf.less(x, col), gf.maximum(x * s, row) - mask,
+                 gf.tanh(gf.minimum(x, col)) + gf.nn.relu(x - s))
+    feed = {ph[k]: v for k, v in values.items()}
+    with gf.Session(optimize=False) as sess:
+        expect = sess.run(y, feed)
+    with gf.Session() as sess:
+        got = sess.run(y, feed)
+        fused = [n for p in sess._plans.values() for n in getattr(p, "line_nodes", {}).values()
+                 if n.opdef is FUSED]
+    assert fused, "the expression was not fused"
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expect, rtol=tol, atol=tol, equal_nan=True)
+
+
+@needs_numba
+def test_kernel_reads_a_non_contiguous_feed():
+    base = np.arange(64 * 80, dtype=np.float32).reshape(64, 80) / 1000
+    x = gf.placeholder(gf.float32, (80, 64))
+    y = gf.exp(x) * 2.0 + 1.0
+    with gf.Session() as sess:
+        np.testing.assert_allclose(sess.run(y, {x: base.T}), np.exp(base.T) * 2 + 1, rtol=1e-6)
+
+
+def test_runtime_error_in_a_fused_node_names_the_users_ops():
+    x = gf.placeholder(gf.float32, (None, 3))
+    y = gf.placeholder(gf.float32, (None, 3))
+    z = gf.exp(x) * 2.0 + y
+    with gf.Session() as sess:
+        sess.MAX_SHAPE_PLANS = 0  # the general plan, whose shapes keep None: one group
+        with pytest.raises(gf.errors.InvalidArgumentError) as info:
+            sess.run(z, {x: np.ones((2, 3)), y: np.ones((4, 3))})
+    message = str(info.value)
+    assert message.startswith("fused 'add' failed at run time")
+    assert "exp 'exp" in message.lower() and "add 'add' at " + __file__ in message
+
+
+def test_fetching_a_member_keeps_its_own_value():
+    """A fetched intermediate becomes one more output of the kernel."""
+    x = gf.placeholder(gf.float32, (50, 50))
+    a = gf.exp(x)
+    b = a * 3.0 + 1.0
+    value = np.linspace(-1, 1, 2500, dtype=np.float32).reshape(50, 50)
+    with gf.Session() as sess:
+        got_a, got_b = sess.run([a, b], {x: value})
+    np.testing.assert_allclose(got_a, np.exp(value), rtol=1e-6)
+    np.testing.assert_allclose(got_b, np.exp(value) * 3 + 1, rtol=1e-6)
+
+
+def test_threads_share_a_session_with_fused_kernels():
+    x = gf.placeholder(gf.float32, (None, 64))
+    w = gf.Variable(np.eye(64, dtype=np.float32))
+    y = gf.nn.relu(gf.matmul(x, w) * 2.0 - 1.0) + 0.5
+    sess = gf.Session()
+    sess.run(gf.global_variables_initializer())
+    errors = []
+
+    def work(k):
+        value = np.full((40, 64), k, np.float32)
+        for _ in range(30):
+            got = sess.run(y, {x: value})
+            if not np.allclose(got, np.maximum(2 * k - 1, 0) + 0.5):
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_optimize_false_runs_the_graph_as_built():
+    x = gf.placeholder(gf.float32, (4,))
+    y = gf.nn.relu(x * 2.0 + 1.0)
+    with gf.Session(optimize=False) as sess:
+        sess.run(y, {x: np.zeros(4)})
+        nodes = [n for p in sess._plans.values() for n in p.line_nodes.values()]
+    assert {n.opdef.name for n in nodes} >= {"multiply", "add", "relu"}
+    assert not any(n.opdef is FUSED for n in nodes)
