@@ -150,13 +150,15 @@ def _outputs_after_fused(order):
     return placed
 
 
-def _arena_slots(order, nodes, last_use):
+def _arena_slots(order, nodes, last_use, whole=()):
     """Place each of ``nodes`` (values no one outside the run sees, and no view of which
     can outlive them) in a buffer of the plan: ``({node: slot}, [(dtype, size) per slot])``.
 
-    A value is computed in place over an input of its shape that dies with it, or
-    else takes the buffer most recently freed by a value of its dtype (growing it if
-    needed), so that consecutive ops reuse memory that is still in the cache.
+    A value is computed in place over an input of its shape that dies with it (unless
+    its op is in ``whole``: ops such as matmul that read more of an input than the
+    element they write), or else takes the buffer most recently freed by a value of
+    its dtype (growing it if needed), so that consecutive ops reuse memory that is
+    still in the cache.
     """
     free, slot_of, slots = {}, {}, []
     for step, node in enumerate(order):
@@ -164,7 +166,8 @@ def _arena_slots(order, nodes, last_use):
         if node in nodes:
             size = math.prod(node.shape)
             pool = free.setdefault(node.dtype, [])
-            same = [i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
+            same = [] if node in whole else [
+                i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
             if same:  # in place over an input that dies here: its lines are in the cache
                 slot_of[node] = slot_of[same[0]]
                 dying.remove(same[0])
@@ -259,7 +262,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     fns.update({node: node.opdef.impl(session, _user_node(node)) for node in order
                 if node not in fed_set and node.opdef.kind == "call"})
     takes_out, donors = _buffer_reuse(order, fns, backend)
-    arena, slots = _arena_slots(order, donors - keep, last_use)
+    whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
+    arena, slots = _arena_slots(order, donors - keep, last_use, whole)
     buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)

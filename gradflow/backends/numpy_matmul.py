@@ -6,6 +6,11 @@ OpenBLAS is markedly slower on ``g @ b.T`` with few rows in ``g`` and a wide
 is then copied to C order, which costs little next to the product. The swap
 is used only for matrices whose product has fewer rows than columns, where
 it was measured to help; everything else is ``np.matmul`` on the views.
+
+Every variant writes into ``out=`` when the plan gives it a buffer, so the
+products of a training step reuse the plan's memory instead of fresh pages.
+Such a buffer is never one of the product's own inputs (``reads_whole_inputs``:
+the memory plan does not compute a matmul in place over an input).
 """
 
 from __future__ import annotations
@@ -13,17 +18,39 @@ from __future__ import annotations
 import numpy as np
 
 
+def _writes_out(fn):
+    fn.accepts_out = True
+    fn.reads_whole_inputs = True
+    return fn
+
+
 def lower_matmul(xp, transpose_a, transpose_b):
     if not transpose_a and not transpose_b:
-        return xp.matmul
-    if transpose_a and transpose_b:
-        return lambda a, b: np.matmul(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2))
-    if transpose_a:
-        return lambda a, b: np.matmul(np.swapaxes(a, -1, -2), b)
+        @_writes_out
+        def matmul(a, b, out=None):
+            return np.matmul(a, b, out=out)
 
-    def matmul_bt(a, b):  # a @ b.T
+        return matmul
+    if transpose_a and transpose_b:
+        @_writes_out
+        def matmul_at_bt(a, b, out=None):
+            return np.matmul(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out=out)
+
+        return matmul_at_bt
+    if transpose_a:
+        @_writes_out
+        def matmul_at(a, b, out=None):
+            return np.matmul(np.swapaxes(a, -1, -2), b, out=out)
+
+        return matmul_at
+
+    @_writes_out
+    def matmul_bt(a, b, out=None):  # a @ b.T
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0]:
-            return np.ascontiguousarray(np.matmul(b, a.T).T)
-        return np.matmul(a, np.swapaxes(b, -1, -2))
+            if out is None:
+                return np.ascontiguousarray(np.matmul(b, a.T).T)
+            np.copyto(out, np.matmul(b, a.T).T)
+            return out
+        return np.matmul(a, np.swapaxes(b, -1, -2), out=out)
 
     return matmul_bt
