@@ -35,6 +35,8 @@ MIN_KERNEL_SIZE = 2048
 def lower_fused(program, bind, shape):
     """The callable of one fused node of static shape ``shape`` (None dims allowed)."""
     fns = [bind(m) for m in program.members]
+    if len(fns) == 1 and isinstance(fns[0], np.ufunc):
+        return fns[0]  # already one pass that writes into out=
     kernel = None
     if shape is not None and None not in tuple(shape) and math.prod(shape) >= MIN_KERNEL_SIZE:
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.shape_noops import drop_shape_noops
 
-PASSES = [fuse_elementwise]
+PASSES = [drop_shape_noops, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

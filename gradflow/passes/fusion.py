@@ -6,7 +6,8 @@ its shape; otherwise it starts a group. A member whose value is also needed
 outside its group (an optimizer's new moment, assigned and read by the
 update) becomes one more output of the group, as long as that consumer does
 not lead back into the group (which would make the fused node depend on
-itself). A group of two or more ops becomes one ``fused`` node over the
+itself). A group of two or more ops (or one op of ``WORTH_ALONE``) becomes one
+``fused`` node over the
 group's outside inputs; a group with several outputs gets one
 ``fused_output`` node per output.
 
@@ -56,6 +57,10 @@ def _unbound(xp, *args, **attrs):  # the executor binds fused nodes through the 
     raise RuntimeError("a fused node is lowered by its backend (Backend.fused)")
 
 
+# Ops whose Array API form is more than one library call (or allocates a temporary),
+# so that even alone they gain from being one kernel.
+WORTH_ALONE = {"relu", "relu_grad", "sigmoid"}
+
 FUSED = OpDef("fused", _unbound, _fused_infer, None)
 FUSED_OUTPUT = OpDef("fused_output", _unbound, _fused_output_infer, None)
 
@@ -81,7 +86,7 @@ def fuse_elementwise(graph) -> None:
         groups[target].append(node)
     mapping, made = {}, []
     for members in groups:
-        if len(members) < 2:
+        if len(members) < 2 and members[0].opdef.name not in WORTH_ALONE:
             continue
         members.sort(key=position.get)
         member_set = set(members)
@@ -95,21 +100,25 @@ def fuse_elementwise(graph) -> None:
 
 
 def _joinable_group(node, readers, group_of, groups, position):
-    """The group ``node`` can join (see the module docstring), or None."""
+    """The group ``node`` can join (see the module docstring), or None. When its
+    consumers sit in several groups, the earliest consumer's group is tried first
+    (a forward activation's, not the gradient's that also reads the value)."""
     consumers = readers.get(node, ())
-    joined = {group_of[c] for c in consumers if c in group_of and node in c.inputs}
-    if len(joined) != 1:
-        return None
-    (target,) = joined
-    members = groups[target]
-    if tuple(members[0].shape) != tuple(node.shape):
-        return None
-    member_set = set(members)
-    outside = [c for c in consumers if c not in member_set]
-    if outside and _reaches(outside, member_set, readers, position,
-                            max(position[m] for m in members)):
-        return None
-    return target
+    candidates = []
+    for c in sorted(consumers, key=position.get):
+        if c in group_of and node in c.inputs and group_of[c] not in candidates:
+            candidates.append(group_of[c])
+    for target in candidates:
+        members = groups[target]
+        if tuple(members[0].shape) != tuple(node.shape):
+            continue
+        member_set = set(members)
+        outside = [c for c in consumers if c not in member_set]
+        if outside and _reaches(outside, member_set, readers, position,
+                                max(position[m] for m in members)):
+            continue
+        return target
+    return None
 
 
 def _reaches(starts, targets, readers, position, limit):

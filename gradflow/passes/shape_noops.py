@@ -1,0 +1,38 @@
+"""Drop the ops that do nothing once the plan's static shapes are known.
+
+Gradient code must work for any batch size, so it leaves ``unbroadcast``
+(sum a gradient down to its input's shape), ``broadcast_like`` and
+``reshape``/``reshape_like`` around values whose shapes may already agree.
+After shape specialization they often do: such a node returns its input
+itself, which also hides from the memory plan that the input's buffer could
+be reused (a reader that may return its input is a view). This pass wires
+the readers straight to the input instead. A fetched node stays.
+"""
+
+from __future__ import annotations
+
+from gradflow.passes.ir import PlanNode
+
+SHAPE_OPS = ("unbroadcast", "broadcast_like", "reshape", "reshape_like", "expand_dims",
+             "squeeze")
+
+
+def _fully_known(shape):
+    return shape is not None and None not in tuple(shape)
+
+
+def drop_shape_noops(graph) -> None:
+    """Replace each shape op whose output has its first input's static shape and dtype
+    by that input."""
+    fetched = set(graph.outputs)
+    mapping = {}
+    for node in graph.nodes():
+        if not isinstance(node, PlanNode) or node.opdef.name not in SHAPE_OPS \
+                or node in fetched or node.opdef.kind != "compute":
+            continue
+        source = node.inputs[0]
+        if _fully_known(node.shape) and _fully_known(source.shape) \
+                and tuple(node.shape) == tuple(source.shape) and node.dtype == source.dtype \
+                and not node.control_inputs:
+            mapping[node] = source
+    graph.replace(mapping)
