@@ -242,3 +242,45 @@ def test_optimize_false_runs_the_graph_as_built():
         nodes = [n for p in sess._plans.values() for n in p.line_nodes.values()]
     assert {n.opdef.name for n in nodes} >= {"multiply", "add", "relu"}
     assert not any(n.opdef is FUSED for n in nodes)
+
+
+def test_pre_activation_read_by_the_gradient_is_an_output_of_the_forward_kernel():
+    """``a = x w + b`` feeds relu (forward) and relu_grad (backward): it joins the
+    forward kernel as a second output instead of splitting bias add and relu."""
+    x = gf.placeholder(gf.float32, (4, 3))
+    w = gf.Variable(np.ones((3, 3), np.float32))
+    b = gf.Variable(np.ones(3, np.float32))
+    h = gf.nn.relu(gf.matmul(x, w) + b)
+    (grad,) = gf.gradients(gf.reduce_sum(h * h), [w])
+    graph = PlanGraph([grad], [x])
+    fuse_elementwise(graph)
+    forward = [n for n in _fused_nodes(graph)
+               if [m.opdef.name for m in n.attrs["program"].members][:2] == ["add", "relu"]]
+    assert len(forward) == 1
+    program = forward[0].attrs["program"]
+    assert 0 in program.outputs and len(program.outputs) >= 2  # the add, and more
+
+
+def test_shape_ops_that_do_nothing_at_the_fed_shape_are_dropped():
+    from gradflow.passes.shape_noops import drop_shape_noops
+
+    x = gf.placeholder(gf.float32, (None, 5))
+    b = gf.Variable(np.zeros(5, np.float32))
+    y = gf.reduce_sum(gf.square(x + b))
+    gx, gb = gf.gradients(y, [x, b])
+    general = PlanGraph([gx, gb], [x])
+    drop_shape_noops(general)  # batch unknown: the unbroadcast to x may still sum
+    assert "unbroadcast" in [n.opdef.name for n in general.nodes()
+                             if n.shape is not None and tuple(n.shape) == (None, 5)]
+    special = PlanGraph([gx, gb], [x], [(7, 5)])
+    drop_shape_noops(special)
+    kept = [n for n in special.nodes() if n.opdef.name == "unbroadcast"
+            and n not in special.outputs]  # a fetched node keeps its own value
+    assert all(tuple(n.shape) != tuple(n.inputs[0].shape) for n in kept)
+    assert special.outputs[1].opdef.name == "unbroadcast"  # the bias gradient sums rows
+    value = np.arange(35, dtype=np.float32).reshape(7, 5)
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        got_x, got_b = sess.run([gx, gb], {x: value})
+    np.testing.assert_allclose(got_x, 2 * value)
+    np.testing.assert_allclose(got_b, 2 * value.sum(0))
