@@ -24,12 +24,13 @@ import math
 
 import numpy as np
 
-from gradflow.backends.base import run_in_turn
 from gradflow.backends.numba_support import get_numba, load_kernel
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
 # once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
 MIN_KERNEL_SIZE = 2048
+# ... unless the program is this long: then one call beats a call per op at any size.
+LONG_PROGRAM = 32
 
 
 def lower_fused(program, bind, shape):
@@ -38,7 +39,8 @@ def lower_fused(program, bind, shape):
     if len(fns) == 1 and isinstance(fns[0], np.ufunc):
         return fns[0]  # already one pass that writes into out=
     kernel = None
-    if shape is not None and None not in tuple(shape) and math.prod(shape) >= MIN_KERNEL_SIZE:
+    if shape is not None and None not in tuple(shape) and (
+            math.prod(shape) >= MIN_KERNEL_SIZE or len(fns) >= LONG_PROGRAM):
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))
     if kernel is not None:
         return kernel
@@ -46,33 +48,32 @@ def lower_fused(program, bind, shape):
 
 
 def _ufunc_sequence(program, fns):
-    plain = run_in_turn(program, fns)
+    """The members' own functions called in turn, as one generated Python function
+    (locals and direct calls, as the executor's plans are); outputs go into ``out=``."""
     n = program.num_inputs
-    steps = [(fn, args, isinstance(fn, np.ufunc) and fn.nout == 1)
-             for fn, (_, args) in zip(fns, program.steps)]
-    slot = {k: j for j, k in enumerate(program.outputs)}  # step -> output position
+    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(fns))]
     single = len(program.outputs) == 1
-
-    def run(*inputs, out=None):
-        if out is None:
-            return plain(*inputs)
-        outs = (out,) if single else out
-        values = list(inputs)
-        for k, (fn, args, ufunc) in enumerate(steps):
-            j = slot.get(k)
-            dest = outs[j] if j is not None else None
-            operands = [values[a] for a in args]
-            if dest is None:
-                values.append(fn(*operands))
-            elif ufunc:
-                values.append(fn(*operands, out=dest))
-            else:
-                np.copyto(dest, fn(*operands), casting="unsafe")
-                values.append(dest)
-        if single:
-            return values[n + program.outputs[0]]
-        return tuple(values[n + k] for k in program.outputs)
-
+    dests = {k: ("out" if single else f"o{j}") for j, k in enumerate(program.outputs)}
+    env = {"copyto": np.copyto}
+    lines = [] if single else [f"{', '.join(dests.values())}, = "
+                               f"out if out is not None else {(None,) * len(dests)}"]
+    for k, (fn, (_, args)) in enumerate(zip(fns, program.steps)):
+        env[f"f{k}"] = fn
+        call = f"f{k}({', '.join(names[a] for a in args)}"
+        dest = dests.get(k)
+        if dest is None:
+            lines.append(f"t{k} = {call})")
+        elif isinstance(fn, np.ufunc) and fn.nout == 1:
+            lines.append(f"t{k} = {call}, out={dest})")
+        else:
+            lines += [f"t{k} = {call})", f"if {dest} is not None:",
+                      f"    copyto({dest}, t{k}, casting='unsafe')", f"    t{k} = {dest}"]
+    results = [f"t{k}" for k in program.outputs]
+    lines.append(f"return {results[0]}" if single else f"return ({', '.join(results)},)")
+    source = (f"def run({', '.join(names[:n] + ['out=None'])}):\n"
+              + "".join(f"    {line}\n" for line in lines))
+    exec(compile(source, "<gradflow-fused>", "exec"), env)
+    run = env["run"]
     run.accepts_out = True
     return run
 
