@@ -1,9 +1,10 @@
 """Per-op overhead of Session.run against direct NumPy calls and PyTorch eager.
 
 A chain of 400 small elementwise ops (float32, 16 elements: ``x = x * 1.0001 +
-0.0001`` 200 times). Reports microseconds per op and the ratios, all taken in
-this one process, plus the time to build, differentiate and compile a graph of
-about 2,000 nodes.
+0.0001`` 200 times). Reports microseconds per op and the ratios to NumPy called
+directly, all taken in this one process, for gradflow with its compiler passes
+(the default) and without them (``Session(optimize=False)``), plus the time to
+build, differentiate and compile a graph of about 2,000 nodes.
 
     python benchmarks/overhead.py [--backend numpy] [--repeat 2000]
 """
@@ -11,11 +12,16 @@ about 2,000 nodes.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
 
 import gradflow as gf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import OtherLoad  # noqa: E402
 
 CHAIN = 200  # multiply + add per link: 400 ops
 SIZE = 16
@@ -61,15 +67,17 @@ def torch_eager(x0):
     return run
 
 
-def gradflow_run(x0, backend, gf=gf):
-    """The chain as one Session.run; ``gf`` may be another gradflow version."""
+def gradflow_run(x0, backend, gf=gf, optimize=True):
+    """The chain as one Session.run; ``gf`` may be another gradflow version (so
+    ``optimize`` reaches the Session only when False)."""
     graph = gf.Graph()
     with graph.as_default():
         x_in = gf.placeholder(gf.float32, (SIZE,))
         x = x_in
         for _ in range(CHAIN):
             x = x * 1.0001 + 0.0001
-    sess = gf.Session(graph=graph, backend=backend)
+    options = {} if optimize else {"optimize": False}
+    sess = gf.Session(graph=graph, backend=backend, **options)
     sess.run(x, {x_in: x0})
     return lambda: sess.run(x, {x_in: x0})
 
@@ -101,6 +109,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     x0 = np.linspace(0, 1, SIZE, dtype=np.float32)
     ops = 2 * CHAIN
+    load = OtherLoad()
     results = {"numpy direct": best_per_op(numpy_direct(x0), args.repeat, ops)}
     try:
         results["torch eager"] = best_per_op(torch_eager(x0), args.repeat // 4, ops)
@@ -108,10 +117,15 @@ def main(argv=None):
         pass
     name = args.backend or gf.backends.default_name()
     results[f"gradflow ({name})"] = best_per_op(gradflow_run(x0, args.backend), args.repeat, ops)
+    results[f"gradflow ({name}, optimize=False)"] = best_per_op(
+        gradflow_run(x0, args.backend, optimize=False), args.repeat, ops)
     base = results["numpy direct"]
     print(f"chain of {ops} elementwise ops on {SIZE} float32 elements")
     for label, us in results.items():
-        print(f"  {label:24s} {us:6.3f} us/op   {us / base:5.2f}x numpy direct")
+        print(f"  {label:34s} {us:6.3f} us/op   {us / base:5.2f}x numpy direct")
+    others = load.cores()
+    if others is not None:
+        print(f"  (other processes kept {others:.2f} cores busy meanwhile; above 0.1: disturbed)")
     nodes, t_build, t_grad, t_compile = build_time()
     print(f"graph of {nodes} nodes (with its gradient): build {t_build * 1e3:.1f} ms, "
           f"differentiate {t_grad * 1e3:.1f} ms, compile {t_compile * 1e3:.1f} ms")

@@ -45,3 +45,62 @@ def time_ms(step, seconds=1.0):
             count += 1
         best = min(best, (time.perf_counter() - start) / count)
     return best * 1e3
+
+
+def time_ms_each(steps, seconds=1.0, rounds=5):
+    """Milliseconds per call of each function in the dict ``steps``, like ``time_ms`` but
+    with the rounds of all of them taken in turn, so that a slow spell of a shared machine
+    hits them all alike: two warm-up calls each, then the best of ``rounds`` rounds of about
+    ``seconds / rounds`` per function. Each round starts with a quarter of its time (at
+    most 0.1 s) untimed, for the threads of the previous function's library to go idle:
+    OpenBLAS's spin for about 0.1 s after their last product, on the cores that the next
+    library's threads want."""
+    for step in steps.values():
+        step()
+        step()
+    best = dict.fromkeys(steps, float("inf"))
+    settle = min(0.1, seconds / rounds / 4)
+    for _ in range(rounds):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            while time.perf_counter() - start < settle:
+                step()
+            count, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds / rounds:
+                step()
+                count += 1
+            best[name] = min(best[name], (time.perf_counter() - start) / count)
+    return {name: t * 1e3 for name, t in best.items()}
+
+
+class OtherLoad:
+    """How much CPU other processes used while this one timed: ``start()``, then
+    ``cores()``, the average number of cores busy with other processes since (None where
+    /proc/stat cannot be read). Timings taken while it is well above 0 are disturbed."""
+
+    def __init__(self):
+        self.start()
+
+    @staticmethod
+    def _busy_seconds():
+        try:
+            with open("/proc/stat") as f:
+                fields = f.readline().split()[1:]
+        except OSError:
+            return None
+        # user nice system (idle iowait) irq softirq steal, in clock ticks
+        busy = sum(int(fields[i]) for i in (0, 1, 2, 5, 6, 7))
+        return busy / os.sysconf("SC_CLK_TCK")
+
+    def start(self):
+        times = os.times()
+        self._t0 = (time.perf_counter(), self._busy_seconds(), times.user + times.system)
+
+    def cores(self):
+        wall0, busy0, mine0 = self._t0
+        busy = self._busy_seconds()
+        if busy is None or busy0 is None:
+            return None
+        times = os.times()
+        mine = times.user + times.system - mine0
+        return max(0.0, (busy - busy0 - mine) / (time.perf_counter() - wall0))
