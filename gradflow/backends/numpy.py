@@ -8,6 +8,7 @@ import numpy as np
 from gradflow.backends.base import Backend
 from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
+from gradflow.backends.numpy_reduce import lower_unbroadcast
 from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_ops import bind_gather_grad
@@ -68,6 +69,7 @@ OVERRIDES = {
     "gather_grad": bind_gather_grad(_scatter_add_rows),
     "relu_grad": _relu_grad,
     "matmul": lower_matmul,
+    "unbroadcast": lower_unbroadcast,
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
 }

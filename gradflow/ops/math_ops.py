@@ -106,8 +106,10 @@ def _relu_grad_impl(xp, g, x):
     return xp.where(x > 0, g, 0)
 
 
+# g * [x > 0], read from relu(x) > 0, which says the same: the forward pass then keeps
+# only the activation, not the value before it
 register("relu", _relu_impl, _unary_infer(False),
-         grad=lambda n, g: [apply("relu_grad", [g, n.inputs[0]])])  # g * [x > 0]
+         grad=lambda n, g: [apply("relu_grad", [g, n])])
 register("relu_grad", _relu_grad_impl, lambda s, d: (s[0], d[0]),
          grad=lambda n, g: [apply("relu_grad", [g, n.inputs[1]]), None])
 

@@ -9,11 +9,15 @@ in its own module. ``Session(optimize=False)`` skips all of them.
 
 from __future__ import annotations
 
+from gradflow.passes.constant_folding import fold_constants
+from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
 
-PASSES = [drop_shape_noops, fuse_elementwise]
+PASSES = [eliminate_common_subexpressions, fold_constants, rewrite_algebra, drop_shape_noops,
+          fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

@@ -84,6 +84,7 @@ def fuse_elementwise(graph) -> None:
             groups.append([])
         group_of[node] = target
         groups[target].append(node)
+    _break_cycles(order, groups, group_of)
     mapping, made = {}, []
     for members in groups:
         if len(members) < 2 and members[0].opdef.name not in WORTH_ALONE:
@@ -97,6 +98,52 @@ def fuse_elementwise(graph) -> None:
         made.extend(outs)
         mapping.update(zip(outputs, outs))
     graph.replace(mapping, extra=made)
+
+
+def _break_cycles(order, groups, group_of):
+    """Split groups until no fused node would depend on itself through another one.
+
+    ``_joinable_group`` checks the paths from a joining node back into its group
+    node by node; two groups can still each read the other's output (a member of
+    A feeds B, a member of B feeds A), a cycle once each is one node. Such a
+    group is dissolved into single ops, the one formed last first, until the
+    graph with each group as one node is acyclic (almost always at once).
+    """
+    while True:
+        cyclic = _groups_on_cycles(order, groups, group_of)
+        if not cyclic:
+            return
+        worst = max(cyclic)
+        for member in groups[worst][1:]:
+            group_of[member] = len(groups)
+            groups.append([member])
+        groups[worst] = groups[worst][:1]
+
+
+def _groups_on_cycles(order, groups, group_of):
+    """The groups left over by a topological sort of the graph with each group as one
+    node (those on a cycle, or after one)."""
+    def unit(node):
+        g = group_of.get(node)
+        return ("g", g) if g is not None and len(groups[g]) > 1 else ("n", id(node))
+
+    edges, indegree = {}, {}
+    for node in order:
+        u = unit(node)
+        indegree.setdefault(u, 0)
+        for inp in node.inputs + node.control_inputs:
+            v = unit(inp)
+            if v != u and u not in edges.setdefault(v, set()):
+                edges[v].add(u)
+                indegree[u] += 1
+    ready = [u for u, d in indegree.items() if d == 0]
+    while ready:
+        u = ready.pop()
+        for w in edges.get(u, ()):
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(w)
+    return {u[1] for u, d in indegree.items() if d > 0 and u[0] == "g"}
 
 
 def _joinable_group(node, readers, group_of, groups, position):

@@ -82,6 +82,7 @@ class PlanGraph:
         self.fed = set(fed)
         copies = {}
         shapes = dict(zip(fed, feed_shapes)) if feed_shapes is not None else {}
+        self.feed_shapes = {t: TensorShape(s) for t, s in shapes.items()}
         for node in topological_order(fetches, self.fed):
             if node in self.fed or (is_leaf(node, self.fed) and not any(
                     i in copies for i in node.inputs + node.control_inputs)):

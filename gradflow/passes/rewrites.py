@@ -1,0 +1,206 @@
+"""Algebraic rewrites: small rules that replace a node by a cheaper, equal one.
+
+- ``log(softmax(x, axis))`` becomes ``log_softmax(x, axis)``: one op, and finite
+  where the softmax underflows to zero (where the log of it was ``-inf``).
+- A ``transpose`` of the last two axes feeding a ``matmul`` becomes the matmul's
+  ``transpose_a`` / ``transpose_b``: the matmul reads the untransposed input
+  (the transpose stays only if something else reads it).
+- ``negative(negative(x))`` is ``x``; ``x - negative(y)`` is ``x + y``,
+  ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
+- ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x`` and ``x - 0``, with a
+  constant whose elements are all exactly one (zero), are ``x`` where the result
+  has ``x``'s dtype and, whatever ``x``'s run-time shape, its shape (the constant
+  broadcasts into ``x`` without growing it). These are exact, NaN and infinity
+  included, except that ``-0.0 + 0.0`` is ``+0.0``, which no comparison sees.
+
+Gradient contributions to one tensor are summed by ``gradflow.autodiff`` as a
+chain of binary ``add`` nodes (after stacking row-sum contributions into one
+op); elementwise fusion makes one kernel of such a chain, so there is no rule
+for them here.
+
+A rule that removes a node (``x * 1`` is ``x``) leaves a fetched node as it is,
+so that every fetch keeps a value of its own; a rule that makes a new node
+replaces fetched nodes too. New nodes keep the name, source line and user node
+of the node they replace, so errors still name the user's op, and run after the
+control inputs of every node they make unnecessary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradflow.ops.registry import REGISTRY
+from gradflow.passes.ir import PlanNode
+
+# constants larger than this are not scanned for all-ones or all-zeros
+MAX_SCANNED = 1 << 16
+
+
+def rewrite_algebra(graph) -> None:
+    """Apply the rules of the module docstring over ``graph`` (a PlanGraph)."""
+    order = graph.nodes()
+    fetched, known = set(graph.outputs), set(order)
+    mapping, made = {}, {}  # made: the new nodes (a dict keeps their order)
+
+    def current(node):
+        while node in mapping:
+            node = mapping[node]
+        return node
+
+    for node in order:
+        if not isinstance(node, PlanNode) or node.opdef.kind != "compute":
+            continue
+        rule = RULES.get(node.opdef.name)
+        result = None if rule is None else rule(node, [current(i) for i in node.inputs], graph)
+        if result is None:
+            continue
+        new = result not in known and result not in made
+        if not new and node in fetched:
+            continue  # removing a fetched node would share its value with another
+        mapping[node] = result
+        if new:
+            made[result] = True
+    graph.replace(mapping, extra=list(made))
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _computed(node, op):
+    """Whether ``node`` is a node the plan computes with op ``op`` (not a fed tensor, whose
+    value comes from the feed whatever its op)."""
+    return isinstance(node, PlanNode) and node.opdef.name == op and node.opdef.kind == "compute"
+
+
+def _like(node, op, inputs, attrs, absorbed=()):
+    """A new node of ``op`` standing for ``node`` (same name, source line, user node, shape
+    and dtype), running after the control inputs of ``node`` and of ``absorbed`` (the
+    nodes it makes unnecessary)."""
+    control = list(node.control_inputs)
+    for other in absorbed:
+        control.extend(c for c in other.control_inputs if c not in control)
+    return PlanNode(REGISTRY[op], inputs, attrs, node.shape, node.dtype, node.name, node.source,
+                    control, origin=node.origin, graph=node.graph, index=node.index)
+
+
+def _constant_value(node, graph):
+    """The value of ``node`` if it is a constant without control inputs, else None."""
+    if node in graph.fed or node.opdef.kind != "constant" or node.control_inputs:
+        return None
+    array = getattr(node.attrs.get("value"), "array", None)
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "iuf" \
+            or array.size > MAX_SCANNED:
+        return None
+    return array
+
+
+def _is_all(node, number, graph):
+    """Whether ``node`` is a constant whose elements all equal ``number`` exactly."""
+    array = _constant_value(node, graph)
+    return array is not None and array.size > 0 and bool(np.all(array == number))
+
+
+def _absorbs(x, c, node):
+    """Whether ``node`` (x op c, c constant) has exactly ``x``'s dtype and, at run time,
+    its shape: ``c`` broadcasts into every shape ``x`` can have without growing it."""
+    if node.dtype is not x.dtype or x.shape is None or node.shape is None or c.shape is None:
+        return False
+    xs, cs = tuple(x.shape), tuple(c.shape)
+    if len(cs) > len(xs) or len(node.shape) != len(xs):
+        return False
+    tail = xs[len(xs) - len(cs):]
+    return all(d == 1 or (s is not None and s == d) for s, d in zip(tail, cs))
+
+
+# -- the rules: rule(node, inputs, graph) -> the node standing for it, or None ---------
+
+
+def _log(node, inputs, graph):
+    (s,) = inputs
+    if not _computed(s, "softmax") or s.dtype is not node.dtype:
+        return None
+    return _like(node, "log_softmax", [s.inputs[0]], {"axis": s.attrs["axis"]}, [s])
+
+
+def _matrix_transposed(t, rank):
+    """The input of ``t`` if ``t`` transposes the last two axes of a rank-``rank`` value."""
+    if not _computed(t, "transpose") or t.shape is None or len(t.shape) != rank:
+        return None
+    perm = tuple(t.attrs["perm"])
+    if rank < 2 or perm != tuple(range(rank - 2)) + (rank - 1, rank - 2):
+        return None
+    return t.inputs[0]
+
+
+def _matmul(node, inputs, graph):
+    if any(i.shape is None or len(i.shape) < 2 for i in inputs):
+        return None  # the 1-D products take no transpose attributes
+    flags = [node.attrs["transpose_a"], node.attrs["transpose_b"]]
+    new_inputs, absorbed = list(inputs), []
+    for k, t in enumerate(inputs):
+        source = _matrix_transposed(t, len(t.shape))
+        if source is not None:
+            new_inputs[k] = source
+            flags[k] = not flags[k]
+            absorbed.append(t)
+    if not absorbed:
+        return None
+    return _like(node, "matmul", new_inputs,
+                 {**node.attrs, "transpose_a": flags[0], "transpose_b": flags[1]}, absorbed)
+
+
+def _negative(node, inputs, graph):
+    (y,) = inputs
+    if _computed(y, "negative") and not y.control_inputs and y.inputs[0].dtype is node.dtype:
+        return y.inputs[0]
+    return None
+
+
+def _add(node, inputs, graph):
+    a, b = inputs
+    if _computed(b, "negative"):  # a + (-y) = a - y
+        return _like(node, "subtract", [a, b.inputs[0]], {}, [b])
+    if _computed(a, "negative"):  # (-y) + b = b - y
+        return _like(node, "subtract", [b, a.inputs[0]], {}, [a])
+    return _first(_without_constant(node, a, b, 0, graph), _without_constant(node, b, a, 0, graph))
+
+
+def _subtract(node, inputs, graph):
+    a, b = inputs
+    if _computed(b, "negative"):  # a - (-y) = a + y
+        return _like(node, "add", [a, b.inputs[0]], {}, [b])
+    return _without_constant(node, a, b, 0, graph)
+
+
+def _multiply(node, inputs, graph):
+    a, b = inputs
+    return _first(_without_constant(node, a, b, 1, graph), _without_constant(node, b, a, 1, graph))
+
+
+def _divide(node, inputs, graph):
+    a, b = inputs
+    return _without_constant(node, a, b, 1, graph)
+
+
+def _without_constant(node, x, c, number, graph):
+    """``x`` where ``node`` is ``x`` combined with a constant ``c`` of all ``number``
+    that leaves it unchanged (see ``_absorbs``), else None."""
+    if _is_all(c, number, graph) and _absorbs(x, c, node):
+        return x
+    return None
+
+
+def _first(*found):
+    """The first of ``found`` that is not None (nodes have no truth value)."""
+    return next((f for f in found if f is not None), None)
+
+
+RULES = {
+    "log": _log,
+    "matmul": _matmul,
+    "negative": _negative,
+    "add": _add,
+    "subtract": _subtract,
+    "multiply": _multiply,
+    "divide": _divide,
+}

@@ -1,0 +1,435 @@
+"""The graph compiler's passes: common subexpressions, constant folding, algebraic rewrites.
+
+Each pass is checked alone on a plan graph (the ops before and after it), and the
+whole compiler against the graph as built: ``Session(optimize=False)`` must give
+the same numbers, gradients and training steps on every backend.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.errors import InvalidArgumentError
+from gradflow.passes import PlanGraph, PlanNode
+from gradflow.passes.constant_folding import fold_constants
+from gradflow.passes.cse import eliminate_common_subexpressions
+from gradflow.passes.rewrites import rewrite_algebra
+
+
+def _ops(graph):
+    """``{op name: count}`` over the nodes a plan graph runs."""
+    return collections.Counter(n.opdef.name for n in graph.nodes())
+
+
+def _computed(graph, op):
+    return [n for n in graph.nodes() if isinstance(n, PlanNode) and n.opdef.name == op]
+
+
+def _both(backend, fetches, feed=None, steps=None):
+    """The values of ``fetches`` from an optimizing session and from one running the graph
+    as built (after ``steps`` runs of the op ``steps[0]`` with ``steps[1]`` as feed)."""
+    results = []
+    for optimize in (True, False):
+        with gf.Session(backend=backend, optimize=optimize) as sess:
+            sess.run(gf.global_variables_initializer())
+            if steps is not None:
+                train, train_feed, count = steps
+                for _ in range(count):
+                    sess.run(train, train_feed)
+            results.append(sess.run(fetches, feed))
+    return results
+
+
+def _assert_same(got, want, rtol=1e-6, atol=1e-7):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
+
+
+# -- common-subexpression elimination -------------------------------------------------
+
+
+def test_cse_merges_equal_nodes_and_small_constants():
+    x = gf.placeholder(gf.float32, (3,))
+    a = gf.exp(x * 2.0)  # each ``2.0`` is a constant node of its own
+    b = gf.exp(x * 2.0)
+    y = a + b
+    graph = PlanGraph([y], [x])
+    before = _ops(graph)
+    assert (before["exp"], before["multiply"], before["constant"]) == (2, 2, 2)
+    eliminate_common_subexpressions(graph)
+    after = _ops(graph)
+    assert (after["exp"], after["multiply"], after["constant"]) == (1, 1, 1)
+    (add,) = _computed(graph, "add")
+    assert add.inputs[0] is add.inputs[1]
+
+
+def test_cse_keeps_nodes_that_differ():
+    x = gf.placeholder(gf.float32, (2, 3))
+    sums = [gf.reduce_sum(x, 0), gf.reduce_sum(x, 1)]  # different attributes
+    signed = [x + gf.constant(0.0), x + gf.constant(-0.0)]  # different bytes
+    nan = [gf.nn.leaky_relu(x, alpha=float("nan")), gf.nn.leaky_relu(x, alpha=float("nan"))]
+    # constants of 100 elements are compared by identity only
+    big = [gf.constant(np.zeros(100, np.float32))[:3] for _ in range(2)]
+    outs = [gf.reduce_sum(t) for t in sums + signed + nan + big]
+    graph = PlanGraph([gf.add_n(outs)], [x])
+    eliminate_common_subexpressions(graph)
+    ops = _ops(graph)
+    assert ops["leaky_relu"] == 2
+    assert len([n for n in graph.nodes() if n.opdef.name == "constant"
+                and n.attrs["value"].array.size == 100]) == 2
+    adds = [n for n in _computed(graph, "add") if n.inputs[0] is x and n.shape == (2, 3)]
+    assert len(adds) >= 2  # x + 0.0 and x + -0.0 stay apart
+
+
+def test_cse_leaves_random_and_stateful_ops_alone():
+    x = gf.placeholder(gf.float32, (4,))
+    d1 = gf.nn.dropout(x, rate=0.5, seed=1)
+    d2 = gf.nn.dropout(x, rate=0.5, seed=1)
+    v = gf.Variable(np.zeros(4, np.float32))
+    a1, a2 = gf.assign_add(v, x), gf.assign_add(v, x)
+    graph = PlanGraph([d1 + d2, a1, a2], [x])
+    kinds = collections.Counter(n.opdef.kind for n in graph.nodes())
+    eliminate_common_subexpressions(graph)
+    after = collections.Counter(n.opdef.kind for n in graph.nodes())
+    assert after["random"] == kinds["random"] >= 2
+    assert after["assign"] == 2
+
+
+def test_cse_removes_pass_through_ops_unless_fetched_or_after_control_inputs():
+    x = gf.placeholder(gf.float32, (3,))
+    y = gf.exp(gf.identity(gf.stop_gradient(x)))
+    graph = PlanGraph([y], [x])
+    eliminate_common_subexpressions(graph)
+    assert not _computed(graph, "identity") and not _computed(graph, "stop_gradient")
+    assert _computed(graph, "exp")[0].inputs[0] is x
+
+    i = gf.identity(x)
+    graph = PlanGraph([i, gf.exp(i)], [x])
+    eliminate_common_subexpressions(graph)
+    assert len(_computed(graph, "identity")) == 1
+
+    check = gf.Assert(gf.reduce_all(x > 0.0), [x])
+    with gf.control_dependencies([check]):
+        guarded = gf.identity(x)
+    graph = PlanGraph([gf.exp(guarded)], [x])
+    eliminate_common_subexpressions(graph)
+    assert len(_computed(graph, "identity")) == 1
+
+
+def test_cse_maps_duplicates_to_a_fetched_node(backend):
+    x = gf.placeholder(gf.float32, (3,))
+    a = x * 2.0  # not fetched
+    b = x * 2.0  # fetched: a becomes b
+    c = gf.exp(a) + b
+    graph = PlanGraph([b, c], [x])
+    eliminate_common_subexpressions(graph)
+    (mul,) = _computed(graph, "multiply")
+    assert mul is graph.outputs[0] and mul.origin is b
+    feed = {x: np.array([0.5, -1.0, 2.0], np.float32)}
+    got, want = _both(backend, [a, b, c], feed)  # both duplicates fetched: both stay
+    _assert_same(got, want)
+    np.testing.assert_allclose(got[0], 2 * feed[x])
+    got2, want2 = _both(backend, [b, c], feed)
+    _assert_same(got2, want2)
+    _assert_same(got2, want[1:])
+
+
+def test_fetched_duplicates_each_get_their_own_value():
+    x = gf.placeholder(gf.float32, (2,))
+    a, b = x + 1.0, x + 1.0
+    with gf.Session(backend="numpy") as sess:
+        va, vb = sess.run([a, b], {x: [1.0, 2.0]}, output="native")
+    assert va is not vb
+    va[0] = 100.0
+    np.testing.assert_array_equal(vb, [2.0, 3.0])
+
+
+def test_a_fed_duplicate_is_not_merged(backend):
+    x = gf.placeholder(gf.float32, (2,))
+    a, b = x * 3.0, x * 3.0
+    y = a + b
+    feed = {x: np.array([1.0, 2.0], np.float32), a: np.array([10.0, 20.0], np.float32)}
+    got, want = _both(backend, [y, b], feed)
+    _assert_same(got, want)
+    np.testing.assert_allclose(got[0], [13.0, 26.0])
+
+
+# -- constant folding -----------------------------------------------------------------
+
+
+def test_constant_folding_replaces_constant_expressions():
+    x = gf.placeholder(gf.float32, (None, 3))
+    c = gf.constant([1.0, 2.0, 3.0]) * 2.0 + 1.0
+    y = x + c
+    graph = PlanGraph([y], [x], [(4, 3)])
+    fold_constants(graph)
+    ops = _ops(graph)
+    assert ops["multiply"] == 0 and ops["add"] == 1
+    (add,) = _computed(graph, "add")
+    folded = add.inputs[1]
+    assert isinstance(folded, PlanNode) and folded.opdef.name == "constant"
+    assert folded.origin is None and folded.name == c.name and folded.dtype is gf.float32
+    np.testing.assert_array_equal(folded.attrs["value"].array, [3.0, 5.0, 7.0])
+    assert folded.attrs["value"].array.dtype == np.float32
+
+
+def test_constant_folding_of_static_shapes():
+    x = gf.placeholder(gf.float32, (None, 3))
+    h = x * 2.0  # its static shape is specialized to the shape fed
+    outs = [gf.cast(gf.shape(h), gf.float32), gf.cast(gf.size(h), gf.float32),
+            gf.cast(gf.rank(h), gf.float32), gf.reduce_sum(gf.zeros_like(h))]
+    y = x + gf.add_n([gf.reduce_sum(o) for o in outs])
+    graph = PlanGraph([y], [x], [(5, 3)])
+    fold_constants(graph)
+    assert not any(_computed(graph, op) for op in ("shape", "size", "rank", "zeros_like"))
+    (add,) = _computed(graph, "add")
+    assert add.inputs[0] is x and add.inputs[1].opdef.name == "constant"
+    assert float(add.inputs[1].attrs["value"].array) == 5 + 3 + 15 + 2 + 0
+    general = PlanGraph([y], [x])  # the batch size unknown: only the rank folds
+    fold_constants(general)
+    assert _computed(general, "shape") and not _computed(general, "rank")
+
+
+def test_folded_values_keep_the_nodes_dtype(backend):
+    c8 = gf.cumsum(gf.constant([1, 2, 3], gf.int8))  # NumPy's cumsum would give int64
+    half = gf.reduce_mean(gf.constant(np.arange(6).reshape(2, 3), gf.float64), 0)
+    outs = [c8 * 2, half + 1.0, gf.cast(gf.size(c8, out_type=gf.int64), gf.float32)]
+    graph = PlanGraph(outs, [])
+    fold_constants(graph)
+    folded = [n for n in graph.nodes() if isinstance(n, PlanNode) and n.opdef.name == "constant"]
+    assert {n.name for n in folded} >= {c8.name, half.name}
+    for node in folded:
+        assert node.attrs["value"].array.dtype == node.dtype.as_numpy_dtype
+    got, want = _both(backend, outs)
+    for g, w, out in zip(got, want, outs):
+        assert g.dtype == w.dtype == out.dtype.as_numpy_dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_fed_tensor_is_not_folded(backend):
+    c = gf.constant(2.0) * 3.0
+    y = c + 1.0
+    graph = PlanGraph([y], [c])
+    fold_constants(graph)
+    assert _computed(graph, "add") and _computed(graph, "add")[0].inputs[0] is c
+    got, want = _both(backend, [y], {c: 10.0})
+    _assert_same(got, want)
+    assert float(got[0]) == 11.0
+    got, want = _both(backend, [y])
+    assert float(got[0]) == float(want[0]) == 7.0
+
+
+def test_folding_that_raises_leaves_the_node_to_the_run(backend):
+    params = gf.constant([1.0, 2.0, 3.0])
+    out = gf.gather(params, gf.constant([5]), name="bad_gather") * 2.0
+    graph = PlanGraph([out], [])
+    fold_constants(graph)
+    assert _computed(graph, "gather")
+    for optimize in (True, False):
+        with gf.Session(backend=backend, optimize=optimize) as sess:
+            with pytest.raises(InvalidArgumentError, match="gather 'bad_gather'"):
+                sess.run(out)
+
+
+def test_shape_folding_keeps_the_checks_upstream(backend):
+    x = gf.placeholder(gf.float32, (3,))
+    size = gf.size(x)
+    for optimize in (True, False):  # the shape is known, but x must still be fed
+        with gf.Session(backend=backend, optimize=optimize) as sess:
+            with pytest.raises(InvalidArgumentError, match="must feed"):
+                sess.run(size * 2)
+            assert int(sess.run(size * 2, {x: [1.0, 2.0, 3.0]})) == 6
+    u = gf.placeholder(gf.float32, None)
+    claimed = gf.ensure_shape(u, (3,)) * 2.0
+    for optimize in (True, False):  # a claimed shape is checked, not folded
+        with gf.Session(backend=backend, optimize=optimize) as sess:
+            with pytest.raises(InvalidArgumentError, match="expected"):
+                sess.run(gf.shape(claimed) + 1, {u: np.zeros(4, np.float32)})
+    labels = gf.placeholder(gf.int64, (2,))
+    loss = gf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=gf.constant(np.zeros((2, 3), np.float32)))
+    width = gf.size(loss) * 2  # the size is folded (a fetched node would not be)
+    for optimize in (True, False):  # the label check runs though only a size is fetched
+        with gf.Session(backend=backend, optimize=optimize) as sess:
+            assert int(sess.run(width, {labels: [0, 2]})) == 4
+            with pytest.raises(InvalidArgumentError, match="outside the valid range"):
+                sess.run(width, {labels: [0, 7]})
+
+
+# -- algebraic rewrites ---------------------------------------------------------------
+
+
+def test_log_of_softmax_becomes_log_softmax(backend):
+    x = gf.placeholder(gf.float32, (2, 4))
+    y = gf.log(gf.nn.softmax(x))
+    graph = PlanGraph([y], [x])
+    rewrite_algebra(graph)
+    ops = _ops(graph)
+    assert (ops["log"], ops["softmax"], ops["log_softmax"]) == (0, 0, 1)
+    assert graph.outputs[0].name == y.name and graph.outputs[0].origin is y
+    value = np.array([[0.1, -2.0, 3.0, 0.5], [1.0, 1.0, 1.0, -1.0]], np.float32)
+    (g,) = gf.gradients(gf.reduce_sum(y * y), [x])
+    got, want = _both(backend, [y, g], {x: value})
+    _assert_same(got, want, rtol=1e-5, atol=1e-6)
+    far = np.array([[0.0, -200.0, 0.0, 0.0]] * 2, np.float32)  # softmax underflows to 0
+    with gf.Session(backend=backend) as sess:
+        assert np.isfinite(sess.run(y, {x: far})).all()
+
+
+def test_transposes_fold_into_matmul(backend):
+    rng = np.random.default_rng(0)
+    a = gf.placeholder(gf.float32, (4, 3))
+    b = gf.placeholder(gf.float32, (5, 3))
+    c = gf.placeholder(gf.float32, (2, 3, 4))
+    d = gf.placeholder(gf.float32, (2, 3, 5))
+    t = gf.transpose(a)
+    ab = gf.matmul(t, gf.transpose(b), transpose_a=True)  # a @ b^T
+    batched = gf.matmul(gf.transpose(c, [0, 2, 1]), d)
+    shared = t * 2.0  # t has another reader: it stays for it
+    graph = PlanGraph([ab, batched, shared], [a, b, c, d])
+    rewrite_algebra(graph)
+    assert len(_computed(graph, "transpose")) == 1
+    mm = {n.name: n for n in _computed(graph, "matmul")}
+    first, second = mm[ab.name], mm[batched.name]
+    assert first.inputs == (a, b) and not first.attrs["transpose_a"] \
+        and first.attrs["transpose_b"]
+    assert second.inputs == (c, d) and second.attrs["transpose_a"]
+    feed = {p: rng.standard_normal(tuple(p.shape)).astype(np.float32) for p in (a, b, c, d)}
+    grads = gf.gradients(gf.reduce_sum(ab) + gf.reduce_sum(batched * batched), [a, b, c, d])
+    got, want = _both(backend, [ab, batched, shared] + grads, feed)
+    _assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_identities_are_removed():
+    x = gf.placeholder(gf.float32, (None, 3))
+    y = gf.placeholder(gf.float32, (None, 3))
+    one, zero = gf.constant([1.0, 1.0, 1.0]), gf.constant(0.0)
+    removed = [x * one, one * x, x / 1.0, x + zero, zero + x, x - zero, gf.negative(-x)]
+    graph = PlanGraph([gf.add_n([gf.exp(r) for r in removed])], [x, y])
+    rewrite_algebra(graph)
+    assert all(n.inputs[0] is x for n in _computed(graph, "exp"))
+    ops = _ops(graph)
+    assert ops["multiply"] == ops["divide"] == ops["negative"] == ops["subtract"] == 0
+
+    plus, minus = x - gf.negative(y), x + gf.negative(y)
+    graph = PlanGraph([plus * minus], [x, y])
+    rewrite_algebra(graph)
+    assert not _computed(graph, "negative")
+    (add,), (sub,) = _computed(graph, "add"), _computed(graph, "subtract")
+    assert add.inputs == (x, y) and sub.inputs == (x, y)
+
+
+def test_identities_that_would_change_shape_or_value_stay():
+    x = gf.placeholder(gf.float32, (3,))
+    u = gf.placeholder(gf.float32, (None,))  # its one dimension may be 1 at run time
+    kept = [x * np.ones((2, 3), np.float32), u * np.ones(3, np.float32), x * 2.0,
+            x * gf.constant([1.0, 1.0, 2.0]), x * 0.0]
+    graph = PlanGraph([gf.exp(k) for k in kept], [x, u])
+    rewrite_algebra(graph)
+    assert len(_computed(graph, "multiply")) == len(kept)
+    fetched = x * 1.0  # a fetched node keeps a value of its own
+    graph = PlanGraph([fetched], [x])
+    rewrite_algebra(graph)
+    assert graph.outputs[0].opdef.name == "multiply"
+
+
+def test_rewritten_identities_give_the_same_numbers(backend):
+    x = gf.placeholder(gf.float32, (5,))
+    y = gf.placeholder(gf.float32, (5,))
+    exprs = [x * 1.0, 1.0 * x, x / 1.0, x + 0.0, x - 0.0, gf.negative(-x), x - (-y), x + (-y),
+             (-y) + x, gf.log(gf.nn.softmax(x + y))]
+    outs = [gf.identity(e + 0.0) for e in exprs]  # the rewritten nodes themselves unfetched
+    feed = {x: np.array([np.nan, np.inf, -np.inf, -0.0, 2.0], np.float32),
+            y: np.array([1.0, -1.0, 2.0, 0.0, 3.0], np.float32)}
+    got, want = _both(backend, outs, feed)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_gradient_contributions_are_left_to_fusion():
+    x = gf.placeholder(gf.float32, (3,))
+    y = gf.exp(x) + gf.sin(x) + x * x  # three contributions to dy/dx
+    (g,) = gf.gradients(y, [x])
+    graph = PlanGraph([g], [x])
+    before = len(_computed(graph, "add"))
+    rewrite_algebra(graph)
+    assert len(_computed(graph, "add")) == before >= 2
+
+
+# -- the whole compiler against the graph as built ------------------------------------
+
+
+def _mlp(rng, optimizer):
+    x = gf.placeholder(gf.float32, (None, 6))
+    labels = gf.placeholder(gf.int64, (None,))
+    w1 = gf.Variable(rng.standard_normal((6, 8)).astype(np.float32) * 0.5)
+    b1 = gf.Variable(np.zeros(8, np.float32))
+    w2 = gf.Variable(rng.standard_normal((8, 3)).astype(np.float32) * 0.5)
+    b2 = gf.Variable(np.zeros(3, np.float32))
+    h = gf.nn.relu(gf.matmul(x, w1) + b1)
+    logits = gf.matmul(h, w2) + b2
+    probs = gf.log(gf.nn.softmax(logits))  # a rewrite, and duplicates for CSE below
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)) + 0.01 * gf.nn.l2_loss(w1) + 0.01 * gf.nn.l2_loss(w1)
+    train = optimizer.minimize(loss)
+    feed = {x: rng.standard_normal((5, 6)).astype(np.float32),
+            labels: np.array([0, 2, 1, 1, 0])}
+    return [w1, b1, w2, b2], probs, loss, train, feed
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "momentum"])
+def test_gradients_and_training_steps_match_the_graph_as_built(backend, optimizer):
+    rng = np.random.default_rng(1)
+    opt = gf.train.AdamOptimizer(0.05) if optimizer == "adam" else \
+        gf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True)
+    params, probs, loss, train, feed = _mlp(rng, opt)
+    grads = gf.gradients(loss, params)
+    got, want = _both(backend, [loss, probs] + grads, feed)
+    _assert_same(got, want, rtol=1e-5, atol=1e-6)
+    got, want = _both(backend, params + [loss], feed, steps=(train, feed, 3))
+    _assert_same(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(got[0], _both(backend, params[:1])[0][0])  # it trained
+
+
+def test_cse_merges_the_optimizer_work_shared_by_every_variable():
+    rng = np.random.default_rng(2)
+    params, _, _, train, feed = _mlp(rng, gf.train.AdamOptimizer(0.01))
+    fed = list(feed)
+    graph = PlanGraph([train], fed, [feed[t].shape for t in fed])
+    scalar_sqrts = [n for n in _computed(graph, "sqrt") if n.shape == ()]
+    assert len(scalar_sqrts) == len(params)  # Adam's step size, once per variable
+    eliminate_common_subexpressions(graph)
+    assert len([n for n in _computed(graph, "sqrt") if n.shape == ()]) == 1
+
+
+def _snapshot(graph):
+    return [(n, n.inputs, n.control_inputs, n.attrs, [(k, id(v)) for k, v in n.attrs.items()],
+             n.shape, n.dtype, n.name) for n in graph.nodes]
+
+
+def test_the_users_graph_is_never_changed(backend):
+    rng = np.random.default_rng(3)
+    params, probs, loss, train, feed = _mlp(rng, gf.train.AdamOptimizer(0.01))
+    graph = gf.get_default_graph()
+    x = next(iter(feed))
+    extra = gf.reduce_sum(gf.shape(x)) + gf.cast(gf.size(x), gf.int32)
+    before = _snapshot(graph)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        sess.run([train, loss], feed)
+        sess.run([probs, extra] + gf.gradients(loss, params[:1]), feed)
+        sess.run(train, {t: v[:2] for t, v in feed.items()})  # another batch size
+    with gf.Session(backend=backend, optimize=False) as sess:
+        sess.run(train, feed)
+    after = _snapshot(graph)
+    assert len(after) > len(before)  # the gradients built in between
+    for old, new in zip(before, after):
+        assert old[0] is new[0]
+        assert old[1] == new[1] and old[2] == new[2], f"{old[0].name}: inputs changed"
+        assert old[3] is new[3] and old[4] == new[4], f"{old[0].name}: attributes changed"
+        assert old[5:] == new[5:], f"{old[0].name}: shape, dtype or name changed"
