@@ -1,87 +1,155 @@
 """NumPy lowerings of the fused LSTM ops (``gradflow/ops/rnn_ops.py``).
 
 Same formulas as the Array API impls, which stay the reference (the tests
-compare the two), written with ufuncs that work in place (``out=``) so that
-each op allocates its result and little else. Inputs of different batch sizes
-(broadcasting) go to the reference impl.
+compare the two). Each op is one kernel of ``numpy_lstm_kernels``: one compiled
+pass over its arrays for float32 where numba is installed, in-place ufuncs
+otherwise. Inputs of different batch sizes (broadcasting) go to the reference
+impl.
+
+Every lowering takes ``out=`` (``accepts_out``): where the plan gives it a
+buffer (never one of its inputs: ``reads_whole_inputs``), it writes there.
+Without one it writes into the array it returned in the previous run once
+nothing holds that array any more (``OutputBuffer``), so a training step
+allocates nothing for these ops either way.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
+from gradflow.backends.numpy_lstm_kernels import OutputBuffer, picker
 from gradflow.ops import rnn_ops
 
 
-def _vectors(cache, xp, a, make):
-    key = (a.shape[-1], a.dtype)
-    if key not in cache:
-        cache[key] = make(xp, a)
-    return cache[key]
+def _writes_out(fn):
+    """Mark ``fn(*inputs, out=None)`` as writing its result into ``out`` when given one,
+    never one of its inputs (``reads_whole_inputs``): the kernels give the right numbers
+    in place too, but an ``out`` that overlaps an input stops LLVM from vectorizing
+    them (its runtime overlap check sends the loop down the scalar path, 5x slower)."""
+    fn.accepts_out = True
+    fn.reads_whole_inputs = True
+    return fn
+
+
+def _into(out, value):
+    """``value`` (from a reference impl) in ``out`` when there is one."""
+    if out is None:
+        return value
+    out[...] = value
+    return out
+
+
+def _same_batch(gates, state):
+    """Whether ``gates`` [batch, 4 * units] and ``state`` [batch, units] match exactly
+    (the kernels' case; anything else broadcasts or is malformed: the reference)."""
+    return gates.ndim == state.ndim == 2 and gates.shape[0] == state.shape[0] \
+        and gates.shape[1] == 4 * state.shape[1] and gates.dtype == state.dtype
 
 
 def lstm_gates(xp, forget_bias):
-    cache = {}
+    """``a = lstm_gates(z)``: the four activations in one pass."""
+    pick, buffer = picker(), OutputBuffer()
+    half_bias = {}
 
-    def gates(z):
-        scale, shift, mul, add = _vectors(
-            cache, xp, z, lambda xp_, z_: rnn_ops._gate_vectors(xp_, z_, forget_bias))
-        out = np.multiply(z, scale)
-        out += shift
-        np.tanh(out, out=out)
-        out *= mul
-        out += add
+    @_writes_out
+    def gates(z, out=None):
+        if z.ndim != 2 or z.shape[1] % 4:
+            return _into(out, rnn_ops._lstm_gates_impl(xp, z, forget_bias))
+        if z.dtype not in half_bias:
+            half_bias[z.dtype] = z.dtype.type(0.5 * forget_bias)
+        if out is None:
+            out = buffer.get(z.shape, z.dtype)
+        pick(z.dtype).gates_forward(z, half_bias[z.dtype], out)
         return out
 
     return gates
 
 
 def lstm_gates_grad(xp):
-    cache = {}
+    """``lstm_gates_grad(g, a) = g (1 - a)(a + m)`` in one pass."""
+    pick, buffer = picker(), OutputBuffer()
 
-    def gates_grad(g, a):  # g (1 - a)(a + m)
-        if g.shape != a.shape:
-            return rnn_ops._lstm_gates_grad_impl(xp, g, a)
-        mask = _vectors(cache, xp, a, rnn_ops._j_mask)
-        out = np.subtract(1.0, a, dtype=a.dtype)
-        out *= g
-        out *= np.add(a, mask)
+    @_writes_out
+    def gates_grad(g, a, out=None):
+        if g.shape != a.shape or a.ndim != 2 or a.shape[1] % 4 or g.dtype != a.dtype:
+            return _into(out, rnn_ops._lstm_gates_grad_impl(xp, g, a))
+        if out is None:
+            out = buffer.get(a.shape, a.dtype)
+        pick(a.dtype).gates_backward(g, a, out)
         return out
 
     return gates_grad
 
 
+def lstm_c(xp):
+    """``c = lstm_c(a, c_prev) = f * c_prev + i * j`` in one pass."""
+    pick, buffer = picker(), OutputBuffer()
+
+    @_writes_out
+    def c_new(a, c_prev, out=None):
+        if not _same_batch(a, c_prev):
+            return _into(out, rnn_ops._lstm_c_impl(xp, a, c_prev))
+        if out is None:
+            out = buffer.get(c_prev.shape, c_prev.dtype)
+        pick(a.dtype).c_forward(a, c_prev, out)
+        return out
+
+    return c_new
+
+
+def lstm_h(xp):
+    """``h = lstm_h(a, c) = o * tanh(c)`` in one pass."""
+    pick, buffer = picker(), OutputBuffer()
+
+    @_writes_out
+    def h_new(a, c, out=None):
+        if not _same_batch(a, c):
+            return _into(out, rnn_ops._lstm_h_impl(xp, a, c))
+        if out is None:
+            out = buffer.get(c.shape, c.dtype)
+        pick(a.dtype).h_forward(a, c, out)
+        return out
+
+    return h_new
+
+
 def lstm_c_grad(xp, wrt):
-    def c_grad(g, a, c_prev):
-        if not (g.shape == c_prev.shape and a.shape[0] == g.shape[0]):
-            return rnn_ops._lstm_c_grad_impl(xp, g, a, c_prev, wrt)
-        n = g.shape[-1]
+    """``lstm_c_grad(g, a, c_prev)``: ``g f`` for the state, ``[g j, g i, g c_prev, 0]``
+    for the gates, in one pass."""
+    pick, buffer = picker(), OutputBuffer()
+
+    @_writes_out
+    def c_grad(g, a, c_prev, out=None):
+        if not (_same_batch(a, c_prev) and g.shape == c_prev.shape and g.dtype == a.dtype):
+            return _into(out, rnn_ops._lstm_c_grad_impl(xp, g, a, c_prev, wrt))
         if wrt == "state":
-            return np.multiply(g, a[:, 2 * n:3 * n])
-        out = np.empty_like(a)
-        np.multiply(g, a[:, n:2 * n], out=out[:, :n])
-        np.multiply(g, a[:, :n], out=out[:, n:2 * n])
-        np.multiply(g, c_prev, out=out[:, 2 * n:3 * n])
-        out[:, 3 * n:] = 0
+            if out is None:
+                out = buffer.get(g.shape, g.dtype)
+            pick(a.dtype).c_backward_state(g, a, out)
+        else:
+            if out is None:
+                out = buffer.get(a.shape, a.dtype)
+            pick(a.dtype).c_backward_gates(g, a, c_prev, out)
         return out
 
     return c_grad
 
 
 def lstm_h_grad(xp, wrt):
-    def h_grad(g, a, c):
-        if not (g.shape == c.shape and a.shape[0] == g.shape[0]):
-            return rnn_ops._lstm_h_grad_impl(xp, g, a, c, wrt)
-        n = g.shape[-1]
-        tc = np.tanh(c)
-        if wrt == "state":  # g o (1 - tanh(c)^2)
-            np.multiply(tc, tc, out=tc)
-            np.subtract(1.0, tc, out=tc)
-            tc *= g
-            tc *= a[:, 3 * n:]
-            return tc
-        out = np.zeros_like(a)
-        np.multiply(g, tc, out=out[:, 3 * n:])
+    """``lstm_h_grad(g, a, c)``: ``g o (1 - tanh(c)^2)`` for the state,
+    ``[0, 0, 0, g tanh(c)]`` for the gates, in one pass."""
+    pick, buffer = picker(), OutputBuffer()
+
+    @_writes_out
+    def h_grad(g, a, c, out=None):
+        if not (_same_batch(a, c) and g.shape == c.shape and g.dtype == a.dtype):
+            return _into(out, rnn_ops._lstm_h_grad_impl(xp, g, a, c, wrt))
+        if wrt == "state":
+            if out is None:
+                out = buffer.get(g.shape, g.dtype)
+            pick(a.dtype).h_backward_state(g, a, c, out)
+        else:
+            if out is None:
+                out = buffer.get(a.shape, a.dtype)
+            pick(a.dtype).h_backward_gates(g, c, out)
         return out
 
     return h_grad
@@ -90,6 +158,8 @@ def lstm_h_grad(xp, wrt):
 LOWERINGS = {
     "lstm_gates": lstm_gates,
     "lstm_gates_grad": lstm_gates_grad,
+    "lstm_c": lstm_c,
+    "lstm_h": lstm_h,
     "lstm_c_grad": lstm_c_grad,
     "lstm_h_grad": lstm_h_grad,
 }
