@@ -1,12 +1,17 @@
-"""The NumPy backend's lowerings of matmul and the LSTM ops against the Array API impls."""
+"""The NumPy backend's lowerings of matmul, the LSTM ops, convolution and max pooling
+against the Array API impls."""
 
 import array_api_compat.numpy as xp
 import numpy as np
 import pytest
 
-from gradflow.backends import numpy_matmul, numpy_rnn
+import gradflow as gf
+from gradflow.backends import numpy_matmul, numpy_rnn, numpy_windows
+from gradflow.backends.numba_support import get_numba
 from gradflow.ops import rnn_ops
 from gradflow.ops.array_ops import _matmul_impl
+from gradflow.ops.conv_ops import window_geometry
+from gradflow.ops.registry import REGISTRY
 
 RNG = np.random.default_rng(0)
 
@@ -45,3 +50,246 @@ def test_lstm_lowerings(batch_c):
             assert got.shape == want.shape == ((4, 4 * units) if wrt == "gates" else c.shape)
             assert got.dtype == want.dtype == np.float32
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# -- convolution and max pooling (numpy_windows, numpy_conv_numba, numpy_conv_winograd) -----
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def window_path(request, monkeypatch):
+    """Run the window lowerings with their compiled kernels, or on NumPy alone (as
+    without numba or with GRADFLOW_NUMBA=0)."""
+    if request.param == "numba" and get_numba() is None:
+        pytest.skip("numba is not installed")
+    if request.param == "numpy":
+        monkeypatch.setattr(numpy_windows, "_kernels", lambda dtype: None)
+    return request.param
+
+
+def _lowered(op, *args, **attrs):
+    return numpy_windows.LOWERINGS[op](xp, **attrs)(*args)
+
+
+def _generic(op, *args, **attrs):
+    return REGISTRY[op].impl(xp, *args, **attrs)
+
+
+def _assert_matches(got, want, dtype, what):
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    tol = 1e-10 if dtype == np.float64 else 2e-5 * max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+
+
+_KSIZES = [(1, 1), (2, 2), (3, 3), (5, 5), (3, 2)]
+_STRIDES = [(1, 1), (2, 2), (1, 2)]
+# (input NHWC, output channels): batch 1, 1 and 3 channels, non-square; 16 channels
+# take the Winograd path for 3x3 stride-1 convolutions where numba is installed
+_CONV_SHAPES = [((1, 7, 5, 1), 4), ((2, 9, 8, 3), 1), ((1, 6, 7, 16), 16), ((3, 4, 3, 3), 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("ksize", _KSIZES)
+def test_conv_lowerings_match_the_array_api_versions(window_path, dtype, padding, ksize):
+    rng = np.random.default_rng(1)
+    for (shape, co), strides in ((c, s) for c in _CONV_SHAPES for s in _STRIDES):
+        if padding == "VALID" and (ksize[0] > shape[1] or ksize[1] > shape[2]):
+            continue
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal(ksize + (shape[3], co)).astype(dtype)
+        oh, ow = window_geometry(shape, ksize, strides, padding)[:2]
+        g = rng.standard_normal((shape[0], oh, ow, co)).astype(dtype)
+        conv = dict(strides=strides, padding=padding)
+        what = f"{shape} {ksize} {strides} {padding}"
+        for op, args in (("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x]),
+                         ("conv2d_backprop_filter", [x, g, w])):
+            _assert_matches(_lowered(op, *args, **conv), _generic(op, *args, **conv), dtype,
+                            f"{op} {what}")
+
+
+def test_winograd_serves_3x3_stride_1_convolutions_with_many_channels():
+    if get_numba() is None:
+        pytest.skip("numba is not installed")
+    conv = numpy_windows._Geometry((2, 6, 7, 16), (3, 3), (1, 1), "SAME")
+    assert numpy_windows._winograd(conv, np.dtype(np.float32), 16, 16) is not None
+    assert numpy_windows._winograd(conv, np.dtype(np.float32), 1, 16) is None  # too thin
+    strided = numpy_windows._Geometry((2, 6, 7, 16), (3, 3), (2, 2), "SAME")
+    assert numpy_windows._winograd(strided, np.dtype(np.float32), 16, 16) is None
+
+
+def test_conv_lowerings_in_blocks(window_path, monkeypatch):
+    """Many small blocks of images (and Winograd blocks) give the same results."""
+    from gradflow.backends import numpy_conv_winograd
+
+    monkeypatch.setattr(numpy_windows, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(numpy_conv_winograd, "BLOCK_BYTES", 1)
+    rng = np.random.default_rng(2)
+    for shape, ksize in (((5, 6, 5, 16), (3, 3)), ((3, 7, 6, 3), (3, 3)), ((3, 5, 5, 2), (2, 2))):
+        x = rng.standard_normal(shape)
+        w = rng.standard_normal(ksize + (shape[3], 16))
+        g = rng.standard_normal(shape[:3] + (16,))
+        conv = dict(strides=(1, 1), padding="SAME")
+        for op, args in (("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x]),
+                         ("conv2d_backprop_filter", [x, g, w])):
+            _assert_matches(_lowered(op, *args, **conv), _generic(op, *args, **conv),
+                            np.float64, f"{op} {shape}")
+
+
+def test_conv_lowerings_write_into_a_given_buffer_only_when_it_is_free(window_path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 4, 16))
+    w = rng.standard_normal((3, 3, 16, 16))
+    conv = dict(strides=(1, 1), padding="SAME")
+    want = _generic("conv2d", x, w, **conv)
+    lowered = numpy_windows.LOWERINGS["conv2d"](xp, **conv)
+    assert lowered.accepts_out and lowered.reads_whole_inputs
+    out = np.empty_like(want)
+    assert lowered(x, w, out=out) is out
+    _assert_matches(out, want, np.float64, "into out")
+    aliased = x.copy()
+    got = lowered(aliased, w, out=aliased)  # the output would overwrite the input
+    assert got is not aliased
+    _assert_matches(got, want, np.float64, "out aliasing the input")
+    assert lowered(x, w, out=None).shape == want.shape  # a recycled buffer may be missing
+
+
+def test_window_lowerings_take_strided_and_float16_inputs(window_path):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 5, 2, 16)).transpose(2, 0, 1, 3)  # not C-contiguous
+    w = rng.standard_normal((3, 3, 16, 16))
+    conv = dict(strides=(1, 1), padding="SAME")
+    pool = dict(ksize=(2, 2), strides=(2, 2), padding="VALID")
+    cases = [("conv2d", [x, w], conv), ("conv2d_backprop_input", [x, w, x], conv),
+             ("conv2d_backprop_filter", [x, x, w], conv), ("max_pool", [x], pool),
+             ("max_pool_grad", [x[:, ::2, ::2][:, :, :2], x], pool)]
+    for dtype in (np.float64, np.float16):
+        for op, args, attrs in cases:
+            args = [a.astype(dtype, copy=False) for a in args]
+            got, want = _lowered(op, *args, **attrs), _generic(op, *args, **attrs)
+            assert got.dtype == want.dtype == dtype, op
+            tol = 1e-10 if dtype == np.float64 else 2e-2 * float(np.abs(want).max())
+            np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=tol,
+                                       atol=tol, err_msg=f"{op} {dtype}")
+
+
+def test_window_lowerings_reject_mismatched_shapes(window_path):
+    """The compiled loops trust their shapes: a gradient of the wrong shape is an
+    error, not a write past an array."""
+    x, g = np.ones((2, 6, 5, 3)), np.ones((2, 3, 3, 3))  # max_pool 2x2 gives (2, 3, 2, 3)
+    with pytest.raises(ValueError, match="max_pool_grad: the gradient has shape"):
+        _lowered("max_pool_grad", g, x, ksize=(2, 2), strides=(2, 2), padding="VALID")
+    conv = dict(strides=(1, 1), padding="SAME")
+    w = np.ones((3, 3, 3, 4))
+    with pytest.raises(ValueError, match="conv2d_backprop_input: the gradient"):
+        _lowered("conv2d_backprop_input", np.ones((2, 6, 5, 3)), w, x, **conv)
+    with pytest.raises(ValueError, match="conv2d_backprop_filter: the gradient"):
+        _lowered("conv2d_backprop_filter", x, np.ones((2, 6, 4, 4)), w, **conv)
+    with pytest.raises(ValueError, match="conv2d: the input"):
+        _lowered("conv2d", np.ones((2, 6, 5, 2)), w, **conv)
+
+
+def _pool_input(rng, shape, dtype):
+    """ReLU-like values: many windows tie at 0, some at a repeated maximum."""
+    x = np.maximum(rng.standard_normal(shape), 0).round(1)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("ksize", [(1, 1), (2, 2), (3, 3), (2, 3)])
+def test_max_pool_lowerings_match_the_array_api_versions(window_path, dtype, padding, ksize):
+    rng = np.random.default_rng(4)
+    for shape, strides in ((s, st) for s in [(1, 7, 5, 1), (2, 8, 6, 3), (1, 4, 4, 16)]
+                           for st in _STRIDES + [(3, 3)]):
+        if padding == "VALID" and (ksize[0] > shape[1] or ksize[1] > shape[2]):
+            continue
+        x = _pool_input(rng, shape, dtype)
+        pool = dict(ksize=ksize, strides=strides, padding=padding)
+        oh, ow = window_geometry(shape, ksize, strides, padding)[:2]
+        g = rng.standard_normal((shape[0], oh, ow, shape[3])).astype(dtype)
+        what = f"{shape} {ksize} {strides} {padding}"
+        np.testing.assert_array_equal(_lowered("max_pool", x, **pool),
+                                      _generic("max_pool", x, **pool), err_msg=what)
+        _assert_matches(_lowered("max_pool_grad", g, x, **pool),
+                        _generic("max_pool_grad", g, x, **pool), dtype, what)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_max_pool_special_values(window_path, padding):
+    """A NaN wins its window (and takes no gradient); a window of -inf sends its
+    gradient to its first cell, which under SAME padding may be a padding cell."""
+    x = np.array([[1.0, np.nan, 2.0, 0.5, -np.inf],
+                  [0.0, 3.0, -np.inf, -np.inf, -np.inf],
+                  [4.0, 4.0, 4.0, 4.0, 1.0]], np.float32)[None, :, :, None]
+    for ksize, strides in (((2, 2), (2, 2)), ((3, 3), (1, 1)), ((2, 2), (1, 2))):
+        pool = dict(ksize=ksize, strides=strides, padding=padding)
+        oh, ow = window_geometry(x.shape, ksize, strides, padding)[:2]
+        g = np.arange(1, oh * ow + 1, dtype=np.float32).reshape(1, oh, ow, 1)
+        np.testing.assert_array_equal(_lowered("max_pool", x, **pool),
+                                      _generic("max_pool", x, **pool))
+        got, want = _lowered("max_pool_grad", g, x, **pool), _generic("max_pool_grad", g, x,
+                                                                        **pool)
+        finite = np.isfinite(want)  # the Array API version spreads NaN * 0 around
+        np.testing.assert_array_equal(got[finite], want[finite])
+
+
+def _small_cnn_loss(dtype):
+    """The benchmark's model, small: conv 3x3 (1 -> 16) + ReLU, max-pool 2, conv 3x3
+    (16 -> 16, Winograd where numba is installed) + ReLU, max-pool 2, dense."""
+    rng = np.random.default_rng(5)
+    x = gf.constant(rng.random((2, 8, 6, 1)).astype(dtype))
+    y = gf.constant(np.array([1, 3]))
+    params = [gf.Variable((rng.standard_normal(s) * 0.5).astype(dtype))
+              for s in [(3, 3, 1, 16), (16,), (3, 3, 16, 16), (16,), (2 * 2 * 16, 4)]]
+    k1, b1, k2, b2, w3 = params
+    h = gf.nn.relu(gf.nn.bias_add(gf.nn.conv2d(x, k1, 1, "SAME"), b1))
+    h = gf.nn.max_pool(h, 2, 2, "VALID")
+    h = gf.nn.relu(gf.nn.bias_add(gf.nn.conv2d(h, k2, 1, "SAME"), b2))
+    h = gf.nn.max_pool(h, 2, 2, "SAME")
+    logits = gf.matmul(gf.reshape(h, (2, -1)), w3)
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    return loss, params
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_cnn_gradients_match_finite_differences(window_path, optimize):
+    loss, params = _small_cnn_loss(np.float64)
+    grads = gf.gradients(loss, params)
+    rng = np.random.default_rng(6)
+    eps = 1e-6
+    with gf.Session(optimize=optimize) as sess:
+        sess.run(gf.global_variables_initializer())
+        analytic = sess.run(grads)
+        for var, grad in zip(params, analytic):
+            value = sess.run(var)
+            for index in map(tuple, rng.integers(0, value.shape, (6, value.ndim))):
+                shifted = []
+                for sign in (1, -1):
+                    bumped = value.copy()
+                    bumped[index] += sign * eps
+                    var.load(bumped, sess)
+                    shifted.append(sess.run(loss))
+                var.load(value, sess)
+                numeric = (shifted[0] - shifted[1]) / (2 * eps)
+                assert abs(grad[index] - numeric) <= 1e-6 * max(1.0, abs(numeric)), \
+                    (var.name, index, grad[index], numeric)
+
+
+def test_cnn_float32_gradients_match_the_array_api_backend():
+    """The small CNN's float32 gradients from the NumPy lowerings are those of the
+    Array API versions (run on array_api_strict)."""
+    from gradflow import backends
+
+    if backends.available()["array_api_strict"] is not None:
+        pytest.skip("array_api_strict is not installed")
+    loss, params = _small_cnn_loss(np.float32)
+    grads = gf.gradients(loss, params)
+    results = []
+    for backend in ("numpy", "array_api_strict"):
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            results.append(sess.run([loss] + grads))
+    for got, want in zip(*results):
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)

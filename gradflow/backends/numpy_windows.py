@@ -1,80 +1,473 @@
-"""NumPy fast paths for convolution (lowerings of the ops in ``conv_ops``).
+"""NumPy fast paths for convolution and max pooling (lowerings of the ops in ``conv_ops``).
 
-The Array API version stacks ``kh * kw`` slices into a new array; here the
-windows are a strided view (``sliding_window_view``), so im2col is one copy in
-the filter's row layout, and the adjoint adds in place. Results match the
-Array API versions (the tests compare both). Pooling needs no fast path: the
-Array API version already works on strided slices without copies.
+A convolution is im2col and one matrix product, done one block of images at a
+time: a block's columns (a few MB) are still in the cache when the product
+reads them, and the whole batch's columns (tens of MB) are never held at once.
+The columns are a copy of a strided view (``sliding_window_view``) of the block,
+padded, in the filter's row layout, or, when the input has few channels (the
+first layer of an image model), in the transposed layout, whose copy moves
+whole image rows instead of runs of one or two values. The adjoint in the
+input adds each row of the product back onto the pixels it came from (col2im).
+
+Where numba is installed, col2im and max pooling and its gradient are compiled
+loops (``numpy_conv_numba``) and 3x3 stride-1 convolutions with 16 channels or
+more use Winograd's F(2x2, 3x3) (``numpy_conv_winograd``); everywhere else, and
+with ``GRADFLOW_NUMBA=0``, the same results come from NumPy calls on strided
+views. Every path matches the Array API version in ``conv_ops`` to float
+tolerance (the tests compare them): max pooling sends the gradient to the first
+maximum of each window, row-major, and a padding cell never wins.
+
+Memory is what these ops spend most of their time on, so none allocates a large
+array per call: each writes its result into the buffer the plan gives it
+(``out=``, see ``executor``) where there is one, and keeps its blocks in scratch
+buffers of its thread that later calls reuse.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from gradflow.backends.numba_support import get_numba
 from gradflow.ops.conv_ops import window_geometry
 
-
-def _windows(x, ksize, strides, padding, value=0.0):
-    """A view (N, OH, OW, C, kh, kw) of the windows of ``x``, padded with ``value``."""
-    oh, ow, ph, pw = window_geometry(x.shape, ksize, strides, padding)
-    if any(ph) or any(pw):
-        x = np.pad(x, ((0, 0), ph, pw, (0, 0)), constant_values=value)
-    view = sliding_window_view(x, ksize, axis=(1, 2))
-    return view[:, :(oh - 1) * strides[0] + 1:strides[0], :(ow - 1) * strides[1] + 1:strides[1]]
-
-
-def _im2col(x, ksize, strides, padding):
-    """The windows as a matrix (N * OH * OW, kh * kw * C), the row layout of an HWIO filter."""
-    view = _windows(x, ksize, strides, padding)
-    n, oh, ow, c, kh, kw = view.shape
-    return np.ascontiguousarray(view.transpose(0, 1, 2, 4, 5, 3)).reshape(n * oh * ow, kh * kw * c)
+# Bytes of im2col columns per block: a few MB, so that a block stays in the cache
+# between its copy and its product, and still gives the product enough rows.
+BLOCK_BYTES = 4 << 20
+# Inputs with fewer channels than this use the transposed column layout.
+FEW_CHANNELS = 16
+# Whether 3x3 stride-1 convolutions may take the Winograd path (where numba is).
+WINOGRAD = True
+_COMPILED = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _col2im(cells, like_shape, ksize, strides, padding):
-    """Add ``cells`` (N, OH, OW, kh, kw, C) back onto the pixels they came from."""
-    (kh, kw), (sh, sw) = ksize, strides
-    oh, ow, ph, pw = window_geometry(like_shape, ksize, strides, padding)
-    n, h, w, c = like_shape
-    out = np.zeros((n, h + sum(ph), w + sum(pw), c), dtype=cells.dtype)
+@functools.lru_cache(maxsize=None)
+def _numba_kernels():
+    if get_numba() is None:
+        return None
+    from gradflow.backends import numpy_conv_numba
+
+    return numpy_conv_numba
+
+
+def _kernels(dtype):
+    """The compiled kernels for arrays of ``dtype``, or None (use NumPy)."""
+    return _numba_kernels() if dtype in _COMPILED else None
+
+
+# Scratch buffers up to this size are kept for the next call (a fresh large array
+# costs page faults on every call); larger ones are allocated each time.
+SCRATCH_KEEP = 64 << 20
+# Scratch buffers start at a 2 MiB boundary and are at least 4 MiB, the size from
+# which NumPy asks Linux for transparent huge pages: blocks then sit in physically
+# contiguous memory. On 4 KiB pages, where a process's pages happened to land made
+# the same Winograd block run at half speed in some processes.
+_HUGE = 2 << 20
+_local = threading.local()
+
+
+def _scratch(slot, size, dtype):
+    """``size`` values of ``dtype`` from this thread's scratch buffer ``slot``, reused
+    by later calls: valid until the next request for the same slot, and never part
+    of a result."""
+    buffers = _local.__dict__.setdefault("buffers", {})
+    nbytes = size * np.dtype(dtype).itemsize
+    buf = buffers.get(slot)
+    if buf is None or buf.size < nbytes:
+        raw = np.empty(max(nbytes, 2 * _HUGE) + _HUGE, np.uint8)
+        start = -raw.ctypes.data % _HUGE
+        buf = raw[start:start + max(nbytes, 2 * _HUGE)]
+        if nbytes <= SCRATCH_KEEP:
+            buffers[slot] = buf
+    return buf[:nbytes].view(dtype)
+
+
+def _expect(op, what, shape, want):
+    """Raise unless ``shape`` is ``want``: the compiled loops trust the shapes they get."""
+    if tuple(shape) != tuple(want):
+        raise ValueError(f"{op}: the {what} has shape {tuple(shape)}, expected {tuple(want)}")
+
+
+def _output(out, shape, dtype, *inputs):
+    """``out`` when the plan gave a buffer that fits (and holds none of ``inputs``),
+    else a new array."""
+    if out is not None and out.shape == tuple(shape) and out.dtype == dtype \
+            and out.flags.c_contiguous and not any(np.may_share_memory(out, a) for a in inputs):
+        return out
+    return np.empty(shape, dtype)
+
+
+class _Geometry:
+    """Where the windows of a convolution or pooling lie, for one input shape."""
+
+    def __init__(self, x_shape, ksize, strides, padding):
+        self.n, self.h, self.w = x_shape[:3]
+        self.ksize, self.strides = tuple(ksize), tuple(strides)
+        self.oh, self.ow, ph, pw = window_geometry(x_shape, ksize, strides, padding)
+        self.pad = (ph, pw)
+        self.pt, self.pl = ph[0], pw[0]
+        self.padded = any(ph) or any(pw)
+
+    @property
+    def args(self):
+        """``(kh, kw, sh, sw, top, left)``, as the compiled kernels take them."""
+        return self.ksize + self.strides + (self.pt, self.pl)
+
+    def blocks(self, bytes_per_image):
+        """``(first, stop)`` image ranges of at most ``BLOCK_BYTES`` of columns each."""
+        step = max(1, BLOCK_BYTES // max(1, bytes_per_image))
+        return [(i, min(i + step, self.n)) for i in range(0, self.n, step)]
+
+    def pad_input(self, x, value=0.0):
+        """``x`` with the padding of the windows (``value``), in a scratch buffer."""
+        if not self.padded:
+            return x
+        (pt, pb), (pl, pr) = self.pad
+        n, h, w, c = x.shape
+        out = _scratch("pad", n * (h + pt + pb) * (w + pl + pr) * c, x.dtype)
+        out = out.reshape(n, h + pt + pb, w + pl + pr, c)
+        out[:, :pt] = value
+        out[:, pt + h:] = value
+        out[:, pt:pt + h, :pl] = value
+        out[:, pt:pt + h, pl + w:] = value
+        out[:, pt:pt + h, pl:pl + w] = x
+        return out
+
+    def cells(self, x):
+        """``x`` (padded as needed) viewed as (N, OH, OW, C, kh, kw): every window."""
+        (sh, sw), (oh, ow) = self.strides, (self.oh, self.ow)
+        view = sliding_window_view(self.pad_input(x), self.ksize, axis=(1, 2))
+        return view[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw]
+
+
+# -- im2col and col2im --------------------------------------------------------------------
+
+
+class _Columns:
+    """im2col of one input, block by block.
+
+    ``block(first, stop)`` is the windows of those images as a matrix, rows
+    ``(n, oy, ox)`` and columns ``(i, j, c)`` like an HWIO filter reshaped to 2-D:
+    a C-ordered (rows, K) array, or for inputs with few channels the transpose
+    of a C-ordered (K, rows) array. Blocks share scratch buffers: each is valid
+    until the next is taken.
+    """
+
+    def __init__(self, x, geo):
+        self.x, self.geo = x, geo
+        kh, kw = geo.ksize
+        c = x.shape[3]
+        self.rows_per_image = geo.oh * geo.ow
+        self.k = kh * kw * c
+        self.planes = c < FEW_CHANNELS
+        self.bytes_per_image = self.rows_per_image * self.k * x.dtype.itemsize
+
+    def rows(self, first, stop):
+        """The rows of the images ``first .. stop``, as a slice."""
+        return slice(first * self.rows_per_image, stop * self.rows_per_image)
+
+    def block(self, first, stop):
+        view = self.geo.cells(self.x[first:stop])  # padded block by block, in the cache
+        rows = (stop - first) * self.rows_per_image
+        flat = _scratch("columns", rows * self.k, self.x.dtype)
+        if self.planes:  # (kh, kw, C, n, OH, OW): the copy moves runs of OW values
+            np.copyto(flat.reshape(view.shape[4:] + view.shape[3:4] + view.shape[:3]),
+                      view.transpose(4, 5, 3, 0, 1, 2))
+            return flat.reshape(self.k, rows).T
+        np.copyto(flat.reshape(view.shape[:3] + view.shape[4:] + view.shape[3:4]),
+                  view.transpose(0, 1, 2, 4, 5, 3))
+        return flat.reshape(rows, self.k)
+
+
+def _col2im_numpy(cells, out, geo):
+    """``out`` (images, H, W, C) = the rows of ``cells`` (images * OH * OW, kh * kw * C)
+    added onto the pixels they were read from (the adjoint of im2col)."""
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    images, h, w, c = out.shape
+    cells = cells.reshape(images, oh, ow, kh, kw, c)
+    target = out
+    if geo.padded:
+        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
+        target = _scratch("pad", size, out.dtype).reshape(
+            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    disjoint = kh <= sh and kw <= sw  # no pixel in two windows: assign, don't add
+    if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
+        target[...] = 0  # some pixels are in no window, or in several
     for i in range(kh):
         for j in range(kw):
-            out[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += cells[:, :, :, i, j]
-    return out[:, ph[0]:ph[0] + h, pw[0]:pw[0] + w]
+            dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+            if disjoint:
+                dst[...] = cells[:, :, :, i, j]
+            else:
+                dst += cells[:, :, :, i, j]
+    if target is not out:
+        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+
+
+def _col2im_planes(planes, out, geo):
+    """As ``_col2im_numpy``, from the transposed layout (kh * kw * C, images * OH * OW)."""
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    images, h, w, c = out.shape
+    target = out
+    if geo.padded:
+        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
+        target = _scratch("pad", size, out.dtype).reshape(
+            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target[...] = 0
+    planes = planes.reshape(kh, kw, c, images, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+            for ch in range(c):
+                dst[..., ch] += planes[i, j, ch]
+    if target is not out:
+        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+
+
+# -- the convolution and its two adjoints -------------------------------------------------
+
+
+def _point_conv(x, geo):
+    """The pixels a 1x1 unpadded convolution reads, as a (rows, C) matrix."""
+    sh, sw = geo.strides
+    if (sh, sw) != (1, 1):
+        x = x[:, :(geo.oh - 1) * sh + 1:sh, :(geo.ow - 1) * sw + 1:sw]
+    return np.ascontiguousarray(x).reshape(-1, x.shape[3])
+
+
+def conv_forward(x, w, strides, padding, out=None):
+    """``conv2d`` of NHWC ``x`` and HWIO ``w``: im2col and a product, per block
+    (written into ``out`` where that fits)."""
+    kh, kw, c, co = w.shape
+    geo = _Geometry(x.shape, (kh, kw), strides, padding)
+    _expect("conv2d", "input", x.shape, x.shape[:3] + (c,))
+    dtype = np.result_type(x, w)
+    x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None:
+        return wino.forward(x, w, geo, out, _scratch)
+    w2 = w.reshape(kh * kw * c, co)
+    out2 = out.reshape(-1, co)
+    if (kh, kw) == (1, 1) and not geo.padded:
+        np.matmul(_point_conv(x, geo), w2, out=out2)
+        return out
+    cols = _Columns(x, geo)
+    for first, stop in geo.blocks(cols.bytes_per_image):
+        np.matmul(cols.block(first, stop), w2, out=out2[cols.rows(first, stop)])
+    return out
+
+
+def conv_backprop_filter(x, g, w_shape, strides, padding, out=None):
+    """The gradient of ``conv2d`` in its filter: im2col(x)^T g, summed over blocks."""
+    kh, kw, c, co = w_shape
+    geo = _Geometry(x.shape, (kh, kw), strides, padding)
+    _expect("conv2d_backprop_filter", "input", x.shape, x.shape[:3] + (c,))
+    _expect("conv2d_backprop_filter", "gradient", g.shape, (geo.n, geo.oh, geo.ow, co))
+    dtype = np.result_type(x, g)
+    x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
+    out = _output(out, w_shape, dtype, x, g)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None:
+        return wino.backprop_filter(x, g, geo, out, _scratch)
+    g2 = g.reshape(-1, co)
+    total = out.reshape(kh * kw * c, co)
+    if (kh, kw) == (1, 1) and not geo.padded:
+        np.matmul(_point_conv(x, geo).T, g2, out=total)
+        return out
+    part = _scratch("part", total.size, dtype).reshape(total.shape)
+    cols = _Columns(x, geo)
+    for k, (first, stop) in enumerate(geo.blocks(cols.bytes_per_image)):
+        block = cols.block(first, stop).T
+        np.matmul(block, g2[cols.rows(first, stop)], out=part if k else total)
+        if k:
+            total += part
+    if geo.n == 0:
+        total[...] = 0
+    return out
+
+
+def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
+    """The gradient of ``conv2d`` in its input: col2im(g w^T), per block."""
+    kh, kw, c, co = w.shape
+    geo = _Geometry(tuple(x_shape), (kh, kw), strides, padding)
+    _expect("conv2d_backprop_input", "gradient", g.shape, (geo.n, geo.oh, geo.ow, co))
+    _expect("conv2d_backprop_input", "input", x_shape, tuple(x_shape[:3]) + (c,))
+    dtype = np.result_type(g, w)
+    g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    out = _output(out, tuple(x_shape), dtype, g, w)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None:
+        return wino.backprop_input(g, w, geo, out, _scratch)
+    w2t = w.reshape(kh * kw * c, co).T
+    g2 = np.ascontiguousarray(g).reshape(-1, co)
+    if (kh, kw) == (1, 1) and not geo.padded and geo.strides == (1, 1):
+        np.matmul(g2, w2t, out=out.reshape(-1, c))
+        return out
+    kernels = _kernels(dtype)
+    rows_per_image = geo.oh * geo.ow
+    k = kh * kw * c
+    for first, stop in geo.blocks(rows_per_image * k * dtype.itemsize):
+        rows = (stop - first) * rows_per_image
+        g_rows = g2[first * rows_per_image:stop * rows_per_image]
+        if c < FEW_CHANNELS:  # a plane per (i, j, c): each added as a whole strided image
+            planes = _scratch("columns", rows * k, dtype).reshape(k, rows)
+            _col2im_planes(np.matmul(w2t.T, g_rows.T, out=planes), out[first:stop], geo)
+            continue
+        cells = np.matmul(g_rows, w2t, out=_scratch("columns", rows * k, dtype).reshape(rows, k))
+        if kernels is not None:
+            kernels.col2im(cells, out[first:stop], *geo.args, geo.oh, geo.ow)
+        else:
+            _col2im_numpy(cells, out[first:stop], geo)
+    return out
+
+
+def _winograd(geo, dtype, c, co):
+    """The Winograd module when it serves this convolution, else None."""
+    if not WINOGRAD or geo.ksize != (3, 3) or geo.strides != (1, 1) \
+            or _kernels(dtype) is None:
+        return None
+    from gradflow.backends import numpy_conv_winograd
+
+    return numpy_conv_winograd if numpy_conv_winograd.suits(geo, c, co) else None
+
+
+# -- max pooling ------------------------------------------------------------------------
+
+
+def _pool_cells(x, geo):
+    """The ``kh * kw`` cells of every window as strided views (N, OH, OW, C), row-major,
+    of ``x`` padded with -inf (which never wins a window that holds a real cell)."""
+    x = geo.pad_input(x, -np.inf)
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    return [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+            for i in range(kh) for j in range(kw)]
+
+
+def _is_2x2(geo):
+    return geo.ksize == (2, 2) and geo.strides == (2, 2) and not geo.padded
+
+
+def max_pool_forward(x, ksize, strides, padding, out=None):
+    """The max over each window of NHWC ``x``; as ``np.maximum``, a NaN wins."""
+    geo = _Geometry(x.shape, ksize, strides, padding)
+    out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
+    kernels = _kernels(x.dtype)
+    if kernels is None:
+        return _maximum(_pool_cells(x, geo), out)
+    x = np.ascontiguousarray(x)
+    if _is_2x2(geo):
+        kernels.max_pool_2x2(x, out)
+    else:
+        kernels.max_pool(x, out, *geo.args)
+    return out
+
+
+def max_pool_backprop(g, x, ksize, strides, padding, out=None):
+    """The gradient of ``max_pool``: ``g`` of each window at its first maximum."""
+    geo = _Geometry(x.shape, ksize, strides, padding)
+    _expect("max_pool_grad", "gradient", g.shape, (geo.n, geo.oh, geo.ow, x.shape[3]))
+    dtype = np.result_type(g, x)
+    out = _output(out, x.shape, dtype, g, x)
+    kernels = _kernels(dtype)
+    if kernels is None:
+        return _max_pool_backprop_numpy(g, x, geo, out)
+    x = np.ascontiguousarray(x, dtype)
+    g = np.ascontiguousarray(g, dtype)
+    if _is_2x2(geo):
+        kernels.max_pool_grad_2x2(g, x, out)
+        out[:, 2 * geo.oh:] = 0  # the odd last row and column no window covers
+        out[:, :, 2 * geo.ow:] = 0
+    else:
+        kernels.max_pool_grad(g, x, out, *geo.args)
+    return out
+
+
+def _max_pool_backprop_numpy(g, x, geo, out):
+    cells = _pool_cells(x, geo)
+    top = _maximum(cells, np.empty(cells[0].shape, x.dtype))
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    n, h, w, c = x.shape
+    target = out
+    if geo.padded:
+        target = np.empty((n, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c), out.dtype)
+    disjoint = kh <= sh and kw <= sw  # each pixel in one window at most: assign
+    if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
+        target[...] = 0  # some pixels are in no window, or in several
+    taken = np.empty(top.shape, bool)
+    hit = np.empty(top.shape, bool)
+    share = None if disjoint else np.empty(top.shape, out.dtype)
+    for k, cell in enumerate(cells):
+        np.equal(cell, top, out=hit)
+        if k:
+            np.greater(hit, taken, out=hit)  # a maximum, and the window's first
+        if k == 0:
+            np.copyto(taken, hit)
+        elif k + 1 < len(cells):
+            np.logical_or(taken, hit, out=taken)
+        i, j = divmod(k, kw)
+        dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+        if disjoint:
+            np.multiply(g, hit, out=dst)
+        else:
+            dst += np.multiply(g, hit, out=share)
+    if target is not out:
+        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    return out
+
+
+def _maximum(cells, out):
+    """``out`` = the elementwise maximum of the arrays ``cells`` (NaN wins)."""
+    if len(cells) == 1:
+        np.copyto(out, cells[0])
+        return out
+    np.maximum(cells[0], cells[1], out=out)
+    for cell in cells[2:]:
+        np.maximum(out, cell, out=out)
+    return out
+
+
+# -- the lowerings ------------------------------------------------------------------------
+
+
+def _writes_out(fn):
+    """Mark a lowering as one that can write into a buffer of the plan (``out=``) and
+    reads more of each input than the element it writes (never in place)."""
+    fn.accepts_out = True
+    fn.reads_whole_inputs = True
+    return fn
 
 
 def conv2d(xp, strides, padding):
-    def run(x, w):
-        kh, kw, c, co = w.shape
-        cols = _im2col(x, (kh, kw), strides, padding)
-        oh, ow = window_geometry(x.shape, (kh, kw), strides, padding)[:2]
-        return (cols @ w.reshape(kh * kw * c, co)).reshape(x.shape[0], oh, ow, co)
-
-    return run
+    return _writes_out(lambda x, w, out=None: conv_forward(x, w, strides, padding, out))
 
 
 def conv2d_backprop_input(xp, strides, padding):
-    def run(g, w, x_like):
-        kh, kw, c, co = w.shape
-        n, oh, ow = g.shape[:3]
-        cells = g.reshape(n * oh * ow, co) @ w.reshape(kh * kw * c, co).T
-        return _col2im(cells.reshape(n, oh, ow, kh, kw, c), x_like.shape, (kh, kw), strides,
-                       padding)
-
-    return run
+    return _writes_out(lambda g, w, x_like, out=None: conv_backprop_input(
+        g, w, x_like.shape, strides, padding, out))
 
 
 def conv2d_backprop_filter(xp, strides, padding):
-    def run(x, g, w_like):
-        kh, kw, c, co = w_like.shape
-        cols = _im2col(x, (kh, kw), strides, padding)
-        return (cols.T @ g.reshape(-1, co)).reshape(kh, kw, c, co)
+    return _writes_out(lambda x, g, w_like, out=None: conv_backprop_filter(
+        x, g, w_like.shape, strides, padding, out))
 
-    return run
+
+def max_pool(xp, ksize, strides, padding):
+    return _writes_out(lambda x, out=None: max_pool_forward(x, ksize, strides, padding, out))
+
+
+def max_pool_grad(xp, ksize, strides, padding):
+    return _writes_out(lambda g, x, out=None: max_pool_backprop(
+        g, x, ksize, strides, padding, out))
 
 
 LOWERINGS = {
     "conv2d": conv2d,
     "conv2d_backprop_input": conv2d_backprop_input,
     "conv2d_backprop_filter": conv2d_backprop_filter,
+    "max_pool": max_pool,
+    "max_pool_grad": max_pool_grad,
 }

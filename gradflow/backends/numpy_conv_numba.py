@@ -1,0 +1,312 @@
+"""Compiled loops for the NumPy convolution and pooling lowerings (``numpy_windows``).
+
+This module imports numba, so it is imported only once ``get_numba()`` has
+found it. Every kernel is single-threaded: the matrix products between them
+run on OpenBLAS's threads, which keep spinning for a while after each call,
+and a second pool of threads fighting them for the cores made the kernels
+slower than running alone. The im2col copy is not here: NumPy's copy of a
+strided view is faster than a compiled loop.
+
+The inner loops run over one channel vector (a 1-D view and a ``range``
+index), the form LLVM vectorizes; the same loops over 2-D indices are not.
+Results equal the NumPy versions in ``numpy_windows`` (the tests compare
+them): the same sums, in an order that differs only in rounding.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@_jit
+def col2im(cells, out, kh, kw, sh, sw, pt, pl, oh, ow):
+    """The adjoint of im2col: ``out`` (images, H, W, C) is the sum of the rows of
+    ``cells`` (images * OH * OW, kh * kw * C; columns ordered as an HWIO filter's
+    rows) at the pixels they were read from."""
+    images, h, w, c = out.shape
+    out[...] = 0
+    r = 0
+    for n in range(images):
+        for oy in range(oh):
+            for ox in range(ow):
+                row = cells[r]
+                k = 0
+                for i in range(kh):
+                    iy = oy * sh + i - pt
+                    for j in range(kw):
+                        ix = ox * sw + j - pl
+                        if 0 <= iy < h and 0 <= ix < w:
+                            dst = out[n, iy, ix]
+                            src = row[k:k + c]
+                            for ch in range(c):
+                                dst[ch] += src[ch]
+                        k += c
+                r += 1
+
+
+@_jit
+def max_pool(x, out, kh, kw, sh, sw, pt, pl):
+    """The max over each window; as ``np.maximum``, a NaN in a window wins."""
+    images, h, w, c = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for n in range(images):
+        for oy in range(oh):
+            for ox in range(ow):
+                top = out[n, oy, ox]
+                for ch in range(c):
+                    top[ch] = -np.inf
+                for i in range(kh):
+                    iy = oy * sh + i - pt
+                    if iy < 0 or iy >= h:
+                        continue
+                    for j in range(kw):
+                        ix = ox * sw + j - pl
+                        if ix < 0 or ix >= w:
+                            continue
+                        src = x[n, iy, ix]
+                        for ch in range(c):
+                            v = src[ch]
+                            t = top[ch]
+                            top[ch] = v if v > t or v != v else t
+
+
+@_jit
+def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl):
+    """``out`` (the shape of ``x``) = the sum over windows of each window's ``g`` at its
+    first maximum (row-major; a padding cell, worth -inf, takes its turn and drops
+    its share)."""
+    images, h, w, c = x.shape
+    oh, ow = g.shape[1], g.shape[2]
+    out[...] = 0
+    top = np.empty(c, x.dtype)
+    open_ = np.empty(c, np.uint8)  # 1 until the window's maximum is found
+    for n in range(images):
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    top[ch] = -np.inf
+                    open_[ch] = 1
+                for i in range(kh):
+                    iy = oy * sh + i - pt
+                    if iy < 0 or iy >= h:
+                        continue
+                    for j in range(kw):
+                        ix = ox * sw + j - pl
+                        if ix < 0 or ix >= w:
+                            continue
+                        src = x[n, iy, ix]
+                        for ch in range(c):
+                            v = src[ch]
+                            t = top[ch]
+                            top[ch] = v if v > t or v != v else t
+                grad = g[n, oy, ox]
+                for i in range(kh):
+                    iy = oy * sh + i - pt
+                    for j in range(kw):
+                        ix = ox * sw + j - pl
+                        if iy < 0 or iy >= h or ix < 0 or ix >= w:
+                            for ch in range(c):
+                                open_[ch] = 0 if top[ch] == -np.inf else open_[ch]
+                            continue
+                        src = x[n, iy, ix]
+                        dst = out[n, iy, ix]
+                        for ch in range(c):
+                            if open_[ch] and src[ch] == top[ch]:
+                                dst[ch] += grad[ch]
+                                open_[ch] = 0
+
+
+@_jit
+def _max4(a, b, c, d):
+    """``np.maximum(np.maximum(np.maximum(a, b), c), d)``: NaN wins."""
+    t = b if b > a or b != b else a
+    t = c if c > t or c != c else t
+    return d if d > t or d != d else t
+
+
+@_jit
+def max_pool_2x2(x, out):
+    """``max_pool`` of 2x2 windows at stride 2 without padding."""
+    images, oh, ow, c = out.shape
+    for n in range(images):
+        for oy in range(oh):
+            for ox in range(ow):
+                a, b = x[n, 2 * oy, 2 * ox], x[n, 2 * oy, 2 * ox + 1]
+                p, q = x[n, 2 * oy + 1, 2 * ox], x[n, 2 * oy + 1, 2 * ox + 1]
+                top = out[n, oy, ox]
+                for ch in range(c):
+                    top[ch] = _max4(a[ch], b[ch], p[ch], q[ch])
+
+
+@_jit
+def max_pool_grad_2x2(g, x, out):
+    """``max_pool_grad`` of 2x2 windows at stride 2 without padding; writes every
+    cell of every window (the rows and columns no window covers are left alone)."""
+    images, oh, ow, c = g.shape
+    first = np.empty(c, np.int8)  # which cell of the window is its first maximum
+    for n in range(images):
+        for oy in range(oh):
+            for ox in range(ow):
+                y, z = 2 * oy, 2 * ox
+                a, b, p, q = x[n, y, z], x[n, y, z + 1], x[n, y + 1, z], x[n, y + 1, z + 1]
+                for ch in range(c):
+                    va, vb, vp, vq = a[ch], b[ch], p[ch], q[ch]
+                    t = _max4(va, vb, vp, vq)
+                    first[ch] = 0 if va == t else 1 if vb == t else 2 if vp == t else \
+                        3 if vq == t else 4
+                grad = g[n, oy, ox]
+                for k, dst in enumerate((out[n, y, z], out[n, y, z + 1], out[n, y + 1, z],
+                                         out[n, y + 1, z + 1])):
+                    for ch in range(c):
+                        dst[ch] = grad[ch] if first[ch] == k else 0
+
+
+# -- Winograd F(2x2, 3x3) transforms (``numpy_conv_winograd``) ---------------------------
+# A tile is 4x4 input pixels of a zero-padded image and the 2x2 outputs they give;
+# tiles are numbered image by image, row-major. Index k = 4 * a + b of the 16 arrays
+# is the (a, b) entry of a transformed tile. Each transform runs in two stages, first
+# along a whole row of tiles at once (long loops), then tile by tile over channels.
+
+
+@_jit
+def winograd_input(x, v, n0, tiles_h, tiles_w, top, left):
+    """``v[k, t]`` = (B^T d B)[k] of the input tiles ``d`` of images ``n0 ..`` of NHWC
+    ``x`` padded with zeros by ``top`` rows and ``left`` columns (and at the far
+    edges as the tiles need)."""
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
+    width = 2 * tiles_w + 2
+    cols = max(0, min(w, width - left))  # the columns of x that some tile reads
+    tile_rows = np.zeros((4, width, c), x.dtype)  # the 4 padded input rows of a tile row
+    rows = np.empty((4, width, c), x.dtype)  # B^T over them
+    r0, r1, r2, r3 = rows[0].reshape(-1), rows[1].reshape(-1), rows[2].reshape(-1), \
+        rows[3].reshape(-1)
+    d0, d1, d2, d3 = tile_rows[0].reshape(-1), tile_rows[1].reshape(-1), \
+        tile_rows[2].reshape(-1), tile_rows[3].reshape(-1)
+    t = 0
+    for n in range(n0, n0 + v.shape[1] // (tiles_h * tiles_w)):
+        for ty in range(tiles_h):
+            for r in range(4):
+                iy = 2 * ty + r - top
+                dst = tile_rows[r, left:left + cols].reshape(-1)
+                if 0 <= iy < h:
+                    src = x[n, iy, :cols].reshape(-1)
+                    for i in range(dst.size):
+                        dst[i] = src[i]
+                else:
+                    for i in range(dst.size):
+                        dst[i] = 0
+            for i in range(r0.size):
+                r0[i] = d0[i] - d2[i]
+            for i in range(r0.size):
+                r1[i] = d1[i] + d2[i]
+            for i in range(r0.size):
+                r2[i] = d2[i] - d1[i]
+            for i in range(r0.size):
+                r3[i] = d1[i] - d3[i]
+            for a in range(4):  # then B over the 4 columns of each tile
+                e = rows[a]
+                v0, v1, v2, v3 = v[4 * a], v[4 * a + 1], v[4 * a + 2], v[4 * a + 3]
+                for tx in range(tiles_w):
+                    e0, e1, e2, e3 = e[2 * tx], e[2 * tx + 1], e[2 * tx + 2], e[2 * tx + 3]
+                    o = v0[t + tx]
+                    for ch in range(c):
+                        o[ch] = e0[ch] - e2[ch]
+                    o = v1[t + tx]
+                    for ch in range(c):
+                        o[ch] = e1[ch] + e2[ch]
+                    o = v2[t + tx]
+                    for ch in range(c):
+                        o[ch] = e2[ch] - e1[ch]
+                    o = v3[t + tx]
+                    for ch in range(c):
+                        o[ch] = e1[ch] - e3[ch]
+            t += tiles_w
+
+
+@_jit
+def winograd_output(m, out, n0, tiles_h, tiles_w):
+    """The 2x2 outputs (A^T m A) of the tiles ``m[:, t]`` into images ``n0 ..`` of
+    NHWC ``out``; the parts of edge tiles beyond ``out`` are dropped."""
+    oh, ow, co = out.shape[1], out.shape[2], out.shape[3]
+    half = np.empty((2, 4, tiles_w * co), m.dtype)  # A^T over the rows of a tile row
+    t = 0
+    for n in range(n0, n0 + m.shape[1] // (tiles_h * tiles_w)):
+        for ty in range(tiles_h):
+            for b in range(4):
+                m0 = m[b, t:t + tiles_w].reshape(-1)
+                m1 = m[4 + b, t:t + tiles_w].reshape(-1)
+                m2 = m[8 + b, t:t + tiles_w].reshape(-1)
+                m3 = m[12 + b, t:t + tiles_w].reshape(-1)
+                s0, s1 = half[0, b], half[1, b]
+                for i in range(s0.size):
+                    s0[i] = m0[i] + m1[i] + m2[i]
+                for i in range(s0.size):
+                    s1[i] = m1[i] - m2[i] - m3[i]
+            for r in range(min(2, oh - 2 * ty)):  # then A over the columns
+                dst = out[n, 2 * ty + r]
+                s0, s1, s2, s3 = half[r, 0], half[r, 1], half[r, 2], half[r, 3]
+                for tx in range(tiles_w):
+                    o = dst[2 * tx]
+                    k = tx * co
+                    for ch in range(co):
+                        o[ch] = s0[k + ch] + s1[k + ch] + s2[k + ch]
+                    if 2 * tx + 1 < ow:
+                        o = dst[2 * tx + 1]
+                        for ch in range(co):
+                            o[ch] = s1[k + ch] - s2[k + ch] - s3[k + ch]
+            t += tiles_w
+
+
+@_jit
+def winograd_grad_output(g, m, n0, tiles_h, tiles_w):
+    """``m[k, t]`` = (A y A^T)[k] of the 2x2 tiles ``y`` of images ``n0 ..`` of NHWC
+    ``g`` (0 beyond its edges): the adjoint of ``winograd_output``."""
+    oh, ow, co = g.shape[1], g.shape[2], g.shape[3]
+    rows = np.zeros((4, 2 * tiles_w, co), g.dtype)  # A over the 2 rows of a tile row
+    q0, q1, q2, q3 = rows[0].reshape(-1), rows[1].reshape(-1), rows[2].reshape(-1), \
+        rows[3].reshape(-1)
+    width = ow * co  # a column past an odd width stays 0
+    t = 0
+    for n in range(n0, n0 + m.shape[1] // (tiles_h * tiles_w)):
+        for ty in range(tiles_h):
+            y0 = g[n, 2 * ty].reshape(-1)
+            if 2 * ty + 1 < oh:
+                y1 = g[n, 2 * ty + 1].reshape(-1)
+                for i in range(width):
+                    q0[i] = y0[i]
+                for i in range(width):
+                    q1[i] = y0[i] + y1[i]
+                for i in range(width):
+                    q2[i] = y0[i] - y1[i]
+                for i in range(width):
+                    q3[i] = -y1[i]
+            else:
+                for i in range(width):
+                    q0[i] = y0[i]
+                for i in range(width):
+                    q1[i] = y0[i]
+                for i in range(width):
+                    q2[i] = y0[i]
+                for i in range(width):
+                    q3[i] = 0
+            for a in range(4):  # then A^T over the columns
+                q = rows[a]
+                v0, v1, v2, v3 = m[4 * a], m[4 * a + 1], m[4 * a + 2], m[4 * a + 3]
+                for tx in range(tiles_w):
+                    e0, e1 = q[2 * tx], q[2 * tx + 1]
+                    o = v0[t + tx]
+                    for ch in range(co):
+                        o[ch] = e0[ch]
+                    o = v1[t + tx]
+                    for ch in range(co):
+                        o[ch] = e0[ch] + e1[ch]
+                    o = v2[t + tx]
+                    for ch in range(co):
+                        o[ch] = e0[ch] - e1[ch]
+                    o = v3[t + tx]
+                    for ch in range(co):
+                        o[ch] = -e1[ch]
+            t += tiles_w
