@@ -68,11 +68,17 @@ def _ufunc_sequence(program, fns):
         else:
             lines += [f"t{k} = {call})", f"if {dest} is not None:",
                       f"    copyto({dest}, t{k}, casting='unsafe')", f"    t{k} = {dest}"]
-    results = [f"t{k}" for k in program.outputs]
-    lines.append(f"return {results[0]}" if single else f"return ({', '.join(results)},)")
-    source = (f"def run({', '.join(names[:n] + ['out=None'])}):\n"
-              + "".join(f"    {line}\n" for line in lines))
-    exec(compile(source, "<gradflow-fused>", "exec"), env)
+    return _function(names[:n], lines, [f"t{k}" for k in program.outputs], env,
+                     "<gradflow-fused>")
+
+
+def _function(params, lines, results, env, filename):
+    """``run(*params, out=None)``: the body ``lines`` returning ``results`` (one value,
+    or a tuple of several), compiled with the globals ``env``; it takes ``out=``."""
+    ret = results[0] if len(results) == 1 else f"({', '.join(results)},)"
+    source = (f"def run({', '.join(list(params) + ['out=None'])}):\n"
+              + "".join(f"    {line}\n" for line in lines + [f"return {ret}"]))
+    exec(compile(source, filename, "exec"), env)
     run = env["run"]
     run.accepts_out = True
     return run
@@ -224,13 +230,7 @@ def _kernel_caller(program, kernel, kinds, shape, split):
     lines.append(f"kernel({rows}, {cols}, {', '.join(params + dests)})")
     for j in range(len(outs)):
         lines.append(f"if d{j} is not y{j}: copyto(y{j}, d{j})")
-    lines.append("return y0" if single else f"return ({', '.join(outs)},)")
-    source = (f"def run({', '.join(params + ['out=None'])}):\n"
-              + "".join(f"    {line}\n" for line in lines))
-    exec(compile(source, "<gradflow-kernel-call>", "exec"), env)
-    run = env["run"]
-    run.accepts_out = True
-    return run
+    return _function(params, lines, outs, env, "<gradflow-kernel-call>")
 
 
 def _shape_mismatch(names, shape):
