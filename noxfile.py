@@ -10,8 +10,16 @@ CPU_BACKENDS = ["numpy", "array_api_strict", "torch"]
 def tests(session, backend):
     """The test suite with ``backend`` as the default backend."""
     session.install("torch==2.13.0")
-    session.install("-e", ".[test,examples]")
+    session.install("-e", ".[test,examples,fast]")
     session.run("pytest", "-q", *session.posargs, env={"GRADFLOW_BACKEND": backend})
+
+
+@nox.session
+def tests_without_numba(session):
+    """The test suite on the plain-NumPy paths (no compiled kernels)."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test,examples]")
+    session.run("pytest", "-q", *session.posargs, env={"GRADFLOW_NUMBA": "0"})
 
 
 @nox.session
