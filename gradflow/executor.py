@@ -40,6 +40,7 @@ from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
+from gradflow.passes.ir import user_node
 
 _plan_ids = itertools.count()
 
@@ -47,12 +48,11 @@ _plan_ids = itertools.count()
 class Plan:
     """A compiled run: ``fn(feeds, store) -> tuple of fetched values``."""
 
-    def __init__(self, fn, fed, fetches, variables, feed_specs, line_nodes, filename):
+    def __init__(self, fn, fed, fetches, variables, line_nodes, filename):
         self.fn = fn
         self.fed = fed  # tensors fed, in the order ``fn`` takes them
         self.fetches = fetches
         self.variables = variables  # variables the run reads
-        self.feed_specs = feed_specs  # (tensor, numpy dtype, static shape) per feed
         self.line_nodes = line_nodes  # generated line number -> node, for errors
         self.filename = filename
         self.initialized = False  # set once the session has checked `variables`
@@ -120,11 +120,6 @@ def _buffer_reuse(order, fns, backend):
     no_views = takes_out | multi  # readers that never return a view of their input
     donors = {n for n in takes_out if all(r in no_views for r in readers.get(n, ()))}
     return takes_out, donors
-
-
-def _user_node(node):
-    origin = getattr(node, "origin", None)
-    return node if origin is None else origin
 
 
 def _is_multi(node):
@@ -259,7 +254,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     fns = {node: _bind(backend, node) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
     # a call op binds from the user's node: its inputs sit at the same positions
-    fns.update({node: node.opdef.impl(session, _user_node(node)) for node in order
+    fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
                 if node not in fed_set and node.opdef.kind == "call"})
     takes_out, donors = _buffer_reuse(order, fns, backend)
     whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
@@ -368,9 +363,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     code = compile(source, filename, "exec")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(code, env)
-    feed_specs = [(t, t.dtype.as_numpy_dtype, t.shape) for t in fed]
-    plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, feed_specs,
-                line_nodes, filename)
+    plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, line_nodes, filename)
     plan.specialized = feed_shapes is not None
     return plan
 

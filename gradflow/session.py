@@ -10,6 +10,7 @@ from gradflow import backends
 from gradflow.errors import FailedPreconditionError, InvalidArgumentError
 from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
+from gradflow.passes.ir import user_node
 
 _DEFAULT_GRAPH_SEED = 87654321
 
@@ -260,7 +261,7 @@ class Session:
 
     def constant_value(self, node):
         """The backend array of a constant node, converted once per session."""
-        node = _user_node(node)
+        node = user_node(node)
         value = self._constants.get(node)
         if value is None:
             value = self._constants[node] = self.backend.asarray(node.attrs["value"].array)
@@ -268,7 +269,7 @@ class Session:
 
     def host_rng(self, node):
         """The host random generator of one random node (same numbers on every backend)."""
-        node = _user_node(node)
+        node = user_node(node)
         rng = self._rngs.get(node)
         if rng is None:
             graph_seed, op_seed = node.attrs["graph_seed"], node.attrs["op_seed"]
@@ -278,12 +279,6 @@ class Session:
                 entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
             rng = self._rngs[node] = np.random.default_rng(entropy)
         return rng
-
-
-def _user_node(node):
-    """The user's graph node that ``node`` stands for (itself, or a plan copy's origin)."""
-    origin = getattr(node, "origin", None)
-    return node if origin is None else origin
 
 
 class _Specializing:

@@ -48,7 +48,7 @@ class Backend:
         """The callable of a fused elementwise node (``gradflow.passes.fusion``):
         ``bind(member)`` gives each member op's own function; this default calls them
         in turn. Backends with a kernel compiler override it."""
-        return run_in_turn(program, [bind(m) for m in program.members])
+        return call_in_turn(program, [bind(m) for m in program.members])
 
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on synchronous CPU backends)."""
@@ -57,23 +57,45 @@ class Backend:
         return f"<gradflow backend {self.name} device={self.device}>"
 
 
-def run_in_turn(program, fns):
-    """``f(*inputs)`` computing a fused program by calling each member's function."""
-    steps = [(fn, args) for fn, (_, args) in zip(fns, program.steps)]
-    outputs = [program.num_inputs + k for k in program.outputs]
-    if len(outputs) == 1:
-        (last,) = outputs
+def call_in_turn(program, fns, writes_out=None, copyto=None):
+    """``run(*inputs, out=None)`` computing a fused program by calling each member's
+    function in turn, generated as one Python function (locals and direct calls, as
+    the executor's plans are).
 
-        def run(*inputs):
-            values = list(inputs)
-            for fn, args in steps:
-                values.append(fn(*[values[a] for a in args]))
-            return values[last]
-    else:
-        def run(*inputs):
-            values = list(inputs)
-            for fn, args in steps:
-                values.append(fn(*[values[a] for a in args]))
-            return tuple(values[k] for k in outputs)
-
+    With ``copyto`` (a backend's copy into an array) the function takes ``out=``: an
+    output goes into its buffer through the member's own ``out=`` where
+    ``writes_out(fn)`` says it has one, else through ``copyto``. Without, ``out`` is
+    ignored and ``run.accepts_out`` is False.
+    """
+    n = program.num_inputs
+    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(fns))]
+    single = len(program.outputs) == 1
+    dests = {k: ("out" if single else f"o{j}") for j, k in enumerate(program.outputs)}
+    env = {"copyto": copyto}
+    lines = [] if single or copyto is None else [
+        f"{', '.join(dests.values())}, = out if out is not None else {(None,) * len(dests)}"]
+    for k, (fn, (_, args)) in enumerate(zip(fns, program.steps)):
+        env[f"f{k}"] = fn
+        call = f"f{k}({', '.join(names[a] for a in args)}"
+        dest = dests.get(k) if copyto is not None else None
+        if dest is None:
+            lines.append(f"t{k} = {call})")
+        elif writes_out is not None and writes_out(fn):
+            lines.append(f"t{k} = {call}, out={dest})")
+        else:
+            lines += [f"t{k} = {call})", f"if {dest} is not None:",
+                      f"    copyto({dest}, t{k})", f"    t{k} = {dest}"]
+    run = generated_function(names[:n], lines, [f"t{k}" for k in program.outputs], env,
+                             "<gradflow-fused>")
+    run.accepts_out = copyto is not None
     return run
+
+
+def generated_function(params, lines, results, env, filename):
+    """``run(*params, out=None)``: the body ``lines`` returning ``results`` (one value,
+    or a tuple of several), compiled with the globals ``env``."""
+    ret = results[0] if len(results) == 1 else f"({', '.join(results)},)"
+    source = (f"def run({', '.join(list(params) + ['out=None'])}):\n"
+              + "".join(f"    {line}\n" for line in lines + [f"return {ret}"]))
+    exec(compile(source, filename, "exec"), env)
+    return env["run"]

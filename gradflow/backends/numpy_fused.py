@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from gradflow.backends.base import call_in_turn, generated_function
 from gradflow.backends.numba_support import get_numba, load_kernel
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
@@ -48,40 +49,9 @@ def lower_fused(program, bind, shape):
 
 
 def _ufunc_sequence(program, fns):
-    """The members' own functions called in turn, as one generated Python function
-    (locals and direct calls, as the executor's plans are); outputs go into ``out=``."""
-    n = program.num_inputs
-    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(fns))]
-    single = len(program.outputs) == 1
-    dests = {k: ("out" if single else f"o{j}") for j, k in enumerate(program.outputs)}
-    env = {"copyto": np.copyto}
-    lines = [] if single else [f"{', '.join(dests.values())}, = "
-                               f"out if out is not None else {(None,) * len(dests)}"]
-    for k, (fn, (_, args)) in enumerate(zip(fns, program.steps)):
-        env[f"f{k}"] = fn
-        call = f"f{k}({', '.join(names[a] for a in args)}"
-        dest = dests.get(k)
-        if dest is None:
-            lines.append(f"t{k} = {call})")
-        elif isinstance(fn, np.ufunc) and fn.nout == 1:
-            lines.append(f"t{k} = {call}, out={dest})")
-        else:
-            lines += [f"t{k} = {call})", f"if {dest} is not None:",
-                      f"    copyto({dest}, t{k}, casting='unsafe')", f"    t{k} = {dest}"]
-    return _function(names[:n], lines, [f"t{k}" for k in program.outputs], env,
-                     "<gradflow-fused>")
-
-
-def _function(params, lines, results, env, filename):
-    """``run(*params, out=None)``: the body ``lines`` returning ``results`` (one value,
-    or a tuple of several), compiled with the globals ``env``; it takes ``out=``."""
-    ret = results[0] if len(results) == 1 else f"({', '.join(results)},)"
-    source = (f"def run({', '.join(list(params) + ['out=None'])}):\n"
-              + "".join(f"    {line}\n" for line in lines + [f"return {ret}"]))
-    exec(compile(source, filename, "exec"), env)
-    run = env["run"]
-    run.accepts_out = True
-    return run
+    """The members' own NumPy functions in turn; outputs go into ``out=``."""
+    return call_in_turn(program, fns, lambda fn: isinstance(fn, np.ufunc) and fn.nout == 1,
+                        lambda dest, value: np.copyto(dest, value, casting="unsafe"))
 
 
 def _expressions(program):
@@ -230,7 +200,9 @@ def _kernel_caller(program, kernel, kinds, shape, split):
     lines.append(f"kernel({rows}, {cols}, {', '.join(params + dests)})")
     for j in range(len(outs)):
         lines.append(f"if d{j} is not y{j}: copyto(y{j}, d{j})")
-    return _function(params, lines, outs, env, "<gradflow-kernel-call>")
+    run = generated_function(params, lines, outs, env, "<gradflow-kernel-call>")
+    run.accepts_out = True
+    return run
 
 
 def _shape_mismatch(names, shape):

@@ -4,7 +4,7 @@ The commonest case, a bias gradient, sums a ``(rows, cols)`` gradient over its
 rows. ``np.add.reduce`` over axis 0 runs at about half the speed of the same
 sum as a matrix-vector product with a vector of ones through BLAS, so sums
 over the leading axes alone take that form (the vector belongs to the plan's
-callable and is made once per row count).
+callable and is made once per row count); other sums are the op's own impl.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from gradflow.ops.array_ops import _unbroadcast_impl
 
 
 def lower_unbroadcast(xp):
@@ -29,10 +31,6 @@ def lower_unbroadcast(xp):
             if vector is None:
                 vector = ones[(rows, g.dtype)] = np.ones(rows, g.dtype)
             return np.matmul(vector, g.reshape(rows, -1)).reshape(target)
-        axes = tuple(range(lead)) + tuple(
-            i + lead for i, d in enumerate(target) if d == 1 and g.shape[i + lead] != 1)
-        if axes:
-            g = np.sum(g, axis=axes, keepdims=True, dtype=g.dtype)
-        return np.reshape(g, target)
+        return _unbroadcast_impl(np, g, x)
 
     return unbroadcast

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from gradflow.backends.device_arrays import from_host, synchronize, to_host
 from gradflow.distributed.engine import Engine, _check_root
 
 ENV_CUDA_AWARE = "GRADFLOW_MPI_CUDA_AWARE"
@@ -131,39 +132,8 @@ def _readable(array) -> np.ndarray:
     if isinstance(array, np.ndarray):
         return array
     if _on_device(array):
-        return _to_host(array)
+        return to_host(array)
     return np.from_dlpack(array)
-
-
-def _to_host(array) -> np.ndarray:
-    module = type(array).__module__
-    if module.startswith("cupy"):
-        return array.get()
-    if module.startswith("torch"):
-        return array.detach().cpu().numpy()
-    raise TypeError(f"the MPI engine cannot copy a {type(array).__name__} to the host")
-
-
-def _from_host(array, host) -> None:
-    module = type(array).__module__
-    if module.startswith("cupy"):
-        array.set(host)
-    else:
-        import torch
-
-        array.copy_(torch.from_numpy(host))
-
-
-def _synchronize(array) -> None:
-    """Wait until queued GPU work that writes ``array`` is done (MPI reads it directly)."""
-    module = type(array).__module__
-    if module.startswith("cupy"):
-        with array.device:
-            array.device.synchronize()
-    elif module.startswith("torch"):
-        import torch
-
-        torch.cuda.synchronize(array.device)
 
 
 class _Staged:
@@ -182,12 +152,12 @@ class _Staged:
         if not _on_device(buffer):
             return np.from_dlpack(buffer)  # a writable view of the same memory
         if self.engine.cuda_aware:
-            _synchronize(buffer)
+            synchronize(buffer)
             return buffer
-        self.host = _to_host(buffer)
+        self.host = to_host(buffer)
         return self.host
 
     def __exit__(self, kind, value, tb):
         if self.host is not None and kind is None:
-            _from_host(self.buffer, self.host)
+            from_host(self.buffer, self.host)
         return False

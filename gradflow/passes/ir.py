@@ -47,8 +47,7 @@ class PlanNode:
         return cls(node.opdef, node.inputs if inputs is None else inputs, node.attrs,
                    node.shape, node.dtype, node.name, node.source,
                    node.control_inputs if control_inputs is None else control_inputs,
-                   node if getattr(node, "origin", None) is None else node.origin,
-                   node.graph, node.index)
+                   user_node(node), node.graph, node.index)
 
     @property
     def type(self) -> str:
@@ -60,6 +59,12 @@ class PlanNode:
     def __repr__(self) -> str:
         shape = tuple(self.shape) if self.shape is not None else "unknown"
         return f"<plan node {self.opdef.name} '{self.name}' shape={shape}>"
+
+
+def user_node(node):
+    """The user's graph node that ``node`` stands for: itself, or a plan copy's origin."""
+    origin = getattr(node, "origin", None)
+    return node if origin is None else origin
 
 
 def is_leaf(node, fed) -> bool:
