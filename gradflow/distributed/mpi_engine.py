@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from gradflow.backends.device_arrays import from_host, synchronize, to_host
 from gradflow.distributed.engine import Engine, _check_root
 
 ENV_CUDA_AWARE = "GRADFLOW_MPI_CUDA_AWARE"
+ABORT_GRACE_SECONDS = 0.5
 
 
 def import_mpi():
@@ -103,6 +105,9 @@ class MPIEngine(Engine):
                 stream.flush()
             except Exception:  # noqa: BLE001 - the job ends either way
                 pass
+        # MPICH's launcher can kill the job before it forwards what this rank just wrote,
+        # and the user would see no traceback: give it a moment to pass the output on
+        time.sleep(ABORT_GRACE_SECONDS)
         self.comm.Abort(code)
 
     def _half_sum(self):
