@@ -368,7 +368,9 @@ def profile_ops(weights, x, y, backend=None, optimize=True, steps=20):
         name = node.opdef.name
         if "wrt" in node.attrs:
             name += "/" + node.attrs["wrt"]
-        if name in ("matmul", "concat", "add", "split_like"):
+        if name == "fused":
+            name += "[" + " ".join(m.type for m in node.attrs["program"].members) + "]"
+        if name in ("matmul", "concat", "add", "split_like") or name.startswith("fused"):
             name += str(tuple(node.shape)) if node.shape is not None else ""
 
         def timed(*args, **kwargs):

@@ -71,7 +71,7 @@ def _sum(grads, stacks=None):
     kernel gradient of an unrolled RNN is one large matmul instead of one small
     matmul and one add per step. ``stacks`` caches the concatenations, so that
     the gradients of kernel and bias share theirs."""
-    grads = _join_slice_grads(grads)
+    grads = _join_slice_grads(_merge_same_slice_grads(grads, stacks))
     if len(grads) >= _MIN_STACK:
         groups: dict = {}
         for g in grads:
@@ -115,6 +115,35 @@ def _slice_part(g):
         return None
     start, stop, _ = slice(k[1], k[2]).indices(size)
     return (axis, start, stop, False) if stop > start else None
+
+
+def _merge_same_slice_grads(grads, stacks):
+    """Contributions ``getitem_grad(g_k, x)`` of the same slice of the same ``x`` as one
+    ``getitem_grad(sum of g_k, x)`` (the op is linear in ``g``): an RNN cell that reads
+    ``kernel[:k]`` at every step then gets one stacked matmul for that slice, and one
+    zero-padded array of the kernel's size instead of one per step."""
+    if len(grads) < 2:
+        return grads
+    groups: dict = {}
+    for g in grads:
+        key = ("one", g)
+        if g.opdef.name == "getitem_grad":
+            try:
+                key = (g.inputs[1], g.attrs["key"])
+                hash(key)
+            except TypeError:
+                key = ("one", g)
+        groups.setdefault(key, []).append(g)
+    if len(groups) == len(grads):
+        return grads
+    merged = []
+    for (x, key), group in groups.items():
+        if len(group) == 1:
+            merged.append(group[0])
+        else:
+            inner = _sum([g.inputs[0] for g in group], stacks)
+            merged.append(apply("getitem_grad", [inner, x], key=key))
+    return merged
 
 
 def _join_slice_grads(grads):

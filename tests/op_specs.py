@@ -681,6 +681,19 @@ spec("lstm_c", ("lstm_c", "lstm_c_grad"), rnn_ops.lstm_c,
      [uniform(2, 8), uniform(2, 2)], np_lstm_c)
 spec("lstm_h", ("lstm_h", "lstm_h_grad"), rnn_ops.lstm_h,
      [uniform(2, 8), uniform(2, 2)], np_lstm_h)
+
+
+def np_lstm_cell_grad(dc, dh, a, c, c_prev):
+    i, j, f, o = np.split(a, 4, axis=-1)
+    return np.concatenate([dc * j * i * (1 - i), dc * i * (1 - j * j),
+                           dc * c_prev * f * (1 - f), dh * np.tanh(c) * o * (1 - o)], -1)
+
+
+# made only by the graph compiler's rewrite (tests/test_passes.py), never differentiated
+spec("lstm_cell_grad", "lstm_cell_grad",
+     lambda dc, dh, a, c, c_prev: apply("lstm_cell_grad", [dc, dh, a, c, c_prev]),
+     [uniform(3, 4), uniform(3, 4), uniform(3, 16, lo=-0.95, hi=0.95), uniform(3, 4),
+      uniform(3, 4)], np_lstm_cell_grad, grad=())
 spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.float64),
      [lambda rng: np.array(3, np.int32)], lambda b: np.zeros((3, 2, 3)), dtypes=("int32",),
      grad=(), value_shaped=True)

@@ -27,12 +27,14 @@ def _arrays(dtype, seed=0, batch=BATCH, units=UNITS):
     a = np.asarray(rnn_ops._lstm_gates_impl(xp, z, 1.0))
     return {"z": z, "a": a, "g4": rng.standard_normal((batch, 4 * units)).astype(dtype),
             "g": rng.standard_normal((batch, units)).astype(dtype),
-            "c": (rng.standard_normal((batch, units)) * 2).astype(dtype)}
+            "c": (rng.standard_normal((batch, units)) * 2).astype(dtype),
+            "h": rng.standard_normal((batch, units)).astype(dtype),
+            "p": (rng.standard_normal((batch, units)) * 2).astype(dtype)}
 
 
 def _cases(v, forget_bias=1.0):
     """``name: (kernel call(kernels, out), reference value, names of same-shape inputs)``."""
-    z, a, g4, g, c = v["z"], v["a"], v["g4"], v["g"], v["c"]
+    z, a, g4, g, c, h, p = v["z"], v["a"], v["g4"], v["g"], v["c"], v["h"], v["p"]
     half = z.dtype.type(0.5 * forget_bias)
     return {
         "gates_forward": (lambda k, o: k.gates_forward(z, half, o),
@@ -49,6 +51,8 @@ def _cases(v, forget_bias=1.0):
                              rnn_ops._lstm_h_grad_impl(xp, g, a, c, "gates"), []),
         "h_backward_state": (lambda k, o: k.h_backward_state(g, a, c, o),
                              rnn_ops._lstm_h_grad_impl(xp, g, a, c, "state"), ["g", "c"]),
+        "cell_backward": (lambda k, o: k.cell_backward(g, h, a, c, p, o),
+                          rnn_ops._lstm_cell_grad_impl(xp, g, h, a, c, p), ["a"]),
     }
 
 

@@ -15,6 +15,7 @@ import pytest
 import gradflow as gf
 from gradflow.errors import InvalidArgumentError
 from gradflow.passes import PlanGraph, PlanNode
+from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.rewrites import rewrite_algebra
@@ -433,3 +434,96 @@ def test_the_users_graph_is_never_changed(backend):
         assert old[1] == new[1] and old[2] == new[2], f"{old[0].name}: inputs changed"
         assert old[3] is new[3] and old[4] == new[4], f"{old[0].name}: attributes changed"
         assert old[5:] == new[5:], f"{old[0].name}: shape, dtype or name changed"
+
+
+# -- batching matmuls that share a right operand ----------------------------------------
+
+
+def test_independent_matmuls_of_one_weight_become_one_gemm(backend):
+    rng = np.random.default_rng(4)
+    w = gf.Variable(rng.standard_normal((3, 5)).astype(np.float32))
+    xs = [gf.placeholder(gf.float32, (2, 3)) for _ in range(4)]
+    products = [gf.matmul(x, w) for x in xs]
+    chained = gf.matmul(gf.tanh(products[0][:, :3]), w)  # reads a member: waits for it
+    out = gf.add_n(products[1:]) + chained[:, :5] * 2.0
+    feed = {x: rng.standard_normal((2, 3)).astype(np.float32) for x in xs}
+    graph = PlanGraph([out], xs, [(2, 3)] * 4)
+    batch_matmuls(graph)
+    matmuls = _computed(graph, "matmul")
+    assert len(matmuls) == 2  # the batch of four, and the chained one
+    batched = next(m for m in matmuls if m.shape == (8, 5))
+    assert batched.inputs[0].opdef.name == "concat" and batched.inputs[1] is w
+    assert sum(1 for n in _computed(graph, "getitem") if n.inputs[0] is batched) == 4
+    grads = gf.gradients(out, xs + [w])
+    got, want = _both(backend, [out] + grads, feed)
+    _assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_matmuls_that_cannot_be_batched_stay():
+    w = gf.placeholder(gf.float32, (3, 5))
+    xs = [gf.placeholder(gf.float32, (2, 3)) for _ in range(4)]
+    big = gf.placeholder(gf.float32, (300, 3))
+    fetched = gf.matmul(xs[0], w)
+    others = [gf.matmul(x, w) for x in xs[1:3]] + [gf.matmul(big, w)]
+    graph = PlanGraph([fetched] + others, xs + [w, big])
+    batch_matmuls(graph)  # one fetched, one too large: two left, fewer than MIN_BATCH
+    assert len(_computed(graph, "matmul")) == 4 and not _computed(graph, "concat")
+
+
+def test_a_row_concat_of_all_slices_is_the_batched_result(backend):
+    rng = np.random.default_rng(5)
+    w = gf.placeholder(gf.float32, (4, 3))
+    gs = [gf.placeholder(gf.float32, (2, 4)) for _ in range(3)]
+    stacked = gf.concat([gf.matmul(g, w) for g in gs], 0) * 1.5
+    feed = {p: rng.standard_normal(tuple(p.shape)).astype(np.float32) for p in gs + [w]}
+    graph = PlanGraph([stacked], gs + [w], [(2, 4)] * 3 + [(4, 3)])
+    batch_matmuls(graph)
+    (mul,) = _computed(graph, "multiply")
+    assert mul.inputs[0].opdef.name == "matmul" and mul.inputs[0].shape == (6, 3)
+    assert not _computed(graph, "getitem")
+    got, want = _both(backend, [stacked], feed)
+    _assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+# -- RNNs: the zero state, the kernel's two blocks, the gate gradient --------------------
+
+
+def _lstm(steps=4, batch=3, units=5, features=2):
+    rng = np.random.default_rng(6)
+    gf.set_random_seed(6)  # both sessions of _both draw the same initial kernel
+    x = gf.placeholder(gf.float32, (None, steps, features))
+    cell = gf.nn.rnn_cell.LSTMCell(units)
+    outputs, _ = gf.nn.static_rnn(cell, gf.unstack(x, axis=1), dtype=gf.float32)
+    loss = gf.reduce_sum(gf.square(gf.concat(outputs, 0)))
+    feed = {x: rng.standard_normal((batch, steps, features)).astype(np.float32)}
+    return x, cell, loss, feed
+
+
+def test_an_lstm_plan_batches_its_input_products_and_fuses_its_gate_gradient(backend):
+    from gradflow.passes import optimize
+
+    x, cell, loss, feed = _lstm()
+    kernel, bias = cell.trainable_variables
+    grads = gf.gradients(loss, [kernel, bias, x])
+    graph = optimize(grads, [x], [(3, 4, 2)])
+    ops = _ops(graph)
+    assert ops["lstm_cell_grad"] == 4 and ops["lstm_gates_grad"] == 0
+    assert ops["split_like"] == 0  # static slices instead
+    # per step one state product forward and one backward (the first state is zeros, so
+    # its products are one more member of each batch), plus the two batches and the two
+    # kernel-gradient GEMMs
+    assert ops["matmul"] <= 2 * 4 + 4
+    assert all(n.shape is not None and n.shape.is_fully_defined()
+               for n in graph.nodes() if isinstance(n, PlanNode))  # zero state folded
+    got, want = _both(backend, grads + [loss], feed)
+    _assert_same(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_kernel_gradient_of_an_rnn_is_two_stacked_gemms():
+    x, cell, loss, feed = _lstm(steps=6)
+    kernel, _ = cell.trainable_variables
+    (g,) = gf.gradients(loss, [kernel])
+    assert g.opdef.name == "concat"  # the input block and the state block, joined
+    for block in g.inputs:
+        assert block.opdef.name == "matmul" and block.attrs["transpose_a"]
+        assert block.inputs[0].opdef.name == "concat" and len(block.inputs[0].inputs) == 6

@@ -170,3 +170,21 @@ def h_backward_state(g, a, c, out):
         for k in range(n):
             t = _tanh(cr[k])
             orow[k] = gr[k] * ao[k] * (_ONE - t * t)
+
+
+@numba.njit(**_OPTIONS)
+def cell_backward(dc, dh, a, c, c_prev, out):
+    """``out = [dc j, dc i, dc c_prev, dh tanh(c)] (1 - a)(a + m)``: the gate gradient of
+    one step, as ``c_backward_gates``, ``h_backward_gates`` and ``gates_backward`` give it
+    in three passes (the same products in the same order)."""
+    n = c.shape[1]
+    for b in range(out.shape[0]):
+        dcr, dhr, cr, cp = dc[b], dh[b], c[b], c_prev[b]
+        ai, aj, af, ao = a[b, :n], a[b, n:2 * n], a[b, 2 * n:3 * n], a[b, 3 * n:]
+        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
+        for k in range(n):
+            d, i, j, f, o = dcr[k], ai[k], aj[k], af[k], ao[k]
+            oi[k] = d * j * (_ONE - i) * i
+            oj[k] = d * i * (_ONE - j) * (j + _ONE)
+            of[k] = d * cp[k] * (_ONE - f) * f
+            oo[k] = dhr[k] * _tanh(cr[k]) * (_ONE - o) * o

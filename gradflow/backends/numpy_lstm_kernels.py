@@ -13,6 +13,7 @@ given ``out`` array of the result's shape; the inputs have equal batch sizes (th
     h_forward(a, c, out)                      h = lstm_h(a, c)
     h_backward_gates(g, c, out)               lstm_h_grad(g, a, c, wrt="gates")
     h_backward_state(g, a, c, out)            lstm_h_grad(..., wrt="state")
+    cell_backward(dc, dh, a, c, c_prev, out)  lstm_cell_grad(dc, dh, a, c, c_prev)
 
 For float32 with numba installed (``numba_support.get_numba()``) they are the
 compiled one-pass loops of ``numpy_lstm_jit``; otherwise ``NUMPY``'s sequences
@@ -169,6 +170,16 @@ class _NumpyKernels:
         np.subtract(1, t, out=t)
         t *= a[:, 3 * n:]
         np.multiply(g, t, out=out)
+
+    def cell_backward(self, dc, dh, a, c, c_prev, out):
+        """``out = [dc j, dc i, dc c_prev, dh tanh(c)] (1 - a)(a + m)``."""
+        n = c.shape[1]
+        if np.may_share_memory(out, a):
+            a = a.copy()
+        self.c_backward_gates(dc, a, c_prev, out)
+        np.tanh(c, out=out[:, 3 * n:])
+        out[:, 3 * n:] *= dh
+        self.gates_backward(out, a, out)
 
 
 NUMPY = _NumpyKernels()

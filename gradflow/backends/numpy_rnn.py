@@ -155,7 +155,27 @@ def lstm_h_grad(xp, wrt):
     return h_grad
 
 
+def lstm_cell_grad(xp):
+    """``lstm_cell_grad(dc, dh, a, c, c_prev)``: the gate gradient of one step in one pass
+    (what ``lstm_c_grad``, ``lstm_h_grad`` for the gates, their sum and
+    ``lstm_gates_grad`` compute in four)."""
+    pick, buffer = picker(), OutputBuffer()
+
+    @_writes_out
+    def cell_grad(dc, dh, a, c, c_prev, out=None):
+        if not (_same_batch(a, c) and _same_batch(a, c_prev) and dc.shape == c.shape
+                and dh.shape == c.shape and dc.dtype == dh.dtype == a.dtype):
+            return _into(out, rnn_ops._lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev))
+        if out is None:
+            out = buffer.get(a.shape, a.dtype)
+        pick(a.dtype).cell_backward(dc, dh, a, c, c_prev, out)
+        return out
+
+    return cell_grad
+
+
 LOWERINGS = {
+    "lstm_cell_grad": lstm_cell_grad,
     "lstm_gates": lstm_gates,
     "lstm_gates_grad": lstm_gates_grad,
     "lstm_c": lstm_c,

@@ -193,6 +193,18 @@ def _check_state(what, state, size, inputs):
     return state
 
 
+def _input_state_matmul(inputs, state, kernel, units):
+    """``concat([inputs, state], 1) @ kernel``, computed as
+    ``inputs @ kernel[:k] + state @ kernel[k:]`` (TF1's kernel layout is unchanged).
+
+    Unrolled over time, the ``inputs`` products of all steps do not depend on each
+    other, so the graph compiler batches them into one large GEMM forward and one
+    backward; only the ``state`` products stay in the sequential loop, which no longer
+    copies ``[inputs, state]`` per step nor splits its gradient."""
+    k = int(kernel.shape[0]) - units
+    return matmul(inputs, kernel[:k]) + matmul(state, kernel[k:])
+
+
 class BasicRNNCell(RNNCell):
     """``h = activation([x, h_prev] @ kernel + bias)``; the output is the new state."""
 
@@ -217,7 +229,8 @@ class BasicRNNCell(RNNCell):
         self._bias = self._add_variable("bias", (self._num_units,), dtype, zeros_initializer())
 
     def call(self, inputs, state):
-        out = self._activation(matmul(concat([inputs, state], 1), self._kernel) + self._bias)
+        out = self._activation(
+            _input_state_matmul(inputs, state, self._kernel, self._num_units) + self._bias)
         return out, out
 
 
@@ -271,7 +284,7 @@ class LSTMCell(RNNCell):
             c_prev, h_prev = state
         else:
             c_prev, h_prev = state[:, :n], state[:, n:]
-        gates = matmul(concat([inputs, h_prev], 1), self._kernel) + self._bias
+        gates = _input_state_matmul(inputs, h_prev, self._kernel, n) + self._bias
         if self._activation is None or self._activation is tanh:
             act = lstm_gates(gates, self._forget_bias)
             c = lstm_c(act, c_prev)
@@ -384,11 +397,12 @@ class GRUCell(RNNCell):
             bias_init if bias_init is not None else zeros_initializer())
 
     def call(self, inputs, state):
-        gates = sigmoid(matmul(concat([inputs, state], 1), self._gate_kernel) +
+        n = self._num_units
+        gates = sigmoid(_input_state_matmul(inputs, state, self._gate_kernel, n) +
                         self._gate_bias)
         r, u = split(gates, 2, axis=1)
         candidate = self._activation(
-            matmul(concat([inputs, r * state], 1), self._candidate_kernel) +
+            _input_state_matmul(inputs, r * state, self._candidate_kernel, n) +
             self._candidate_bias)
         new_h = u * state + (1.0 - u) * candidate
         return new_h, new_h

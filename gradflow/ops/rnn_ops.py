@@ -216,6 +216,27 @@ register("lstm_c_grad", _lstm_c_grad_impl, _grad_infer, grad=_second_order(compo
 register("lstm_h_grad", _lstm_h_grad_impl, _grad_infer, grad=_second_order(composite_lstm_h))
 
 
+# -- the whole gate gradient of one step, for the graph compiler ------------------------
+
+
+def _lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev):
+    """``lstm_gates_grad(lstm_c_grad(dc, a, c_prev, "gates") + lstm_h_grad(dh, a, c,
+    "gates"), a)``: the pre-activation gradient ``dz`` of one step from the gradients of
+    its new cell state and of its output."""
+    both = _lstm_c_grad_impl(xp, dc, a, c_prev, "gates") + \
+        _lstm_h_grad_impl(xp, dh, a, c, "gates")
+    return _lstm_gates_grad_impl(xp, both, a)
+
+
+def _cell_grad_infer(shapes, in_dtypes):
+    return shapes[2], rules.same_dtype(in_dtypes)
+
+
+# Made only by the graph compiler (``passes/rewrites.py``) from the three ops it stands
+# for, in plans, which are never differentiated: no gradient.
+register("lstm_cell_grad", _lstm_cell_grad_impl, _cell_grad_infer, grad=None)
+
+
 def lstm_gates(gates, forget_bias=1.0, name=None):
     """The activated gates ``[sigmoid(i), tanh(j), sigmoid(f + forget_bias), sigmoid(o)]``
     of pre-activations ``[batch, 4 * units]`` in TF1's order ``i, j, f, o``."""

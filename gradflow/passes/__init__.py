@@ -9,6 +9,7 @@ in its own module. ``Session(optimize=False)`` skips all of them.
 
 from __future__ import annotations
 
+from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
@@ -16,8 +17,11 @@ from gradflow.passes.ir import PlanGraph, PlanNode
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
 
-PASSES = [eliminate_common_subexpressions, fold_constants, rewrite_algebra, drop_shape_noops,
-          fuse_elementwise]
+# Folding first makes more static shapes known (an RNN's zero state and what reads it);
+# shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
+# each reader, and CSE can merge what reads them only once they are gone.
+PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, rewrite_algebra,
+          batch_matmuls, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

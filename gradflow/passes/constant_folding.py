@@ -39,7 +39,7 @@ import numpy as np
 
 from gradflow.graph import TensorShape
 from gradflow.ops.registry import REGISTRY, HostValue
-from gradflow.passes.ir import PlanNode
+from gradflow.passes.ir import PlanNode, specialized_shape
 
 MAX_ELEMENTS = 4096
 
@@ -58,6 +58,12 @@ SHAPE_ONLY = {
     "gather_grad": (2,),
 }
 
+# op -> its output shape from the values of its inputs, for ops whose shape rule cannot
+# know it (the zero state of an RNN: ``batch_zeros(shape(x)[0])``)
+VALUE_SHAPES = {
+    "batch_zeros": lambda values, attrs: (int(values[0]),) + tuple(attrs["tail"]),
+}
+
 # ops whose static shape is a claim the run checks
 _CLAIMS = frozenset({"ensure_shape"})
 # computed ops that exist to check a value at run time
@@ -74,6 +80,7 @@ def fold_constants(graph) -> None:
     claimed = set()  # nodes whose static shape rests on an ensure_shape claim
     sources = {}  # node -> the effect sources it needs (see _is_effect_source)
     mapping, made = {}, []
+    refine = bool(getattr(graph, "feed_shapes", None))  # a plan specialized to fed shapes
     for node in graph.nodes():
         sources[node] = _sources(node, graph, sources)
         if node in graph.fed:  # its value, checked against its static shape, is fed
@@ -86,6 +93,9 @@ def fold_constants(graph) -> None:
                 values[node] = value
                 after[node] = tuple(node.control_inputs)
             continue
+        if refine and isinstance(node, PlanNode) and node.opdef.kind == "compute" \
+                and node.shape is not None and not node.shape.is_fully_defined():
+            node.shape = _refined_shape(node, graph, values)
         folded = _fold(node, graph, values, after, claimed, sources)
         if folded is None:
             continue
@@ -102,6 +112,23 @@ def fold_constants(graph) -> None:
         mapping[node] = constant
         made.append(constant)
     graph.replace(mapping, extra=made)
+
+
+def _refined_shape(node, graph, values):
+    """The static shape of ``node`` re-inferred now that the inputs before it may have
+    been folded (a folded ``batch_zeros`` knows its batch size, and so does what reads
+    it), or its own shape where nothing more is known."""
+    rule = VALUE_SHAPES.get(node.opdef.name)
+    if rule is not None and all(i in values for i in node.inputs):
+        try:
+            shape = rule([values[i] for i in node.inputs], node.attrs)
+        except Exception:  # noqa: BLE001 - the run reports a bad value with its own error
+            return node.shape
+        if len(shape) == len(node.shape) and all(
+                k is None or k == s for k, s in zip(node.shape, shape)):
+            return TensorShape(shape)
+        return node.shape
+    return specialized_shape(node, getattr(graph, "feed_shapes", {}))
 
 
 def _fold(node, graph, values, after, claimed, sources):

@@ -96,7 +96,7 @@ class PlanGraph:
             control = [copies.get(i, i) for i in node.control_inputs]
             copy = PlanNode.copy_of(node, inputs, control)
             if shapes:
-                copy.shape = _specialized_shape(copy, shapes)
+                copy.shape = specialized_shape(copy, shapes)
             copies[node] = copy
         self.outputs = [copies.get(f, f) for f in fetches]
 
@@ -135,7 +135,7 @@ class PlanGraph:
         self.outputs = [final(o) for o in self.outputs]
 
 
-def _specialized_shape(node, shapes):
+def specialized_shape(node, shapes):
     """The static shape of ``node`` re-inferred from the fed shapes, or its own shape
     where the rule cannot say more (a refinement never contradicts the graph's)."""
     from gradflow.ops.registry import _infer

@@ -7,6 +7,11 @@
   (the transpose stays only if something else reads it).
 - ``negative(negative(x))`` is ``x``; ``x - negative(y)`` is ``x + y``,
   ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
+- ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
+  ``getitem`` of a static slice, computed once instead of at every run.
+- The gate gradient of an LSTM step, ``lstm_gates_grad(lstm_c_grad(dc, a, c_prev) +
+  lstm_h_grad(dh, a, c), a)`` (both for the gates), is one ``lstm_cell_grad(dc, dh,
+  a, c, c_prev)``: one pass where there were four.
 - ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x`` and ``x - 0``, with a
   constant whose elements are all exactly one (zero), are ``x`` where the result
   has ``x``'s dtype and, whatever ``x``'s run-time shape, its shape (the constant
@@ -190,6 +195,49 @@ def _without_constant(node, x, c, number, graph):
     return None
 
 
+def _split_like(node, inputs, graph):
+    g, *parts = inputs
+    axis, index = node.attrs["axis"], node.attrs["index"]
+    if g.shape is None or any(p.shape is None or p.shape[axis] is None
+                              for p in parts[:index + 1]):
+        return None
+    start = sum(int(p.shape[axis]) for p in parts[:index])
+    stop = start + int(parts[index].shape[axis])
+    full = ("slice", None, None, None)
+    key = (full,) * axis + (("slice", start, stop, None),) + (full,) * (len(g.shape) - axis - 1)
+    return _like(node, "getitem", [g], {"key": key})
+
+
+def _gates_part(t, wrt_op, a):
+    """The inputs of ``t`` if it is ``wrt_op(g, a, state)`` for the gates, else None."""
+    if not _computed(t, wrt_op) or t.attrs.get("wrt") != "gates" or t.inputs[1] is not a:
+        return None
+    return t.inputs
+
+
+def _same_matrix(*nodes):
+    shapes = [n.shape for n in nodes]
+    return all(s is not None and len(s) == 2 and s.is_fully_defined() for s in shapes) \
+        and len({tuple(s) for s in shapes}) == 1 and len({n.dtype for n in nodes}) == 1
+
+
+def _lstm_gates_grad(node, inputs, graph):
+    total, a = inputs
+    if not _computed(total, "add") or total.control_inputs:
+        return None
+    x, y = total.inputs
+    c_part = _gates_part(x, "lstm_c_grad", a) or _gates_part(y, "lstm_c_grad", a)
+    h_part = _gates_part(y, "lstm_h_grad", a) or _gates_part(x, "lstm_h_grad", a)
+    if c_part is None or h_part is None:
+        return None
+    (dc, _, c_prev), (dh, _, c) = c_part, h_part
+    if not (_same_matrix(total, a) and _same_matrix(dc, dh, c, c_prev)
+            and a.dtype is c.dtype and a.shape[0] == c.shape[0]
+            and a.shape[1] == 4 * c.shape[1]):
+        return None  # broadcasting batches keep the ops that handle them
+    return _like(node, "lstm_cell_grad", [dc, dh, a, c, c_prev], {}, [total, x, y])
+
+
 def _first(*found):
     """The first of ``found`` that is not None (nodes have no truth value)."""
     return next((f for f in found if f is not None), None)
@@ -197,6 +245,8 @@ def _first(*found):
 
 RULES = {
     "log": _log,
+    "split_like": _split_like,
+    "lstm_gates_grad": _lstm_gates_grad,
     "matmul": _matmul,
     "negative": _negative,
     "add": _add,

@@ -1,0 +1,136 @@
+"""Batch independent matmuls that share their right operand into one GEMM.
+
+An RNN unrolled over time multiplies every step's input by the same weights
+(``x_t @ W_x``), and its gradient multiplies every step's gate gradient by their
+transpose (``dz_t @ W_x^T``). None of these products reads another, so they
+need not wait for the sequential loop: this pass replaces such a set by
+
+    batched = concat([a_1, ..., a_n], axis=0) @ W
+    member_k = batched[rows of a_k]
+
+one large GEMM, which BLAS runs near its peak, instead of ``n`` small ones.
+The slices are views of the batched result. A ``concat`` along the rows that
+rebuilds the batched result from all of its slices in order (the gradient code
+stacks the ``dz_t @ W_x^T`` into one array for the embedding gradient) becomes
+the batched result itself.
+
+Only products of the same right operand, flags, attributes and dtypes are
+batched, and only members that do not depend on one another (a member whose
+left or right operand is computed from another member waits for the loop, so
+no cycle can form). Members must have fully known 2-D shapes of at most
+``MAX_MEMBER_ROWS`` rows (larger GEMMs are already efficient, and batching them
+would only copy), no control inputs, and not be fetched.
+"""
+
+from __future__ import annotations
+
+from gradflow.graph import TensorShape
+from gradflow.ops.registry import REGISTRY
+from gradflow.passes.ir import PlanNode
+
+MIN_BATCH = 3
+MAX_MEMBER_ROWS = 256
+
+
+def batch_matmuls(graph) -> None:
+    """Batch the independent matmuls of ``graph`` (a PlanGraph) that share a right operand."""
+    fetched = set(graph.outputs)
+    groups: dict = {}
+    for node in graph.nodes():
+        key = _group_key(node, fetched)
+        if key is not None:
+            groups.setdefault(key, []).append(node)
+    for members in groups.values():
+        if len(members) >= MIN_BATCH:
+            _batch(graph, members)
+
+
+def _known_matrix(node):
+    return node.shape is not None and len(node.shape) == 2 and None not in tuple(node.shape)
+
+
+def _group_key(node, fetched):
+    """What members of one batch share, or None if ``node`` cannot join one."""
+    if not isinstance(node, PlanNode) or node.opdef.name != "matmul" \
+            or node.opdef.kind != "compute" or node in fetched or node.control_inputs:
+        return None
+    a, b = node.inputs
+    if node.attrs.get("transpose_a") or not (_known_matrix(a) and _known_matrix(b)) \
+            or not _known_matrix(node) or a.shape[0] > MAX_MEMBER_ROWS:
+        return None
+    attrs = tuple(sorted((k, v) for k, v in node.attrs.items()))
+    try:
+        hash(attrs)
+    except TypeError:
+        return None
+    return (b, attrs, a.shape[1], a.dtype, node.dtype)
+
+
+def _batch(graph, members) -> None:
+    """Replace the members that depend on no other member by slices of one GEMM."""
+    order = graph.nodes()
+    chosen = _independent(order, members)
+    if len(chosen) < MIN_BATCH:
+        return
+    first = chosen[0]
+    lefts = [m.inputs[0] for m in chosen]
+    right = first.inputs[1]
+    rows = sum(a.shape[0] for a in lefts)
+    stacked = _existing_concat(order, lefts) or _new(
+        first, "concat", lefts, {"axis": 0}, (rows, lefts[0].shape[1]), lefts[0].dtype,
+        "/batched_rows")
+    batched = _new(first, "matmul", [stacked, right], first.attrs,
+                   (rows, first.shape[1]), first.dtype, "/batched")
+    mapping, made, start = {}, [stacked, batched], 0
+    slices = []
+    for member in chosen:
+        stop = start + member.inputs[0].shape[0]
+        key = (("slice", start, stop, None), ("slice", None, None, None))
+        piece = _new(member, "getitem", [batched], {"key": key}, tuple(member.shape),
+                     member.dtype, "")
+        mapping[member] = piece
+        made.append(piece)
+        slices.append(piece)
+        start = stop
+    graph.replace(mapping, extra=made)
+    _rejoin(graph, batched, slices)
+
+
+def _independent(order, members):
+    """The members none of whose operands is computed from a member (in ``order``)."""
+    member_set = set(members)
+    tainted = set()  # nodes computed from a member
+    for node in order:
+        if any(i in member_set or i in tainted for i in node.inputs + node.control_inputs):
+            tainted.add(node)
+    return [m for m in order if m in member_set
+            and not any(i in member_set or i in tainted for i in m.inputs)]
+
+
+def _existing_concat(order, parts):
+    """A concat along axis 0 of exactly ``parts`` that the plan already computes."""
+    parts = tuple(parts)
+    for node in order:
+        if isinstance(node, PlanNode) and node.opdef.name == "concat" \
+                and node.opdef.kind == "compute" and node.attrs.get("axis") == 0 \
+                and node.inputs == parts and not node.control_inputs:
+            return node
+    return None
+
+
+def _rejoin(graph, batched, slices) -> None:
+    """A concat along axis 0 of all of ``slices`` in order is ``batched`` itself."""
+    fetched = set(graph.outputs)
+    whole = tuple(slices)
+    mapping = {node: batched for node in graph.nodes()
+               if isinstance(node, PlanNode) and node.opdef.name == "concat"
+               and node.attrs.get("axis") == 0 and node.inputs == whole
+               and not node.control_inputs and node not in fetched
+               and node.dtype == batched.dtype}
+    graph.replace(mapping)
+
+
+def _new(like, op, inputs, attrs, shape, dtype, suffix):
+    """A plan node of ``op`` named after ``like`` (its source line and user node)."""
+    return PlanNode(REGISTRY[op], inputs, attrs, TensorShape(shape), dtype, like.name + suffix,
+                    like.source, (), origin=like.origin, graph=like.graph, index=like.index)
