@@ -689,7 +689,14 @@ def np_lstm_cell_grad(dc, dh, a, c, c_prev):
                            dc * c_prev * f * (1 - f), dh * np.tanh(c) * o * (1 - o)], -1)
 
 
-# made only by the graph compiler's rewrite (tests/test_passes.py), never differentiated
+# made only by the graph compiler's rewrites (tests/test_passes.py), never differentiated
+spec("lstm_gates_sum", "lstm_gates_sum",
+     lambda x, y, row: apply("lstm_gates_sum", [x, y, row], forget_bias=1.0),
+     [uniform(3, 8), uniform(3, 8), uniform(8)], lambda x, y, row: np_lstm_gates(x + y + row),
+     grad=())
+spec("lstm_gates_sum_of_two", "lstm_gates_sum",
+     lambda x, row: apply("lstm_gates_sum", [x, row], forget_bias=-0.5),
+     [uniform(3, 8), uniform(8)], lambda x, row: np_lstm_gates(x + row, -0.5), grad=())
 spec("lstm_cell_grad", "lstm_cell_grad",
      lambda dc, dh, a, c, c_prev: apply("lstm_cell_grad", [dc, dh, a, c, c_prev]),
      [uniform(3, 4), uniform(3, 4), uniform(3, 16, lo=-0.95, hi=0.95), uniform(3, 4),

@@ -51,6 +51,13 @@ def _cases(v, forget_bias=1.0):
                              rnn_ops._lstm_h_grad_impl(xp, g, a, c, "gates"), []),
         "h_backward_state": (lambda k, o: k.h_backward_state(g, a, c, o),
                              rnn_ops._lstm_h_grad_impl(xp, g, a, c, "state"), ["g", "c"]),
+        "gates_forward_sum3": (lambda k, o: k.gates_forward_sum3(z, g4, a[0], half, o),
+                               rnn_ops._lstm_gates_sum_impl(xp, z, g4, a[0],
+                                                            forget_bias=forget_bias),
+                               ["z", "g4"]),
+        "gates_forward_sum2": (lambda k, o: k.gates_forward_sum2(z, a[0], half, o),
+                               rnn_ops._lstm_gates_sum_impl(xp, z, a[0],
+                                                            forget_bias=forget_bias), ["z"]),
         "cell_backward": (lambda k, o: k.cell_backward(g, h, a, c, p, o),
                           rnn_ops._lstm_cell_grad_impl(xp, g, h, a, c, p), ["a"]),
     }

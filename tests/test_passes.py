@@ -499,7 +499,7 @@ def _lstm(steps=4, batch=3, units=5, features=2):
     return x, cell, loss, feed
 
 
-def test_an_lstm_plan_batches_its_input_products_and_fuses_its_gate_gradient(backend):
+def test_an_lstm_plan_batches_its_input_products_and_fuses_its_gates(backend):
     from gradflow.passes import optimize
 
     x, cell, loss, feed = _lstm()
@@ -507,6 +507,7 @@ def test_an_lstm_plan_batches_its_input_products_and_fuses_its_gate_gradient(bac
     grads = gf.gradients(loss, [kernel, bias, x])
     graph = optimize(grads, [x], [(3, 4, 2)])
     ops = _ops(graph)
+    assert ops["lstm_gates_sum"] == 4 and ops["lstm_gates"] == 0
     assert ops["lstm_cell_grad"] == 4 and ops["lstm_gates_grad"] == 0
     assert ops["split_like"] == 0  # static slices instead
     # per step one state product forward and one backward (the first state is zeros, so
@@ -527,3 +528,43 @@ def test_the_kernel_gradient_of_an_rnn_is_two_stacked_gemms():
     for block in g.inputs:
         assert block.opdef.name == "matmul" and block.attrs["transpose_a"]
         assert block.inputs[0].opdef.name == "concat" and len(block.inputs[0].inputs) == 6
+
+
+def test_a_row_concat_of_lookups_in_one_table_is_one_lookup(backend):
+    rng = np.random.default_rng(7)
+    table = gf.Variable(rng.standard_normal((9, 3)).astype(np.float32))
+    ids = gf.placeholder(gf.int32, (2, 4))
+    rows = [gf.nn.embedding_lookup(table, ids[:, t]) for t in range(4)]
+    stacked = gf.concat(rows, 0)
+    table2 = gf.Variable(rng.standard_normal((9, 3)).astype(np.float32))
+    other = gf.concat([rows[0], gf.nn.embedding_lookup(table2, ids[:, 0])], 0)  # two tables
+    graph = PlanGraph([stacked * 2.0, other], [ids])
+    rewrite_algebra(graph)
+    joined = [n for n in _computed(graph, "gather") if n.shape == (8, 3)]
+    assert len(joined) == 1 and joined[0].inputs[1].opdef.name == "concat"
+    assert len(_computed(graph, "concat")) == 2  # the indices, and `other` as it was
+    feed = {ids: rng.integers(0, 9, (2, 4)).astype(np.int32)}
+    got, want = _both(backend, [stacked * 2.0, other], feed)
+    _assert_same(got, want)
+
+
+def test_an_embedding_lstm_reads_one_lookup_for_both_of_its_batches(backend):
+    """The forward batch of the input products and the kernel gradient share one stack of
+    the inputs, which is one gather of all the steps' ids."""
+    from gradflow.passes import optimize
+
+    rng = np.random.default_rng(8)
+    gf.set_random_seed(8)
+    table = gf.Variable(rng.standard_normal((7, 3)).astype(np.float32))
+    ids = gf.placeholder(gf.int32, (None, 5))
+    inputs = [gf.nn.embedding_lookup(table, ids[:, t]) for t in range(5)]
+    cell = gf.nn.rnn_cell.LSTMCell(4)
+    outputs, _ = gf.nn.static_rnn(cell, inputs, dtype=gf.float32)
+    loss = gf.reduce_sum(gf.square(gf.concat(outputs, 0)))
+    grads = gf.gradients(loss, [table] + cell.trainable_variables)
+    graph = optimize(grads + [loss], [ids], [(2, 5)])
+    gathers = _computed(graph, "gather")
+    assert len(gathers) == 1 and gathers[0].shape == (10, 3)
+    feed = {ids: rng.integers(0, 7, (2, 5)).astype(np.int32)}
+    got, want = _both(backend, grads + [loss], feed)
+    _assert_same(got, want, rtol=1e-4, atol=1e-5)

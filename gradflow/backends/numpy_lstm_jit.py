@@ -88,6 +88,41 @@ def gates_forward(z, half_forget_bias, out):
 
 
 @numba.njit(**_OPTIONS)
+def gates_forward_sum3(x, y, row, half_forget_bias, out):
+    """``gates_forward`` of ``(x + y) + row``: a step's two products and its bias."""
+    n = out.shape[1] // 4
+    ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
+    for b in range(out.shape[0]):
+        xi, xj, xf, xo = x[b, :n], x[b, n:2 * n], x[b, 2 * n:3 * n], x[b, 3 * n:]
+        yi, yj, yf, yo = y[b, :n], y[b, n:2 * n], y[b, 2 * n:3 * n], y[b, 3 * n:]
+        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
+        for k in range(n):
+            i = (xi[k] + yi[k]) + ri[k]
+            j = (xj[k] + yj[k]) + rj[k]
+            f = (xf[k] + yf[k]) + rf[k]
+            o = (xo[k] + yo[k]) + ro[k]
+            oi[k] = _sigmoid_half(_HALF * i)
+            oj[k] = _tanh(j)
+            of[k] = _sigmoid_half(_HALF * f + half_forget_bias)
+            oo[k] = _sigmoid_half(_HALF * o)
+
+
+@numba.njit(**_OPTIONS)
+def gates_forward_sum2(x, row, half_forget_bias, out):
+    """``gates_forward`` of ``x + row``."""
+    n = out.shape[1] // 4
+    ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
+    for b in range(out.shape[0]):
+        xi, xj, xf, xo = x[b, :n], x[b, n:2 * n], x[b, 2 * n:3 * n], x[b, 3 * n:]
+        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
+        for k in range(n):
+            oi[k] = _sigmoid_half(_HALF * (xi[k] + ri[k]))
+            oj[k] = _tanh(xj[k] + rj[k])
+            of[k] = _sigmoid_half(_HALF * (xf[k] + rf[k]) + half_forget_bias)
+            oo[k] = _sigmoid_half(_HALF * (xo[k] + ro[k]))
+
+
+@numba.njit(**_OPTIONS)
 def gates_backward(g, a, out):
     """``out = g (1 - a)(a + m)``: ``g a (1 - a)`` on the sigmoid blocks, ``g (1 - a^2)``
     on the tanh block ``j``."""

@@ -7,6 +7,8 @@ given ``out`` array of the result's shape; the inputs have equal batch sizes (th
 
     gates_forward(z, half_forget_bias, out)   a = lstm_gates(z)
     gates_backward(g, a, out)                 lstm_gates_grad(g, a)
+    gates_forward_sum3(x, y, row, hfb, out)   lstm_gates_sum(x, y, row)
+    gates_forward_sum2(x, row, hfb, out)      lstm_gates_sum(x, row)
     c_forward(a, c_prev, out)                 c = lstm_c(a, c_prev)
     c_backward_gates(g, a, c_prev, out)       lstm_c_grad(g, a, c_prev, wrt="gates")
     c_backward_state(g, a, out)               lstm_c_grad(..., wrt="state")
@@ -120,6 +122,21 @@ class _NumpyKernels:
         np.tanh(out, out=out)
         out *= mul
         out += add
+
+    def gates_forward_sum3(self, x, y, row, half_forget_bias, out):
+        """``out = lstm_gates((x + y) + row)``."""
+        if np.may_share_memory(out, row):
+            row = row.copy()
+        np.add(x, y, out=out)
+        out += row
+        self.gates_forward(out, half_forget_bias, out)
+
+    def gates_forward_sum2(self, x, row, half_forget_bias, out):
+        """``out = lstm_gates(x + row)``."""
+        if np.may_share_memory(out, row):
+            row = row.copy()
+        np.add(x, row, out=out)
+        self.gates_forward(out, half_forget_bias, out)
 
     def gates_backward(self, g, a, out):
         """``out = g (1 - a)(a + m)``, ``m`` one on the tanh block ``j``."""

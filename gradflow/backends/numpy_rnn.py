@@ -155,6 +155,34 @@ def lstm_h_grad(xp, wrt):
     return h_grad
 
 
+def lstm_gates_sum(xp, forget_bias):
+    """``lstm_gates(x + y + row)`` (or ``x + row``) in one pass; ``row`` is a bias
+    [4 * units]; other terms go to the reference impl."""
+    pick, buffer = picker(), OutputBuffer()
+    half_bias = {}
+
+    @_writes_out
+    def gates_sum(*terms, out=None):
+        *full, row = terms
+        x = full[0]
+        if not (x.ndim == 2 and x.shape[1] % 4 == 0 and row.shape == x.shape[1:]
+                and len(full) <= 2 and all(t.shape == x.shape for t in full)
+                and all(t.dtype == x.dtype for t in terms)):
+            return _into(out, rnn_ops._lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias))
+        if x.dtype not in half_bias:
+            half_bias[x.dtype] = x.dtype.type(0.5 * forget_bias)
+        if out is None:
+            out = buffer.get(x.shape, x.dtype)
+        kernels = pick(x.dtype)
+        if len(full) == 2:
+            kernels.gates_forward_sum3(x, full[1], row, half_bias[x.dtype], out)
+        else:
+            kernels.gates_forward_sum2(x, row, half_bias[x.dtype], out)
+        return out
+
+    return gates_sum
+
+
 def lstm_cell_grad(xp):
     """``lstm_cell_grad(dc, dh, a, c, c_prev)``: the gate gradient of one step in one pass
     (what ``lstm_c_grad``, ``lstm_h_grad`` for the gates, their sum and
@@ -175,6 +203,7 @@ def lstm_cell_grad(xp):
 
 
 LOWERINGS = {
+    "lstm_gates_sum": lstm_gates_sum,
     "lstm_cell_grad": lstm_cell_grad,
     "lstm_gates": lstm_gates,
     "lstm_gates_grad": lstm_gates_grad,

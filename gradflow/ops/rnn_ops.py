@@ -216,7 +216,21 @@ register("lstm_c_grad", _lstm_c_grad_impl, _grad_infer, grad=_second_order(compo
 register("lstm_h_grad", _lstm_h_grad_impl, _grad_infer, grad=_second_order(composite_lstm_h))
 
 
-# -- the whole gate gradient of one step, for the graph compiler ------------------------
+# -- the gates of a sum, and the whole gate gradient of one step, for the graph compiler --
+
+
+def _lstm_gates_sum_impl(xp, *terms, forget_bias):
+    """``lstm_gates(terms[0] + terms[1] + ...)``, summed left to right: the input and
+    state products of a step and the bias, activated in one pass."""
+    z = terms[0]
+    for t in terms[1:]:
+        z = z + t
+    return _lstm_gates_impl(xp, z, forget_bias)
+
+
+def _gates_sum_infer(shapes, in_dtypes, forget_bias):
+    return shapes[0], rules.same_dtype(in_dtypes)
+
 
 
 def _lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev):
@@ -232,8 +246,9 @@ def _cell_grad_infer(shapes, in_dtypes):
     return shapes[2], rules.same_dtype(in_dtypes)
 
 
-# Made only by the graph compiler (``passes/rewrites.py``) from the three ops it stands
-# for, in plans, which are never differentiated: no gradient.
+# Made only by the graph compiler (``passes/rewrites.py``) from the ops they stand for,
+# in plans, which are never differentiated: no gradients.
+register("lstm_gates_sum", _lstm_gates_sum_impl, _gates_sum_infer, grad=None)
 register("lstm_cell_grad", _lstm_cell_grad_impl, _cell_grad_infer, grad=None)
 
 

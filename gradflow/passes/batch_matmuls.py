@@ -9,7 +9,10 @@ need not wait for the sequential loop: this pass replaces such a set by
     member_k = batched[rows of a_k]
 
 one large GEMM, which BLAS runs near its peak, instead of ``n`` small ones.
-The slices are views of the batched result. A ``concat`` along the rows that
+The slices are views of the batched result. Where the plan already stacks the
+same rows (the gradient code stacks an RNN's inputs and gate gradients for its
+kernel gradient, in its own order), the batch reads that stack, in its order,
+instead of copying the rows again. A ``concat`` along the rows that
 rebuilds the batched result from all of its slices in order (the gradient code
 stacks the ``dz_t @ W_x^T`` into one array for the embedding gradient) becomes
 the batched result itself.
@@ -72,16 +75,21 @@ def _batch(graph, members) -> None:
     chosen = _independent(order, members)
     if len(chosen) < MIN_BATCH:
         return
+    stacked, lefts = _existing_stack(order, [m.inputs[0] for m in chosen])
+    by_left = {m.inputs[0]: m for m in chosen}
+    chosen = [by_left[a] for a in lefts]  # the rows in the order of the stack
     first = chosen[0]
-    lefts = [m.inputs[0] for m in chosen]
     right = first.inputs[1]
     rows = sum(a.shape[0] for a in lefts)
-    stacked = _existing_concat(order, lefts) or _new(
-        first, "concat", lefts, {"axis": 0}, (rows, lefts[0].shape[1]), lefts[0].dtype,
-        "/batched_rows")
+    made = []
+    if stacked is None:
+        stacked = _new(first, "concat", lefts, {"axis": 0}, (rows, lefts[0].shape[1]),
+                       lefts[0].dtype, "/batched_rows")
+        made.append(stacked)
     batched = _new(first, "matmul", [stacked, right], first.attrs,
                    (rows, first.shape[1]), first.dtype, "/batched")
-    mapping, made, start = {}, [stacked, batched], 0
+    made.append(batched)
+    mapping, start = {}, 0
     slices = []
     for member in chosen:
         stop = start + member.inputs[0].shape[0]
@@ -107,15 +115,38 @@ def _independent(order, members):
             and not any(i in member_set or i in tainted for i in m.inputs)]
 
 
-def _existing_concat(order, parts):
-    """A concat along axis 0 of exactly ``parts`` that the plan already computes."""
-    parts = tuple(parts)
+def _existing_stack(order, parts):
+    """``(node, parts in its order)`` for a node the plan already computes whose value is
+    the rows of ``parts`` stacked in some order: a concat along axis 0 of them (the
+    gradient code stacks an RNN's inputs for its kernel gradient), or, where every part
+    gathers rows of one table, a gather at the concatenated indices (what the rewrites
+    make of such a concat); else ``(None, parts)``."""
+    wanted = set(parts)
+    if len(wanted) != len(parts):
+        return None, parts
     for node in order:
-        if isinstance(node, PlanNode) and node.opdef.name == "concat" \
-                and node.opdef.kind == "compute" and node.attrs.get("axis") == 0 \
-                and node.inputs == parts and not node.control_inputs:
-            return node
-    return None
+        if _computed(node, "concat") and node.attrs.get("axis") == 0 \
+                and len(node.inputs) == len(parts) and set(node.inputs) == wanted:
+            return node, list(node.inputs)
+    if not all(_computed(p, "gather") and p.attrs.get("axis") == 0 for p in parts):
+        return None, parts
+    by_indices = {p.inputs[1]: p for p in parts}
+    params = parts[0].inputs[0]
+    if len(by_indices) != len(parts) or any(p.inputs[0] is not params for p in parts):
+        return None, parts
+    for node in order:
+        if _computed(node, "gather") and node.attrs == parts[0].attrs \
+                and node.inputs[0] is params and _computed(node.inputs[1], "concat") \
+                and node.inputs[1].attrs.get("axis") == 0 \
+                and len(node.inputs[1].inputs) == len(parts) \
+                and set(node.inputs[1].inputs) == set(by_indices):
+            return node, [by_indices[i] for i in node.inputs[1].inputs]
+    return None, parts
+
+
+def _computed(node, op):
+    return isinstance(node, PlanNode) and node.opdef.name == op \
+        and node.opdef.kind == "compute" and not node.control_inputs
 
 
 def _rejoin(graph, batched, slices) -> None:

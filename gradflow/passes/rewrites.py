@@ -7,8 +7,12 @@
   (the transpose stays only if something else reads it).
 - ``negative(negative(x))`` is ``x``; ``x - negative(y)`` is ``x + y``,
   ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
+- A ``concat`` along the rows of ``gather(params, indices_k)`` (rows of one embedding
+  table, one lookup per time step) is one ``gather`` of the indices concatenated.
 - ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
   ``getitem`` of a static slice, computed once instead of at every run.
+- ``lstm_gates((x + y) + bias)`` or ``lstm_gates(x + bias)``, the bias a row of the
+  gates' width, is one ``lstm_gates_sum(x, y, bias)``: the sum is never stored.
 - The gate gradient of an LSTM step, ``lstm_gates_grad(lstm_c_grad(dc, a, c_prev) +
   lstm_h_grad(dh, a, c), a)`` (both for the gates), is one ``lstm_cell_grad(dc, dh,
   a, c, c_prev)``: one pass where there were four.
@@ -64,6 +68,8 @@ def rewrite_algebra(graph) -> None:
             continue  # removing a fetched node would share its value with another
         mapping[node] = result
         if new:
+            made.update((i, True) for i in result.inputs  # a new node a rule made for it
+                        if isinstance(i, PlanNode) and i not in known)
             made[result] = True
     graph.replace(mapping, extra=list(made))
 
@@ -195,6 +201,30 @@ def _without_constant(node, x, c, number, graph):
     return None
 
 
+def _row_gather(t):
+    """Whether ``t`` gathers rows (axis 0) of its params at a 1-D array of indices."""
+    return _computed(t, "gather") and t.attrs.get("axis") == 0 and not t.control_inputs \
+        and t.inputs[1].shape is not None and len(t.inputs[1].shape) == 1 \
+        and t.inputs[1].shape[0] is not None
+
+
+def _concat(node, inputs, graph):
+    if node.attrs.get("axis") != 0 or len(inputs) < 2 or not all(map(_row_gather, inputs)):
+        return None
+    params = inputs[0].inputs[0]
+    indices = [t.inputs[1] for t in inputs]
+    if any(t.inputs[0] is not params for t in inputs) or len({i.dtype for i in indices}) != 1:
+        return None
+    rows = sum(int(i.shape[0]) for i in indices)
+    joined = PlanNode(REGISTRY["concat"], indices, {"axis": 0}, (rows,), indices[0].dtype,
+                      node.name + "/indices", node.source, (), origin=node.origin,
+                      graph=node.graph, index=node.index)
+    first = inputs[0]  # an index out of range then names the user's own lookup
+    return PlanNode(REGISTRY["gather"], [params, joined], dict(first.attrs), node.shape,
+                    node.dtype, first.name, first.source, node.control_inputs,
+                    origin=first.origin, graph=first.graph, index=first.index)
+
+
 def _split_like(node, inputs, graph):
     g, *parts = inputs
     axis, index = node.attrs["axis"], node.attrs["index"]
@@ -206,6 +236,24 @@ def _split_like(node, inputs, graph):
     full = ("slice", None, None, None)
     key = (full,) * axis + (("slice", start, stop, None),) + (full,) * (len(g.shape) - axis - 1)
     return _like(node, "getitem", [g], {"key": key})
+
+
+def _lstm_gates(node, inputs, graph):
+    (z,) = inputs
+    if not _computed(z, "add") or z.control_inputs or z.shape is None \
+            or len(z.shape) != 2 or not z.shape.is_fully_defined():
+        return None
+    head, row = z.inputs
+    terms = [head]
+    if _computed(head, "add") and not head.control_inputs:
+        terms = list(head.inputs)
+    full = tuple(z.shape)
+    if row.shape is None or tuple(row.shape) != full[1:] or any(
+            t.shape is None or tuple(t.shape) != full for t in terms) \
+            or len({t.dtype for t in terms + [row, node]}) != 1:
+        return None
+    absorbed = [z] + ([head] if len(terms) == 2 else [])
+    return _like(node, "lstm_gates_sum", terms + [row], dict(node.attrs), absorbed)
 
 
 def _gates_part(t, wrt_op, a):
@@ -226,8 +274,10 @@ def _lstm_gates_grad(node, inputs, graph):
     if not _computed(total, "add") or total.control_inputs:
         return None
     x, y = total.inputs
-    c_part = _gates_part(x, "lstm_c_grad", a) or _gates_part(y, "lstm_c_grad", a)
-    h_part = _gates_part(y, "lstm_h_grad", a) or _gates_part(x, "lstm_h_grad", a)
+    # the parts read the activations as built (``a`` may be their rewritten form)
+    built = node.inputs[1]
+    c_part = _gates_part(x, "lstm_c_grad", built) or _gates_part(y, "lstm_c_grad", built)
+    h_part = _gates_part(y, "lstm_h_grad", built) or _gates_part(x, "lstm_h_grad", built)
     if c_part is None or h_part is None:
         return None
     (dc, _, c_prev), (dh, _, c) = c_part, h_part
@@ -245,7 +295,9 @@ def _first(*found):
 
 RULES = {
     "log": _log,
+    "concat": _concat,
     "split_like": _split_like,
+    "lstm_gates": _lstm_gates,
     "lstm_gates_grad": _lstm_gates_grad,
     "matmul": _matmul,
     "negative": _negative,
