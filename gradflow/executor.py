@@ -122,6 +122,63 @@ def _buffer_reuse(order, fns, backend):
     return takes_out, donors
 
 
+def _row_stacks(order, takes_out, keep):
+    """``{concat: [(part, start, stop)]}``: concats along axis 0 whose parts the plan
+    writes straight into their rows of the concat's buffer, so that the concat copies
+    nothing (the gradient code stacks an RNN's per-step values this way).
+
+    A part qualifies when its op writes into ``out=`` (``takes_out``), nothing reads it
+    that could return a view of it, it is not fetched and belongs to no other stack;
+    the concat when it is not fetched and each op reading it that could return a view
+    of it (``unbroadcast`` returns its input when the shapes agree) is not fetched and
+    read only by ops that cannot. Such a concat and its parts then live in one buffer
+    of the arena from the first part written to the last reader of any of them, or of
+    such a view (``stack_readers``).
+    """
+    readers = {}
+    for node in order:
+        for inp in node.inputs:
+            readers.setdefault(inp, []).append(node)
+    # readers that never return a view of an input: ops writing into out=, multi-output
+    # kernels and concats (which copy)
+    no_views = takes_out | {n for n in order if _is_multi(n) or (
+        n.opdef.name == "concat" and n.opdef.kind == "compute")}
+    used, stacks = set(), {}
+
+    def fits(part, concat):
+        return part in takes_out and part not in keep and part not in used \
+            and part.dtype == concat.dtype and part.shape is not None \
+            and len(part.shape) == len(concat.shape) and None not in part.shape \
+            and tuple(part.shape[1:]) == tuple(concat.shape[1:]) \
+            and all(r in no_views or r is concat for r in readers.get(part, ()))
+
+    def contained(reader):  # what it returns is read, never kept, by ops that copy
+        return reader in no_views or (reader not in keep and all(
+            r in no_views for r in readers.get(reader, ())))
+
+    for node in order:
+        if node.opdef.name != "concat" or node.opdef.kind != "compute" or node in keep \
+                or node.attrs.get("axis") != 0 or node.shape is None \
+                or len(node.shape) < 1 or None in node.shape \
+                or len(set(node.inputs)) != len(node.inputs) \
+                or not all(contained(r) for r in readers.get(node, ())) \
+                or not all(fits(p, node) for p in node.inputs):
+            continue
+        start, parts = 0, []
+        for part in node.inputs:
+            parts.append((part, start, start + part.shape[0]))
+            start += part.shape[0]
+        stacks[node] = parts
+        used.update(node.inputs)
+    return stacks
+
+
+def _stack_readers(stack, parts, readers):
+    """The nodes whose last use a row stack's buffer must outlive: its parts, itself and
+    the readers of it that might return a view of it."""
+    return [p for p, _, _ in parts] + [stack] + list(readers.get(stack, ()))
+
+
 def _is_multi(node):
     """Whether ``node`` is a fused node with several outputs (its value is a tuple)."""
     return node.opdef is FUSED and len(node.attrs["program"].outputs) > 1
@@ -145,7 +202,7 @@ def _outputs_after_fused(order):
     return placed
 
 
-def _arena_slots(order, nodes, last_use, whole=()):
+def _arena_slots(order, nodes, last_use, whole=(), early=None):
     """Place each of ``nodes`` (values no one outside the run sees, and no view of which
     can outlive them) in a buffer of the plan: ``({node: slot}, [(dtype, size) per slot])``.
 
@@ -153,14 +210,28 @@ def _arena_slots(order, nodes, last_use, whole=()):
     its op is in ``whole``: ops such as matmul that read more of an input than the
     element they write), or else takes the buffer most recently freed by a value of
     its dtype (growing it if needed), so that consecutive ops reuse memory that is
-    still in the cache.
+    still in the cache. ``early`` ({step: [node]}) places nodes at an earlier step than
+    their own (a row stack, when its first part is written).
     """
     free, slot_of, slots = {}, {}, []
+    early = early or {}
+
+    def place(node):
+        size = math.prod(node.shape)
+        pool = free.setdefault(node.dtype, [])
+        if pool:
+            k = pool.pop()
+            slots[k] = (node.dtype, max(slots[k][1], size))
+        else:
+            k = len(slots)
+            slots.append((node.dtype, size))
+        slot_of[node] = k
+
     for step, node in enumerate(order):
+        for stack in early.get(step, ()):
+            place(stack)
         dying = [i for i in set(node.inputs) if i in slot_of and last_use.get(i) == step]
-        if node in nodes:
-            size = math.prod(node.shape)
-            pool = free.setdefault(node.dtype, [])
+        if node in nodes and node not in slot_of:
             same = [] if node in whole else [
                 i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
             if same:  # in place over an input that dies here: its lines are in the cache
@@ -169,13 +240,7 @@ def _arena_slots(order, nodes, last_use, whole=()):
                 for inp in dying:
                     free[inp.dtype].append(slot_of[inp])
                 continue
-            if pool:
-                k = pool.pop()
-                slots[k] = (node.dtype, max(slots[k][1], size))
-            else:
-                k = len(slots)
-                slots.append((node.dtype, size))
-            slot_of[node] = k
+            place(node)
         for inp in dying:
             free[inp.dtype].append(slot_of[inp])
     return slot_of, slots
@@ -258,7 +323,21 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
                 if node not in fed_set and node.opdef.kind == "call"})
     takes_out, donors = _buffer_reuse(order, fns, backend)
     whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
-    arena, slots = _arena_slots(order, donors - keep, last_use, whole)
+    stacks = _row_stacks(order, takes_out, keep)
+    readers_of = {}
+    for node in order:
+        for inp in node.inputs:
+            readers_of.setdefault(inp, []).append(node)
+    part_of = {part: (stack, start, stop) for stack, parts in stacks.items()
+               for part, start, stop in parts}
+    position = {node: step for step, node in enumerate(order)}
+    early = {}
+    for stack, parts in stacks.items():  # its buffer holds its parts from the first one
+        early.setdefault(min(position[p] for p, _, _ in parts), []).append(stack)
+        last_use[stack] = max(last_use.get(n, position[n])
+                              for n in _stack_readers(stack, parts, readers_of))
+    arena, slots = _arena_slots(order, (donors - keep - set(part_of)) | set(stacks), last_use,
+                                whole, early)
     buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
@@ -268,6 +347,13 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
 
     def buffer(node, step):
         """The expression of the buffer ``node`` is written into, or None."""
+        if node in part_of:  # its rows of a row stack's buffer
+            stack, start, stop = part_of[node]
+            name = f"P{step}"
+            if name not in env:
+                base = buffers[arena[stack]][:math.prod(stack.shape)].reshape(stack.shape)
+                env[name] = base[start:stop]
+            return name
         if node in arena:  # a buffer of the plan, reused by every run
             key = (arena[node], tuple(node.shape))
             if key not in views:  # one view per buffer and shape: an op in place
@@ -285,6 +371,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
         var = f"v{step}"
         names[node] = var
         kind = node.opdef.kind
+        more = []
         if node in fed_set:
             line = f"{var} = feeds[{feed_index[node]}]"
         elif kind == "placeholder":
@@ -315,6 +402,12 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
             keep.add(node)
         elif node.opdef is FUSED_OUTPUT:
             line = f"{var} = {names[node.inputs[0]]}[{node.attrs['index']}]"
+        elif node in stacks:  # its parts are in its buffer already
+            env["copyto"] = np.copyto
+            line = f"{var} = {buffer(node, step)}"
+            for part, _, _ in stacks[node]:  # unless an op returned a new array after all
+                rows = buffer(part, position[part])
+                more.append(f"if {names[part]} is not {rows}: copyto({rows}, {names[part]})")
         else:  # "compute" and "call"
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
@@ -328,9 +421,9 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
                 if dest is not None:
                     args += f", out={dest}"
             line = f"{var} = F{step}({args})"
-        if line is not None:
+        for text in ([line] if line is not None else []) + more:
             line_nodes[len(lines) + 2] = node
-            lines.append(line)
+            lines.append(text)
         if checking and kind != "variable" and node.dtype is not None \
                 and node.dtype.is_floating and names[node] != "None" and not _is_multi(node):
             env[f"N{step}"] = node
