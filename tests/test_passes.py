@@ -565,6 +565,9 @@ def test_an_embedding_lstm_reads_one_lookup_for_both_of_its_batches(backend):
     graph = optimize(grads + [loss], [ids], [(2, 5)])
     gathers = _computed(graph, "gather")
     assert len(gathers) == 1 and gathers[0].shape == (10, 3)
+    forward = optimize([loss], [ids], [(2, 5)])  # no gradient stack: the batch makes one
+    gathers = _computed(forward, "gather")
+    assert len(gathers) == 1 and gathers[0].shape == (10, 3)
     feed = {ids: rng.integers(0, 7, (2, 5)).astype(np.int32)}
     got, want = _both(backend, grads + [loss], feed)
     _assert_same(got, want, rtol=1e-4, atol=1e-5)

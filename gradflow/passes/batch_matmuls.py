@@ -12,7 +12,8 @@ one large GEMM, which BLAS runs near its peak, instead of ``n`` small ones.
 The slices are views of the batched result. Where the plan already stacks the
 same rows (the gradient code stacks an RNN's inputs and gate gradients for its
 kernel gradient, in its own order), the batch reads that stack, in its order,
-instead of copying the rows again. A ``concat`` along the rows that
+instead of copying the rows again; rows looked up in one embedding table are
+stacked as one lookup of all their ids. A ``concat`` along the rows that
 rebuilds the batched result from all of its slices in order (the gradient code
 stacks the ``dz_t @ W_x^T`` into one array for the embedding gradient) becomes
 the batched result itself.
@@ -82,6 +83,15 @@ def _batch(graph, members) -> None:
     right = first.inputs[1]
     rows = sum(a.shape[0] for a in lefts)
     made = []
+    if stacked is None and _lookups_in_one_table(lefts):  # one lookup of all the ids
+        indices = [a.inputs[1] for a in lefts]
+        joined = _new(first, "concat", indices, {"axis": 0}, (rows,), indices[0].dtype,
+                      "/batched_ids")
+        stacked = PlanNode(REGISTRY["gather"], [lefts[0].inputs[0], joined],
+                           dict(lefts[0].attrs), TensorShape((rows, lefts[0].shape[1])),
+                           lefts[0].dtype, lefts[0].name, lefts[0].source, (),
+                           origin=lefts[0].origin, graph=lefts[0].graph, index=lefts[0].index)
+        made += [joined, stacked]
     if stacked is None:
         stacked = _new(first, "concat", lefts, {"axis": 0}, (rows, lefts[0].shape[1]),
                        lefts[0].dtype, "/batched_rows")
@@ -142,6 +152,17 @@ def _existing_stack(order, parts):
                 and set(node.inputs[1].inputs) == set(by_indices):
             return node, [by_indices[i] for i in node.inputs[1].inputs]
     return None, parts
+
+
+def _lookups_in_one_table(parts):
+    """Whether every part gathers rows of one table at its own 1-D array of indices."""
+    if not all(_computed(p, "gather") and p.attrs.get("axis") == 0 for p in parts):
+        return False
+    indices = [p.inputs[1] for p in parts]
+    return len(set(indices)) == len(parts) and all(p.inputs[0] is parts[0].inputs[0]
+                                                   for p in parts) \
+        and all(i.shape is not None and len(i.shape) == 1 and i.shape[0] is not None
+                for i in indices) and len({i.dtype for i in indices}) == 1
 
 
 def _computed(node, op):
