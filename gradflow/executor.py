@@ -179,9 +179,16 @@ def _stack_readers(stack, parts, readers):
     return [p for p, _, _ in parts] + [stack] + list(readers.get(stack, ()))
 
 
+def _output_count(node):
+    if node.opdef is FUSED:
+        return len(node.attrs["program"].outputs)
+    return getattr(node.opdef, "outputs", 1)
+
+
 def _is_multi(node):
-    """Whether ``node`` is a fused node with several outputs (its value is a tuple)."""
-    return node.opdef is FUSED and len(node.attrs["program"].outputs) > 1
+    """Whether ``node`` has several outputs (its value is a tuple): a fused node, or a
+    plan-only op such as ``lstm_step``."""
+    return _output_count(node) > 1
 
 
 def _outputs_after_fused(order):
@@ -411,9 +418,11 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
         else:  # "compute" and "call"
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
-            if _is_multi(node):
-                outs = [buffer(o, step + 1 + o.attrs["index"]) for o in order[step + 1:]
-                        if o.opdef is FUSED_OUTPUT and o.inputs[0] is node]
+            if _is_multi(node):  # one entry per output, None for one the plan never reads
+                outs = [None] * _output_count(node)
+                for o in order[step + 1:]:
+                    if o.opdef is FUSED_OUTPUT and o.inputs[0] is node:
+                        outs[o.attrs["index"]] = buffer(o, position[o])
                 if any(b is not None for b in outs):
                     args += f", out=({', '.join(b or 'None' for b in outs)},)"
             else:

@@ -249,3 +249,40 @@ def test_lstm_numbers_with_and_without_numba(monkeypatch, batch, optimize):
     for k, (got, ufuncs, want) in enumerate(zip(with_kernels, without, exact)):
         np.testing.assert_allclose(got, ufuncs, rtol=1e-4, atol=1e-6, err_msg=f"fetch {k}")
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5, err_msg=f"fetch {k}")
+
+
+@pytest.mark.parametrize("kernels", PATHS)
+@pytest.mark.parametrize("terms", [2, 1])
+def test_a_whole_step_matches_the_three_ops(kernels, terms):
+    v = _arrays(np.float32, seed=5)
+    z, g4, row, c_prev = v["z"], v["g4"], v["a"][1], v["c"]
+    full = [z, g4][:terms]
+    a, c, h = (np.full(s, np.nan, np.float32) for s in (z.shape, c_prev.shape, c_prev.shape))
+    half = np.float32(0.5)
+    if terms == 2:
+        kernels.step_forward_sum3(z, g4, row, c_prev, half, a, c, h)
+    else:
+        kernels.step_forward_sum2(z, row, c_prev, half, a, c, h)
+    want = rnn_ops._lstm_step_impl(xp, *full, row, c_prev, forget_bias=1.0)
+    tol = _tolerance(kernels, np.float32)
+    for got, expect in zip((a, c, h), want):
+        np.testing.assert_allclose(got, expect, rtol=2e-6, atol=tol)
+
+
+def test_the_step_lowering_fills_missing_outputs_and_falls_back_for_odd_shapes():
+    from gradflow.backends import numpy_rnn
+
+    v = _arrays(np.float32, seed=6)
+    z, row, c_prev = v["z"], v["a"][0], v["c"]
+    step = numpy_rnn.lstm_step(xp, 1.0)
+    want = rnn_ops._lstm_step_impl(xp, z, row, c_prev, forget_bias=1.0)
+    given = np.empty_like(c_prev)
+    got = step(z, row, c_prev, out=(None, given, None))
+    assert got[1] is given
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
+    one = c_prev[:1]  # a state of batch one broadcasts: the reference impl
+    got = step(z, row, one)
+    want = rnn_ops._lstm_step_impl(xp, z, row, one, forget_bias=1.0)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

@@ -9,6 +9,8 @@ given ``out`` array of the result's shape; the inputs have equal batch sizes (th
     gates_backward(g, a, out)                 lstm_gates_grad(g, a)
     gates_forward_sum3(x, y, row, hfb, out)   lstm_gates_sum(x, y, row)
     gates_forward_sum2(x, row, hfb, out)      lstm_gates_sum(x, row)
+    step_forward_sum3(x, y, row, c_prev, hfb, a, c, h)   lstm_step: a, c and h
+    step_forward_sum2(x, row, c_prev, hfb, a, c, h)
     c_forward(a, c_prev, out)                 c = lstm_c(a, c_prev)
     c_backward_gates(g, a, c_prev, out)       lstm_c_grad(g, a, c_prev, wrt="gates")
     c_backward_state(g, a, out)               lstm_c_grad(..., wrt="state")
@@ -137,6 +139,18 @@ class _NumpyKernels:
             row = row.copy()
         np.add(x, row, out=out)
         self.gates_forward(out, half_forget_bias, out)
+
+    def step_forward_sum3(self, x, y, row, c_prev, half_forget_bias, a, c, h):
+        """``a``, then ``c`` and ``h`` from it."""
+        self.gates_forward_sum3(x, y, row, half_forget_bias, a)
+        self.c_forward(a, c_prev, c)
+        self.h_forward(a, c, h)
+
+    def step_forward_sum2(self, x, row, c_prev, half_forget_bias, a, c, h):
+        """``a``, then ``c`` and ``h`` from it."""
+        self.gates_forward_sum2(x, row, half_forget_bias, a)
+        self.c_forward(a, c_prev, c)
+        self.h_forward(a, c, h)
 
     def gates_backward(self, g, a, out):
         """``out = g (1 - a)(a + m)``, ``m`` one on the tanh block ``j``."""

@@ -183,6 +183,48 @@ def lstm_gates_sum(xp, forget_bias):
     return gates_sum
 
 
+def lstm_step(xp, forget_bias):
+    """``(a, c, h) = lstm_step(x[, y], row, c_prev)``: the gates of the sum, the new cell
+    state and the output of one step in one call. ``out`` is a tuple with one array (or
+    None) per output. The checks are spelled out: this runs once per step."""
+    pick = picker()
+    buffers = (OutputBuffer(), OutputBuffer(), OutputBuffer())
+    half_bias = {}
+
+    def reference(inputs, out):
+        values = rnn_ops._lstm_step_impl(xp, *inputs, forget_bias=forget_bias)
+        return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+
+    @_writes_out
+    def step(*inputs, out=None):
+        if len(inputs) == 4:
+            x, y, row, c_prev = inputs
+        elif len(inputs) == 3:
+            (x, row, c_prev), y = inputs, None
+        else:
+            return reference(inputs, out)
+        dtype, shape = x.dtype, x.shape
+        if x.ndim != 2 or row.shape != shape[1:] or c_prev.dtype != dtype \
+                or row.dtype != dtype or not _same_batch(x, c_prev) \
+                or (y is not None and (y.shape != shape or y.dtype != dtype)):
+            return reference(inputs, out)
+        half = half_bias.get(dtype)
+        if half is None:
+            half = half_bias[dtype] = dtype.type(0.5 * forget_bias)
+        if out is None or out[0] is None or out[1] is None or out[2] is None:
+            out = out or (None, None, None)
+            out = tuple(o if o is not None else buffer.get(s, dtype) for o, buffer, s in
+                        zip(out, buffers, (shape, c_prev.shape, c_prev.shape)))
+        a, c, h = out
+        if y is None:
+            pick(dtype).step_forward_sum2(x, row, c_prev, half, a, c, h)
+        else:
+            pick(dtype).step_forward_sum3(x, y, row, c_prev, half, a, c, h)
+        return out
+
+    return step
+
+
 def lstm_cell_grad(xp):
     """``lstm_cell_grad(dc, dh, a, c, c_prev)``: the gate gradient of one step in one pass
     (what ``lstm_c_grad``, ``lstm_h_grad`` for the gates, their sum and
@@ -203,6 +245,7 @@ def lstm_cell_grad(xp):
 
 
 LOWERINGS = {
+    "lstm_step": lstm_step,
     "lstm_gates_sum": lstm_gates_sum,
     "lstm_cell_grad": lstm_cell_grad,
     "lstm_gates": lstm_gates,

@@ -41,6 +41,9 @@ class OpDef:
     kind: str = "compute"
     lower: Optional[Callable] = None
     doc: str = field(default="", compare=False)
+    # more than one: the value is a tuple, and the plan reads each entry through a
+    # ``fused_output`` node (plan-only ops made by the graph compiler)
+    outputs: int = 1
 
     def bind(self, xp, attrs: dict) -> Callable:
         """A callable of the input arrays alone, for the executor's plan."""

@@ -24,7 +24,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.ops import rules
-from gradflow.ops.registry import apply, register
+from gradflow.ops.registry import OpDef, apply, register
 
 
 def _blocks(z):
@@ -244,6 +244,25 @@ def _lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev):
 
 def _cell_grad_infer(shapes, in_dtypes):
     return shapes[2], rules.same_dtype(in_dtypes)
+
+
+def _lstm_step_impl(xp, *inputs, forget_bias):
+    """``(a, c, h)`` of one step from the gates' terms (as ``lstm_gates_sum``) and the
+    previous cell state (the last input)."""
+    *terms, c_prev = inputs
+    a = _lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias)
+    c = _lstm_c_impl(xp, a, c_prev)
+    return a, c, _lstm_h_impl(xp, a, c)
+
+
+def _step_infer(shapes, in_dtypes, forget_bias):
+    return shapes[0], rules.same_dtype(in_dtypes)
+
+
+# The forward of one LSTM step as one op with three outputs, made only by the graph
+# compiler (``passes/lstm_steps.py``): a plan node, never in a user's graph, so it is not
+# registered (as ``fused`` is not).
+LSTM_STEP = OpDef("lstm_step", _lstm_step_impl, _step_infer, None, outputs=3)
 
 
 # Made only by the graph compiler (``passes/rewrites.py``) from the ops they stand for,

@@ -14,6 +14,7 @@ from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
 
@@ -21,7 +22,7 @@ from gradflow.passes.shape_noops import drop_shape_noops
 # shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
 # each reader, and CSE can merge what reads them only once they are gone.
 PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, rewrite_algebra,
-          batch_matmuls, fuse_elementwise]
+          batch_matmuls, fuse_lstm_steps, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:
