@@ -286,3 +286,33 @@ def test_the_step_lowering_fills_missing_outputs_and_falls_back_for_odd_shapes()
     want = rnn_ops._lstm_step_impl(xp, z, row, one, forget_bias=1.0)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kernels", PATHS)
+def test_a_whole_backward_step_matches_the_ops_it_stands_for(kernels):
+    v = _arrays(np.float32, seed=7)
+    dh, dc_next, a, c, c_prev = v["g"], v["h"], v["a"], v["c"], v["p"]
+    dz, dc_prev = np.full_like(a, np.nan), np.full_like(c, np.nan)
+    kernels.step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev)
+    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    for got, expect in zip((dz, dc_prev), want):
+        np.testing.assert_allclose(got, expect, rtol=1e-5, atol=4 * _tolerance(kernels,
+                                                                                np.float32))
+
+
+def test_the_backward_step_lowering_falls_back_for_odd_shapes():
+    from gradflow.backends import numpy_rnn
+
+    v = _arrays(np.float32, seed=8)
+    dh, dc_next, a, c, c_prev = v["g"], v["h"], v["a"], v["c"], v["p"]
+    step_grad = numpy_rnn.lstm_step_grad(xp)
+    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    given = np.empty_like(a)
+    got = step_grad(dh, dc_next, a, c, c_prev, out=(given, None))
+    assert got[0] is given
+    for x, y in zip(got, want):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+    got = step_grad(dh, dc_next[:1], a, c, c_prev)  # a broadcast: the reference impl
+    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next[:1], a, c, c_prev)
+    for x, y in zip(got, want):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)

@@ -279,3 +279,27 @@ def cell_backward(dc, dh, a, c, c_prev, out):
             oj[k] = d * i * (_ONE - j) * (j + _ONE)
             of[k] = d * cp[k] * (_ONE - f) * f
             oo[k] = dhr[k] * _tanh(cr[k]) * (_ONE - o) * o
+
+
+@numba.njit(**_OPTIONS)
+def step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev):
+    """A whole backward step: ``dc = dh o (1 - tanh(c)^2) + dc_next`` (kept in
+    ``dc_prev`` meanwhile), the gate gradient ``dz`` as ``cell_backward`` computes it
+    from ``dc``, and ``dc_prev = dc f``; three loops per row, each over few enough
+    arrays for LLVM to vectorize."""
+    n = c.shape[1]
+    for b in range(c.shape[0]):
+        dhr, dcn, cr, cp, dcr = dh[b], dc_next[b], c[b], c_prev[b], dc_prev[b]
+        ai, aj, af, ao = a[b, :n], a[b, n:2 * n], a[b, 2 * n:3 * n], a[b, 3 * n:]
+        oi, oj, of, oo = dz[b, :n], dz[b, n:2 * n], dz[b, 2 * n:3 * n], dz[b, 3 * n:]
+        for k in range(n):
+            t = _tanh(cr[k])
+            dcr[k] = dhr[k] * ao[k] * (_ONE - t * t) + dcn[k]
+        for k in range(n):
+            d, i, j, f, o = dcr[k], ai[k], aj[k], af[k], ao[k]
+            oi[k] = d * j * (_ONE - i) * i
+            oj[k] = d * i * (_ONE - j) * (j + _ONE)
+            of[k] = d * cp[k] * (_ONE - f) * f
+            oo[k] = dhr[k] * _tanh(cr[k]) * (_ONE - o) * o
+        for k in range(n):
+            dcr[k] = dcr[k] * af[k]

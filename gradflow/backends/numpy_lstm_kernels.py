@@ -11,6 +11,7 @@ given ``out`` array of the result's shape; the inputs have equal batch sizes (th
     gates_forward_sum2(x, row, hfb, out)      lstm_gates_sum(x, row)
     step_forward_sum3(x, y, row, c_prev, hfb, a, c, h)   lstm_step: a, c and h
     step_forward_sum2(x, row, c_prev, hfb, a, c, h)
+    step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev)   lstm_step_grad: dz, dc_prev
     c_forward(a, c_prev, out)                 c = lstm_c(a, c_prev)
     c_backward_gates(g, a, c_prev, out)       lstm_c_grad(g, a, c_prev, wrt="gates")
     c_backward_state(g, a, out)               lstm_c_grad(..., wrt="state")
@@ -151,6 +152,14 @@ class _NumpyKernels:
         self.gates_forward_sum2(x, row, half_forget_bias, a)
         self.c_forward(a, c_prev, c)
         self.h_forward(a, c, h)
+
+    def step_backward(self, dh, dc_next, a, c, c_prev, dz, dc_prev):
+        """``dc = h_backward_state + dc_next``, then ``dz`` and ``dc_prev`` from it."""
+        dc = np.empty_like(c)
+        self.h_backward_state(dh, a, c, dc)
+        dc += dc_next
+        self.cell_backward(dc, dh, a, c, c_prev, dz)
+        self.c_backward_state(dc, a, dc_prev)
 
     def gates_backward(self, g, a, out):
         """``out = g (1 - a)(a + m)``, ``m`` one on the tanh block ``j``."""

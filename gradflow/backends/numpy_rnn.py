@@ -225,6 +225,30 @@ def lstm_step(xp, forget_bias):
     return step
 
 
+def lstm_step_grad(xp):
+    """``(dz, dc_prev) = lstm_step_grad(dh, dc_next, a, c, c_prev)`` in one call;
+    ``out`` is a tuple with one array (or None) per output."""
+    pick = picker()
+    buffers = (OutputBuffer(), OutputBuffer())
+
+    @_writes_out
+    def step_grad(dh, dc_next, a, c, c_prev, out=None):
+        shape = c.shape
+        if not (_same_batch(a, c) and _same_batch(a, c_prev) and dh.shape == shape
+                and dc_next.shape == shape and dh.dtype == a.dtype
+                and dc_next.dtype == a.dtype):
+            values = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+        if out is None or out[0] is None or out[1] is None:
+            out = out or (None, None)
+            out = (out[0] if out[0] is not None else buffers[0].get(a.shape, a.dtype),
+                   out[1] if out[1] is not None else buffers[1].get(shape, a.dtype))
+        pick(a.dtype).step_backward(dh, dc_next, a, c, c_prev, out[0], out[1])
+        return out
+
+    return step_grad
+
+
 def lstm_cell_grad(xp):
     """``lstm_cell_grad(dc, dh, a, c, c_prev)``: the gate gradient of one step in one pass
     (what ``lstm_c_grad``, ``lstm_h_grad`` for the gates, their sum and
@@ -246,6 +270,7 @@ def lstm_cell_grad(xp):
 
 LOWERINGS = {
     "lstm_step": lstm_step,
+    "lstm_step_grad": lstm_step_grad,
     "lstm_gates_sum": lstm_gates_sum,
     "lstm_cell_grad": lstm_cell_grad,
     "lstm_gates": lstm_gates,

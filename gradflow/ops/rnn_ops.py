@@ -259,10 +259,25 @@ def _step_infer(shapes, in_dtypes, forget_bias):
     return shapes[0], rules.same_dtype(in_dtypes)
 
 
-# The forward of one LSTM step as one op with three outputs, made only by the graph
-# compiler (``passes/lstm_steps.py``): a plan node, never in a user's graph, so it is not
-# registered (as ``fused`` is not).
+def _lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev):
+    """``(dz, dc_prev)`` of one step from the gradient of its output ``dh`` and the cell
+    gradient ``dc_next`` coming back from the next step: ``dc = lstm_h_grad(dh, a, c,
+    "state") + dc_next``, then ``lstm_cell_grad`` and ``lstm_c_grad(..., "state")``."""
+    dc = _lstm_h_grad_impl(xp, dh, a, c, "state") + dc_next
+    return (_lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev),
+            _lstm_c_grad_impl(xp, dc, a, c_prev, "state"))
+
+
+def _step_grad_infer(shapes, in_dtypes):
+    return shapes[2], rules.same_dtype(in_dtypes)
+
+
+# One LSTM step forward (three outputs) and backward (two), made only by the graph
+# compiler (``passes/lstm_steps.py``): plan nodes, never in a user's graph, so they are
+# not registered (as ``fused`` is not).
 LSTM_STEP = OpDef("lstm_step", _lstm_step_impl, _step_infer, None, outputs=3)
+LSTM_STEP_GRAD = OpDef("lstm_step_grad", _lstm_step_grad_impl, _step_grad_infer, None,
+                       outputs=2)
 
 
 # Made only by the graph compiler (``passes/rewrites.py``) from the ops they stand for,

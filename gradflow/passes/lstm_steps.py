@@ -1,4 +1,4 @@
-"""One node per LSTM step forward: the gates, the new cell state and the output.
+"""One node per LSTM step, forward and backward.
 
 After the rewrites, a step of ``LSTMCell`` is three nodes:
 
@@ -14,36 +14,94 @@ reads ``c`` and ``h``, so all three stay outputs.
 
 The three must have fully known 2-D shapes of one batch and one dtype, and no
 control inputs; ``c`` must be computed from the same ``a`` that ``h`` reads.
+
+Backward, after the rewrites, a step is
+
+    dc = lstm_h_grad(dh, a, c, "state") + dc_next
+    dz = lstm_cell_grad(dc, dh, a, c, c_prev)
+    dc_prev = lstm_c_grad(dc, a, c_prev, "state")     (absent for the first step)
+
+which becomes one ``lstm_step_grad(dh, dc_next, a, c, c_prev)`` with the outputs
+``(dz, dc_prev)``, where ``dc`` and its first term have no other reader.
 """
 
 from __future__ import annotations
 
-from gradflow.ops.rnn_ops import LSTM_STEP
+from gradflow.ops.rnn_ops import LSTM_STEP, LSTM_STEP_GRAD
 from gradflow.passes.fusion import FUSED_OUTPUT
 from gradflow.passes.ir import PlanNode
 
 
 def fuse_lstm_steps(graph) -> None:
-    """Replace each ``lstm_gates_sum`` -> ``lstm_c`` -> ``lstm_h`` step of ``graph`` (a
-    PlanGraph) by one ``lstm_step`` node and its three outputs."""
+    """Replace each forward step of ``graph`` (a PlanGraph) by one ``lstm_step`` node and
+    each backward step by one ``lstm_step_grad`` node (see the module docstring)."""
     mapping, made = {}, []
-    for h in graph.nodes():
-        step = _step(h)
-        if step is None or any(n in mapping for n in step):
-            continue
-        a, c = step
-        node = PlanNode(LSTM_STEP, list(a.inputs) + [c.inputs[1]],
-                        {"forget_bias": a.attrs["forget_bias"]}, a.shape, a.dtype, a.name,
-                        a.source, (), origin=a.origin, graph=a.graph, index=a.index)
-        made.append(node)
-        for index, old in enumerate((a, c, h)):
-            pick = PlanNode(FUSED_OUTPUT, [node], {"index": index, "shape": old.shape,
-                                                    "dtype": old.dtype},
-                            old.shape, old.dtype, old.name, old.source, (),
-                            origin=old.origin, graph=old.graph, index=old.index)
-            mapping[old] = pick
-            made.append(pick)
+    readers = graph.consumers()
+    for node in graph.nodes():
+        step = _step(node)
+        if step is not None and not any(n in mapping for n in step):
+            a, c = step
+            fused = _like(a, LSTM_STEP, list(a.inputs) + [c.inputs[1]],
+                          {"forget_bias": a.attrs["forget_bias"]})
+            made.append(fused)
+            _outputs(fused, (a, c, node), mapping, made)
+        backward = _step_grad(node, readers)
+        if backward is not None:
+            dh, dc_next, a, c, c_prev, dc_prev = backward
+            fused = _like(node, LSTM_STEP_GRAD, [dh, dc_next, a, c, c_prev], {})
+            made.append(fused)
+            _outputs(fused, (node, dc_prev), mapping, made)
     graph.replace(mapping, extra=made)
+
+
+def _like(node, opdef, inputs, attrs):
+    return PlanNode(opdef, inputs, attrs, node.shape, node.dtype, node.name, node.source, (),
+                    origin=node.origin, graph=node.graph, index=node.index)
+
+
+def _outputs(fused, olds, mapping, made):
+    """One ``fused_output`` of ``fused`` standing for each of ``olds`` (None: unread)."""
+    for index, old in enumerate(olds):
+        if old is None:
+            continue
+        pick = PlanNode(FUSED_OUTPUT, [fused], {"index": index, "shape": old.shape,
+                                                "dtype": old.dtype},
+                        old.shape, old.dtype, old.name, old.source, (),
+                        origin=old.origin, graph=old.graph, index=old.index)
+        mapping[old] = pick
+        made.append(pick)
+
+
+def _step_grad(g, readers):
+    """``(dh, dc_next, a, c, c_prev, dc_prev or None)`` if ``g`` is the gate gradient of a
+    backward step this pass can fuse, else None."""
+    if not _plain(g, "lstm_cell_grad"):
+        return None
+    dc, dh, a, c, c_prev = g.inputs
+    if not _plain(dc, "add"):
+        return None
+    first, dc_next = dc.inputs
+    if not _state_grad(first, "lstm_h_grad", (dh, a, c)):
+        first, dc_next = dc_next, first
+        if not _state_grad(first, "lstm_h_grad", (dh, a, c)):
+            return None
+    if readers.get(first, []) != [dc] or dc_next.shape is None \
+            or tuple(dc_next.shape) != tuple(c.shape) or dc_next.dtype != c.dtype:
+        return None
+    dc_prev = None
+    for reader in readers.get(dc, []):
+        if reader is g:
+            continue
+        if dc_prev is None and _state_grad(reader, "lstm_c_grad", (dc, a, c_prev)):
+            dc_prev = reader
+        else:
+            return None  # dc is needed elsewhere: leave the step as it is
+    return dh, dc_next, a, c, c_prev, dc_prev
+
+
+def _state_grad(node, op, inputs):
+    return _plain(node, op) and node.attrs.get("wrt") == "state" \
+        and all(x is y for x, y in zip(node.inputs, inputs))
 
 
 def _plain(node, op):
