@@ -91,35 +91,16 @@ def gates_forward(z, half_forget_bias, out):
 def gates_forward_sum3(x, y, row, half_forget_bias, out):
     """``gates_forward`` of ``(x + y) + row``: a step's two products and its bias."""
     n = out.shape[1] // 4
-    ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
     for b in range(out.shape[0]):
-        xi, xj, xf, xo = x[b, :n], x[b, n:2 * n], x[b, 2 * n:3 * n], x[b, 3 * n:]
-        yi, yj, yf, yo = y[b, :n], y[b, n:2 * n], y[b, 2 * n:3 * n], y[b, 3 * n:]
-        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
-        for k in range(n):
-            i = (xi[k] + yi[k]) + ri[k]
-            j = (xj[k] + yj[k]) + rj[k]
-            f = (xf[k] + yf[k]) + rf[k]
-            o = (xo[k] + yo[k]) + ro[k]
-            oi[k] = _sigmoid_half(_HALF * i)
-            oj[k] = _tanh(j)
-            of[k] = _sigmoid_half(_HALF * f + half_forget_bias)
-            oo[k] = _sigmoid_half(_HALF * o)
+        _gates_row(x[b], y[b], row, half_forget_bias, out[b], n)
 
 
 @numba.njit(**_OPTIONS)
 def gates_forward_sum2(x, row, half_forget_bias, out):
     """``gates_forward`` of ``x + row``."""
     n = out.shape[1] // 4
-    ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
     for b in range(out.shape[0]):
-        xi, xj, xf, xo = x[b, :n], x[b, n:2 * n], x[b, 2 * n:3 * n], x[b, 3 * n:]
-        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
-        for k in range(n):
-            oi[k] = _sigmoid_half(_HALF * (xi[k] + ri[k]))
-            oj[k] = _tanh(xj[k] + rj[k])
-            of[k] = _sigmoid_half(_HALF * (xf[k] + rf[k]) + half_forget_bias)
-            oo[k] = _sigmoid_half(_HALF * (xo[k] + ro[k]))
+        _gates_row2(x[b], row, half_forget_bias, out[b], n)
 
 
 @numba.njit(**_OPTIONS)
@@ -270,15 +251,19 @@ def cell_backward(dc, dh, a, c, c_prev, out):
     in three passes (the same products in the same order)."""
     n = c.shape[1]
     for b in range(out.shape[0]):
-        dcr, dhr, cr, cp = dc[b], dh[b], c[b], c_prev[b]
-        ai, aj, af, ao = a[b, :n], a[b, n:2 * n], a[b, 2 * n:3 * n], a[b, 3 * n:]
-        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
-        for k in range(n):
-            d, i, j, f, o = dcr[k], ai[k], aj[k], af[k], ao[k]
-            oi[k] = d * j * (_ONE - i) * i
-            oj[k] = d * i * (_ONE - j) * (j + _ONE)
-            of[k] = d * cp[k] * (_ONE - f) * f
-            oo[k] = dhr[k] * _tanh(cr[k]) * (_ONE - o) * o
+        _gate_grad_row(dc[b], dh[b], c[b], c_prev[b], a[b], out[b], n)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _gate_grad_row(dc, dh, c, c_prev, a, out, n):
+    ai, aj, af, ao = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
+    oi, oj, of, oo = out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:]
+    for k in range(n):
+        d, i, j, f, o = dc[k], ai[k], aj[k], af[k], ao[k]
+        oi[k] = d * j * (_ONE - i) * i
+        oj[k] = d * i * (_ONE - j) * (j + _ONE)
+        of[k] = d * c_prev[k] * (_ONE - f) * f
+        oo[k] = dh[k] * _tanh(c[k]) * (_ONE - o) * o
 
 
 @numba.njit(**_OPTIONS)
@@ -289,17 +274,11 @@ def step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev):
     arrays for LLVM to vectorize."""
     n = c.shape[1]
     for b in range(c.shape[0]):
-        dhr, dcn, cr, cp, dcr = dh[b], dc_next[b], c[b], c_prev[b], dc_prev[b]
-        ai, aj, af, ao = a[b, :n], a[b, n:2 * n], a[b, 2 * n:3 * n], a[b, 3 * n:]
-        oi, oj, of, oo = dz[b, :n], dz[b, n:2 * n], dz[b, 2 * n:3 * n], dz[b, 3 * n:]
+        dhr, dcn, cr, dcr = dh[b], dc_next[b], c[b], dc_prev[b]
+        af, ao = a[b, 2 * n:3 * n], a[b, 3 * n:]
         for k in range(n):
             t = _tanh(cr[k])
             dcr[k] = dhr[k] * ao[k] * (_ONE - t * t) + dcn[k]
-        for k in range(n):
-            d, i, j, f, o = dcr[k], ai[k], aj[k], af[k], ao[k]
-            oi[k] = d * j * (_ONE - i) * i
-            oj[k] = d * i * (_ONE - j) * (j + _ONE)
-            of[k] = d * cp[k] * (_ONE - f) * f
-            oo[k] = dhr[k] * _tanh(cr[k]) * (_ONE - o) * o
+        _gate_grad_row(dcr, dhr, cr, c_prev[b], a[b], dz[b], n)
         for k in range(n):
             dcr[k] = dcr[k] * af[k]
