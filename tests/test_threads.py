@@ -181,3 +181,33 @@ def test_threads_running_control_flow_get_their_own_results(backend):
                 np.testing.assert_array_equal(sess.run(looped, {x: f, flag: b}), expected[k])
 
         _run_threads(work)
+
+
+def test_threads_running_an_lstm_plan_get_their_own_results(backend):
+    """The compiled LSTM plan (batched input products, one node per step forward and
+    backward with several outputs, row stacks in the plan's buffers) run from several
+    threads at once gives each run the numbers of the same run in one thread."""
+    rng = np.random.default_rng(1)
+    gf.set_random_seed(1)
+    steps, units = 6, 16
+    ids = gf.placeholder(gf.int32, (None, steps))
+    table = gf.Variable(rng.standard_normal((11, 8)).astype(np.float32))
+    inputs = [gf.nn.embedding_lookup(table, ids[:, t]) for t in range(steps)]
+    cell = gf.nn.rnn_cell.LSTMCell(units)
+    outputs, _ = gf.nn.static_rnn(cell, inputs, dtype=gf.float32)
+    loss = gf.reduce_sum(gf.square(gf.concat(outputs, 0)))
+    grads = gf.gradients(loss, [table] + cell.trainable_variables)
+    feeds = [[rng.integers(0, 11, (4, steps)).astype(np.int32) for _ in range(6)]
+             for _ in range(THREADS)]
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        expected = [[sess.run([loss] + grads, {ids: f}) for f in thread_feeds]
+                    for thread_feeds in feeds]
+
+        def work(k):
+            for _ in range(3):
+                for i, f in enumerate(feeds[k]):
+                    for got, want in zip(sess.run([loss] + grads, {ids: f}), expected[k][i]):
+                        np.testing.assert_array_equal(got, want)
+
+        _run_threads(work)
