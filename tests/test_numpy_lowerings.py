@@ -23,15 +23,21 @@ def _rand(*shape):
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("shapes", [((32, 512), (192, 512)), ((300, 16), (8, 16)),
-                                    ((2, 5, 6), (2, 7, 6))])
+                                    ((32, 10), (512, 10)), ((2, 5, 6), (2, 7, 6))])
 def test_matmul_lowering(ta, tb, shapes):
+    """Every variant (with ``b`` transposed: swapped for few rows and a long inner
+    dimension, plain otherwise), with and without ``out=``."""
     sa, sb = shapes
     a = _rand(*(sa[:-2] + sa[-2:][::-1] if ta else sa))
     b = _rand(*(sb if tb else sb[:-2] + sb[-2:][::-1]))
     want = _matmul_impl(xp, a, b, ta, tb)
-    got = numpy_matmul.lower_matmul(xp, ta, tb)(a, b)
+    lowered = numpy_matmul.lower_matmul(xp, ta, tb)
+    got = lowered(a, b)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    out = np.full(want.shape, np.nan, np.float32)
+    assert lowered(a, b, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("batch_c", [4, 1])

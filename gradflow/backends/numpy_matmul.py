@@ -4,8 +4,12 @@ OpenBLAS is markedly slower on ``g @ b.T`` with few rows in ``g`` and a wide
 ``b`` (the backward ``dgates @ kernel.T`` of an RNN step: 32 x 512 times
 512 x 192) than on the same product computed as ``(b @ g.T).T``; the result
 is then copied to C order, which costs little next to the product. The swap
-is used only for matrices whose product has fewer rows than columns, where
-it was measured to help; everything else is ``np.matmul`` on the views.
+is used only where it was measured to help: at most ``SWAP_MAX_ROWS`` rows in
+``g``, fewer than the product's columns, and an inner dimension of at least
+``SWAP_MIN_INNER`` (on the 2-core AVX-512 VM: 32x512 times 512x128 took 46
+against 76 us swapped; with an inner dimension of 10, the logits' gradient
+times the last layer, the swap doubled the time, and at 128 rows it gained
+nothing). Everything else is ``np.matmul`` on the views.
 
 Every variant writes into ``out=`` when the plan gives it a buffer, so the
 products of a training step reuse the plan's memory instead of fresh pages.
@@ -16,6 +20,9 @@ the memory plan does not compute a matmul in place over an input).
 from __future__ import annotations
 
 import numpy as np
+
+SWAP_MAX_ROWS = 64
+SWAP_MIN_INNER = 128
 
 
 def _writes_out(fn):
@@ -46,7 +53,8 @@ def lower_matmul(xp, transpose_a, transpose_b):
 
     @_writes_out
     def matmul_bt(a, b, out=None):  # a @ b.T
-        if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0]:
+        if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0] \
+                and a.shape[0] <= SWAP_MAX_ROWS and a.shape[1] >= SWAP_MIN_INNER:
             if out is None:
                 return np.ascontiguousarray(np.matmul(b, a.T).T)
             np.copyto(out, np.matmul(b, a.T).T)
