@@ -98,7 +98,7 @@ def _bind(backend, node):
     return node.opdef.bind(backend.xp, node.attrs)
 
 
-def _buffer_reuse(order, fns, backend):
+def _buffer_reuse(order, fns, backend, readers):
     """``(takes_out, donors)``: the ops that can write into a given buffer (``out=``),
     and the values whose buffers the plan may own and overwrite once they are dead.
 
@@ -113,16 +113,12 @@ def _buffer_reuse(order, fns, backend):
         n for n in order if n.opdef is FUSED_OUTPUT and n.inputs[0] in multi]
     takes_out = {n for n in candidates
                  if n.shape is not None and len(n.shape) > 0 and None not in n.shape}
-    readers = {}
-    for node in order:
-        for inp in node.inputs:
-            readers.setdefault(inp, []).append(node)
     no_views = takes_out | multi  # readers that never return a view of their input
     donors = {n for n in takes_out if all(r in no_views for r in readers.get(n, ()))}
     return takes_out, donors
 
 
-def _row_stacks(order, takes_out, keep):
+def _row_stacks(order, takes_out, keep, readers):
     """``{concat: [(part, start, stop)]}``: concats along axis 0 whose parts the plan
     writes straight into their rows of the concat's buffer, so that the concat copies
     nothing (the gradient code stacks an RNN's per-step values this way).
@@ -133,12 +129,8 @@ def _row_stacks(order, takes_out, keep):
     of it (``unbroadcast`` returns its input when the shapes agree) is not fetched and
     read only by ops that cannot. Such a concat and its parts then live in one buffer
     of the arena from the first part written to the last reader of any of them, or of
-    such a view (``stack_readers``).
+    such a view (``_stack_readers``).
     """
-    readers = {}
-    for node in order:
-        for inp in node.inputs:
-            readers.setdefault(inp, []).append(node)
     # readers that never return a view of an input: ops writing into out=, multi-output
     # kernels and concats (which copy)
     no_views = takes_out | {n for n in order if _is_multi(n) or (
@@ -328,13 +320,13 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     # a call op binds from the user's node: its inputs sit at the same positions
     fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
                 if node not in fed_set and node.opdef.kind == "call"})
-    takes_out, donors = _buffer_reuse(order, fns, backend)
-    whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
-    stacks = _row_stacks(order, takes_out, keep)
-    readers_of = {}
+    readers = {}
     for node in order:
         for inp in node.inputs:
-            readers_of.setdefault(inp, []).append(node)
+            readers.setdefault(inp, []).append(node)
+    takes_out, donors = _buffer_reuse(order, fns, backend, readers)
+    whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
+    stacks = _row_stacks(order, takes_out, keep, readers)
     part_of = {part: (stack, start, stop) for stack, parts in stacks.items()
                for part, start, stop in parts}
     position = {node: step for step, node in enumerate(order)}
@@ -342,7 +334,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     for stack, parts in stacks.items():  # its buffer holds its parts from the first one
         early.setdefault(min(position[p] for p, _, _ in parts), []).append(stack)
         last_use[stack] = max(last_use.get(n, position[n])
-                              for n in _stack_readers(stack, parts, readers_of))
+                              for n in _stack_readers(stack, parts, readers))
     arena, slots = _arena_slots(order, (donors - keep - set(part_of)) | set(stacks), last_use,
                                 whole, early)
     buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]

@@ -72,19 +72,24 @@ def _sigmoid_half(half_x):
     return _HALF * _tanh(half_x) + _HALF
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _activate(a, n, k, i, j, f, o, half_forget_bias):
+    """Write the four activations of the pre-activations ``i, j, f, o`` at ``k`` of the
+    gates row ``a``."""
+    a[k] = _sigmoid_half(_HALF * i)
+    a[n + k] = _tanh(j)
+    a[2 * n + k] = _sigmoid_half(_HALF * f + half_forget_bias)
+    a[3 * n + k] = _sigmoid_half(_HALF * o)
+
+
 @numba.njit(**_OPTIONS)
 def gates_forward(z, half_forget_bias, out):
     """``out = [sigmoid(i), tanh(j), sigmoid(f + forget_bias), sigmoid(o)]`` of ``z``."""
     n = out.shape[1] // 4
     for b in range(out.shape[0]):
-        zi, zj, zf, zo = z[b, :n], z[b, n:2 * n], z[b, 2 * n:3 * n], z[b, 3 * n:]
-        oi, oj, of, oo = out[b, :n], out[b, n:2 * n], out[b, 2 * n:3 * n], out[b, 3 * n:]
+        zi, zj, zf, zo, a = z[b, :n], z[b, n:2 * n], z[b, 2 * n:3 * n], z[b, 3 * n:], out[b]
         for k in range(n):
-            i, j, f, o = zi[k], zj[k], zf[k], zo[k]
-            oi[k] = _sigmoid_half(_HALF * i)
-            oj[k] = _tanh(j)
-            of[k] = _sigmoid_half(_HALF * f + half_forget_bias)
-            oo[k] = _sigmoid_half(_HALF * o)
+            _activate(a, n, k, zi[k], zj[k], zf[k], zo[k], half_forget_bias)
 
 
 @numba.njit(**_OPTIONS)
@@ -130,33 +135,38 @@ def _gates_row(x, y, row, half_forget_bias, a, n):
     xi, xj, xf, xo = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
     yi, yj, yf, yo = y[:n], y[n:2 * n], y[2 * n:3 * n], y[3 * n:]
     ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
-    ai, aj, af, ao = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
     for k in range(n):
-        ai[k] = _sigmoid_half(_HALF * ((xi[k] + yi[k]) + ri[k]))
-        aj[k] = _tanh((xj[k] + yj[k]) + rj[k])
-        af[k] = _sigmoid_half(_HALF * ((xf[k] + yf[k]) + rf[k]) + half_forget_bias)
-        ao[k] = _sigmoid_half(_HALF * ((xo[k] + yo[k]) + ro[k]))
+        _activate(a, n, k, (xi[k] + yi[k]) + ri[k], (xj[k] + yj[k]) + rj[k],
+                  (xf[k] + yf[k]) + rf[k], (xo[k] + yo[k]) + ro[k], half_forget_bias)
 
 
 @numba.njit(inline="always", **_OPTIONS)
 def _gates_row2(x, row, half_forget_bias, a, n):
     xi, xj, xf, xo = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
     ri, rj, rf, ro = row[:n], row[n:2 * n], row[2 * n:3 * n], row[3 * n:]
-    ai, aj, af, ao = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
     for k in range(n):
-        ai[k] = _sigmoid_half(_HALF * (xi[k] + ri[k]))
-        aj[k] = _tanh(xj[k] + rj[k])
-        af[k] = _sigmoid_half(_HALF * (xf[k] + rf[k]) + half_forget_bias)
-        ao[k] = _sigmoid_half(_HALF * (xo[k] + ro[k]))
+        _activate(a, n, k, xi[k] + ri[k], xj[k] + rj[k], xf[k] + rf[k], xo[k] + ro[k],
+                  half_forget_bias)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _c_row(a, c_prev, c, n):
+    ai, aj, af = a[:n], a[n:2 * n], a[2 * n:3 * n]
+    for k in range(n):
+        c[k] = af[k] * c_prev[k] + ai[k] * aj[k]
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _h_row(a, c, h, n):
+    ao = a[3 * n:]
+    for k in range(n):
+        h[k] = ao[k] * _tanh(c[k])
 
 
 @numba.njit(inline="always", **_OPTIONS)
 def _state_row(a, c_prev, c, h, n):
-    ai, aj, af, ao = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
-    for k in range(n):
-        c[k] = af[k] * c_prev[k] + ai[k] * aj[k]
-    for k in range(n):
-        h[k] = ao[k] * _tanh(c[k])
+    _c_row(a, c_prev, c, n)
+    _h_row(a, c, h, n)
 
 
 @numba.njit(**_OPTIONS)
@@ -181,9 +191,7 @@ def c_forward(a, c_prev, out):
     """``out = f * c_prev + i * j``."""
     n = out.shape[1]
     for b in range(out.shape[0]):
-        ai, aj, af, cp, orow = a[b, :n], a[b, n:2 * n], a[b, 2 * n:3 * n], c_prev[b], out[b]
-        for k in range(n):
-            orow[k] = af[k] * cp[k] + ai[k] * aj[k]
+        _c_row(a[b], c_prev[b], out[b], n)
 
 
 @numba.njit(**_OPTIONS)
@@ -191,9 +199,7 @@ def h_forward(a, c, out):
     """``out = o * tanh(c)``."""
     n = out.shape[1]
     for b in range(out.shape[0]):
-        ao, cr, orow = a[b, 3 * n:], c[b], out[b]
-        for k in range(n):
-            orow[k] = ao[k] * _tanh(cr[k])
+        _h_row(a[b], c[b], out[b], n)
 
 
 @numba.njit(**_OPTIONS)

@@ -20,9 +20,10 @@ from gradflow.passes.shape_noops import drop_shape_noops
 
 # Folding first makes more static shapes known (an RNN's zero state and what reads it);
 # shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
-# each reader, and CSE can merge what reads them only once they are gone.
-PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, rewrite_algebra,
-          batch_matmuls, fuse_lstm_steps, fuse_elementwise]
+# each reader, and CSE can merge what reads them only once they are gone. Batching finds
+# the gradient code's row stacks before the rewrites turn stacks of lookups into lookups.
+PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, batch_matmuls,
+          rewrite_algebra, fuse_lstm_steps, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

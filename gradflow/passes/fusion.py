@@ -204,7 +204,11 @@ def _fused_node(members, member_set, outputs):
                      graph=root.graph, index=root.index)
     if single:
         return fused, [fused]
-    outs = [PlanNode(FUSED_OUTPUT, [fused], {"index": k, "shape": o.shape, "dtype": o.dtype},
-                     o.shape, o.dtype, o.name, o.source, origin=o.origin, graph=o.graph,
-                     index=o.index) for k, o in enumerate(outputs)]
-    return fused, outs
+    return fused, [output_of(fused, k, o) for k, o in enumerate(outputs)]
+
+
+def output_of(node, index, old):
+    """The ``fused_output`` node reading output ``index`` of the multi-output ``node``, in
+    place of ``old`` (the node whose value that output is)."""
+    return PlanNode.standing_for(old, FUSED_OUTPUT, [node],
+                                 {"index": index, "shape": old.shape, "dtype": old.dtype})

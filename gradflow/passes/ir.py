@@ -49,6 +49,16 @@ class PlanNode:
                    node.control_inputs if control_inputs is None else control_inputs,
                    user_node(node), node.graph, node.index)
 
+    @classmethod
+    def standing_for(cls, node, opdef, inputs, attrs, shape=None, dtype=None, name=None,
+                     control_inputs=()):
+        """A new plan node of ``opdef`` that a pass makes in place of ``node`` (or of
+        what ``node`` starts): it keeps ``node``'s source line and user node, so errors
+        name the user's op, and its name, shape and dtype unless given."""
+        return cls(opdef, inputs, attrs, node.shape if shape is None else shape,
+                   node.dtype if dtype is None else dtype, name or node.name, node.source,
+                   control_inputs, origin=node.origin, graph=node.graph, index=node.index)
+
     @property
     def type(self) -> str:
         return self.opdef.name

@@ -28,7 +28,7 @@ which becomes one ``lstm_step_grad(dh, dc_next, a, c, c_prev)`` with the outputs
 from __future__ import annotations
 
 from gradflow.ops.rnn_ops import LSTM_STEP, LSTM_STEP_GRAD
-from gradflow.passes.fusion import FUSED_OUTPUT
+from gradflow.passes.fusion import output_of
 from gradflow.passes.ir import PlanNode
 
 
@@ -41,35 +41,25 @@ def fuse_lstm_steps(graph) -> None:
         step = _step(node)
         if step is not None and not any(n in mapping for n in step):
             a, c = step
-            fused = _like(a, LSTM_STEP, list(a.inputs) + [c.inputs[1]],
-                          {"forget_bias": a.attrs["forget_bias"]})
+            fused = PlanNode.standing_for(a, LSTM_STEP, list(a.inputs) + [c.inputs[1]],
+                                          {"forget_bias": a.attrs["forget_bias"]})
             made.append(fused)
             _outputs(fused, (a, c, node), mapping, made)
         backward = _step_grad(node, readers)
         if backward is not None:
             dh, dc_next, a, c, c_prev, dc_prev = backward
-            fused = _like(node, LSTM_STEP_GRAD, [dh, dc_next, a, c, c_prev], {})
+            fused = PlanNode.standing_for(node, LSTM_STEP_GRAD, [dh, dc_next, a, c, c_prev], {})
             made.append(fused)
             _outputs(fused, (node, dc_prev), mapping, made)
     graph.replace(mapping, extra=made)
 
 
-def _like(node, opdef, inputs, attrs):
-    return PlanNode(opdef, inputs, attrs, node.shape, node.dtype, node.name, node.source, (),
-                    origin=node.origin, graph=node.graph, index=node.index)
-
-
 def _outputs(fused, olds, mapping, made):
     """One ``fused_output`` of ``fused`` standing for each of ``olds`` (None: unread)."""
     for index, old in enumerate(olds):
-        if old is None:
-            continue
-        pick = PlanNode(FUSED_OUTPUT, [fused], {"index": index, "shape": old.shape,
-                                                "dtype": old.dtype},
-                        old.shape, old.dtype, old.name, old.source, (),
-                        origin=old.origin, graph=old.graph, index=old.index)
-        mapping[old] = pick
-        made.append(pick)
+        if old is not None:
+            mapping[old] = output_of(fused, index, old)
+            made.append(mapping[old])
 
 
 def _step_grad(g, readers):

@@ -90,8 +90,7 @@ def _like(node, op, inputs, attrs, absorbed=()):
     control = list(node.control_inputs)
     for other in absorbed:
         control.extend(c for c in other.control_inputs if c not in control)
-    return PlanNode(REGISTRY[op], inputs, attrs, node.shape, node.dtype, node.name, node.source,
-                    control, origin=node.origin, graph=node.graph, index=node.index)
+    return PlanNode.standing_for(node, REGISTRY[op], inputs, attrs, control_inputs=control)
 
 
 def _constant_value(node, graph):
@@ -216,13 +215,13 @@ def _concat(node, inputs, graph):
     if any(t.inputs[0] is not params for t in inputs) or len({i.dtype for i in indices}) != 1:
         return None
     rows = sum(int(i.shape[0]) for i in indices)
-    joined = PlanNode(REGISTRY["concat"], indices, {"axis": 0}, (rows,), indices[0].dtype,
-                      node.name + "/indices", node.source, (), origin=node.origin,
-                      graph=node.graph, index=node.index)
-    first = inputs[0]  # an index out of range then names the user's own lookup
-    return PlanNode(REGISTRY["gather"], [params, joined], dict(first.attrs), node.shape,
-                    node.dtype, first.name, first.source, node.control_inputs,
-                    origin=first.origin, graph=first.graph, index=first.index)
+    joined = PlanNode.standing_for(node, REGISTRY["concat"], indices, {"axis": 0},
+                                   shape=(rows,), dtype=indices[0].dtype,
+                                   name=node.name + "/indices")
+    # named after the first lookup: an index out of range then names the user's own op
+    return PlanNode.standing_for(inputs[0], REGISTRY["gather"], [params, joined],
+                                 dict(inputs[0].attrs), shape=node.shape, dtype=node.dtype,
+                                 control_inputs=node.control_inputs)
 
 
 def _split_like(node, inputs, graph):
