@@ -50,27 +50,34 @@ def col2im(cells, out, kh, kw, sh, sw, pt, pl, oh, ow):
 @_jit
 def max_pool(x, out, kh, kw, sh, sw, pt, pl):
     """The max over each window; as ``np.maximum``, a NaN in a window wins."""
-    images, h, w, c = x.shape
+    images = x.shape[0]
     oh, ow = out.shape[1], out.shape[2]
     for n in range(images):
         for oy in range(oh):
             for ox in range(ow):
-                top = out[n, oy, ox]
-                for ch in range(c):
-                    top[ch] = -np.inf
-                for i in range(kh):
-                    iy = oy * sh + i - pt
-                    if iy < 0 or iy >= h:
-                        continue
-                    for j in range(kw):
-                        ix = ox * sw + j - pl
-                        if ix < 0 or ix >= w:
-                            continue
-                        src = x[n, iy, ix]
-                        for ch in range(c):
-                            v = src[ch]
-                            t = top[ch]
-                            top[ch] = v if v > t or v != v else t
+                _window_max(x, n, oy, ox, out[n, oy, ox], kh, kw, sh, sw, pt, pl)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _window_max(x, n, oy, ox, top, kh, kw, sh, sw, pt, pl):
+    """``top`` = the maximum over the window at ``(oy, ox)`` of image ``n``, per channel
+    (a NaN wins; padding cells are skipped)."""
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
+    for ch in range(c):
+        top[ch] = -np.inf
+    for i in range(kh):
+        iy = oy * sh + i - pt
+        if iy < 0 or iy >= h:
+            continue
+        for j in range(kw):
+            ix = ox * sw + j - pl
+            if ix < 0 or ix >= w:
+                continue
+            src = x[n, iy, ix]
+            for ch in range(c):
+                v = src[ch]
+                t = top[ch]
+                top[ch] = v if v > t or v != v else t
 
 
 @_jit
@@ -87,21 +94,8 @@ def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl):
         for oy in range(oh):
             for ox in range(ow):
                 for ch in range(c):
-                    top[ch] = -np.inf
                     open_[ch] = 1
-                for i in range(kh):
-                    iy = oy * sh + i - pt
-                    if iy < 0 or iy >= h:
-                        continue
-                    for j in range(kw):
-                        ix = ox * sw + j - pl
-                        if ix < 0 or ix >= w:
-                            continue
-                        src = x[n, iy, ix]
-                        for ch in range(c):
-                            v = src[ch]
-                            t = top[ch]
-                            top[ch] = v if v > t or v != v else t
+                _window_max(x, n, oy, ox, top, kh, kw, sh, sw, pt, pl)
                 grad = g[n, oy, ox]
                 for i in range(kh):
                     iy = oy * sh + i - pt
