@@ -63,6 +63,15 @@ class TensorShape(tuple):
     def is_fully_defined(self) -> bool:
         return all(d is not None for d in self)
 
+    def is_compatible_with(self, other) -> bool:
+        """TF1: whether some value could have both shapes (same rank, and equal sizes
+        where both are known); ``None`` for ``other`` is a shape of unknown rank."""
+        if other is None:
+            return True
+        other = TensorShape(other)
+        return len(self) == len(other) and all(
+            a is None or b is None or a == b for a, b in zip(self, other))
+
     def num_elements(self):
         if not self.is_fully_defined():
             return None

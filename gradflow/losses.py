@@ -259,9 +259,7 @@ def _pair(labels, predictions, what, cast_labels=True):
     if cast_labels and labels.dtype is not predictions.dtype:
         labels = cast(labels, predictions.dtype)
     a, b = labels.shape, predictions.shape
-    if a is not None and b is not None and (
-            len(a) != len(b) or any(x is not None and y is not None and x != y
-                                    for x, y in zip(a, b))):
+    if a is not None and not a.is_compatible_with(b):
         raise ValueError(f"{what}: labels '{labels.name}' of shape {tuple(a)} and "
                          f"'{predictions.name}' of shape {tuple(b)} are not compatible")
     return labels, predictions

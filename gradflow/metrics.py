@@ -142,9 +142,7 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
 
 def _check_same_shape(labels, predictions, what):
     a, b = labels.shape, predictions.shape
-    if a is not None and b is not None and (
-            len(a) != len(b) or any(x is not None and y is not None and x != y
-                                    for x, y in zip(a, b))):
+    if a is not None and not a.is_compatible_with(b):
         raise ValueError(f"{what}: labels '{labels.name}' of shape {tuple(a)} and "
                          f"predictions '{predictions.name}' of shape {tuple(b)} do not match")
 

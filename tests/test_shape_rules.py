@@ -55,3 +55,12 @@ def test_reduce_and_transpose_shapes_match_results(dims, data):
     np.testing.assert_array_equal(results[1], value.transpose(perm))
     for t, r in zip(outs, results):
         assert tuple(t.shape) == r.shape
+
+
+def test_tensor_shape_is_compatible_with():
+    from gradflow.graph import TensorShape
+
+    shape = TensorShape((None, 3))
+    assert shape.is_compatible_with((5, 3)) and shape.is_compatible_with((None, None))
+    assert shape.is_compatible_with(None)  # unknown rank
+    assert not shape.is_compatible_with((5, 4)) and not shape.is_compatible_with((5, 3, 1))
