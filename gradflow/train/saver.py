@@ -18,8 +18,10 @@ import difflib
 import io
 import json
 import os
+import re
 import tempfile
 import time
+import warnings
 import zipfile
 
 import numpy as np
@@ -125,6 +127,7 @@ class Saver:
         self._pad_step_number = bool(pad_step_number)
         self._keep_every = None if hours is None or hours >= 10000.0 else float(hours) * 3600
         self._next_keep_time = _now() + (self._keep_every or 0.0)
+        self._written = set()  # absolute paths of the checkpoints this Saver wrote
 
     def build(self):
         """TF1's ``Saver.build``: nothing to build in gradflow."""
@@ -166,6 +169,7 @@ class Saver:
         buffer = io.BytesIO()
         _write_npz(buffer, {_HEADER_KEY: _encode_header(header), **arrays})
         _write_atomically(base, buffer.getvalue())
+        self._written.add(os.path.abspath(base))
         if write_state:
             self._update_index(base, index_name)
         return base
@@ -285,7 +289,11 @@ class Saver:
     def _update_index(self, path, index_name):
         folder = os.path.dirname(os.path.abspath(path))
         base = os.path.basename(path)
-        state, _ = _index_state(folder, index_name)
+        state, problem = _index_state(folder, index_name)
+        if problem is not None:  # nothing it lists is trusted or deleted: a new index replaces it
+            warnings.warn(f"Saver.save: the checkpoint index {os.path.join(folder, index_name)} "
+                          f"was damaged ({problem}); it is replaced by a new index that lists "
+                          f"{base} only, and no file it listed was deleted", stacklevel=3)
         old = list(zip(state["all_model_checkpoint_paths"],
                        state["all_model_checkpoint_timestamps"])) if state else []
         now = _now()
@@ -299,15 +307,29 @@ class Saver:
                     self._next_keep_time += self._keep_every  # kept on disk, off the index
                     preserved = stamp
                     continue
-                try:
-                    os.remove(os.path.join(folder, name))
-                except FileNotFoundError:
-                    pass
+                self._remove_old(folder, name, base)
         index = {"model_checkpoint_path": base,
                  "all_model_checkpoint_paths": [p for p, _ in recent],
                  "all_model_checkpoint_timestamps": [t for _, t in recent],
                  "last_preserved_timestamp": preserved}
         _write_atomically(os.path.join(folder, index_name), json.dumps(index).encode())
+
+
+    def _remove_old(self, folder, name, newest):
+        """Delete the rotated-out checkpoint ``name`` of ``folder``, but only a file this
+        Saver wrote, or one named like this Saver's checkpoints (``newest`` without its
+        step, then ``-<step>``) that is a gradflow checkpoint: an index written by
+        someone else never makes a save delete anything else."""
+        path = os.path.join(folder, name)
+        if os.path.abspath(path) not in self._written:
+            prefix = re.sub(r"-\d+$", "", newest)
+            if not (re.fullmatch(re.escape(prefix) + r"(-\d+)?", name)
+                    and _is_checkpoint_file(path)):
+                return
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
@@ -465,7 +487,9 @@ def _write_atomically(path, data):
     """Write ``data`` to a temp file beside ``path``, fsync, then rename it over ``path``."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    _remove_stale_temporaries(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{os.getpid()}.",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -478,6 +502,39 @@ def _write_atomically(path, data):
         except FileNotFoundError:
             pass
         raise
+
+
+_TEMPORARY = re.compile(r"\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp")
+
+
+def _remove_stale_temporaries(folder):
+    """Delete the temporaries that saves killed before their rename left in ``folder``:
+    files of this user named as ``_write_atomically`` names them, by a process that is
+    gone (a save in progress in another process keeps its file)."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMPORARY.fullmatch(entry)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            if os.lstat(path).st_uid == os.getuid():
+                os.remove(path)
+        except OSError:
+            pass
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this system cannot name: keep its file
+    return True
 
 
 def _index_state(folder, index_name):
@@ -500,6 +557,11 @@ def _index_state(folder, index_name):
     paths = index.get("all_model_checkpoint_paths") if isinstance(index, dict) else None
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         return None, "it has no list of checkpoint names under 'all_model_checkpoint_paths'"
+    newest = index.get("model_checkpoint_path")
+    for entry in paths + ([newest] if isinstance(newest, str) else []):
+        if not _is_plain_name(entry):
+            return None, (f"it lists {entry!r}, which is not a file name inside the folder "
+                          f"(an index may name only files in its own folder)")
     stamps = index.get("all_model_checkpoint_timestamps")
     if not isinstance(stamps, list) or len(stamps) != len(paths):
         stamps = [_mtime(os.path.join(folder, p)) for p in paths]
@@ -509,6 +571,14 @@ def _index_state(folder, index_name):
             "all_model_checkpoint_paths": paths,
             "all_model_checkpoint_timestamps": [float(t) for t in stamps],
             "last_preserved_timestamp": float(index.get("last_preserved_timestamp") or 0.0)}, None
+
+
+def _is_plain_name(entry):
+    """Whether an index entry names a file directly inside the index's folder."""
+    return (entry not in ("", ".", "..") and "\0" not in entry
+            and os.path.basename(entry) == entry
+            and not (os.path.altsep and os.path.altsep in entry)
+            and not os.path.isabs(entry))
 
 
 def _mtime(path):
