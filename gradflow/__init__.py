@@ -15,6 +15,7 @@ from gradflow.initializers import (
 )
 from gradflow import tf_logging as logging  # TF1's tf.logging
 from gradflow import summary  # TF1's tf.summary (tensorboardX is imported on first use)
+from gradflow import timeline  # TF1's tensorflow.python.client.timeline
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow import compat  # TF1's tf.compat, tf.compat.v1
 from gradflow.compat.v1 import (  # TF 1.15's mode switches: no-ops, or errors away from TF1
@@ -40,6 +41,7 @@ from gradflow.config import (
     RunOptions,
     device,
 )
+from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.clip_ops import clip_by_global_norm, clip_by_norm, global_norm
 from gradflow.dtypes import DType, as_dtype, float16, float32, float64, int32, int64
 from gradflow.dtypes import bool_ as bool  # noqa: A001 - TF1 name

@@ -20,8 +20,9 @@ from contextlib import contextmanager
 
 from gradflow.graph import get_default_graph
 
-__all__ = ["ConfigProto", "DeviceSpec", "GPUOptions", "GraphOptions", "OptimizerOptions",
-           "RunMetadata", "RunOptions", "current_device", "device"]
+__all__ = ["ConfigProto", "DeviceSpec", "DeviceStepStats", "GPUOptions", "GraphOptions",
+           "NodeExecStats", "OptimizerOptions", "RunMetadata", "RunOptions", "StepStats",
+           "current_device", "device"]
 
 
 class _Message:
@@ -169,7 +170,12 @@ class ConfigProto(_Message):
 
 
 class RunOptions(_Message):
-    """TF1's per-run options for ``Session.run(options=)`` (accepted; no tracing)."""
+    """TF1's per-run options for ``Session.run(options=)``.
+
+    ``trace_level`` above ``NO_TRACE`` times every op of the run into the
+    ``step_stats`` of ``Session.run``'s ``run_metadata`` (see :class:`RunMetadata`
+    and ``gf.timeline``); the other fields are accepted and ignored.
+    """
 
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
     _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0,
@@ -177,10 +183,44 @@ class RunOptions(_Message):
                "report_tensor_allocations_upon_oom": False, "experimental": None}
 
 
-class RunMetadata(_Message):
-    """TF1's ``Session.run(run_metadata=)`` output (accepted; left empty)."""
+class NodeExecStats(_Message):
+    """One op's time in a traced run: ``node_name`` (the user's op; a fused group's
+    members joined by ``+``), the start in microseconds since the epoch, the end
+    relative to it, and ``timeline_label`` (the op, its inputs and the line of user
+    code that built it)."""
 
-    _FIELDS = {"step_stats": None, "cost_graph": None, "partition_graphs": [],
+    _FIELDS = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0,
+               "op_end_rel_micros": 0, "all_end_rel_micros": 0, "timeline_label": "",
+               "scheduled_micros": 0, "thread_id": 0, "memory": [], "output": [],
+               "referenced_tensor": [], "memory_stats": None, "all_start_nanos": 0,
+               "op_start_rel_nanos": 0, "op_end_rel_nanos": 0, "all_end_rel_nanos": 0,
+               "scheduled_nanos": 0}
+
+
+class DeviceStepStats(_Message):
+    """The ops one device ran in a traced run (``device``, ``node_stats``)."""
+
+    _FIELDS = {"device": "", "node_stats": [], "thread_names": {}}
+
+
+class StepStats(_Message):
+    """A traced run's timings: one :class:`DeviceStepStats` per device."""
+
+    _FIELDS = {"dev_stats": []}
+
+
+class RunMetadata(_Message):
+    """TF1's ``Session.run(run_metadata=)`` output: ``step_stats`` holds each op's
+    time when the run's ``RunOptions`` asked for a trace.
+
+    >>> md = gf.RunMetadata()
+    >>> sess.run(train, feed, options=gf.RunOptions(trace_level=gf.RunOptions.FULL_TRACE),
+    ...          run_metadata=md)
+    >>> open("trace.json", "w").write(
+    ...     gf.timeline.Timeline(md.step_stats).generate_chrome_trace_format())
+    """
+
+    _FIELDS = {"step_stats": StepStats, "cost_graph": None, "partition_graphs": [],
                "function_graphs": []}
 
 

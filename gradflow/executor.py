@@ -33,10 +33,11 @@ import linecache
 import math
 import sys
 import threading
+import time
 
 import numpy as np
 
-from gradflow.errors import InvalidArgumentError
+from gradflow.errors import FailedPreconditionError, InvalidArgumentError
 from gradflow.graph import Operation
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
@@ -59,6 +60,21 @@ class Plan:
         self.specialize = False  # whether the session compiles a plan per fed shapes
         self.specialized = False  # whether this plan is one of those
         self.lock = threading.Lock()  # held while a run uses this plan's buffers
+        self.instances = []  # more instances of this plan, for concurrent runs
+
+
+class VariableStore(dict):
+    """A session's variable values (variable -> array). ``closed`` is set when the
+    session closes: a run then reads and writes nothing more (``raise_closed``)."""
+
+    closed = False
+
+
+def raise_closed():
+    raise FailedPreconditionError(
+        "this Session is closed (close() ran, or its `with` block ended), and its "
+        "variables are gone; open a new Session (and restore a checkpoint with "
+        "train.Saver if you need the trained values)")
 
 
 def topological_order(fetches, fed):
@@ -275,13 +291,31 @@ def _taker(spare):
     return take
 
 
-def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
+def _commit_last(order, fed):
+    """``(order, start)``: ``order`` with the nodes that read a variable's value at
+    commit (``read_current``), and every node after them, moved to the end from
+    ``start`` on (still inputs first). That part of the run happens under the store
+    lock, after the rest: an update of a variable from its own value applies to the
+    value the variable holds then, so concurrent runs lose no update."""
+    late = set()
+    for node in order:
+        if node not in fed and (node.opdef.kind == "read_current" or any(
+                i in late for i in node.inputs + node.control_inputs)):
+            late.add(node)
+    if not late:
+        return order, len(order)
+    early = [n for n in order if n not in late]
+    return early + [n for n in order if n in late], len(early)
+
+
+def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     """Build the plan that computes ``fetches`` with the tensors ``fed`` given.
 
     With ``session.optimize``, the graph compiler's passes rewrite a private copy
     of the graph first (``gradflow.passes``), its static shapes specialized to
     ``feed_shapes`` (the shapes of the values fed, one per tensor of ``fed``) when
-    they are given.
+    they are given. ``trace=True`` times every step into ``plan.trace`` (for
+    ``RunOptions(trace_level=FULL_TRACE)``).
     """
     fed_set = set(fed)
     targets = list(fetches)
@@ -291,7 +325,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
         from gradflow.passes import optimize
 
         targets = optimize(fetches, fed, feed_shapes).outputs
-    order = _outputs_after_fused(topological_order(targets, fed_set))
+    order, commit_start = _commit_last(
+        _outputs_after_fused(topological_order(targets, fed_set)), fed_set)
     backend = session.backend
     env = {}
     lines = []
@@ -366,7 +401,11 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
             return f"T{step}()"
         return None
 
+    indent = ""
     for step, node in enumerate(order):
+        if step == commit_start:
+            lines += ["with store_lock:", "    if store.closed: closed()"]
+            indent = "    "
         var = f"v{step}"
         names[node] = var
         kind = node.opdef.kind
@@ -381,6 +420,10 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
             reads.append(f"{var} = store[K{step}]")  # all at the start of the run
             line = f"check({var}, K{step}, 'variable')" \
                 if checking and node.dtype.is_floating else None
+        elif kind == "read_current":  # under the store lock: in the commit block
+            env[f"K{step}"] = node.attrs["var"]
+            variables.append(node.attrs["var"])
+            line = f"{var} = store[K{step}]"
         elif kind == "constant":
             env[f"C{step}"] = session.constant_value(node)
             line = f"{var} = C{step}"
@@ -408,6 +451,11 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
                 rows = buffer(part, position[part])
                 more.append(f"if {names[part]} is not {rows}: copyto({rows}, {names[part]})")
         else:  # "compute" and "call"
+            if trace:
+                env[f"S{step}"] = node
+                line_nodes[len(lines) + 2] = node
+                lines.append(f"{indent}t = clock()")
+                more.append(f"sync(); rec((S{step}, t, clock()))")
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
             if _is_multi(node):  # one entry per output, None for one the plan never reads
@@ -424,20 +472,20 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
             line = f"{var} = F{step}({args})"
         for text in ([line] if line is not None else []) + more:
             line_nodes[len(lines) + 2] = node
-            lines.append(text)
-        if checking and kind != "variable" and node.dtype is not None \
+            lines.append(indent + text)
+        if checking and kind not in ("variable", "read_current") and node.dtype is not None \
                 and node.dtype.is_floating and names[node] != "None" and not _is_multi(node):
             env[f"N{step}"] = node
             role = "feed" if node in fed_set else "op"
             line_nodes[len(lines) + 2] = node
-            lines.append(f"check({var}, N{step}, '{role}')")
+            lines.append(f"{indent}check({var}, N{step}, '{role}')")
         dead = [names[i] for i in dies_at.get(step, ())
                 if i not in keep and names.get(i, "None") != "None"]
         if dead:
-            lines.append(f"del {', '.join(dead)}")
+            lines.append(f"{indent}del {', '.join(dead)}")
     retire = set(recycled.values())
-    if writes:
-        lines.append("with store_lock:")
+    if writes and not indent:
+        lines += ["with store_lock:", "    if store.closed: closed()"]
     for k, (var_node, value) in enumerate(writes):
         env[f"W{k}"] = var_node
         if var_node in retire:  # keep the old array: the next run may write into it
@@ -448,10 +496,14 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     lines.append(f"return ({outputs},)")
     head = []
     if reads:  # one block, so that no other run's assignments land in between
-        head = ["with store_lock:"] + [f"    {r}" for r in reads]
+        head = ["with store_lock:", "    if store.closed: closed()"] + [f"    {r}" for r in reads]
         line_nodes = {n + len(head): node for n, node in line_nodes.items()}
-    if reads or writes:
+    if reads or writes or commit_start < len(order):
         env["store_lock"] = session.store_lock
+        env["closed"] = raise_closed
+    records = []
+    if trace:
+        env.update(clock=time.perf_counter, rec=records.append, sync=backend.synchronize)
     filename = f"<gradflow-plan-{next(_plan_ids)}>"
     source = "def run(feeds, store):\n" + "".join(f"    {line}\n" for line in head + lines)
     code = compile(source, filename, "exec")
@@ -459,7 +511,62 @@ def compile_plan(session, fetches, fed, feed_shapes=None) -> Plan:
     exec(code, env)
     plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, line_nodes, filename)
     plan.specialized = feed_shapes is not None
+    plan.trace = records if trace else None
+    plan.layout = PlanLayout(order, fed_set, arena, slots, part_of, recycled, commit_start,
+                             source)
     return plan
+
+
+class PlanLayout:
+    """What a compiled plan does, for people: its steps in order, which buffer of the
+    arena each value is written into, and the generated code (``Session.describe_plan``)."""
+
+    def __init__(self, order, fed, arena, slots, part_of, recycled, commit_start, source):
+        self.order = order
+        self.fed = fed
+        self.arena = arena
+        self.slots = slots
+        self.part_of = part_of
+        self.recycled = recycled
+        self.commit_start = commit_start
+        self.source = source
+
+    @property
+    def arena_bytes(self) -> int:
+        return sum(size * dtype.as_numpy_dtype().itemsize for dtype, size in self.slots)
+
+    def describe(self) -> str:
+        """The plan as text: one line per step, then the arena's buffers."""
+        out = [f"plan: {len(self.order)} steps, arena {len(self.slots)} buffers, "
+               f"{self.arena_bytes:,} bytes"]
+        for step, node in enumerate(self.order):
+            if step == self.commit_start:
+                out.append("  -- commit, under the store lock --")
+            out.append(f"  {step:3d} {_step_text(node, self)}")
+        for k, (dtype, size) in enumerate(self.slots):
+            out.append(f"  buffer {k}: {size:,} x {dtype.name}")
+        return "\n".join(out)
+
+
+def _step_text(node, layout):
+    shape = "?" if node.shape is None else "x".join(str(d) for d in node.shape) or "scalar"
+    if node in layout.fed:
+        what = f"feed '{node.name}'"
+    elif node.opdef is FUSED:
+        members = node.attrs["program"].members
+        what = f"fused[{', '.join(m.type for m in members)}] '{user_node(members[-1]).name}'"
+    else:
+        what = f"{node.opdef.name} '{user_node(node).name}'"
+    where = ""
+    if node in layout.arena:
+        where = f" -> buffer {layout.arena[node]}"
+    elif node in layout.part_of:
+        stack, start, stop = layout.part_of[node]
+        where = f" -> rows {start}:{stop} of buffer {layout.arena[stack]}"
+    elif node in layout.recycled:
+        where = f" -> the spare array of '{layout.recycled[node].name}'"
+    dtype = f" {node.dtype.name}" if node.dtype is not None else ""
+    return f"{what} {shape}{dtype}{where}"
 
 
 def _numerics_check(xp):

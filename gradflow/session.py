@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
 from gradflow import backends
-from gradflow.errors import FailedPreconditionError, InvalidArgumentError
-from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
+from gradflow.errors import InvalidArgumentError
+from gradflow.executor import (
+    VariableStore,
+    check_feed,
+    compile_plan,
+    is_feedable,
+    node_at_failure,
+    raise_closed,
+)
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
 
@@ -45,7 +53,7 @@ class Session:
         self.seed = seed
         self.check_numerics = bool(check_numerics)
         self.optimize = bool(optimize)
-        self._store: dict = {}
+        self._store = VariableStore()
         self._plans: dict = {}
         self._constants: dict = {}
         self._rngs: dict = {}
@@ -54,9 +62,8 @@ class Session:
         self.spare_buffers: dict = {}
         # Runs read their variables and write their assignments each in one block under
         # this lock; the init lock makes lazy initialization happen once per variable.
-        self.store_lock = threading.Lock()
+        self.store_lock = threading.RLock()  # re-entered by the sub-plans of control flow
         self._init_lock = threading.RLock()
-        self._instances: dict = {}  # plan key -> further instances for concurrent runs
         self._shape_plans: dict = {}  # fetch-set key -> shape-specialized plans made
 
     # -- context management ----------------------------------------------------
@@ -75,12 +82,14 @@ class Session:
         return _DefaultSession(self)
 
     def close(self) -> None:
-        """Free the session's variables and plans."""
-        self._closed = True
-        self._store.clear()
+        """Free the session's variables and plans. A run still in flight in another
+        thread then fails at its next read or write of a variable, writing nothing."""
+        with self.store_lock:
+            self._closed = True
+            self._store.closed = True
+            self._store.clear()
         self.spare_buffers.clear()
         self._plans.clear()
-        self._instances.clear()
         self._shape_plans.clear()
         self._constants.clear()
 
@@ -92,10 +101,7 @@ class Session:
         ``fetches``; ``output="native"`` returns the backend's own arrays.
         """
         if self._closed:
-            raise FailedPreconditionError(
-                "this Session is closed (close() ran, or its `with` block ended), and its "
-                "variables are gone; open a new Session (and restore a checkpoint with "
-                "train.Saver if you need the trained values)")
+            raise_closed()
         if isinstance(fetches, Tensor):
             flat, rebuild = [fetches], None
         else:
@@ -114,8 +120,11 @@ class Session:
             if plan.specialize:  # a plan of its own for each set of fed shapes
                 key = (key, tuple(tuple(f.shape) for f in feeds))
                 plan = self._plans.get(key) or self._compile(key, feeds)
-        if not plan.lock.acquire(blocking=False):  # another thread runs this plan now
-            plan = self._free_instance(key, flat, feed_keys, feeds)
+        tracing = options is not None and getattr(options, "trace_level", 0) > 0
+        if tracing:
+            plan = self._traced_plan((tuple(flat), feed_keys), feeds)
+        elif not plan.lock.acquire(blocking=False):  # another thread runs this plan now
+            plan = self._free_instance(plan, flat, feed_keys, feeds)
         try:
             if not plan.initialized:
                 self._initialize_missing(plan.variables)
@@ -124,6 +133,8 @@ class Session:
                 values = plan.fn(feeds, self._store)
             except Exception as err:
                 raise self._run_error(plan, err) from err
+            if tracing and run_metadata is not None:
+                _record_trace(plan, run_metadata, self.backend)
         finally:
             plan.lock.release()
         if output == "numpy":
@@ -173,22 +184,66 @@ class Session:
         plan = compile_plan(self, list(flat), feed_keys, [f.shape for f in feeds])
         return self._plans.setdefault(key, plan)
 
-    def _free_instance(self, key, flat, feed_keys, feeds):
-        """An instance of the plan for ``key`` that no other thread is running, locked.
+    # Instances of one plan kept for concurrent runs; more threads than this wait.
+    MAX_PLAN_INSTANCES = 8
 
-        A plan's memory buffers serve one run at a time; a second concurrent caller
-        gets an instance of its own, compiled the first time it is needed and kept.
+    def _free_instance(self, plan, flat, feed_keys, feeds):
+        """An instance of ``plan`` that no other thread is running, locked.
+
+        A plan's memory buffers serve one run at a time; a concurrent caller gets
+        another instance of the same plan, compiled the first time it is needed and
+        kept (at most ``MAX_PLAN_INSTANCES`` per plan; past that, it waits for one).
         """
-        instances = self._instances.setdefault(key, [])
-        for plan in list(instances):
-            if plan.lock.acquire(blocking=False):
-                return plan
-        specialized = getattr(self._plans.get(key), "specialized", False)
-        plan = compile_plan(self, list(flat), feed_keys,
-                            [f.shape for f in feeds] if specialized else None)
-        plan.lock.acquire()
-        instances.append(plan)
+        for other in list(plan.instances):
+            if other.lock.acquire(blocking=False):
+                return other
+        if len(plan.instances) >= self.MAX_PLAN_INSTANCES:
+            plan.lock.acquire()
+            return plan
+        other = compile_plan(self, list(flat), feed_keys,
+                             [f.shape for f in feeds] if plan.specialized else None)
+        other.lock.acquire()
+        with self._init_lock:
+            if len(plan.instances) < self.MAX_PLAN_INSTANCES:
+                plan.instances.append(other)
+        return other
+
+    def _traced_plan(self, base, feeds):
+        """A locked plan for ``base`` that times each step (``RunOptions.trace_level``),
+        specialized to the fed shapes as an untraced run's plan would be; one is kept per
+        fetch set and shapes, and a concurrent traced run compiles one of its own."""
+        flat, feed_keys = base
+        specialize = self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
+                                           for t in feed_keys)
+        shapes = [f.shape for f in feeds] if specialize else None
+        key = ("trace", base, None if shapes is None else tuple(tuple(s) for s in shapes))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans.setdefault(
+                key, compile_plan(self, list(flat), feed_keys, shapes, trace=True))
+        if not plan.lock.acquire(blocking=False):
+            plan = compile_plan(self, list(flat), feed_keys, shapes, trace=True)
+            plan.lock.acquire()
+        plan.trace.clear()
         return plan
+
+    def describe_plan(self, fetches, feed_dict=None) -> str:
+        """The compiled plan that ``run(fetches, feed_dict)`` would use, as text: each
+        step (fused groups with their members), the arena buffer each value is written
+        into, the part that runs under the store lock, and the arena's size.
+
+        >>> print(sess.describe_plan(train_op, {x: xb, y: yb}))
+        """
+        flat = [fetches] if isinstance(fetches, Tensor) else _flatten(fetches, self.graph)[0]
+        flat = [self._resolve(f) for f in flat]
+        feed_items = list(feed_dict.items()) if feed_dict else []
+        feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
+        feeds = self._convert_feeds(feed_keys, feed_items)
+        specialize = self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
+                                           for t in feed_keys)
+        plan = compile_plan(self, flat, feed_keys,
+                            [f.shape for f in feeds] if specialize else None)
+        return plan.layout.describe()
 
     def _convert_feeds(self, feed_keys, feed_items):
         backend = self.backend
@@ -249,6 +304,8 @@ class Session:
                 return
             values = self.run([v.initial_value for v in missing], output="native")
             with self.store_lock:  # a run of another thread may have assigned one since
+                if self._closed:
+                    raise_closed()
                 for var, value in zip(missing, values):
                     self._store.setdefault(var, value)
 
@@ -257,6 +314,8 @@ class Session:
         array = check_feed(var, value, var.dtype.as_numpy_dtype, var.shape)
         value = self.backend.asarray(np.array(array, copy=True))
         with self.store_lock:
+            if self._closed:
+                raise_closed()
             self._store[var] = value
 
     def constant_value(self, node):
@@ -279,6 +338,35 @@ class Session:
                 entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
             rng = self._rngs[node] = np.random.default_rng(entropy)
         return rng
+
+
+def _record_trace(plan, run_metadata, backend):
+    """Fill ``run_metadata.step_stats`` with the times ``plan`` recorded in its run."""
+    from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
+    from gradflow.passes.fusion import FUSED
+
+    epoch = time.time() - time.perf_counter()
+    stats = []
+    for node, start, end in plan.trace:
+        if node.opdef is FUSED:
+            members = [user_node(m) for m in node.attrs["program"].members]
+            name = "+".join(m.name for m in members)
+            label = "; ".join(f"{m.type} '{m.name}' at {m.source}" for m in members)
+            label = f"fused = fused({label})"
+        else:
+            origin = user_node(node)
+            name = origin.name
+            inputs = ", ".join(user_node(i).name for i in node.inputs)
+            label = f"{name} = {node.opdef.name}({inputs}) at {origin.source}"
+        begin = int((epoch + start) * 1e6)
+        took = max(int((end - start) * 1e6), 0)
+        stats.append(NodeExecStats(node_name=name, all_start_micros=begin,
+                                   op_start_rel_micros=0, op_end_rel_micros=took,
+                                   all_end_rel_micros=took, timeline_label=label,
+                                   thread_id=threading.get_ident() & 0x7FFFFFFF))
+    device = f"/job:localhost/replica:0/task:0/device:{backend.name}:0"
+    run_metadata.step_stats = StepStats(dev_stats=[DeviceStepStats(device=device,
+                                                                   node_stats=stats)])
 
 
 class _Specializing:

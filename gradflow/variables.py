@@ -118,17 +118,18 @@ class Variable(Tensor):
     def __repr__(self) -> str:
         return f"<gf.Variable '{self.name}' shape={tuple(self.shape)} dtype={self.dtype.name}>"
 
-    def assign(self, value, name=None):
+    def assign(self, value, use_locking=False, name=None, read_value=True):
         """``gf.assign(self, value)``."""
-        return state_ops.assign(self, value, name=name)
+        return state_ops.assign(self, value, use_locking=use_locking, name=name)
 
-    def assign_add(self, delta, name=None):
-        """``gf.assign_add(self, delta)``."""
-        return state_ops.assign_add(self, delta, name=name)
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        """``gf.assign_add(self, delta)``: the increment lands on the value the variable
+        holds when the run commits, so concurrent runs lose none."""
+        return state_ops.assign_add(self, delta, use_locking=use_locking, name=name)
 
-    def assign_sub(self, delta, name=None):
-        """``gf.assign_sub(self, delta)``."""
-        return state_ops.assign_sub(self, delta, name=name)
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        """``gf.assign_sub(self, delta)``, like :meth:`assign_add`."""
+        return state_ops.assign_sub(self, delta, use_locking=use_locking, name=name)
 
     def value(self):
         return self

@@ -33,6 +33,8 @@ EXEMPT = {
     "constant": "kind 'constant': a host value moved to the backend once per session",
     "variable": "kind 'variable': its value lives in the session's store (see test_session)",
     "assign": "kind 'assign': a store write at the end of a run (see test_session)",
+    "read_current": "kind 'read_current': a variable's value at commit, under the store "
+                    "lock (test_threads.py, test_profiling.py)",
     "random": "kind 'random': drawn from the host generator, no forward function",
     "candidate_sampler": "kind 'random': classes drawn from the host generator for "
                          "nn.*_candidate_sampler, no gradient (test_sampled_losses.py)",

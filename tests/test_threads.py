@@ -211,3 +211,50 @@ def test_threads_running_an_lstm_plan_get_their_own_results(backend):
                         np.testing.assert_array_equal(got, want)
 
         _run_threads(work)
+
+
+def test_concurrent_increments_are_never_lost(backend):
+    """4 threads x 300 ``assign_add`` steps, each with a matmul to widen the window
+    between a run's start and its commit: all 1,200 land (TF1's use_locking=True)."""
+    p = gf.Variable(0.0, name="p")
+    a = gf.Variable(np.full((128, 128), 1e-3, np.float32), name="a")
+    inc = gf.assign_add(p, 1.0, use_locking=True)
+    work = gf.reduce_sum(gf.matmul(a, a))
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+
+        def loop(k):
+            for _ in range(300):
+                sess.run([inc, work])
+
+        _run_threads(loop)
+        assert sess.run(p) == 1200.0
+
+
+def test_adam_from_several_threads_lands_every_step(backend):
+    """Four threads of Adam on one model: every step counts (global step, Adam's beta
+    powers, exactly), and the model trains about as far as one thread with 4x the steps
+    (a little less: each thread's gradients come from weights a few steps old)."""
+    steps = 40
+    xs, ys = _data()
+    with gf.Graph().as_default():
+        x, y, loss, _ = _mlp()
+        global_step = gf.train.get_or_create_global_step()
+        adam = gf.train.AdamOptimizer(0.01)
+        train = adam.minimize(loss, global_step=global_step)
+        [beta1_power] = [v for v in adam.variables() if v.name.startswith("beta1_power")]
+        feed = {x: xs, y: ys}
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            start = sess.run(loss, feed)
+            for _ in range(THREADS * steps):
+                sess.run(train, feed)
+            alone = sess.run(loss, feed)
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            _run_threads(lambda k: [sess.run(train, feed) for _ in range(steps)])
+            assert sess.run(global_step) == THREADS * steps
+            np.testing.assert_allclose(sess.run(beta1_power), 0.9 ** (THREADS * steps + 1),
+                                       rtol=1e-4)
+            together = sess.run(loss, feed)
+    assert together < start / 10 and together < 6 * alone, (start, alone, together)

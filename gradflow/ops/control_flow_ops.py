@@ -132,6 +132,11 @@ def is_control_flow_internal(node) -> bool:
     return node in _owners(node.graph)
 
 
+# nodes a sub-graph never computes itself: the outer plan reads them (a variable's value
+# at the start of the run, or at its commit) and feeds them in
+_OUTSIDE_KINDS = ("variable", "placeholder", "read_current")
+
+
 def _claim(info, side, internal, window=()):
     """Record that ``internal`` belong to ``side`` of the construct ``info`` (an
     enclosing construct, built later, takes over), and the other nodes made in its
@@ -140,7 +145,7 @@ def _claim(info, side, internal, window=()):
     for n in internal:
         owners[n] = (info, side)
     for n in window:
-        if n not in owners and n.opdef.kind not in ("variable", "placeholder"):
+        if n not in owners and n.opdef.kind not in _OUTSIDE_KINDS:
             owners[n] = (info, "window")
 
 
@@ -193,7 +198,7 @@ def _analyze(outputs, created, boundary, allowed):
         if node in boundary:
             continue
         kind = node.opdef.kind
-        if node in created and kind not in ("variable", "placeholder"):
+        if node in created and kind not in _OUTSIDE_KINDS:
             internal.add(node)
             if kind == "assign":
                 assigns.append(node)
@@ -420,7 +425,7 @@ class _CondInfo(_Construct):
         return self.n_slots + len(self.variables) + self._export_index[node]
 
     def bind(self, session, node):
-        from gradflow.executor import compile_plan
+        from gradflow.executor import VariableStore, compile_plan
 
         position = {t: i for i, t in enumerate(node.inputs)}
         exports = list(self.exports)
@@ -443,7 +448,7 @@ class _CondInfo(_Construct):
         def run(*inputs):
             plan, targets, taken, stashed, what = runners[0 if inputs[0] else 1]
             feeds = [inputs[i] for i in taken] + [inputs[i][j] for i, j in stashed]
-            private = {}  # the branch's assignments, written by assignments outside
+            private = VariableStore()  # the branch's assignments, written by assignments outside
             values = _run_sub(plan, feeds, private, what)
             out = [None] * n_values
             for k, value in zip(targets, values):

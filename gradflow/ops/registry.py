@@ -91,6 +91,8 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     control_inputs = graph.current_control_inputs()
     if control_inputs:
         inputs = _read_after_assigns(inputs, control_inputs)
+    if getattr(graph, "_reading_current", 0) and opdef.kind == "compute":
+        inputs = [_current(t) if t.opdef.kind == "variable" else t for t in inputs]
     try:
         try:
             shape, dtype = _infer(opdef, inputs, attrs)
@@ -143,6 +145,18 @@ def _assigns_in(control_inputs) -> dict:
             nested = list(node.inputs) + nested
         stack.extend(reversed(nested))
     return found
+
+
+def _current(var):
+    """The ``read_current`` node of ``var`` (one per variable; see ``reading_current``)."""
+    node = getattr(var, "_current_read", None)
+    if node is None:
+        graph = var.graph
+        with graph.control_dependencies(None), graph.name_scope(None):
+            node = apply("read_current", [], name=var.name + "/ReadCurrent", graph=graph,
+                         var=var)
+        var._current_read = node
+    return node
 
 
 def _read_after_assigns(inputs, control_inputs) -> list:

@@ -6,6 +6,8 @@ them their values (feeds, the session's variable store, host random numbers).
 
 from __future__ import annotations
 
+import contextlib
+
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import get_default_graph, user_source_line
@@ -47,6 +49,11 @@ def _assign_infer(shapes, in_dtypes, var):
 
 
 register("assign", None, _assign_infer, grad=None, kind="assign")
+# The value a variable holds when the run commits (under the session's store lock),
+# rather than when the run started: what an update of a variable from its own value
+# reads, so that concurrent runs lose no update (TF1's ``use_locking=True``).
+register("read_current", None, lambda shapes, in_dtypes, var: (var.shape, var.dtype),
+         grad=None, kind="read_current")
 
 
 def _identity_impl(xp, x):
@@ -225,13 +232,20 @@ def no_op(name=None):
     return apply("group", [], name=name or "NoOp", graph=get_default_graph())
 
 
-def assign(ref, value, name=None):
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """Set variable ``ref`` to ``value`` once the run has computed everything else.
 
     The result is the new value. All assignments of one ``Session.run`` take
-    effect together after the run, so every op of the run sees the old value.
+    effect together after the run, so every op of the run sees the old value;
+    of two runs that assign one variable at once, the last to finish wins.
     A value whose static shape is not fully known is checked at run time.
+    ``use_locking`` (TF1) is accepted: assignments always land under the
+    session's store lock. ``validate_shape=False`` is refused: a variable's
+    shape is fixed.
     """
+    if validate_shape is False:
+        raise ValueError(f"assign: validate_shape=False is not supported: variable "
+                         f"'{getattr(ref, 'name', ref)}' keeps its shape")
     from gradflow.ops.registry import is_weak
     from gradflow.variables import Variable
 
@@ -289,14 +303,45 @@ def _unknown_shape_placeholders(t, limit=10000):
     return sorted(found, key=lambda n: n.index)
 
 
-def assign_add(ref, value, name=None):
-    """``ref += value``, effective after the run; returns the new value."""
-    return assign(ref, ref + value, name=name or ref.name + "/AssignAdd")
+def assign_add(ref, value, use_locking=None, name=None):
+    """``ref += value``, effective after the run; returns the new value.
+
+    The sum is taken with the value ``ref`` holds when the run commits, under the
+    session's store lock, so concurrent runs lose no increment (TF1's
+    ``use_locking=True``; gradflow always locks, and accepts ``use_locking``)."""
+    _check_ref("assign_add", ref)
+    with reading_current(ref.graph):
+        new = ref + value
+    return assign(ref, new, name=name or ref.name + "/AssignAdd")
 
 
-def assign_sub(ref, value, name=None):
-    """``ref -= value``, effective after the run; returns the new value."""
-    return assign(ref, ref - value, name=name or ref.name + "/AssignSub")
+def assign_sub(ref, value, use_locking=None, name=None):
+    """``ref -= value``, effective after the run, like :func:`assign_add`."""
+    _check_ref("assign_sub", ref)
+    with reading_current(ref.graph):
+        new = ref - value
+    return assign(ref, new, name=name or ref.name + "/AssignSub")
+
+
+def _check_ref(what, ref):
+    from gradflow.variables import Variable
+
+    if not isinstance(ref, Variable):
+        raise TypeError(f"{what}: '{getattr(ref, 'name', ref)}' is not a gf.Variable")
+
+
+@contextlib.contextmanager
+def reading_current(graph):
+    """Within this block, ops built over a variable read the value it holds when the
+    run commits (``read_current``), not the one it held when the run started: for
+    the update of a variable from its own value (``assign_add``, optimizers, moving
+    averages). Such ops run at the end of the run, under the store lock."""
+    depth = getattr(graph, "_reading_current", 0)
+    graph._reading_current = depth + 1
+    try:
+        yield
+    finally:
+        graph._reading_current = depth
 
 
 # -- random ops: drawn on the host so every backend sees the same numbers ----------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from gradflow.graph import TensorShape
 
-LEAF_KINDS = ("placeholder", "variable", "constant")
+LEAF_KINDS = ("placeholder", "variable", "constant", "read_current")
 
 
 class PlanNode:

@@ -24,7 +24,13 @@ from gradflow.ops.math_ops import (
     zeros_like,
 )
 from gradflow.ops.registry import convert_to_tensor
-from gradflow.ops.state_ops import assign, assign_add, group, shaped_like_variable
+from gradflow.ops.state_ops import (
+    assign,
+    assign_add,
+    group,
+    reading_current,
+    shaped_like_variable,
+)
 from gradflow.variables import Variable
 
 
@@ -75,8 +81,10 @@ class Optimizer:
                     # against its variable before the update formulas broadcast it
                     grad = shaped_like_variable(grad, var, "apply_gradients", "the gradient")
                     lr = self._tensor(self._learning_rate, var.dtype, graph)
-                    updates.extend(self._update(grad, var, lr))
-                updates.extend(self._finish())
+                    with reading_current(graph):  # applied to the values at commit
+                        updates.extend(self._update(grad, var, lr))
+                with reading_current(graph):
+                    updates.extend(self._finish())
                 if global_step is not None:
                     updates.append(assign_add(global_step, 1))
                 return group(*updates, name="update")
