@@ -68,7 +68,7 @@ def check_index_tuples(xp, indices, bounds):
         return
     bad = xp.any((indices < 0) | (indices >= limit), axis=-1)
     at = first_bad(xp, bad)
-    row = xp.reshape(indices, (-1, len(bounds)))[at]
+    row = xp.reshape(indices, (-1, len(bounds)))[at, :]
     values = ", ".join(str(int(v)) for v in row)
     shape = ",".join(str(b) for b in bounds)
     raise IndexOutOfRange(f"indices[{_position(at, tuple(indices.shape[:-1]))}] = [{values}] "

@@ -120,11 +120,11 @@ def _clamp_slices(key, shape):
     return tuple(out)
 
 
-def getitem(x, key, name=None):
+def getitem(x, key, name=None, op_name="getitem (x[...])"):
     """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
     end of an axis of known size are clamped, as in Python and TF1."""
     x = convert_to_tensor(x)
-    key = normalize_key(key, len(x.shape))
+    key = normalize_key(key, rules.known_rank(x, op_name))
     return apply("getitem", [x], name=name or "strided_slice", key=_clamp_slices(key, x.shape))
 
 
@@ -182,7 +182,8 @@ def concat(values, axis, name=None):
         raise ValueError("concat needs at least one tensor")
     if len(values) == 1:
         return values[0]
-    axis = rules.normalize_axis(axis, len(values[0].shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "concat"),
+                                allow_none=False)[0]
     return apply("concat", values, name=name, axis=axis)
 
 
@@ -191,7 +192,8 @@ def stack(values, axis=0, name=None):
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("stack needs at least one tensor")
-    axis = rules.normalize_axis(axis, len(values[0].shape) + 1, allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "stack") + 1,
+                                allow_none=False)[0]
     return concat([expand_dims(v, axis) for v in values], axis, name=name)
 
 
@@ -202,7 +204,7 @@ def unstack(value, num=None, axis=0, name=None):
     the run then checks that the axis has exactly ``num`` elements (TF1).
     """
     x = convert_to_tensor(value)
-    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(x, "unstack"), allow_none=False)[0]
     size = x.shape[axis]
     if num is not None and size is not None and int(num) != size:
         raise ValueError(f"unstack: num={num}, but axis {axis} of '{x.name}' has size {size}")
@@ -229,7 +231,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
                         "since TF 1.0; the pre-1.0 order split(axis, num, value) is not "
                         "accepted")
     x = convert_to_tensor(value)
-    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(x, "split"), allow_none=False)[0]
     size = x.shape[axis]
     static = static_value(num_or_size_splits)
     if static is None:
@@ -392,7 +394,7 @@ def slice_(input_, begin, size, name=None):
             raise ValueError(f"slice: begin {begin} with size {size} goes past axis {axis} "
                              f"of '{x.name}' (size {dim})")
         key.append(slice(b, None) if s == -1 else slice(b, b + s))
-    return getitem(x, tuple(key), name=name or "Slice")
+    return getitem(x, tuple(key), name=name or "Slice", op_name="slice")
 
 
 def _bit(mask, i):
@@ -430,7 +432,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
                 raise ValueError(f"strided_slice: strides {strides} must not hold 0")
             key.append(slice(None if _bit(begin_mask, i) else b,
                              None if _bit(end_mask, i) else e, s))
-    return getitem(x, tuple(key), name=name or "strided_slice")
+    return getitem(x, tuple(key), name=name or "strided_slice", op_name="strided_slice")
 
 
 # -- gather_nd and boolean_mask: a gather along merged axes ------------------------------
@@ -498,8 +500,8 @@ def gather_nd(params, indices, name=None, batch_dims=0):
         raise NotImplementedError("gather_nd: batch_dims is not supported")
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    if indices.shape is None or params.shape is None:
-        raise ValueError("gather_nd: the ranks of params and indices must be known")
+    rules.known_rank(params, "gather_nd")
+    rules.known_rank(indices, "gather_nd")
     index = apply("linear_index", [indices, params])
     count = indices.shape[-1]
     merged = params if count == 1 else apply("merge_axes", [params], start=0, count=count)
@@ -537,8 +539,8 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
     if not mask.dtype.is_bool:
         raise TypeError(f"boolean_mask: the mask '{mask.name}' must be bool, got "
                         f"{mask.dtype.name}")
-    if mask.shape is None or tensor.shape is None:
-        raise ValueError("boolean_mask: the ranks of the tensor and the mask must be known")
+    rules.known_rank(tensor, "boolean_mask")
+    rules.known_rank(mask, "boolean_mask")
     k = len(mask.shape)
     if k == 0:
         raise ValueError(f"boolean_mask: the mask '{mask.name}' must not be a scalar")

@@ -99,8 +99,12 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     labels = convert_to_tensor(labels)
     if not labels.dtype.is_integer:
         raise TypeError(f"labels '{labels.name}' must be int32 or int64, got {labels.dtype.name}")
-    if logits.shape is None or logits.shape[-1] is None:
-        raise ValueError(f"the number of classes (last axis of '{logits.name}') must be known")
+    rules.known_rank(logits, "sparse_softmax_cross_entropy_with_logits",
+                     ": the number of classes (its last axis) must be known")
+    if logits.shape[-1] is None:
+        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: the number of classes "
+                         f"(last axis of '{logits.name}') must be known; at "
+                         f"{user_source_line()}")
     if labels.shape is not None and len(labels.shape) != len(logits.shape) - 1:
         raise ValueError(f"labels '{labels.name}' of shape {tuple(labels.shape)} must have "
                          f"rank {len(logits.shape) - 1} for logits of shape "
