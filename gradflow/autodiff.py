@@ -254,7 +254,11 @@ def _propagate(node, g, leads, pending):
     rule = _gradient_rule(node)
     if rule is None:
         return
-    input_grads = rule(node, g)
+    with node.graph.gradient_of(node):
+        _add_input_grads(node, rule(node, g), leads, pending)
+
+
+def _add_input_grads(node, input_grads, leads, pending):
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"the gradient rule of {node.type} returned {len(input_grads)} "
                            f"gradients for {len(node.inputs)} inputs")

@@ -11,8 +11,8 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.array_ops import expand_dims, reshape_like
+from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.math_ops import zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
