@@ -420,25 +420,43 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     return apply("expand_dims", [x], name=name, axes=axis)
 
 
+def _size_one_axes(shape):
+    return tuple(i for i, d in enumerate(shape) if d == 1)
+
+
 def _squeeze_infer(shapes, in_dtypes, axes):
+    if axes is None:  # every size-1 axis of the run's value: known once all sizes are
+        if None in shapes[0]:
+            return None, in_dtypes[0]
+        axes = _size_one_axes(shapes[0])
     for ax in axes:
         if shapes[0][ax] not in (1, None):
             raise ValueError(f"cannot squeeze axis {ax} of size {shapes[0][ax]}")
     return tuple(d for i, d in enumerate(shapes[0]) if i not in axes), in_dtypes[0]
 
 
-register("squeeze", lambda xp, x, axes: xp.squeeze(x, axis=axes), _squeeze_infer,
+def _squeeze_impl(xp, x, axes):
+    return xp.squeeze(x, axis=_size_one_axes(x.shape) if axes is None else axes)
+
+
+register("squeeze", _squeeze_impl, _squeeze_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])])
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
-    """Remove size-1 dimensions (all the statically known ones if ``axis`` is None)."""
+    """Remove size-1 dimensions (TF1 ``tf.squeeze``): those of ``axis``, or with
+    ``axis=None`` every one of the value's size-1 dimensions, found at run time where
+    some sizes (or the rank) are unknown while the graph is built.
+
+    >>> gf.squeeze(x)      # [1, 3, 1, 2] -> [3, 2]
+    >>> gf.squeeze(x, 2)   # [1, 3, 1, 2] -> [1, 3, 2]
+    """
     x = convert_to_tensor(input)
-    rank = rules.known_rank(x, "squeeze")
     if axis is None:
-        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+        known = x.shape is not None and None not in x.shape
+        axes = _size_one_axes(x.shape) if known else None
     else:
-        axes = rules.normalize_axis(axis, rank)
+        axes = rules.normalize_axis(axis, rules.known_rank(x, "squeeze"))
     return apply("squeeze", [x], name=name, axes=axes)
 
 

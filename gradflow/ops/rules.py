@@ -105,6 +105,6 @@ def known_rank(x, op_name, why="") -> int:
         return len(x.shape)
     from gradflow.graph import user_source_line
 
-    raise ValueError(f"{op_name}: the rank of '{x.name}' is unknown (created at {x.source} "
-                     f"without a shape){why}; give it a shape (shape=[None, ...] keeps the "
-                     f"sizes open); at {user_source_line()}")
+    raise ValueError(f"{op_name}: the rank of '{x.name}' (created at {x.source}) is unknown"
+                     f"{why}; give the placeholder it comes from a shape (shape=[None, ...] "
+                     f"keeps the sizes open); at {user_source_line()}")
