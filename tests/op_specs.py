@@ -923,12 +923,20 @@ spec("floor_div_alias", "floor_divide", gf.floor_div,
 
 # -- cumsum ------------------------------------------------------------------------------------
 
+def np_exclusive_cumsum(x, axis):
+    """The sums of the elements before each one (not ``cumsum - x``, which a NaN or an
+    infinity at that element would spoil)."""
+    shifted = np.moveaxis(x, axis, 0)[:-1]
+    zero = np.zeros((1,) + shifted.shape[1:], x.dtype)
+    return np.moveaxis(np.concatenate([zero, np.cumsum(shifted, 0)]), 0, axis)
+
+
 spec("cumsum", "cumsum", gf.cumsum, [uniform(3, 4)], lambda x: np.cumsum(x, 0))
 spec("cumsum_exclusive_reverse", "cumsum",
      lambda x: gf.cumsum(x, axis=-1, exclusive=True, reverse=True), [uniform(2, 4)],
-     lambda x: np.flip(np.cumsum(np.flip(x, -1), -1), -1) - x)
+     lambda x: np.flip(np_exclusive_cumsum(np.flip(x, -1), -1), -1))
 spec("cumsum_exclusive", "cumsum", lambda x: gf.cumsum(x, 1, exclusive=True), [uniform(2, 3, 2)],
-     lambda x: np.cumsum(x, 1) - x)
+     lambda x: np_exclusive_cumsum(x, 1))
 spec("cumsum_reverse_int", "cumsum", lambda x: gf.cumsum(x, reverse=True), [ints(4, lo=-5)],
      lambda x: np.flip(np.cumsum(np.flip(x))).astype(np.int32), dtypes=("int32",))
 

@@ -14,7 +14,7 @@ and the gradient on one backend. Every outcome must be one of:
 
 Never a raw Python, NumPy or torch exception from inside gradflow, and never a
 silent wrong number. ``GRADFLOW_FUZZ_EXAMPLES`` sets the number of examples
-(the normal run: 150; ``nox -s fuzz`` runs many more).
+(the normal run: 150; ``nox -s fuzz`` runs 5000).
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ THEN = {
     "sum": (gf.reduce_sum, lambda a: np.sum(a, dtype=a.dtype)),
     "transpose": (gf.transpose, np.transpose),
 }
-ORDERING = {"top_k", "argmax", "argmin", "in_top_k", "sort", "argsort"}
+ORDERING = {"top_k", "argmax", "argmin", "in_top_k", "sort", "argsort", "max_pool_select",
+            "max_pool_grad"}
+# specs whose reference is a shortcut that holds for finite inputs only (``x / 2`` for an
+# l2_normalize whose epsilon dominates; a cond reference that computes both branches)
+FINITE_REFERENCES = {"l2_normalize_epsilon", "cond_two_outputs"}
 HUGE_INTS = (-1, -(2 ** 31), 2 ** 31 - 1, 2 ** 40, -(2 ** 40), 2 ** 63 - 1)
 
 
@@ -219,7 +223,7 @@ def test_fuzz_outcome_is_right_or_a_gradflow_error(case):
     if expected is None:
         OUTCOMES["values, the reference refuses"] += 1
         return
-    if mutation == "special" and ORDERING & set(spec.ops):
+    if mutation == "special" and (ORDERING & set(spec.ops) or spec.id in FINITE_REFERENCES):
         # where a NaN sorts is unspecified (gradflow: above every number, as np.sort; the
         # references' argsort(-x): below); the shapes must still agree
         assert [np.shape(r) for r in results[:len(outs)]] == [e.shape for e in expected], what
