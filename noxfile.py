@@ -33,3 +33,12 @@ def gpu(session):
 def lint(session):
     session.install("ruff")
     session.run("ruff", "check", "gradflow", "tests", "examples", "benchmarks")
+
+
+@nox.session
+def fuzz(session):
+    """The fuzzer of tests/test_fuzz.py with many more examples than the normal run."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test,examples,fast]")
+    session.run("pytest", "-q", "-s", "tests/test_fuzz.py", *session.posargs,
+                env={"GRADFLOW_FUZZ_EXAMPLES": "5000"})

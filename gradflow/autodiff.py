@@ -181,7 +181,8 @@ def _stack_key(g):
     if name == "gather_grad" and g.attrs["axis"] == 0 and _rank(ins[1], 1) \
             and ins[0].shape is not None and len(ins[0].shape) >= 1 \
             and None not in ins[0].shape[1:]:
-        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1].dtype, ins[2])
+        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1].dtype, ins[2],
+                g.attrs.get("validate", True))
     if name == "unbroadcast" and ins[0].shape is not None and ins[1].shape is not None \
             and len(ins[0].shape) > len(ins[1].shape) and None not in ins[0].shape[1:]:
         return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1])
@@ -200,7 +201,8 @@ def _stacked(group, stacks):
     if first.opdef.name == "matmul":
         return matmul(rows(0), rows(1), transpose_a=True)
     if first.opdef.name == "gather_grad":
-        return apply("gather_grad", [rows(0), rows(1), first.inputs[2]], axis=0)
+        return apply("gather_grad", [rows(0), rows(1), first.inputs[2]], axis=0,
+                     validate=first.attrs.get("validate", True))
     return unbroadcast(rows(0), first.inputs[1])
 
 
@@ -252,7 +254,11 @@ def _propagate(node, g, leads, pending):
     rule = _gradient_rule(node)
     if rule is None:
         return
-    input_grads = rule(node, g)
+    with node.graph.gradient_of(node):
+        _add_input_grads(node, rule(node, g), leads, pending)
+
+
+def _add_input_grads(node, input_grads, leads, pending):
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"the gradient rule of {node.type} returned {len(input_grads)} "
                            f"gradients for {len(node.inputs)} inputs")

@@ -618,12 +618,29 @@ def check_feed(tensor, value, np_dtype, shape):
                 f"cannot feed a value of dtype {array.dtype} to '{tensor.name}', which is "
                 f"{tensor.dtype.name}: the conversion would lose information; "
                 "cast the value first")
+        _refuse_wrapping_ints(tensor, array, np_dtype)
         array = array.astype(np_dtype)
     if shape is not None and not _fits(array.shape, shape):
         raise InvalidArgumentError(
             f"cannot feed a value of shape {array.shape} to '{tensor.name}', which has "
             f"shape {tuple(shape)} (None = any size)")
     return array
+
+
+def _refuse_wrapping_ints(tensor, array, np_dtype):
+    """Refuse integers that ``astype(np_dtype)`` would wrap (``2**32 + 3`` fed to an int32
+    placeholder would become 3: a label that silently changes class). TF1 wraps them."""
+    if array.dtype.kind not in "iu" or np.dtype(np_dtype).kind not in "iu" or not array.size:
+        return
+    info = np.iinfo(np_dtype)
+    low, high = int(array.min()), int(array.max())
+    if low >= info.min and high <= info.max:
+        return
+    bad = low if low < info.min else high
+    raise InvalidArgumentError(
+        f"cannot feed the value {bad} to '{tensor.name}', which is {tensor.dtype.name} (range "
+        f"[{info.min}, {info.max}]): it does not fit; feed a wider placeholder or fix the "
+        f"value (placeholder created at {tensor.source})")
 
 
 def _python_ints_fit(value, array, np_dtype):

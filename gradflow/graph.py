@@ -181,6 +181,7 @@ class Graph:
         self._var_store: dict = {}
         self._gradient_overrides: dict = {}
         self._control_stack: list[list] = []
+        self._gradient_of: list = []  # forward nodes whose gradient is being built
 
     # -- default graph -------------------------------------------------------
     def as_default(self) -> "Graph":
@@ -242,6 +243,24 @@ class Graph:
             yield scoped + "/"
         finally:
             self._scope = saved
+
+    @contextmanager
+    def gradient_of(self, node):
+        """Nodes built inside belong to the gradient of ``node``: their source names the
+        line that asked for the gradient and the line that built ``node``."""
+        self._gradient_of.append(node)
+        try:
+            yield
+        finally:
+            self._gradient_of.pop()
+
+    def source_line(self) -> str:
+        """The source recorded for a node built now (see ``gradient_of``)."""
+        source = user_source_line()
+        if self._gradient_of:
+            node = self._gradient_of[-1]
+            source += f", in the gradient of {node.type} '{node.name}' (created at {node.source})"
+        return source
 
     @contextmanager
     def gradient_override_map(self, op_type_map: dict):

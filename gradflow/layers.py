@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from gradflow.ops import rules
 from gradflow.ops.array_ops import matmul, reshape
 from gradflow.ops.nn_ops import bias_add
 from gradflow.ops.normalization_ops import batch_normalization_layer as batch_normalization  # noqa: F401,E501 - tf.layers name
@@ -23,7 +24,8 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     >>> h = gf.layers.dense(x, 512, activation=gf.nn.relu)
     """
     x = convert_to_tensor(inputs)
-    if x.shape is None or x.shape[-1] is None:
+    rules.known_rank(x, "dense")
+    if x.shape[-1] is None:
         raise ValueError(f"dense: the last axis of '{x.name}' must be known, got shape "
                          f"{x.shape}")
     with variable_scope(name, default_name="dense", reuse=reuse):
@@ -70,6 +72,7 @@ def _activity_penalty(out, regularizer):
 def flatten(inputs, name=None):
     """Reshape to ``(batch, -1)``, keeping the first axis."""
     x = convert_to_tensor(inputs)
+    rules.known_rank(x, "flatten")
     inner = x.shape[1:]
     if None in inner:
         raise ValueError(f"flatten: the non-batch axes of '{x.name}' must be known, got "

@@ -260,6 +260,13 @@ class Session:
         xp = self.backend.xp
         want = tensor.dtype.resolve(xp)
         if value.dtype != want:
+            # the host checks of a NumPy feed, on the extremes only: no lossy kind change,
+            # no integer that the cast would wrap
+            flat = xp.reshape(value, (-1,))
+            extremes = flat[:0] if flat.shape[0] == 0 or value.dtype == xp.bool else \
+                xp.stack([xp.min(flat), xp.max(flat)])
+            check_feed(tensor, self.backend.to_numpy(extremes), tensor.dtype.as_numpy_dtype,
+                       None)
             value = xp.astype(value, want)
         if tensor.shape is not None:
             check_feed(tensor, np.empty(tuple(value.shape), dtype=tensor.dtype.as_numpy_dtype),

@@ -210,9 +210,8 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
 
 def squeeze_axes(t, axis, like):
     """``t`` (reduced over ``axis`` of ``like`` with keepdims) without those axes."""
-    if like.shape is None:
-        raise ValueError(f"the rank of '{like.name}' must be known to drop reduced axes")
-    axes = rules.normalize_axis(axis, len(like.shape))
+    axes = rules.normalize_axis(axis, rules.known_rank(like, "reduce (keepdims=False)",
+                                                        " and the reduced axes must be dropped"))
     return squeeze(t, axes) if axes else t
 
 
@@ -391,18 +390,23 @@ def reshape_like(g, x):
     return apply("reshape_like", [g, x])
 
 
-def _expand_impl(xp, x, axes):
-    shape = list(x.shape)
-    for ax in axes:
+def _expanded(shape, axes):
+    """``shape`` with size-1 axes at ``axes``, which count in the result: a negative
+    one (the kept axes of a reduction of unknown rank) from its end, not from the end
+    of ``shape``."""
+    shape = list(shape)
+    rank = len(shape) + len(axes)
+    for ax in sorted(a % rank for a in axes):
         shape.insert(ax, 1)
-    return xp.reshape(x, tuple(shape))
+    return tuple(shape)
+
+
+def _expand_impl(xp, x, axes):
+    return xp.reshape(x, _expanded(x.shape, axes))
 
 
 def _expand_infer(shapes, in_dtypes, axes):
-    shape = list(shapes[0])
-    for ax in axes:
-        shape.insert(ax, 1)
-    return tuple(shape), in_dtypes[0]
+    return _expanded(shapes[0], axes), in_dtypes[0]
 
 
 register("expand_dims", _expand_impl, _expand_infer,
@@ -412,32 +416,53 @@ register("expand_dims", _expand_impl, _expand_infer,
 def expand_dims(input, axis, name=None):  # noqa: A002
     """Insert a size-1 dimension at ``axis``."""
     x = convert_to_tensor(input)
-    axis = rules.normalize_axis(axis, len(x.shape) + 1)
+    axis = rules.normalize_axis(axis, rules.known_rank(x, "expand_dims") + 1)
     return apply("expand_dims", [x], name=name, axes=axis)
 
 
+def _size_one_axes(shape):
+    return tuple(i for i, d in enumerate(shape) if d == 1)
+
+
 def _squeeze_infer(shapes, in_dtypes, axes):
+    if axes is None:  # every size-1 axis of the run's value: known once all sizes are
+        if None in shapes[0]:
+            return None, in_dtypes[0]
+        axes = _size_one_axes(shapes[0])
     for ax in axes:
         if shapes[0][ax] not in (1, None):
             raise ValueError(f"cannot squeeze axis {ax} of size {shapes[0][ax]}")
     return tuple(d for i, d in enumerate(shapes[0]) if i not in axes), in_dtypes[0]
 
 
-register("squeeze", lambda xp, x, axes: xp.squeeze(x, axis=axes), _squeeze_infer,
+def _squeeze_impl(xp, x, axes):
+    return xp.squeeze(x, axis=_size_one_axes(x.shape) if axes is None else axes)
+
+
+register("squeeze", _squeeze_impl, _squeeze_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])])
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
-    """Remove size-1 dimensions (all the statically known ones if ``axis`` is None)."""
+    """Remove size-1 dimensions (TF1 ``tf.squeeze``): those of ``axis``, or with
+    ``axis=None`` every one of the value's size-1 dimensions, found at run time where
+    some sizes (or the rank) are unknown while the graph is built.
+
+    >>> gf.squeeze(x)      # [1, 3, 1, 2] -> [3, 2]
+    >>> gf.squeeze(x, 2)   # [1, 3, 1, 2] -> [1, 3, 2]
+    """
     x = convert_to_tensor(input)
     if axis is None:
-        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+        known = x.shape is not None and None not in x.shape
+        axes = _size_one_axes(x.shape) if known else None
     else:
-        axes = rules.normalize_axis(axis, len(x.shape))
+        axes = rules.normalize_axis(axis, rules.known_rank(x, "squeeze"))
     return apply("squeeze", [x], name=name, axes=axes)
 
 
 def _transpose_infer(shapes, in_dtypes, perm):
+    if perm is None:  # reverse the axes, whatever the rank at run time
+        return tuple(reversed(shapes[0])), in_dtypes[0]
     if sorted(perm) != list(range(len(shapes[0]))):
         raise ValueError(f"perm {perm} is not a permutation of the {len(shapes[0])} axes")
     return tuple(shapes[0][p] for p in perm), in_dtypes[0]
@@ -445,18 +470,31 @@ def _transpose_infer(shapes, in_dtypes, perm):
 
 def _transpose_grad(n, g):  # undo the permutation
     perm = n.attrs["perm"]
+    if perm is None:  # reversing is its own inverse
+        return [apply("transpose", [g], perm=None)]
     inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
     return [apply("transpose", [g], perm=inverse)]
 
 
-register("transpose", lambda xp, x, perm: xp.permute_dims(x, perm), _transpose_infer,
-         grad=_transpose_grad)
+def _transpose_impl(xp, x, perm):
+    return xp.permute_dims(x, tuple(reversed(range(x.ndim))) if perm is None else perm)
+
+
+register("transpose", _transpose_impl, _transpose_infer, grad=_transpose_grad)
 
 
 def transpose(a, perm=None, name=None):
-    """Permute the axes of ``a`` (default: reverse them)."""
+    """Permute the axes of ``a`` by ``perm`` (TF1 ``tf.transpose``); ``perm=None``
+    reverses them, also where the rank is known only at run time.
+
+    >>> gf.transpose(x)            # [2, 3, 4] -> [4, 3, 2]
+    >>> gf.transpose(x, [0, 2, 1]) # [2, 3, 4] -> [2, 4, 3]
+    """
     x = convert_to_tensor(a)
-    perm = tuple(reversed(range(len(x.shape)))) if perm is None else tuple(int(p) for p in perm)
+    if perm is None and x.shape is not None:
+        perm = tuple(reversed(range(len(x.shape))))
+    elif perm is not None:
+        perm = tuple(int(p) for p in perm)
     return apply("transpose", [x], name=name, perm=perm)
 
 

@@ -32,15 +32,15 @@ def _variant():
 # -- check_numerics --------------------------------------------------------------------
 
 
-def _check_numerics_impl(xp, x, message, tensor_name):
+def _check_numerics_impl(xp, x, message, tensor_name, where=""):
     if not bool(xp.all(xp.isfinite(x))):
         what = "NaN" if bool(xp.any(xp.isnan(x))) else "Inf"
         raise InvalidArgumentError(f"{message} : Tensor had {what} values (check_numerics "
-                                   f"of '{tensor_name}')")
+                                   f"of '{tensor_name}'{where})")
     return x
 
 
-def _check_numerics_infer(shapes, in_dtypes, message, tensor_name):
+def _check_numerics_infer(shapes, in_dtypes, message, tensor_name, where=""):
     if not in_dtypes[0].is_floating:
         raise TypeError(f"check_numerics takes a floating tensor, got {in_dtypes[0].name}")
     return shapes[0], in_dtypes[0]
@@ -57,10 +57,17 @@ register("check_numerics", _check_numerics_impl, _check_numerics_infer,
 
 def check_numerics(tensor, message, name=None):
     """``tensor``, but a run fails with ``InvalidArgumentError`` naming it and
-    ``message`` if it holds a NaN or an infinity (TF1 ``tf.check_numerics``)."""
+    ``message`` if it holds a NaN or an infinity (TF1 ``tf.check_numerics``).
+
+    The error also names the line that made the tensor (for a gradient, the line that
+    asked for it and the forward op's line) and the line of this check.
+
+    >>> y = gf.check_numerics(gf.log(x), "log of x")
+    """
     x = convert_to_tensor(tensor)
+    where = f", which was created at {x.source}; checked at {get_default_graph().source_line()}"
     return apply("check_numerics", [x], name=name or "CheckNumerics", message=str(message),
-                 tensor_name=x.name)
+                 tensor_name=x.name, where=where)
 
 
 def verify_tensor_all_finite(t, msg, name=None):

@@ -9,6 +9,7 @@ executor runs without the cost of a loop construct). TF1 runs them in a
 
 from __future__ import annotations
 
+from gradflow.graph import user_source_line
 from gradflow.ops.control_flow_ops import _flatten, _pack
 from gradflow.ops.index_ops import stack, unstack
 from gradflow.ops.registry import convert_to_tensor
@@ -23,7 +24,7 @@ def _elements(what, elems):
     for t in leaves:
         if t.shape is None or len(t.shape) == 0 or t.shape[0] is None:
             raise ValueError(f"{what}: the first axis of '{t.name}' (shape {t.shape}) must "
-                             "be known when the graph is built")
+                             f"be known when the graph is built; at {user_source_line()}")
         lengths.add(int(t.shape[0]))
     if len(lengths) != 1:
         raise ValueError(f"{what}: the elements have different first-axis lengths "

@@ -12,6 +12,7 @@ from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
 from gradflow.ops import rules
 from gradflow.ops.array_ops import expand_dims, reshape_like
+from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.math_ops import zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
@@ -119,11 +120,11 @@ def _clamp_slices(key, shape):
     return tuple(out)
 
 
-def getitem(x, key, name=None):
+def getitem(x, key, name=None, op_name="getitem (x[...])"):
     """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
     end of an axis of known size are clamped, as in Python and TF1."""
     x = convert_to_tensor(x)
-    key = normalize_key(key, len(x.shape))
+    key = normalize_key(key, rules.known_rank(x, op_name))
     return apply("getitem", [x], name=name or "strided_slice", key=_clamp_slices(key, x.shape))
 
 
@@ -181,7 +182,8 @@ def concat(values, axis, name=None):
         raise ValueError("concat needs at least one tensor")
     if len(values) == 1:
         return values[0]
-    axis = rules.normalize_axis(axis, len(values[0].shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "concat"),
+                                allow_none=False)[0]
     return apply("concat", values, name=name, axis=axis)
 
 
@@ -190,7 +192,8 @@ def stack(values, axis=0, name=None):
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("stack needs at least one tensor")
-    axis = rules.normalize_axis(axis, len(values[0].shape) + 1, allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "stack") + 1,
+                                allow_none=False)[0]
     return concat([expand_dims(v, axis) for v in values], axis, name=name)
 
 
@@ -201,7 +204,7 @@ def unstack(value, num=None, axis=0, name=None):
     the run then checks that the axis has exactly ``num`` elements (TF1).
     """
     x = convert_to_tensor(value)
-    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(x, "unstack"), allow_none=False)[0]
     size = x.shape[axis]
     if num is not None and size is not None and int(num) != size:
         raise ValueError(f"unstack: num={num}, but axis {axis} of '{x.name}' has size {size}")
@@ -228,7 +231,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
                         "since TF 1.0; the pre-1.0 order split(axis, num, value) is not "
                         "accepted")
     x = convert_to_tensor(value)
-    axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    axis = rules.normalize_axis(axis, rules.known_rank(x, "split"), allow_none=False)[0]
     size = x.shape[axis]
     static = static_value(num_or_size_splits)
     if static is None:
@@ -391,7 +394,7 @@ def slice_(input_, begin, size, name=None):
             raise ValueError(f"slice: begin {begin} with size {size} goes past axis {axis} "
                              f"of '{x.name}' (size {dim})")
         key.append(slice(b, None) if s == -1 else slice(b, b + s))
-    return getitem(x, tuple(key), name=name or "Slice")
+    return getitem(x, tuple(key), name=name or "Slice", op_name="slice")
 
 
 def _bit(mask, i):
@@ -429,7 +432,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
                 raise ValueError(f"strided_slice: strides {strides} must not hold 0")
             key.append(slice(None if _bit(begin_mask, i) else b,
                              None if _bit(end_mask, i) else e, s))
-    return getitem(x, tuple(key), name=name or "strided_slice")
+    return getitem(x, tuple(key), name=name or "strided_slice", op_name="strided_slice")
 
 
 # -- gather_nd and boolean_mask: a gather along merged axes ------------------------------
@@ -457,15 +460,12 @@ register("merge_axes", _merge_axes_impl, _merge_axes_infer,
 
 
 def _linear_index_impl(xp, indices, params):
-    """Row-major positions in ``params``'s leading axes of the index tuples of ``indices``."""
+    """Row-major positions in ``params``'s leading axes of the index tuples of ``indices``,
+    after checking that each tuple points into them (TF1's message)."""
     count = indices.shape[-1]
-    bounds = params.shape[:count]
+    bounds = tuple(params.shape[:count])
     idx = xp.astype(indices, xp.int64)
-    if count and math.prod(idx.shape):
-        limit = xp.asarray(bounds, dtype=xp.int64, device=_device(idx))
-        if bool(xp.any((idx < 0) | (idx >= limit))):
-            raise ValueError(f"gather_nd: an index is out of bounds for the leading axes "
-                             f"{tuple(bounds)} of params")
+    check_index_tuples(xp, idx, bounds)
     out = xp.zeros(idx.shape[:-1], dtype=xp.int64, device=_device(idx))
     stride = 1
     for k in reversed(range(count)):
@@ -500,12 +500,13 @@ def gather_nd(params, indices, name=None, batch_dims=0):
         raise NotImplementedError("gather_nd: batch_dims is not supported")
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    if indices.shape is None or params.shape is None:
-        raise ValueError("gather_nd: the ranks of params and indices must be known")
+    rules.known_rank(params, "gather_nd")
+    rules.known_rank(indices, "gather_nd")
     index = apply("linear_index", [indices, params])
     count = indices.shape[-1]
     merged = params if count == 1 else apply("merge_axes", [params], start=0, count=count)
-    return apply("gather", [merged, index], name=name or "GatherNd", axis=0)
+    # linear_index checked the tuples
+    return apply("gather", [merged, index], name=name or "GatherNd", axis=0, validate=False)
 
 
 def _mask_indices_impl(xp, mask, tensor, axis):
@@ -538,8 +539,8 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
     if not mask.dtype.is_bool:
         raise TypeError(f"boolean_mask: the mask '{mask.name}' must be bool, got "
                         f"{mask.dtype.name}")
-    if mask.shape is None or tensor.shape is None:
-        raise ValueError("boolean_mask: the ranks of the tensor and the mask must be known")
+    rules.known_rank(tensor, "boolean_mask")
+    rules.known_rank(mask, "boolean_mask")
     k = len(mask.shape)
     if k == 0:
         raise ValueError(f"boolean_mask: the mask '{mask.name}' must not be a scalar")
@@ -553,21 +554,23 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
                          f"(shape {tuple(tensor.shape)})")
     merged = tensor if k == 1 else apply("merge_axes", [tensor], start=axis, count=k)
     index = apply("mask_indices", [mask, tensor], axis=axis)
-    return apply("gather", [merged, index], name=name, axis=axis)
+    return apply("gather", [merged, index], name=name, axis=axis, validate=False)
 
 
 # -- gather, its gradient (a scatter-add), one_hot ---------------------------------
 
 
-def _gather_infer(shapes, in_dtypes, axis):
+def _gather_infer(shapes, in_dtypes, axis, validate=True):
     if not in_dtypes[1].is_integer:
         raise TypeError(f"indices must be integers, got {in_dtypes[1].name}")
     p = shapes[0]
     return tuple(p[:axis]) + tuple(shapes[1]) + tuple(p[axis + 1:]), in_dtypes[0]
 
 
-def _gather_impl(xp, params, indices, axis):
-    flat = xp.reshape(indices, (-1,))
+def _gather_impl(xp, params, indices, axis, validate=True):
+    if validate:
+        check_ids(xp, indices, params.shape[axis])
+    flat = as_take_index(xp, xp.reshape(indices, (-1,)))
     out = xp.take(params, flat, axis=axis)
     return xp.reshape(out, params.shape[:axis] + indices.shape + params.shape[axis + 1:])
 
@@ -579,39 +582,71 @@ def scatter_add_rows_reference(xp, rows, indices, num_rows):
     return one_hot @ rows
 
 
-def gather_grad_impl(xp, g, indices, params, axis, scatter=scatter_add_rows_reference):
+def gather_grad_impl(xp, g, indices, params, axis, validate=True,
+                     scatter=scatter_add_rows_reference):
     """Sum ``g`` into a zero array shaped like ``params`` at ``indices`` on ``axis``."""
     shape = params.shape
+    if validate:  # a gradient-only run may not run the forward gather and its check
+        check_ids(xp, indices, shape[axis])
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     count = math.prod(indices.shape)
     rows = xp.reshape(g, (pre, count, post))
     rows = xp.reshape(xp.permute_dims(rows, (1, 0, 2)), (count, pre * post))
-    out = scatter(xp, rows, xp.reshape(indices, (-1,)), shape[axis])
+    out = scatter(xp, rows, as_take_index(xp, xp.reshape(indices, (-1,))), shape[axis])
     out = xp.permute_dims(xp.reshape(out, (shape[axis], pre, post)), (1, 0, 2))
     return xp.reshape(out, shape)
 
 
 def bind_gather_grad(scatter):
     """A backend's ``gather_grad`` lowering, built on its own scatter kernel."""
-    return lambda xp, axis: functools.partial(gather_grad_impl, xp, axis=axis, scatter=scatter)
+    return lambda xp, axis, validate=True: functools.partial(
+        gather_grad_impl, xp, axis=axis, validate=validate, scatter=scatter)
+
+
+def _gather_attrs(n):
+    return {"axis": n.attrs["axis"], "validate": n.attrs.get("validate", True)}
 
 
 register("gather", _gather_impl, _gather_infer,
          grad=lambda n, g: [apply("gather_grad", [g, n.inputs[1], n.inputs[0]],
-                                  axis=n.attrs["axis"]), None])
-register("gather_grad", gather_grad_impl, lambda s, d, axis: (s[2], d[0]),
-         grad=lambda n, g: [gather(g, n.inputs[1], axis=n.attrs["axis"]), None, None])
+                                  **_gather_attrs(n)), None])
+register("gather_grad", gather_grad_impl, lambda s, d, axis, validate=True: (s[2], d[0]),
+         grad=lambda n, g: [apply("gather", [g, n.inputs[1]], **_gather_attrs(n)), None, None])
 
 
-def gather(params, indices, axis=0, name=None):
-    """Slices of ``params`` along ``axis`` at integer ``indices`` (TF1 ``tf.gather``)."""
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
+    """Slices of ``params`` along ``axis`` (default 0) at integer ``indices`` (TF1
+    ``tf.gather``, same argument order).
+
+    An id outside ``[0, params.shape[axis])`` fails the run with
+    ``InvalidArgumentError`` naming the op, the id, its position and this line
+    (``indices[3] = 10 is not in [0, 10)``), on every backend, in the forward
+    gather and in its gradient, as TF1 on the CPU does. ``validate_indices=False``
+    (TF1: deprecated, ignored) skips that check, one min and one max of the ids per
+    run: the caller vouches for the ids, and an id out of range then gives what the
+    backend gives (NumPy reads ``-1`` as the last row; torch raises).
+
+    >>> rows = gf.gather(table, ids)             # table[ids]
+    >>> cols = gf.gather(x, [2, 0], axis=1)      # x[:, [2, 0]]
+    """
+    if batch_dims:
+        raise NotImplementedError("gather: batch_dims is not supported")
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    axis = rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
-    return apply("gather", [params, indices], name=name, axis=axis)
+    axis = 0 if axis is None else axis
+    if params.shape is not None:
+        axis = rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
+    elif axis < 0:
+        raise ValueError(f"gather: axis {axis} counts from the end, but the rank of "
+                         f"'{params.name}' is unknown; give a non-negative axis")
+    validate = validate_indices is None or bool(validate_indices)
+    return apply("gather", [params, indices], name=name, axis=axis, validate=validate)
 
 
 def _one_hot_impl(xp, indices, depth, on_value, off_value, dtype):
+    # compared in int64: an arange of ``depth`` in a narrow index dtype would wrap
+    # (uint8 positions 256.. read as 0..) and mark two positions hot
+    indices = as_take_index(xp, indices)
     positions = xp.arange(depth, dtype=indices.dtype, device=_device(indices))
     hot = indices[..., None] == positions
     if on_value == 1 and off_value == 0:
@@ -630,13 +665,30 @@ register("one_hot", _one_hot_impl, _one_hot_infer, grad=None)
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """One-hot vectors of length ``depth`` on a new last axis (default float32)."""
+    """One-hot vectors of length ``depth`` on a new last axis (default float32), TF1
+    ``tf.one_hot``.
+
+    As in TF1, an index outside ``[0, depth)`` (negative, or ``depth`` and above) gives
+    a row of ``off_value`` everywhere: that is the op's documented meaning, not an
+    error. ``depth`` must be a non-negative int known when the graph is built.
+
+    >>> gf.one_hot([0, 2, -1], 3)   # [[1, 0, 0], [0, 0, 1], [0, 0, 0]]
+    """
+    from gradflow.ops.array_ops import static_value
+
     if axis not in (None, -1):
         raise ValueError("one_hot: only axis=-1 is supported")
+    static = static_value(depth)
+    if static is None or static.ndim != 0 or static.dtype.kind not in "iu":
+        what = f"'{depth.name}'" if isinstance(depth, Tensor) else repr(depth)
+        raise TypeError(f"one_hot: depth must be an int known when the graph is built, got "
+                        f"{what}")
+    if int(static) < 0:
+        raise ValueError(f"one_hot: depth must not be negative, got {int(static)}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     on = 1 if on_value is None else on_value
     off = 0 if off_value is None else off_value
-    return apply("one_hot", [convert_to_tensor(indices)], name=name, depth=int(depth),
+    return apply("one_hot", [convert_to_tensor(indices)], name=name, depth=int(static),
                  on_value=on, off_value=off, dtype=dtype)
 
 

@@ -88,8 +88,8 @@ def tensordot(a, b, axes, name=None):
     """
     a = convert_to_tensor(a)
     b = convert_to_tensor(b, like=a)
-    if a.shape is None or b.shape is None:
-        raise ValueError("tensordot: the ranks of a and b must be known")
+    rules.known_rank(a, "tensordot")
+    rules.known_rank(b, "tensordot")
     ra, rb = len(a.shape), len(b.shape)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
@@ -224,8 +224,7 @@ def einsum(equation, *inputs, **kwargs):
     tensors = [convert_to_tensor(inputs[0])]
     tensors += [convert_to_tensor(t, like=tensors[0]) for t in inputs[1:]]
     for t in tensors:
-        if t.shape is None:
-            raise ValueError(f"einsum: the rank of '{t.name}' must be known")
+        rules.known_rank(t, "einsum")
     letters, output = _parse_einsum(equation, tensors)
     operands = []
     for k, (t, lt) in enumerate(zip(tensors, letters)):

@@ -99,8 +99,12 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     labels = convert_to_tensor(labels)
     if not labels.dtype.is_integer:
         raise TypeError(f"labels '{labels.name}' must be int32 or int64, got {labels.dtype.name}")
-    if logits.shape is None or logits.shape[-1] is None:
-        raise ValueError(f"the number of classes (last axis of '{logits.name}') must be known")
+    rules.known_rank(logits, "sparse_softmax_cross_entropy_with_logits",
+                     ": the number of classes (its last axis) must be known")
+    if logits.shape[-1] is None:
+        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: the number of classes "
+                         f"(last axis of '{logits.name}') must be known; at "
+                         f"{user_source_line()}")
     if labels.shape is not None and len(labels.shape) != len(logits.shape) - 1:
         raise ValueError(f"labels '{labels.name}' of shape {tuple(labels.shape)} must have "
                          f"rank {len(logits.shape) - 1} for logits of shape "
@@ -222,7 +226,10 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     """Rows of ``params`` at integer ``ids`` of any shape: ``ids.shape + params.shape[1:]``.
 
     TF1 ``tf.nn.embedding_lookup`` for one params tensor (or a list holding one).
-    It is ``gather(params, ids)``: its gradient is a scatter-add of the rows.
+    It is ``gather(params, ids)``: its gradient is a scatter-add of the rows. An id
+    outside ``[0, len(params))`` fails the run with ``InvalidArgumentError`` naming
+    it, its position and this line, on every backend; ``validate_indices=False``
+    skips that check (see ``gf.gather``).
 
     >>> emb = gf.get_variable("emb", (vocab, dim))
     >>> vectors = gf.nn.embedding_lookup(emb, ids)   # [batch, time] -> [batch, time, dim]
@@ -244,7 +251,8 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
                         f"{ids.dtype.name}")
     if params.shape is not None and len(params.shape) < 1:
         raise ValueError(f"embedding_lookup: params '{params.name}' must have rank 1 or more")
-    return gather(params, ids, axis=0, name=name or "embedding_lookup")
+    return gather(params, ids, validate_indices=validate_indices, axis=0,
+                  name=name or "embedding_lookup")
 
 
 # -- sampled losses: nce_loss and sampled_softmax_loss (TF1 nn_impl) -------------------

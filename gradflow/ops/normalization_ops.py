@@ -60,6 +60,7 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         variance = reduce_mean(squared_difference(y, mean), axes, keepdims=True,
                                name="variance")
         if not keep:
+            rules.known_rank(x, "moments", " and the reduced axes must be dropped")
             mean = squeeze(mean, axes)
             variance = squeeze(variance, axes)
         if x.dtype is dtypes.float16:
@@ -237,8 +238,7 @@ def _checked_input(inputs, what):
     if x.dtype is None or not x.dtype.is_floating:
         raise TypeError(f"{what}: '{x.name}' must be floating point, got "
                         f"{x.dtype.name if x.dtype else None}")
-    if x.shape is None:
-        raise ValueError(f"{what}: the rank of '{x.name}' must be known")
+    rules.known_rank(x, what)
     return x
 
 

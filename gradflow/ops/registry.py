@@ -15,7 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.graph import Dimension, Operation, Tensor, get_default_graph, user_source_line
+from gradflow.graph import Dimension, Operation, Tensor, get_default_graph
 from gradflow.ops import rules
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -85,7 +85,7 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     """
     opdef = REGISTRY[op_name]
     graph = graph if graph is not None else _graph_of(inputs, op_name)
-    source = user_source_line()
+    source = graph.source_line()
     attrs = {k: _plain_dims(v) for k, v in attrs.items()}
     inputs = list(inputs)
     control_inputs = graph.current_control_inputs()

@@ -86,6 +86,25 @@ def normalize_axis(axis, ndim, allow_none=True):
 def reduced_shape(shape, axes, keepdims):
     if shape is None:  # unknown rank: a reduction over all axes is still a scalar
         return () if axes is None and not keepdims else None
+    if axes is None:
+        axes = range(len(shape))
+    else:  # a reduction built on an unknown rank keeps its axes as given: -1 is the last
+        axes = set(normalize_axis(axes, len(shape)))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def known_rank(x, op_name, why="") -> int:
+    """The rank of tensor ``x``, or a ``ValueError`` naming ``op_name``, ``x`` and the
+    user's line where the rank is unknown (a placeholder made without ``shape=``).
+
+    >>> rank = known_rank(x, "expand_dims")
+    """
+    if x.shape is not None:
+        return len(x.shape)
+    from gradflow.graph import user_source_line
+
+    raise ValueError(f"{op_name}: the rank of '{x.name}' (created at {x.source}) is unknown"
+                     f"{why}; give the placeholder it comes from a shape (shape=[None, ...] "
+                     f"keeps the sizes open); at {user_source_line()}")

@@ -93,7 +93,7 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF1 names
 
     indices = apply("top_k", [x], name=name or "TopKV2", k=k, tensor=x.name)
     flat = apply("top_k_flat_index", [indices, x])
-    values = apply("gather", [reshape(x, (-1,)), flat], axis=0)
+    values = apply("gather", [reshape(x, (-1,)), flat], axis=0, validate=False)  # in range
     return TopKV2(values, indices)
 
 
