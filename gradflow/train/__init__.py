@@ -28,6 +28,7 @@ from gradflow.train.optimizers import (
     get_or_create_global_step,
     global_step,
 )
+from gradflow.graph_io import write_graph
 from gradflow.train.saver import (
     CheckpointError,
     CheckpointState,
@@ -47,5 +48,5 @@ __all__ = [
     "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
     "piecewise_constant_decay", "polynomial_decay",
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
-    "get_checkpoint_state",
+    "get_checkpoint_state", "write_graph",
 ]
