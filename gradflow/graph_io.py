@@ -52,9 +52,31 @@ class GraphDef:
     """
 
     def __init__(self, node=None, arrays=None, source="<GraphDef>"):
-        self.node = list(node or [])
-        self.arrays = dict(arrays or {})
+        self._node = list(node or [])
+        self._arrays = dict(arrays or {})
         self.source = source
+        self.graph = None  # the graph it stands for, until it is first read
+
+    @classmethod
+    def of_graph(cls, graph):
+        """The GraphDef of every node of ``graph``, made when first read; until then,
+        ``convert_variables_to_constants`` takes only the part it needs from ``graph``."""
+        graph_def = cls(source=f"<GraphDef of {graph!r}>")
+        graph_def.graph = graph
+        return graph_def
+
+    def _made(self):
+        if self.graph is not None:
+            made = as_graph_def(self.graph)
+            self._node, self._arrays, self.graph = made._node, made._arrays, None
+        return self
+
+    node = property(lambda self: self._made()._node,
+                    lambda self, value: setattr(self._made(), "_node", list(value)),
+                    doc="The nodes, as dicts (name, op, inputs, attrs, shape, dtype).")
+    arrays = property(lambda self: self._made()._arrays,
+                      lambda self, value: setattr(self._made(), "_arrays", dict(value)),
+                      doc="The arrays the nodes' attributes refer to, by key.")
 
     def SerializeToString(self) -> bytes:  # noqa: N802 - TF1 name
         """The ``.npz`` bytes: the JSON of the nodes and the arrays."""
@@ -99,31 +121,83 @@ class GraphDef:
 # -- graph -> GraphDef ------------------------------------------------------------------
 
 
-def as_graph_def(graph=None, output_node_names=None) -> GraphDef:
+def as_graph_def(graph=None, output_node_names=None, sess=None, feedable=()) -> GraphDef:
     """The GraphDef of ``graph`` (default: the default graph): every node, or with
-    ``output_node_names`` only the nodes those need."""
+    ``output_node_names`` only the nodes those need. With ``sess``, a ``cond`` whose
+    predicate needs no feed (a ``training`` switch left at its default) is replaced by
+    the branch it takes in ``sess``, as a servable graph wants, unless the predicate
+    depends on one of the tensors ``feedable`` (then it is an error)."""
     graph = graph if graph is not None else get_default_graph()
-    nodes = _needed(graph, output_node_names) if output_node_names is not None \
+    alias = _CondFolder(sess, feedable)
+    nodes = _needed(graph, output_node_names, alias) if output_node_names is not None \
         else [n for n in graph.nodes if not _is_variable_initializer(n)]
-    writer = _Writer()
+    writer = _Writer(alias)
     for node in nodes:
         writer.add(node)
     return GraphDef(writer.records, writer.arrays)
 
 
-def _needed(graph, output_node_names):
+class _CondFolder(dict):
+    """cond result (``tuple_get``) -> the output of the branch ``sess`` takes."""
+
+    def __init__(self, sess, feedable):
+        super().__init__()
+        self.sess = sess
+        self.feedable = set(feedable)
+
+    def __call__(self, node):
+        while self.sess is not None and node.type == "tuple_get" and \
+                node.inputs[0].type == "cond":
+            if node not in self:
+                self[node] = self._taken(node)
+            node = self[node]
+        return node
+
+    def _taken(self, node):
+        cond = node.inputs[0]
+        info = cond.attrs["info"]
+        if node.attrs["index"] >= info.n_slots:
+            raise GraphDefError(f"{node.describe()} reads a variable a cond branch assigns; "
+                                "it cannot be written to a GraphDef")
+        fed = self._fed_ancestor(cond.inputs[0])
+        if fed is not None:
+            raise GraphDefError(f"{cond.describe()} cannot be written to a GraphDef: its "
+                                f"predicate depends on the input '{fed.name}', and only a "
+                                "cond whose branch is known when saving can be kept")
+        try:
+            pred = self.sess.run(cond.inputs[0])
+        except InvalidArgumentError as err:
+            raise GraphDefError(f"{cond.describe()} cannot be written to a GraphDef: its "
+                                f"predicate must be known without feeds to keep one branch "
+                                f"({err})") from None
+        return info.branches[0 if bool(pred) else 1].outputs[node.attrs["index"]]
+
+
+    def _fed_ancestor(self, node):
+        seen, stack = set(), [node]
+        while stack:
+            node = stack.pop()
+            if node in self.feedable:
+                return node
+            if node not in seen:
+                seen.add(node)
+                stack.extend(node.inputs)
+        return None
+
+
+def _needed(graph, output_node_names, follow):
     """The nodes ``output_node_names`` need, in graph order (variables' own initializers
     are left out: importing a variable makes them again)."""
     if isinstance(output_node_names, str):
         output_node_names = [output_node_names]
-    seen, stack = set(), [graph.get_tensor_by_name(n) for n in output_node_names]
+    seen, stack = set(), [follow(graph.get_tensor_by_name(n)) for n in output_node_names]
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         seen.add(node)
-        stack.extend(node.inputs)
-        stack.extend(node.control_inputs)
+        stack.extend(map(follow, node.inputs))
+        stack.extend(map(follow, node.control_inputs))
         if node.opdef.kind == "assign":
             stack.append(node.attrs["var"])
     return [n for n in graph.nodes if n in seen and not _is_variable_initializer(n)]
@@ -135,8 +209,9 @@ def _is_variable_initializer(node) -> bool:
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, follow):
         self.records, self.arrays, self._names = [], {}, set()
+        self.follow = follow
 
     def add(self, node):
         if node.type in _NOT_LOADABLE:
@@ -164,6 +239,7 @@ class _Writer:
         self.records.append(record)
 
     def _ref(self, node, tensor):
+        tensor = self.follow(tensor)
         if tensor.name not in self._names:
             raise GraphDefError(f"{node.describe()} reads '{tensor.name}', which is not "
                                 "written before it")
@@ -458,8 +534,9 @@ def _install():
     as ``gradflow.ops.overloads`` installs the operators)."""
     from gradflow.session import Session
 
-    Graph.as_graph_def = lambda self, from_version=None, add_shapes=False: as_graph_def(self)
-    Session.graph_def = property(lambda self: as_graph_def(self.graph),
+    Graph.as_graph_def = lambda self, from_version=None, add_shapes=False: \
+        GraphDef.of_graph(self)
+    Session.graph_def = property(lambda self: GraphDef.of_graph(self.graph),
                                  doc="TF1: the GraphDef of the session's graph.")
 
 
