@@ -49,8 +49,12 @@ def to_onnx(sess, inputs, outputs, opset=DEFAULT_OPSET, model_name="gradflow"):
             raise ExportError(f"ONNX export: input {name!r} is {t.describe()}, not a "
                               "placeholder")
     graph = InferenceGraph(sess, [t for _, t in inputs], [t for _, t in outputs])
-    graph.check_leftovers([t for _, t in outputs])
     m = OnnxModel(opset)
+    clash = {n for n, _ in inputs} & {n for n, _ in outputs}
+    if clash:
+        raise ValueError(f"ONNX export: {sorted(clash)} name both an input and an output")
+    for name, _ in outputs:  # reserved: no inner value may take an output's name
+        m.name(name)
     names = _write_nodes(m, graph, inputs)
     proto_outputs = []
     for name, t in outputs:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.onnx._builder import ExportError, fail
+from gradflow.onnx._builder import fail
 
 _PASS_THROUGH = ("identity", "stop_gradient", "ensure_shape")
 _DYNAMIC, _STATIC, _RANDOM, _ONES = "dynamic", "static", "random", "ones"
@@ -39,11 +39,7 @@ class InferenceGraph:
         self.order: list = list(self.inputs)
         for out in outputs:
             self._walk(out)
-        for out in outputs:
-            if self.kind[self.source(out)] != _DYNAMIC:
-                raise ExportError(f"ONNX export: the output '{out.name}' (created at "
-                                  f"{out.source}) does not depend on the inputs "
-                                  f"{[t.name for t in self.inputs]}: it would be a constant")
+        self._check_leftovers(outputs)
 
     def source(self, node):
         while node in self.alias:
@@ -196,10 +192,11 @@ class InferenceGraph:
                 return x
         return None
 
-    def check_leftovers(self, outputs) -> None:
-        """A random value still needed, or a dropout mask that ``x * 1`` did not absorb
-        (it would change the output's shape), is an error."""
-        for node in self.order + [self.source(o) for o in outputs]:
+    def _check_leftovers(self, outputs) -> None:
+        """A random value still needed, a dropout mask that ``x * 1`` did not absorb (it
+        would change the output's shape), or an output that is a constant, is an error."""
+        outputs = [self.source(o) for o in outputs]
+        for node in self.order + outputs:
             for i in ([node] if node in outputs else node.inputs):
                 kind = self.kind[self.source(i)]
                 if kind == _RANDOM:
@@ -210,6 +207,10 @@ class InferenceGraph:
                 if kind == _ONES and node not in outputs:
                     raise fail(node, "multiplies by a dropout mask that could not be "
                                      "removed (a noise_shape that broadcasts the input?)")
+        for out in outputs:
+            if self.kind[out] != _DYNAMIC:
+                raise fail(out, f"is an output but does not depend on the inputs "
+                                f"{[t.name for t in self.inputs]}: it would be a constant")
 
 
 def _same_shape(a, b) -> bool:
