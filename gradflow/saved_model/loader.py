@@ -46,8 +46,16 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     Works on any backend; a missing, damaged or tampered folder, or one written by
     another format version, is a ``SavedModelError`` naming the file and the fault.
     """
-    folder = os.fspath(export_dir)
-    tags = {tags} if isinstance(tags, str) else set(tags)
+    try:
+        return _load(sess, {tags} if isinstance(tags, str) else set(tags),
+                     os.fspath(export_dir), import_scope)
+    except SavedModelError:
+        raise
+    except GraphDefError as err:  # a fault of the files, in the SavedModel's terms
+        raise SavedModelError(str(err)) from None
+
+
+def _load(sess, tags, folder, import_scope):
     doc, arrays = _files.read_model(folder)
     path = os.path.join(folder, _files.MODEL_FILE)
     found = []
@@ -62,10 +70,7 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     values = _files.read_variables(folder)
     _check_values(graph_def, values, folder)
     with sess.graph.as_default():
-        try:
-            import_graph_def(graph_def, name=import_scope or "", variable_values=values)
-        except GraphDefError as err:
-            raise SavedModelError(str(err)) from None
+        import_graph_def(graph_def, name=import_scope or "", variable_values=values)
     prefix = f"{import_scope}/" if import_scope else ""
     for name, value in values.items():
         sess.load_variable(sess.graph.get_tensor_by_name(prefix + name), value)
