@@ -473,8 +473,8 @@ class _Importer:
         name = record["name"]
         if record["op"] != "variable":
             return apply(record["op"], inputs, name=name, graph=self.graph, **attrs)
-        from gradflow.ops.state_ops import placeholder
         from gradflow.ops.registry import constant
+        from gradflow.ops.state_ops import placeholder
         from gradflow.variables import Variable
 
         shape, dtype = tuple(attrs["shape"]), attrs["dtype"]

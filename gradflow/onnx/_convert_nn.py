@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.onnx._builder import converts
+from gradflow.onnx._builder import converts, fail
 from gradflow.ops.conv_ops import window_geometry
+from gradflow.ops.rnn_ops import _gate_vectors
 
 _TO_NCHW, _TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
@@ -76,14 +77,14 @@ def _pool(m, node, ins):
 def _lstm_gates(m, node, ins):
     """``tanh(z * scale + shift) * mul + add``: sigmoid(x) = tanh(x / 2) / 2 + 1/2 gives
     the i, f, o gates and the plain tanh the j block, as gradflow computes them."""
-    units = node.shape[-1] // 4
-    half = np.full(4 * units, 0.5)
-    scale, mul, add = half.copy(), half.copy(), half.copy()
-    scale[units:2 * units] = mul[units:2 * units] = 1.0
-    add[units:2 * units] = 0.0
-    shift = np.zeros(4 * units)
-    shift[2 * units:3 * units] = 0.5 * float(node.attrs["forget_bias"])
+    import array_api_compat.numpy as xnp
+
+    if node.shape[-1] is None:
+        raise fail(node, "has a gate axis of unknown size; ONNX export needs the LSTM's units")
     dt = node.dtype.as_numpy_dtype
+    # gradflow's own vectors, for a row of gates of this width
+    scale, shift, mul, add = _gate_vectors(xnp, np.empty((1, node.shape[-1]), dt),
+                                           float(node.attrs["forget_bias"]))
     t = m.add("Mul", [ins[0], m.const(scale, dt)], node.name + "/scaled")
     t = m.add("Tanh", [m.add("Add", [t, m.const(shift, dt)], node.name + "/shifted")],
               node.name + "/tanh")

@@ -1,5 +1,6 @@
 """Training: optimizers, learning-rate schedules, the global step and checkpoints."""
 
+from gradflow.graph_io import write_graph
 from gradflow.train.learning_rate import (
     cosine_decay,
     cosine_decay_restarts,
@@ -28,7 +29,6 @@ from gradflow.train.optimizers import (
     get_or_create_global_step,
     global_step,
 )
-from gradflow.graph_io import write_graph
 from gradflow.train.saver import (
     CheckpointError,
     CheckpointState,
