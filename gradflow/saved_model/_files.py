@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from gradflow.graph_io import GraphDef, GraphDefError, _check_document, check_header
+from gradflow.graph_io import GraphDef, GraphDefError, check_document, check_header
 
 FORMAT = "gradflow.SavedModel"
 FORMAT_VERSION = 1
@@ -111,7 +111,7 @@ def meta_graph_parts(doc, index, arrays, path):
         raise SavedModelError(f"{where}: {err}") from None
     prefix = f"m{index}_"
     mine = {k: a for k, a in arrays.items() if k.startswith(prefix)}
-    nodes, mine = _check_document(meta["graph"], mine, f"{where} (graph)")
+    nodes, mine = check_document(meta["graph"], mine, f"{where} (graph)")
     return set(tags), signatures, GraphDef(nodes, mine, path)
 
 
