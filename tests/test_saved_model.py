@@ -227,3 +227,19 @@ def test_graph_errors_name_the_node():
     with gf.Session() as sess, pytest.raises(GraphDefError, match="depends on the input 'switch'"):
         gf.saved_model.simple_save(sess, "/nonexistent/never", {"x": x, "t": t}, {"z": z})
     assert not os.path.exists("/nonexistent/never")
+
+
+def test_import_scope_and_name_clashes(saved):
+    folder, images, want = saved
+    with gf.Session(graph=gf.Graph()) as sess:
+        meta = gf.saved_model.loader.load(sess, [SERVING], str(folder), import_scope="m")
+        sig = meta.signature_def["serving_default"]
+        assert sig.inputs["images"].name == "m/x:0"
+        np.testing.assert_array_equal(
+            sess.run(sig.outputs["probs"].name, {sig.inputs["images"].name: images}), want)
+        with pytest.raises(SavedModelError, match="already has nodes under 'm/'"):
+            gf.saved_model.loader.load(sess, [SERVING], str(folder), import_scope="m")
+    with gf.Session(graph=gf.Graph()) as sess:
+        gf.saved_model.loader.load(sess, [SERVING], str(folder))
+        with pytest.raises(SavedModelError, match="already has a node named 'x'"):
+            gf.saved_model.loader.load(sess, [SERVING], str(folder))

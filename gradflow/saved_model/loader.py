@@ -67,6 +67,10 @@ def _load(sess, tags, folder, import_scope):
     else:
         raise SavedModelError(f"SavedModel {folder} has no meta graph with tags {sorted(tags)}; "
                               f"it has {found}")
+    if import_scope and any(n.name == import_scope or n.name.startswith(import_scope + "/")
+                            for n in sess.graph.nodes):
+        raise SavedModelError(f"SavedModel {folder}: the session's graph already has nodes "
+                              f"under '{import_scope}/'; load under another import_scope")
     values = _files.read_variables(folder)
     _check_values(graph_def, values, folder)
     with sess.graph.as_default():
