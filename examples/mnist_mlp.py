@@ -5,6 +5,7 @@
     python examples/mnist_mlp.py --checkpoint-dir ckpt --resume --epochs 8
     mpiexec -n 2 python -m mpi4py examples/mnist_mlp.py --distributed   # data-parallel
     python examples/mnist_mlp.py --logdir logs/mlp    # then: tensorboard --logdir logs
+    python examples/mnist_mlp.py --export model.onnx  # then serve it with ONNX Runtime
 
 Prints the folder the MNIST files were read from (``--data-dir`` when given,
 and then only that folder; ``--download`` fetches the files into it), shows a
@@ -18,12 +19,16 @@ resumes from it. The learning rate starts at 1e-3 and is multiplied by 0.6
 after each epoch. With ``--logdir`` it writes TensorBoard event files (TF1's
 ``tf.summary``): the graph, the training loss, batch accuracy, learning rate and
 weight histograms every ``--summary-every`` steps, and the test accuracy per epoch.
+With ``--export FILE.onnx`` the trained model (images ``x`` in, class
+probabilities ``probs`` out, any batch size) is written as an ONNX model at the end,
+from the last checkpoint (a temporary folder when ``--checkpoint-dir`` is not given).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,17 +49,38 @@ def build_model(args, steps_per_epoch):
         h = gf.layers.dense(h, 512, activation=gf.nn.relu, kernel_initializer=init)
         logits = gf.layers.dense(h, 10)
         model = mnist_common.finish_model(x, y, logits, args, steps_per_epoch)
+        model["probs"] = gf.nn.softmax(logits, name="probs")
     return graph, model
+
+
+def export_onnx(graph, model, checkpoint_dir, path):
+    """Write the model of the latest checkpoint as ONNX: ``x`` in, ``probs`` out."""
+    import gradflow.onnx
+
+    with gf.Session(graph=graph, backend="numpy") as sess:
+        model["saver"].restore(sess, gf.train.latest_checkpoint(checkpoint_dir))
+        gradflow.onnx.export(sess, {"x": model["x"]}, {"probs": model["probs"]}, path)
+    print(f"exported the model to {path} (ONNX: input x [batch, 784], output probs "
+          "[batch, 10])")
 
 
 def main(argv=None):
     parser = mnist_common.make_parser("MNIST MLP (784-512-512-10, ReLU, Adam)",
                                       epochs=8, batch_size=128, lr=1e-3, decay=0.6)
+    parser.add_argument("--export", default=None, metavar="FILE.onnx",
+                        help="after training, write the model as ONNX to this file")
     args = mnist_common.parse(parser, argv)
     data = mnist_common.load_data(args, (784,))
     graph, model = build_model(args, -(-len(data[0]) // args.batch_size))
-    return mnist_common.train(args, graph, model, data, "mnist_mlp",
-                              "784-512-512-10 ReLU MLP, Adam", __file__, argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.export and not args.checkpoint_dir:  # the trained weights come back from it
+            args.checkpoint_dir = scratch
+        result = mnist_common.train(args, graph, model, data, "mnist_mlp",
+                                    "784-512-512-10 ReLU MLP, Adam", __file__, argv)
+        hvd = mnist_common.distributed(args)
+        if args.export and (hvd is None or hvd.rank() == 0):  # rank 0 holds the checkpoints
+            export_onnx(graph, model, args.checkpoint_dir, args.export)
+    return result
 
 
 if __name__ == "__main__":

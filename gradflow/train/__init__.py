@@ -1,5 +1,6 @@
 """Training: optimizers, learning-rate schedules, the global step and checkpoints."""
 
+from gradflow.graph_io import write_graph
 from gradflow.train.learning_rate import (
     cosine_decay,
     cosine_decay_restarts,
@@ -47,5 +48,5 @@ __all__ = [
     "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
     "piecewise_constant_decay", "polynomial_decay",
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
-    "get_checkpoint_state",
+    "get_checkpoint_state", "write_graph",
 ]
