@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from gradflow import backends
-from gradflow.errors import FailedPreconditionError, InvalidArgumentError
+from gradflow.errors import FailedPreconditionError, GradflowError, InvalidArgumentError
 from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
@@ -58,6 +58,8 @@ class Session:
         self._init_lock = threading.RLock()
         self._instances: dict = {}  # plan key -> further instances for concurrent runs
         self._shape_plans: dict = {}  # fetch-set key -> shape-specialized plans made
+        # state that graph objects keep per session (gf.data iterators), closed with it
+        self.resources: dict = {}
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -77,6 +79,9 @@ class Session:
     def close(self) -> None:
         """Free the session's variables and plans."""
         self._closed = True
+        for resource in list(self.resources.values()):
+            getattr(resource, "close", lambda: None)()
+        self.resources.clear()
         self._store.clear()
         self.spare_buffers.clear()
         self._plans.clear()
@@ -229,8 +234,8 @@ class Session:
         return fetch
 
     def _run_error(self, plan, err):
-        if isinstance(err, InvalidArgumentError):  # gradflow's own: it names the culprit
-            return err
+        if isinstance(err, GradflowError):  # gradflow's own errors name the culprit, and
+            return err  # OutOfRangeError must reach the user as it is (end of a data set)
         node = node_at_failure(plan, err.__traceback__)
         if node is None:
             return err
