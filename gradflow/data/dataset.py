@@ -14,10 +14,9 @@ import numpy as np
 
 from gradflow.data import structure
 from gradflow.errors import InvalidArgumentError
-from gradflow.graph import Tensor
 
 
-class Dataset:
+class Dataset(structure.Elements):
     """A sequence of elements, each a nested tuple/dict of tensors (TF1 ``tf.data.Dataset``).
 
     >>> ds = gf.data.Dataset.from_tensor_slices((x_train, y_train))
@@ -30,21 +29,6 @@ class Dataset:
         self._types = list(types)
         self._shapes = list(shapes)
         self._inputs = tuple(inputs)
-
-    # -- what the elements are (TF1) ---------------------------------------------
-    @property
-    def output_types(self):
-        """The dtypes of an element's components, in the element's structure."""
-        return structure.pack(self._template, self._types)
-
-    @property
-    def output_shapes(self):
-        """The static shapes of an element's components, in the element's structure."""
-        return structure.pack(self._template, self._shapes)
-
-    @property
-    def output_classes(self):
-        return structure.pack(self._template, [Tensor] * len(self._types))
 
     def __repr__(self):
         parts = ", ".join(f"{structure.format_shape(s)} {t.name}"

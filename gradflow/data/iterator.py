@@ -15,13 +15,13 @@ from gradflow.data import structure
 from gradflow.data.dataset import Dataset
 from gradflow.data.host import PipelineRun
 from gradflow.errors import FailedPreconditionError, OutOfRangeError
-from gradflow.graph import Tensor, TensorShape, get_default_graph
+from gradflow.graph import TensorShape, get_default_graph
 from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
 from gradflow.ops.registry import apply
 
 
-class Iterator:
+class Iterator(structure.Elements):
     """Gives the elements of a data set, one per ``get_next()`` evaluation (TF1
     ``tf.data.Iterator``).
 
@@ -73,18 +73,6 @@ class Iterator:
         return iterator
 
     # -- TF1 API -----------------------------------------------------------------------
-    @property
-    def output_types(self):
-        return structure.pack(self._template, self._types)
-
-    @property
-    def output_shapes(self):
-        return structure.pack(self._template, self._shapes)
-
-    @property
-    def output_classes(self):
-        return structure.pack(self._template, [Tensor] * len(self._types))
-
     @property
     def initializer(self):
         """The operation that (re)starts an iterator made by

@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from gradflow.data.transforms import _Unary, scalar_argument
+from gradflow.data.transforms import _Counted
 
 AUTOTUNE = -1  # TF1's tf.data.experimental.AUTOTUNE
 _AUTOTUNE_DEPTH = 2  # what AUTOTUNE (and 0) means here: one batch in use, one ahead
@@ -21,13 +21,11 @@ _POLL_S = 0.05  # how often a blocked producer checks whether it must stop
 _JOIN_S = 10.0  # how long closing waits for the producer to notice
 
 
-class Prefetch(_Unary):
-    """``Dataset.prefetch``."""
+class Prefetch(_Counted):
+    """``Dataset.prefetch``: ``buffer_size`` is the count."""
 
     def __init__(self, upstream, buffer_size):
-        super().__init__(upstream)
-        self._size = scalar_argument(buffer_size, "prefetch: buffer_size")
-        self._scalars = (self._size,)
+        super().__init__(upstream, buffer_size, "prefetch: buffer_size")
 
     def _iterate(self, run):
         return self._prefetched(run, None)
@@ -36,7 +34,7 @@ class Prefetch(_Unary):
         return self._prefetched(run, run.deliver)
 
     def _prefetched(self, run, deliver):
-        size = run.scalar(self._size)
+        size = run.scalar(self._count)
         producer = _Producer(self._upstream._iterate(run), deliver,
                              size if size > 0 else _AUTOTUNE_DEPTH)
         run.on_close(producer.stop)

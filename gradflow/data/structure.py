@@ -14,6 +14,26 @@ from gradflow import dtypes
 from gradflow.graph import Tensor, TensorShape
 
 
+class Elements:
+    """TF1's ``output_types``, ``output_shapes`` and ``output_classes`` of something
+    that gives elements (a Dataset, an Iterator), from its ``_template`` (the
+    structure) and flat ``_types`` and ``_shapes``."""
+
+    @property
+    def output_types(self):
+        """The dtypes of an element's components, in the element's structure."""
+        return pack(self._template, self._types)
+
+    @property
+    def output_shapes(self):
+        """The static shapes of an element's components, in the element's structure."""
+        return pack(self._template, self._shapes)
+
+    @property
+    def output_classes(self):
+        return pack(self._template, [Tensor] * len(self._types))
+
+
 def is_nested(value) -> bool:
     """Whether ``value`` is structure (a tuple or a dict), not a component."""
     return isinstance(value, (tuple, dict))

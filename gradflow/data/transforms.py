@@ -49,6 +49,15 @@ class _Unary(Dataset):
         return [s for s in self._scalars if isinstance(s, Tensor)]
 
 
+class _Counted(_Unary):
+    """A transformation with one integer argument, ``self._count``."""
+
+    def __init__(self, upstream, count, what):
+        super().__init__(upstream)
+        self._count = scalar_argument(count, what)
+        self._scalars = (self._count,)
+
+
 class Map(_Unary):
     """``Dataset.map``."""
 
@@ -221,13 +230,11 @@ class Shuffle(_Unary):
             yield buffer.pop()
 
 
-class Repeat(_Unary):
+class Repeat(_Counted):
     """``Dataset.repeat``."""
 
     def __init__(self, upstream, count=None):
-        super().__init__(upstream)
-        self._count = -1 if count is None else scalar_argument(count, "repeat: count")
-        self._scalars = (self._count,)
+        super().__init__(upstream, -1 if count is None else count, "repeat: count")
 
     def _iterate(self, run):
         count = run.scalar(self._count)
@@ -242,13 +249,11 @@ class Repeat(_Unary):
                 return
 
 
-class Take(_Unary):
+class Take(_Counted):
     """``Dataset.take``."""
 
     def __init__(self, upstream, count):
-        super().__init__(upstream)
-        self._count = scalar_argument(count, "take: count")
-        self._scalars = (self._count,)
+        super().__init__(upstream, count, "take: count")
 
     def _iterate(self, run):
         count = run.scalar(self._count)
@@ -264,13 +269,11 @@ class Take(_Unary):
             stream.close()  # stops a prefetch thread upstream
 
 
-class Skip(_Unary):
+class Skip(_Counted):
     """``Dataset.skip``."""
 
     def __init__(self, upstream, count):
-        super().__init__(upstream)
-        self._count = scalar_argument(count, "skip: count")
-        self._scalars = (self._count,)
+        super().__init__(upstream, count, "skip: count")
 
     def _iterate(self, run):
         count = run.scalar(self._count)
