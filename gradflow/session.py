@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from gradflow import backends
+from gradflow.data.feeding import next_elements
 from gradflow.errors import FailedPreconditionError, GradflowError, InvalidArgumentError
 from gradflow.executor import check_feed, compile_plan, is_feedable, node_at_failure
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
@@ -107,6 +108,7 @@ class Session:
             flat, rebuild = _flatten(fetches, self.graph)
         flat = [self._resolve(f) for f in flat]
         feed_items = list(feed_dict.items()) if feed_dict else []
+        feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow.data import feeding
 from gradflow.data.functions import TracedFunction
 
 
@@ -288,6 +289,27 @@ def test_batches_reach_the_plan_without_a_copy():
     with gf.Session(backend="numpy") as sess:
         batch = sess.run(nxt, output="native")
     assert np.shares_memory(batch, x)
+
+
+def test_batches_are_fed_to_the_plan_like_feed_dict_values():
+    x = np.ones((5, 3), np.float32)
+    batch = gf.data.Dataset.from_tensor_slices(x).batch(2).make_one_shot_iterator().get_next()
+    total = gf.reduce_sum(batch, axis=0)
+    assert batch.shape.as_list() == [None, 3]
+    with gf.Session() as sess:
+        sums = [sess.run(total) for _ in range(3)]
+        fed = list(sess.resources[feeding._PLANS].values())
+    assert [list(s) for s in sums] == [[2.0] * 3, [2.0] * 3, [1.0] * 3]
+    assert fed == [[(batch, [(0, batch)])]]  # the batch was a feed of the run
+
+
+def test_get_next_over_computed_tensors_runs_inside_the_plan(backend):
+    doubled = gf.data.Dataset.from_tensor_slices(gf.range(4) * 2).batch(3)
+    nxt = doubled.make_one_shot_iterator().get_next()
+    with gf.Session(backend=backend) as sess:
+        assert [list(sess.run(nxt)) for _ in range(2)] == [[0, 2, 4], [6]]
+        with pytest.raises(gf.errors.OutOfRangeError):
+            sess.run(nxt)
 
 
 def test_iterator_misuse_errors():

@@ -13,6 +13,7 @@ import threading
 
 from gradflow.data import structure
 from gradflow.data.dataset import Dataset
+from gradflow.data.feeding import register_get_next
 from gradflow.data.host import PipelineRun
 from gradflow.errors import FailedPreconditionError, OutOfRangeError
 from gradflow.graph import TensorShape, get_default_graph
@@ -107,11 +108,10 @@ class Iterator(structure.Elements):
         node = apply("iterator_get_next", inputs, name=name, graph=self._graph, iterator=self,
                      single=single, shape=self._shapes[0] if single else None,
                      dtype=self._types[0] if single else VARIANT)
-        if single:
-            return structure.pack(self._template, [node])
-        parts = [apply("iterator_component", [node], name=f"{node.name}_{k}", index=k,
-                       shape=s, dtype=t)
-                 for k, (t, s) in enumerate(zip(self._types, self._shapes))]
+        parts = [node] if single else [
+            apply("iterator_component", [node], name=f"{node.name}_{k}", index=k, shape=s,
+                  dtype=t) for k, (t, s) in enumerate(zip(self._types, self._shapes))]
+        register_get_next(node, parts)
         return structure.pack(self._template, parts)
 
     def string_handle(self, name=None):
