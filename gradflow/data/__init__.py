@@ -15,7 +15,7 @@ from gradflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
-from gradflow.data.sources import TextLine as TextLineDataset
+from gradflow.data.sources import TextLineDataset
 
 __all__ = ["Dataset", "Iterator", "TextLineDataset", "batches", "experimental",
            "get_output_classes", "get_output_shapes", "get_output_types",

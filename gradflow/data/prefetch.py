@@ -52,7 +52,6 @@ class _Producer:
     def __init__(self, stream, deliver, depth):
         self.queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
-        self.produced = 0  # elements put in the queue so far (tests read it)
         self._stream, self._deliver = stream, deliver
         self.thread = threading.Thread(target=self._produce, name="gradflow-data-prefetch",
                                        daemon=True)
@@ -65,7 +64,6 @@ class _Producer:
                     element = self._deliver(element)
                 if not self._put((element, None)):
                     return
-                self.produced += 1
             self._put((self._END, None))
         except BaseException as err:  # noqa: BLE001 - handed to the consumer, raised there
             self._put((None, err))

@@ -242,9 +242,13 @@ class Concatenate(Dataset):
             yield from ds._iterate(run)
 
 
-class TextLine(Dataset):
-    """``TextLineDataset``: the lines of text files, without their line endings, as
-    ``string`` scalars."""
+class TextLineDataset(Dataset):
+    """The lines of text files, without their line endings, as ``string`` scalars
+    (TF1 ``tf.data.TextLineDataset``; ``compression_type`` "", "GZIP" or "ZLIB").
+
+    >>> lines = gf.data.TextLineDataset(["train.csv"]).skip(1)
+    >>> rows = lines.map(lambda line: gf.py_func(parse_row, [line], [gf.float32, gf.int64]))
+    """
 
     def __init__(self, filenames, compression_type=None, buffer_size=None):
         if isinstance(filenames, (str, bytes)):
