@@ -115,6 +115,7 @@ class Iterator(structure.Elements):
         return structure.pack(self._template, parts)
 
     def string_handle(self, name=None):
+        """Not supported: gradflow has no feedable iterators."""
         raise NotImplementedError("Iterator.string_handle: feedable iterators (from_string_"
                                   "handle) are not supported; use from_structure with "
                                   "make_initializer to switch data sets")
@@ -221,12 +222,15 @@ def make_initializable_iterator(dataset, shared_name=None):
 
 
 def get_output_types(dataset_or_iterator):
+    """``dataset_or_iterator.output_types`` (TF1 ``tf.compat.v1.data.get_output_types``)."""
     return dataset_or_iterator.output_types
 
 
 def get_output_shapes(dataset_or_iterator):
+    """``dataset_or_iterator.output_shapes`` (TF1 function form)."""
     return dataset_or_iterator.output_shapes
 
 
 def get_output_classes(dataset_or_iterator):
+    """``dataset_or_iterator.output_classes`` (TF1 function form)."""
     return dataset_or_iterator.output_classes
