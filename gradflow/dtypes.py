@@ -61,8 +61,9 @@ class DType:
 
     @property
     def as_numpy_dtype(self):
-        """The NumPy scalar type (``np.float32``), as TF1 returns it."""
-        return np.dtype(self.name).type
+        """The NumPy scalar type (``np.float32``), as TF1 returns it (``object`` for
+        ``string``)."""
+        return np.object_ if self.kind == "O" else np.dtype(self.name).type
 
     @property
     def base_dtype(self) -> "DType":
@@ -75,7 +76,7 @@ class DType:
     @property
     def size(self) -> int:
         """Bytes per element."""
-        return np.dtype(self.name).itemsize
+        return np.dtype(self.as_numpy_dtype).itemsize
 
     @property
     def min(self):
@@ -137,6 +138,9 @@ uint16 = DType("uint16", "u", 16)
 uint32 = DType("uint32", "u", 32)
 uint64 = DType("uint64", "u", 64)
 bool_ = DType("bool", "b", 8)
+# Byte strings (TF1 ``tf.string``): host values only, NumPy object arrays of ``bytes``,
+# carried by input pipelines (``gf.data.TextLineDataset``) and ``py_func``.
+string = DType("string", "O", 0)
 
 # TF1's other names for three of them
 half = float16
@@ -144,7 +148,7 @@ double = float64
 
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
        bool_)
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL + (string,)}
 # TF1's string aliases: "float" is float32 in TensorFlow, whatever NumPy says.
 _ALIASES = {"half": float16, "float": float32, "double": float64}
 
@@ -163,6 +167,8 @@ def as_dtype(value) -> DType:
         return int64
     if value is float:
         return float32
+    if value in (bytes, str):
+        return string
     if isinstance(value, str):
         found = _BY_NAME.get(value) or _ALIASES.get(value)
         if found is None:
@@ -170,7 +176,8 @@ def as_dtype(value) -> DType:
                             f"{', '.join(list(_BY_NAME) + list(_ALIASES))}")
         return found
     try:
-        name = np.dtype(value).name
+        numpy_dtype = np.dtype(value)
+        name = "string" if numpy_dtype.kind in "OSU" else numpy_dtype.name
     except TypeError:  # a dtype object of another library (torch.float32, ...)
         name = getattr(value, "name", None) or str(value).rsplit(".", 1)[-1]
     if name in _BY_NAME:

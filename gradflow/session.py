@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from gradflow import backends
-from gradflow.errors import InvalidArgumentError
+from gradflow.data.feeding import next_elements
+from gradflow.errors import GradflowError, InvalidArgumentError
 from gradflow.executor import (
     VariableStore,
     check_feed,
@@ -65,6 +66,8 @@ class Session:
         self.store_lock = threading.RLock()  # re-entered by the sub-plans of control flow
         self._init_lock = threading.RLock()
         self._shape_plans: dict = {}  # fetch-set key -> shape-specialized plans made
+        # state that graph objects keep per session (gf.data iterators), closed with it
+        self.resources: dict = {}
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -82,12 +85,16 @@ class Session:
         return _DefaultSession(self)
 
     def close(self) -> None:
-        """Free the session's variables and plans. A run still in flight in another
-        thread then fails at its next read or write of a variable, writing nothing."""
+        """Free the session's variables, plans and resources (``gf.data`` iterators). A
+        run still in flight in another thread then fails at its next read or write of a
+        variable, writing nothing."""
         with self.store_lock:
             self._closed = True
             self._store.closed = True
             self._store.clear()
+        for resource in list(self.resources.values()):
+            getattr(resource, "close", lambda: None)()
+        self.resources.clear()
         self.spare_buffers.clear()
         self._plans.clear()
         self._shape_plans.clear()
@@ -108,6 +115,7 @@ class Session:
             flat, rebuild = _flatten(fetches, self.graph)
         flat = [self._resolve(f) for f in flat]
         feed_items = list(feed_dict.items()) if feed_dict else []
+        feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)
@@ -291,8 +299,8 @@ class Session:
         return fetch
 
     def _run_error(self, plan, err):
-        if isinstance(err, InvalidArgumentError):  # gradflow's own: it names the culprit
-            return err
+        if isinstance(err, GradflowError):  # gradflow's own errors name the culprit, and
+            return err  # OutOfRangeError must reach the user as it is (end of a data set)
         node = node_at_failure(plan, err.__traceback__)
         if node is None:
             return err

@@ -49,6 +49,12 @@ EXEMPT = {
     "print": "kind 'call': tf.print, prints when run (test_control_flow.py)",
     "assert": "kind 'call': Assert and assert_*, raise when run (test_control_flow.py)",
     "py_func": "kind 'call': runs a Python function on the host (test_control_flow.py)",
+    # input pipelines (gradflow/ops/dataset_ops.py): values from the host pipeline that the
+    # session's iterator state runs, no gradient (tests/test_data_pipeline.py)
+    "iterator_get_next": "kind 'call': the next element of a gf.data iterator",
+    "iterator_component": "kind 'call': one component of an iterator's element",
+    "iterator_initialize": "kind 'call': starts a gf.data iterator on a data set",
+    "dataset_function_arg": "kind 'call': an element's component in a traced map function",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",

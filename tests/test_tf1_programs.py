@@ -265,3 +265,82 @@ def test_mnist_softmax_tutorial_runs_as_a_script(tmp_path):
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert 0.9 < float(done.stdout.strip().splitlines()[-1]) < 0.95  # about 0.92
+
+
+def _mnist_like():
+    """MNIST-shaped data with a learnable rule, 600 examples to train on and 200 to test:
+    784 pixels in [0, 1], labels of a random linear teacher."""
+    rng = np.random.default_rng(0)
+    images = rng.random((800, 784), dtype=np.float32)
+    labels = (images @ rng.normal(size=(784, 10))).argmax(1).astype(np.int64)
+    return images[:600], labels[:600], images[600:], labels[600:]
+
+
+def _softmax_regression_numpy(images, labels, test_images, test_labels, epochs, batch_size,
+                              learning_rate):
+    """What mnist_dataset.py computes when its shuffle keeps the order (buffer_size=1)."""
+    W, b = np.zeros((784, 10)), np.zeros(10)
+    losses = []
+    for _ in range(epochs):
+        batch_losses = []
+        for start in range(0, len(images), batch_size):
+            x = images[start:start + batch_size].astype(np.float64)
+            y = np.eye(10)[labels[start:start + batch_size]]
+            z = x @ W + b
+            p = np.exp(z - z.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            batch_losses.append(-np.mean(np.sum(y * np.log(p), 1)))
+            W -= learning_rate * x.T @ (p - y) / len(x)
+            b -= learning_rate * (p - y).mean(0)
+        losses.append(np.mean(batch_losses))
+    accuracy = np.mean((test_images @ W + b).argmax(1) == test_labels)
+    return losses, W, accuracy
+
+
+def test_mnist_dataset_initializable_iterator_matches_numpy(backend_name, capsys):
+    """make_initializable_iterator fed through placeholders, epochs ended by
+    OutOfRangeError: the same numbers as NumPy (buffer_size=1 keeps the order)."""
+    images, labels, test_images, test_labels = _mnist_like()
+    out = load_program("mnist_dataset").main(images, labels, test_images, test_labels,
+                                             epochs=2, batch_size=128, buffer_size=1,
+                                             learning_rate=0.01)
+    losses, W, accuracy = _softmax_regression_numpy(images, labels, test_images, test_labels,
+                                                    epochs=2, batch_size=128,
+                                                    learning_rate=0.01)
+    assert out["steps"] == 2 * 5  # 600 rows: four batches of 128 and one of 88 per epoch
+    np.testing.assert_allclose(out["losses"], losses, rtol=1e-4)
+    np.testing.assert_allclose(out["W"], W, atol=1e-4)
+    assert abs(out["accuracy"] - accuracy) < 1e-6 and out["dtype"] == np.float32
+    assert "Epoch 2, loss" in capsys.readouterr().out
+
+
+def test_mnist_dataset_shuffled_is_the_same_on_every_backend(backend_name, monkeypatch):
+    """A seeded shuffle draws on the host: every backend trains on the same batches."""
+    images, labels, test_images, test_labels = _mnist_like()
+    program = load_program("mnist_dataset")
+    out = program.main(images, labels, test_images, test_labels, epochs=3, learning_rate=0.01)
+    monkeypatch.setenv("GRADFLOW_BACKEND", "numpy")
+    ref = program.main(images, labels, test_images, test_labels, epochs=3, learning_rate=0.01)
+    np.testing.assert_allclose(out["W"], ref["W"], atol=1e-5)
+    assert out["steps"] == 3 * 6 and out["losses"][2] < out["losses"][0]
+    assert out["accuracy"] > 0.5  # from 0.1 by chance, on 600 examples of a linear rule
+
+
+def test_mnist_dataset_on_real_digits(backend_name, mnist_arrays):
+    (x_train, y_train), (x_test, y_test) = mnist_arrays
+    flat = [(x.reshape(len(x), -1) / np.float32(255.0)).astype(np.float32)
+            for x in (x_train, x_test)]
+    out = load_program("mnist_dataset").main(flat[0], y_train.astype(np.int64), flat[1],
+                                             y_test.astype(np.int64), epochs=2)
+    assert out["accuracy"] > 0.85
+
+
+def test_reinitializable_iterator_switches_train_and_validation(backend_name):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5]]) + 0.1).astype(np.float32)
+    history = load_program("reinitializable_iterator").main(x[:160], y[:160], x[160:], y[160:])
+    assert [h["train_batches"] for h in history] == [5] * 4  # 160 rows, batches of 32
+    assert [h["val_count"] for h in history] == [40] * 4
+    assert history[-1]["val_loss"] < 0.5 * history[0]["val_loss"]
+    assert history[0]["val_loss"] < float(np.mean(y[160:] ** 2))  # it learned something

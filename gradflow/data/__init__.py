@@ -1,6 +1,22 @@
-"""Data sets and batching: MNIST (IDX files) and aligned mini-batches."""
+"""Data: TF1's ``tf.data`` input pipelines, MNIST (IDX files) and aligned mini-batches.
 
-from gradflow.data import mnist
+>>> ds = gf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(10000).batch(128)
+>>> images, labels = ds.make_one_shot_iterator().get_next()
+"""
+
+from gradflow.data import experimental, mnist
 from gradflow.data.batching import batches
+from gradflow.data.dataset import Dataset
+from gradflow.data.iterator import (
+    Iterator,
+    get_output_classes,
+    get_output_shapes,
+    get_output_types,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
+from gradflow.data.sources import TextLineDataset
 
-__all__ = ["batches", "mnist"]
+__all__ = ["Dataset", "Iterator", "TextLineDataset", "batches", "experimental",
+           "get_output_classes", "get_output_shapes", "get_output_types",
+           "make_initializable_iterator", "make_one_shot_iterator", "mnist"]

@@ -462,6 +462,8 @@ def _py_func_impl(session, node):
 
     def run(*values):
         arrays = [np.array(to_numpy(v), copy=True) for v in values]
+        # a scalar string reaches func as bytes, as in TF1
+        arrays = [a.item() if a.dtype.kind == "O" and a.ndim == 0 else a for a in arrays]
         result = func(*arrays)
         if single:
             results = [result]

@@ -1,0 +1,73 @@
+"""One initialization of an iterator: what a pipeline reads while it runs on the host."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradflow.graph import Tensor
+
+_DEFAULT_GRAPH_SEED = 87654321  # as gradflow.session: an op seed without a graph seed
+
+
+class PipelineRun:
+    """The captured values, random streams, host session and helper threads of one
+    initialization of one iterator in one Session.
+
+    ``values`` maps each captured tensor to its host value at initialization;
+    ``epochs`` (kept by the iterator state across initializations) counts the
+    passes each ``shuffle`` has made, so that every pass draws a new order.
+    """
+
+    def __init__(self, session, values, epochs, deliver):
+        self.session = session
+        self.values = values
+        self.epochs = epochs
+        self.deliver = deliver  # host element -> the arrays get_next returns
+        self.caches: dict = {}
+        self._host = None
+        self._closers: list = []
+
+    def value(self, x):
+        """The host value of a tensor argument, or ``x`` itself."""
+        return self.values[x] if isinstance(x, Tensor) else x
+
+    def scalar(self, x) -> int:
+        """An integer argument (a Python int, or a captured scalar tensor)."""
+        return int(np.asarray(self.value(x)))
+
+    def host_session(self):
+        """The NumPy session that runs traced map/filter functions (made on first use)."""
+        if self._host is None:
+            from gradflow.session import Session
+
+            self._host = Session(graph=self.session.graph, backend="numpy",
+                                 seed=self.session.seed)
+        return self._host
+
+    def rng(self, owner, graph_seed, op_seed, position, reshuffle=True):
+        """A generator for the next pass of ``owner`` (a shuffle made when the graph had
+        ``position`` nodes): a new order each pass with ``reshuffle``, else the same.
+        Without a graph or op seed it follows the Session's seed, and without that it
+        is drawn once per iterator."""
+        count = self.epochs.get(owner, 0)
+        if reshuffle:
+            self.epochs[owner] = count + 1
+        if graph_seed is None and op_seed is None:
+            if self.session.seed is not None:
+                return np.random.default_rng([int(self.session.seed), position, count])
+            entropy = self.epochs.setdefault((owner, "entropy"),
+                                             np.random.SeedSequence().entropy)
+            return np.random.default_rng([entropy, count])
+        base = _DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed
+        return np.random.default_rng([base, op_seed, count])
+
+    def on_close(self, fn) -> None:
+        """Call ``fn`` when this run ends (re-initialization, or the Session closing)."""
+        self._closers.append(fn)
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+        if self._host is not None:
+            self._host.close()
+            self._host = None
