@@ -291,6 +291,44 @@ def _taker(spare):
     return take
 
 
+def _in_place_taker(take):
+    def take_in_place(store, var, shape, dtype, held):
+        """The array ``var`` holds now, to be updated in place, if nothing but the store
+        (and, with ``held``, the plan's own read of it, an input of the writing op)
+        refers to it: no other run's read, no native fetch. Else ``take``'s spare."""
+        buf = store.get(var)
+        # references: the store, ``buf``, getrefcount's argument, and the plan's read
+        if buf is not None and sys.getrefcount(buf) <= 3 + held and buf.shape == shape \
+                and buf.dtype == dtype:
+            return buf
+        return take(var, shape, dtype)
+
+    return take_in_place
+
+
+def _updated_in_place(order, recycled, fns, last_use, backend):
+    """``{value: held}`` for the values assigned to a variable that can be written over
+    the variable's own array at commit: the variable's ``read_current`` (if the plan
+    reads it) is not read after the op that writes the value, and where that op reads
+    it (``held``), the backend's function tolerates its output over that input."""
+    position = {node: step for step, node in enumerate(order)}
+    current = {n.attrs["var"]: n for n in order if n.opdef.kind == "read_current"}
+    done = {}  # writer -> the step of its last output (a multi-output kernel's outputs)
+    for step, node in enumerate(order):
+        done[node.inputs[0] if node.opdef is FUSED_OUTPUT else node] = step
+    out = {}
+    for value, var in recycled.items():
+        writer = value.inputs[0] if value.opdef is FUSED_OUTPUT else value
+        read = current.get(var)
+        last = -1 if read is None else last_use.get(read, -1)
+        if last < position[writer]:
+            out[value] = 0
+        elif last <= done[writer] and read in writer.inputs \
+                and backend.overwrites_inputs_safely(fns.get(writer)):
+            out[value] = 1
+    return out
+
+
 def _commit_last(order, fed):
     """``(order, start)``: ``order`` with the nodes that read a variable's value at
     commit (``read_current``), and every node after them, moved to the end from
@@ -376,6 +414,10 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
     take = _taker(session.spare_buffers)
+    take_in_place = _in_place_taker(take)
+    in_place = {v: held for v, held in
+                _updated_in_place(order, recycled, fns, last_use, backend).items()
+                if position[v] >= commit_start}
     if checking:
         env["check"] = _numerics_check(backend.xp)
 
@@ -395,6 +437,14 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
                 views[key] = (f"A{step}", buffers[key[0]][:size].reshape(key[1]))
                 env[views[key][0]] = views[key][1]
             return views[key][0]
+        if node in in_place:  # the variable's own array, when no one else holds it
+            env[f"I{step}"] = functools.partial(
+                take_in_place, var=recycled[node], shape=tuple(node.shape),
+                dtype=node.dtype.as_numpy_dtype, held=in_place[node])
+            # taken in a statement of its own: while a call's arguments are evaluated, the
+            # stack holds more references to its inputs than the plan's locals do
+            before.append(f"O{step} = I{step}(store)")
+            return f"O{step}"
         if node in recycled:  # the buffer the variable held before the last run
             env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
                                                 node.dtype.as_numpy_dtype)
@@ -402,7 +452,9 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
         return None
 
     indent = ""
+    before = []  # statements that must run before the current step's line
     for step, node in enumerate(order):
+        before.clear()
         if step == commit_start:
             lines += ["with store_lock:", "    if store.closed: closed()"]
             indent = "    "
@@ -470,7 +522,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
                 if dest is not None:
                     args += f", out={dest}"
             line = f"{var} = F{step}({args})"
-        for text in ([line] if line is not None else []) + more:
+        for text in before + ([line] if line is not None else []) + more:
             line_nodes[len(lines) + 2] = node
             lines.append(indent + text)
         if checking and kind not in ("variable", "read_current") and node.dtype is not None \
@@ -490,7 +542,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
         env[f"W{k}"] = var_node
         if var_node in retire:  # keep the old array: the next run may write into it
             env["spare"] = session.spare_buffers
-            lines.append(f"    spare[W{k}] = store.get(W{k})")
+            lines += [f"    old = store.get(W{k})",
+                      f"    if old is not {value}: spare[W{k}] = old"]  # not in place
         lines.append(f"    store[W{k}] = {value}")
     outputs = ", ".join(names[f] for f in targets)
     lines.append(f"return ({outputs},)")
@@ -512,8 +565,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, line_nodes, filename)
     plan.specialized = feed_shapes is not None
     plan.trace = records if trace else None
-    plan.layout = PlanLayout(order, fed_set, arena, slots, part_of, recycled, commit_start,
-                             source)
+    plan.layout = PlanLayout(order, fed_set, arena, slots, part_of, recycled, in_place,
+                             commit_start, source)
     return plan
 
 
@@ -521,13 +574,15 @@ class PlanLayout:
     """What a compiled plan does, for people: its steps in order, which buffer of the
     arena each value is written into, and the generated code (``Session.describe_plan``)."""
 
-    def __init__(self, order, fed, arena, slots, part_of, recycled, commit_start, source):
+    def __init__(self, order, fed, arena, slots, part_of, recycled, in_place, commit_start,
+                 source):
         self.order = order
         self.fed = fed
         self.arena = arena
         self.slots = slots
         self.part_of = part_of
         self.recycled = recycled
+        self.in_place = in_place
         self.commit_start = commit_start
         self.source = source
 
@@ -563,6 +618,8 @@ def _step_text(node, layout):
     elif node in layout.part_of:
         stack, start, stop = layout.part_of[node]
         where = f" -> rows {start}:{stop} of buffer {layout.arena[stack]}"
+    elif node in layout.in_place:
+        where = f" -> '{layout.recycled[node].name}' in place"
     elif node in layout.recycled:
         where = f" -> the spare array of '{layout.recycled[node].name}'"
     dtype = f" {node.dtype.name}" if node.dtype is not None else ""

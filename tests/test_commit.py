@@ -103,3 +103,41 @@ def test_threads_feeding_many_shapes_keep_few_plan_instances():
         assert len(plans) <= sess.MAX_SHAPE_PLANS + 1
         assert instances <= len(plans) * sess.MAX_PLAN_INSTANCES
         assert instances <= 2 * (sess.MAX_SHAPE_PLANS + 1)
+
+
+def _adam_mlp():
+    x = gf.placeholder(gf.float32, shape=(None, 300), name="x")
+    y = gf.placeholder(gf.int64, shape=(None,), name="y")
+    logits = gf.layers.dense(gf.layers.dense(x, 200, activation=gf.nn.relu), 4)
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    train = gf.train.AdamOptimizer(0.01).minimize(loss)
+    rng = np.random.default_rng(0)
+    feed = {x: rng.normal(size=(32, 300)).astype(np.float32),
+            y: rng.integers(0, 4, 32)}
+    return loss, train, feed
+
+
+@pytest.mark.skipif(gf.backends.numba_support.get_numba() is None,
+                    reason="numba is not installed: Adam's update is no single kernel")
+def test_adam_updates_the_weights_in_place_and_gives_the_same_numbers():
+    loss, train, feed = _adam_mlp()
+    [kernel] = [v for v in gf.trainable_variables() if v.name == "dense/kernel"]
+    with gf.Session(seed=0) as fused, gf.Session(seed=0, optimize=False) as plain:
+        fused.run(gf.global_variables_initializer())
+        plain.run(gf.global_variables_initializer())
+        assert "'dense/kernel' in place" in fused.describe_plan(train, feed)
+        fused.run(train, feed)
+        plain.run(train, feed)
+        address = fused._store[kernel].ctypes.data  # (holding the array would forbid it)
+        for _ in range(3):
+            np.testing.assert_allclose(fused.run([train, loss], feed)[1],
+                                       plain.run([train, loss], feed)[1], rtol=1e-5)
+            assert fused._store[kernel].ctypes.data == address  # updated in place
+        held = fused.run(kernel, output="native")  # a native fetch is never overwritten
+        before = held.copy()
+        fused.run(train, feed)
+        plain.run(train, feed)
+        np.testing.assert_array_equal(held, before)
+        assert fused._store[kernel] is not held
+        np.testing.assert_allclose(fused.run(kernel), plain.run(kernel), rtol=1e-4, atol=1e-6)

@@ -40,6 +40,12 @@ class Backend:
         """Whether the bound op function ``fn`` can write its result into ``out=``."""
         return False
 
+    def overwrites_inputs_safely(self, fn) -> bool:
+        """Whether ``fn`` (which accepts ``out=``) gives the right result when ``out`` is
+        one of its inputs of the same shape: elementwise code that reads each element
+        before writing it. Lets a variable's update be written over the variable."""
+        return False
+
     def empty(self, shape, dtype):
         """An uninitialized array (for backends whose ``accepts_out`` can be true)."""
         raise NotImplementedError(f"the {self.name} backend does not plan buffers")

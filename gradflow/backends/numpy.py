@@ -57,6 +57,9 @@ class NumpyBackend(Backend):
     def accepts_out(self, fn):
         return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
 
+    def overwrites_inputs_safely(self, fn):
+        return isinstance(fn, np.ufunc) or getattr(fn, "overwrites_inputs_safely", False)
+
     def fused(self, program, bind):
         shape = program.members[program.outputs[-1]].shape
         return lower_fused(program, bind, shape)

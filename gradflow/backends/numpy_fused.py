@@ -214,6 +214,8 @@ def _kernel_caller(program, kernel, kinds, shape, split):
         lines.append(f"if d{j} is not y{j}: copyto(y{j}, d{j})")
     run = generated_function(params, lines, outs, env, "<gradflow-kernel-call>")
     run.accepts_out = True
+    # each element's inputs are read before its outputs are written, at the same index
+    run.overwrites_inputs_safely = True
     return run
 
 
