@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -93,7 +93,9 @@ class OpSpec:
     float input, unless a result is not floating); ``()`` marks the spec as not
     differentiable. ``tol`` overrides ``FORWARD_TOL`` per result dtype;
     ``dynamic`` gives the placeholder shapes of the unknown-shape run
-    (``None``: the spec needs static shapes).
+    (``None``: the spec needs static shapes); the unknown-rank run (placeholders
+    without a shape) covers the specs whose ``dynamic`` is ``all_unknown``, except
+    those that say in ``needs_rank`` why their op needs ranks when it is built.
     """
 
     id: str
@@ -109,6 +111,7 @@ class OpSpec:
     eps: float = 1e-6
     second_order: bool = True
     dynamic: Optional[Callable] = all_unknown
+    needs_rank: str = ""  # why the spec's op needs ranks known when the graph is built
     no_grad: bool = False  # the op stops gradients: gf.gradients must give None
     value_shaped: bool = False  # the result's shape depends on an input's value, so the
     # static rule leaves those dims unknown even when every input shape is known
@@ -1408,3 +1411,37 @@ spec("loss_sparse_softmax_cross_entropy", ("log_softmax", "one_hot"),
      [ints(3, 1, hi=4), uniform(3, 4)],
      lambda y, x: np.mean(-2.0 * np_log_softmax(x)[np.arange(3), y[:, 0]]),
      dynamic=keep(1, -1))
+
+
+# -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------
+# (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
+# every dim unknown at a known rank)
+
+_AXES = "the axis is resolved against the rank when the graph is built"
+NEEDS_RANK = {
+    "squeeze": "squeeze checks that the squeezed axes have size 1 when the graph is built",
+    "transpose": "the permutation is checked against the rank when the graph is built",
+    "matmul_": "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes "
+               "the vector form of the gradient, chosen when the graph is built",
+    "getitem": "x[key] resolves ellipses and negative indices against the rank when the "
+               "graph is built",
+    "slice": "begin/size are checked against the rank when the graph is built",
+    "strided_slice": "the masks are resolved against the rank when the graph is built",
+    "concat": _AXES, "stack": _AXES, "split": _AXES, "unstack": _AXES, "gather": _AXES,
+    "reverse": _AXES, "cumsum": _AXES, "crelu": _AXES, "norm_": _AXES,
+    "reduce_logsumexp": _AXES,
+    "boolean_mask": "boolean_mask needs the ranks of the tensor and the mask (as TF1)",
+    "tensordot": "tensordot pairs the contracted axes when the graph is built",
+    "einsum": "einsum matches its subscripts to the ranks when the graph is built",
+    "bn_": "batch normalization reads the channel axis when the graph is built",
+    "loss_softmax_cross_entropy": "label smoothing needs the number of classes",
+}
+
+
+def _needs_rank(spec_id):
+    keys = [k for k in NEEDS_RANK if spec_id.startswith(k)]
+    return NEEDS_RANK[max(keys, key=len)] if keys else ""
+
+
+SPECS[:] = [s if s.needs_rank or not _needs_rank(s.id) else
+            replace(s, needs_rank=_needs_rank(s.id)) for s in SPECS]

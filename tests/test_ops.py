@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from array_api_compat import device as array_device
-from op_specs import EXEMPT, SPECS
+from op_specs import EXEMPT, SPECS, all_unknown
 
 import gradflow as gf
 from gradflow.ops.registry import REGISTRY
@@ -162,6 +162,29 @@ def test_forward_unknown_shapes(spec, backend):
             want = _run_grads(sess, static, arrays)
         for k, (g, w) in enumerate(zip(grads, want)):
             _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with unknown dims")
+
+
+@pytest.mark.parametrize("spec", ALL)
+def test_forward_unknown_rank(spec, backend):
+    """Placeholders with no shape at all (TF1's ``placeholder(tf.float32)``): same values
+    and gradients as with static shapes."""
+    if spec.dynamic is not all_unknown:
+        pytest.skip("the spec keeps some dims static (its dynamic=), so ranks too")
+    if spec.needs_rank:
+        pytest.skip(spec.needs_rank)
+    arrays = spec.inputs(spec.dtypes[-1])
+    grad = spec.differentiable
+    built = _build(spec, arrays, [None] * len(arrays), grad=grad)
+    with gf.Session(graph=built["graph"], backend=backend) as sess:
+        results = sess.run(built["outs"], _feed(built, arrays))
+        grads = _run_grads(sess, built, arrays) if grad else []
+    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} (unknown rank)")
+    if grad:
+        static = _build(spec, arrays, _static(arrays), grad=True)
+        with gf.Session(graph=static["graph"], backend=backend) as sess:
+            want = _run_grads(sess, static, arrays)
+        for k, (g, w) in enumerate(zip(grads, want)):
+            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with unknown rank")
 
 
 @pytest.mark.parametrize("spec,dtype", BY_DTYPE)

@@ -391,18 +391,21 @@ def reshape_like(g, x):
     return apply("reshape_like", [g, x])
 
 
-def _expand_impl(xp, x, axes):
-    shape = list(x.shape)
-    for ax in axes:
+def _expanded(shape, axes):
+    """``shape`` with size-1 dims at ``axes``, negative ones counted from the end of the
+    result (TF1): axes are normalized at run time when the rank was unknown at build."""
+    shape = list(shape)
+    for ax in rules.normalize_axis(axes, len(shape) + len(axes)):
         shape.insert(ax, 1)
-    return xp.reshape(x, tuple(shape))
+    return tuple(shape)
+
+
+def _expand_impl(xp, x, axes):
+    return xp.reshape(x, _expanded(x.shape, axes))
 
 
 def _expand_infer(shapes, in_dtypes, axes):
-    shape = list(shapes[0])
-    for ax in axes:
-        shape.insert(ax, 1)
-    return tuple(shape), in_dtypes[0]
+    return _expanded(shapes[0], axes), in_dtypes[0]
 
 
 register("expand_dims", _expand_impl, _expand_infer,
@@ -412,8 +415,10 @@ register("expand_dims", _expand_impl, _expand_infer,
 def expand_dims(input, axis, name=None):  # noqa: A002
     """Insert a size-1 dimension at ``axis``."""
     x = convert_to_tensor(input)
-    axis = rules.normalize_axis(axis, len(x.shape) + 1)
-    return apply("expand_dims", [x], name=name, axes=axis)
+    axis = int(_static_axis(axis))
+    if x.shape is not None:
+        axis = rules.normalize_axis(axis, len(x.shape) + 1)[0]
+    return apply("expand_dims", [x], name=name, axes=(axis,))
 
 
 def _squeeze_infer(shapes, in_dtypes, axes):

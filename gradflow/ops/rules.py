@@ -86,6 +86,8 @@ def normalize_axis(axis, ndim, allow_none=True):
 def reduced_shape(shape, axes, keepdims):
     if shape is None:  # unknown rank: a reduction over all axes is still a scalar
         return () if axes is None and not keepdims else None
+    # axes stay as given (maybe negative) when the rank was unknown at build time
+    axes = range(len(shape)) if axes is None else normalize_axis(axes, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
