@@ -30,11 +30,25 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         kernel = get_variable("kernel", (x.shape[-1], units), dtype=x.dtype,
                               initializer=kernel_initializer, regularizer=kernel_regularizer,
                               trainable=trainable)
-        out = matmul(x, kernel) if len(x.shape) == 2 else \
-            reshape(matmul(reshape(x, (-1, x.shape[-1])), kernel),
-                    tuple(-1 if d is None else d for d in x.shape[:-1]) + (units,))
+        out = last_axis_product(x, kernel)
         return _bias_and_activation(out, units, use_bias, bias_initializer, activation,
                                     trainable, bias_regularizer, activity_regularizer)
+
+
+def last_axis_product(x, kernel):
+    """``x`` (rank >= 2) times the matrix ``kernel`` over the last axis of ``x``: a matmul
+    for rank 2; above, a matmul of ``x`` seen as rows when at most one leading dim is
+    unknown, else (``[None, None, 128]``) TF1's ``tensordot``, which takes the leading
+    dims from the value at run time."""
+    if len(x.shape) == 2:
+        return matmul(x, kernel)
+    lead = tuple(-1 if d is None else int(d) for d in x.shape[:-1])
+    if lead.count(-1) > 1:
+        from gradflow.ops.linalg_ops import tensordot
+
+        return tensordot(x, kernel, [[len(x.shape) - 1], [0]])
+    rows = reshape(x, (-1, int(x.shape[-1])))
+    return reshape(matmul(rows, kernel), lead + (int(kernel.shape[-1]),))
 
 
 def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable,

@@ -213,11 +213,35 @@ def test_random_shape_given_as_tensors():
     assert gf.random_normal(gf.constant([2, 5])).shape == (2, 5)
     assert gf.random_uniform([2, gf.shape(x)[1]]).shape == (2, 4)
     assert gf.truncated_normal(gf.shape(x)).shape == (3, 4)
-    batch = gf.placeholder(gf.float32, (None, 4), name="batch")
-    with pytest.raises(ValueError, match=r"random_normal: the shape must be known when the "
-                       r"graph is built, but 'strided_slice.*' \(getitem, created at .*"
-                       r"test_shapeless.py:\d+\) is only known at run time"):
-        gf.random_normal([2, gf.shape(batch)[0]])
+
+
+@pytest.mark.parametrize("make", [gf.random_normal, gf.random_uniform, gf.truncated_normal,
+                                  gf.zeros, gf.ones, lambda s: gf.fill(s, 2.5)])
+def test_shapes_given_by_run_time_tensors(make, backend):
+    """``random_normal(tf.shape(z))`` in a VAE: the shape is the value of a tensor, and
+    each run draws numbers of the shape fed, one session, two batch sizes."""
+    z = gf.placeholder(gf.float32, (None, 4), name="z")
+    shaped = make(gf.shape(z))
+    mixed = make([gf.shape(z)[0], 3])
+    assert shaped.shape == (None, 4) and mixed.shape == (None, 3)
+    assert shaped.dtype is gf.float32
+    with gf.Session(backend=backend) as sess:
+        for batch in (2, 5):
+            a, b = sess.run([shaped, mixed], {z: np.zeros((batch, 4), np.float32)})
+            assert a.shape == (batch, 4) and b.shape == (batch, 3)
+            assert np.all(np.isfinite(a)) and len(np.unique(a)) in (1, batch * 4)
+
+
+def test_random_shape_from_an_unknown_rank_tensor_draws_the_same_numbers(backend):
+    gf.set_random_seed(3)
+    z = gf.placeholder(gf.float32, name="z")
+    eps = gf.random_normal(gf.shape(z), stddev=0.5)
+    assert eps.shape is None
+    with gf.Session(backend="numpy") as sess:
+        want = sess.run(eps, {z: np.zeros((2, 3))})
+    with gf.Session(backend=backend) as sess:
+        np.testing.assert_allclose(sess.run(eps, {z: np.zeros((2, 3))}), want, rtol=1e-6)
+    assert 0.2 < want.std() < 1.0
 
 
 @pytest.mark.parametrize("name", list(OPTIMIZERS))

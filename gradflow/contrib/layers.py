@@ -215,14 +215,7 @@ def fully_connected(inputs, num_outputs, activation_fn=relu, normalizer_fn=None,
             else xavier_initializer(),
             regularizer=weights_regularizer, trainable=trainable,
             collections=_collections(variables_collections, "weights"))
-        if len(x.shape) == 2:
-            out = matmul(x, weights)
-        else:
-            lead = tuple(-1 if d is None else d for d in x.shape[:-1])
-            if lead.count(-1) > 1:
-                raise ValueError(f"fully_connected: '{x.name}' may have one unknown axis, "
-                                 f"got shape {tuple(x.shape)}")
-            out = reshape(matmul(reshape(x, (-1, depth)), weights), lead + (num_outputs,))
+        out = _core_layers.last_axis_product(x, weights)
         if normalizer_fn is None and biases_initializer is not None:
             biases = get_variable("biases", (num_outputs,), dtype=x.dtype,
                                   initializer=biases_initializer,
