@@ -103,9 +103,9 @@ image.random_flip_left_right io.read_file
 """
 
 MISSING = set("""
-string random_shuffle multinomial unique sort argsort scatter_nd scatter_update
+string
 nn.depthwise_conv2d nn.separable_conv2d nn.atrous_conv2d nn.local_response_normalization
-nn.raw_rnn nn.ctc_loss layers.max_pooling1d layers.Dense layers.Conv2D metrics.auc
+nn.raw_rnn nn.ctc_loss metrics.auc
 train.MonitoredTrainingSession train.Coordinator train.start_queue_runners
 train.shuffle_batch train.SummarySaverHook train.StopAtStepHook data.Dataset
 estimator.Estimator keras.layers.Dense keras.Model image.resize_images
