@@ -1413,6 +1413,73 @@ spec("loss_sparse_softmax_cross_entropy", ("log_softmax", "one_hot"),
      dynamic=keep(1, -1))
 
 
+# -- sort, unique, scatter (gradflow/ops/sort_ops.py, scatter_ops.py) ------------------
+
+
+def np_unique(x):
+    """TF1's unique: values in order of first appearance, and each element's position."""
+    _, first = np.unique(x, return_index=True)
+    y = x[np.sort(first)]
+    return [y, np.array([list(y).index(v) for v in x], np.int32)]
+
+
+def np_last_occurrence(i):
+    return np.array([v not in i[k + 1:] for k, v in enumerate(i)])
+
+
+def np_scatter_nd(i, u, shape):
+    out = np.zeros(shape, u.dtype)
+    np.add.at(out, tuple(i[..., k] for k in range(i.shape[-1])), u)
+    return out
+
+
+def np_sequence_loss(x, y, w):
+    rows = -np_log_softmax(x.reshape(-1, x.shape[-1]))[np.arange(y.size), y.reshape(-1)]
+    return (rows * w.reshape(-1)).sum() / w.sum()
+
+
+spec("sort", ("argsort", "top_k_flat_index", "gather"), lambda x: gf.sort(x),
+     [distinct(3, 4)], lambda x: np.sort(x, -1))
+spec("sort_descending_axis0", ("argsort", "transpose"),
+     lambda x: gf.sort(x, 0, direction="DESCENDING"), [distinct(3, 2)],
+     lambda x: -np.sort(-x, 0), needs_rank="sort along another axis than the last "
+                                          "transposes, which needs the rank")
+spec("argsort_ties", "argsort", lambda x: gf.argsort(x), [integral(3, 5)],
+     lambda x: np.argsort(x, -1, kind="stable").astype(np.int32))
+spec("argsort_descending_ties", "argsort",
+     lambda x: gf.argsort(x, axis=0, direction="DESCENDING"), [integral(5, 2)],
+     lambda x: np.argsort(-x, 0, kind="stable").astype(np.int32))
+spec("unique", ("unique", "unique_index"), lambda x: list(gf.unique(x)), [ints(9, hi=4)],
+     np_unique, dtypes=("int32",), value_shaped=True)
+spec("unique_float_int64", ("unique", "unique_index"),
+     lambda x: [gf.unique(x, out_idx=gf.int64).y, gf.unique(x, out_idx=gf.int64).idx],
+     [integral(7)], lambda x: [np_unique(x)[0], np_unique(x)[1].astype(np.int64)],
+     value_shaped=True)
+spec("last_occurrence", "last_occurrence", lambda i: apply("last_occurrence", [i]),
+     [ints(2, 4, hi=3)], lambda i: np_last_occurrence(i.reshape(-1)).reshape(i.shape),
+     dtypes=("int32",))
+spec("scatter_nd", ("linear_index", "merge_axes", "gather_grad"),
+     lambda i, u: gf.scatter_nd(i, u, [3, 4]),
+     lambda rng: [np.array([[0, 1], [2, 3], [0, 1], [1, 0]], np.int32), rng.uniform(-2, 2, 4)],
+     lambda i, u: np_scatter_nd(i, u, (3, 4)), grad=(1,), dynamic=keep(0, -1))
+spec("scatter_nd_rows", ("linear_index", "gather_grad"),
+     lambda i, u: gf.scatter_nd(i, u, [4, 2]),
+     lambda rng: [np.array([[3], [1], [3]], np.int64), rng.uniform(-2, 2, (3, 2))],
+     lambda i, u: np_scatter_nd(i, u, (4, 2)), grad=(1,), dynamic=keep(0, -1))
+spec("seq2seq_sequence_loss", ("log_softmax", "one_hot"),
+     lambda x, y, w: gf.contrib.seq2seq.sequence_loss(x, y, w),
+     lambda rng: [rng.uniform(-2, 2, (2, 3, 4)), rng.integers(0, 4, (2, 3)).astype(np.int32),
+                  np.array([[1.0, 1.0, 0.0], [1.0, 0.5, 0.0]])],
+     np_sequence_loss, grad=(0, 2), dynamic=keep(0, -1))
+spec("seq2seq_sequence_loss_per_step", ("log_softmax", "one_hot"),
+     lambda x, y, w: gf.contrib.seq2seq.sequence_loss(x, y, w, average_across_timesteps=False),
+     lambda rng: [rng.uniform(-2, 2, (2, 3, 4)), rng.integers(0, 4, (2, 3)).astype(np.int32),
+                  np.array([[1.0, 1.0, 0.0], [1.0, 0.5, 0.0]])],
+     lambda x, y, w: np.array([np_sequence_loss(x[:, t:t + 1], y[:, t:t + 1], w[:, t:t + 1])
+                               if w[:, t].sum() else 0.0 for t in range(3)], x.dtype),
+     grad=(0,), dynamic=keep(0, -1))
+
+
 # -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------
 # (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
 # every dim unknown at a known rank)
