@@ -1480,6 +1480,59 @@ spec("seq2seq_sequence_loss_per_step", ("log_softmax", "one_hot"),
      grad=(0,), dynamic=keep(0, -1))
 
 
+# -- convolutions built from conv2d (gradflow/ops/conv_variants.py) -------------------
+
+
+def np_depthwise(x, w, stride=1):
+    kh, kw, cin, mult = w.shape
+    rows = (x.shape[1] - kh) // stride + 1
+    cols = (x.shape[2] - kw) // stride + 1
+    out = np.zeros((x.shape[0], rows, cols, cin * mult), x.dtype)
+    for i in range(rows):
+        for j in range(cols):
+            patch = x[:, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, i, j] = np.einsum("bhwc,hwcm->bcm", patch, w).reshape(x.shape[0], -1)
+    return out
+
+
+def np_atrous_same(x, w, rate):
+    k = (w.shape[0] - 1) * rate + 1
+    lo = (k - 1) // 2
+    xp = np.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+    out = np.zeros(x.shape[:3] + (w.shape[-1],), x.dtype)
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            out[:, i, j] = np.einsum("bhwc,hwco->bo", xp[:, i:i + k:rate, j:j + k:rate], w)
+    return out
+
+
+def np_lrn(x, r, bias, alpha, beta):
+    sq = np.pad(x ** 2, ((0, 0),) * 3 + ((r, r),))
+    total = sum(sq[..., k:k + x.shape[-1]] for k in range(2 * r + 1))
+    return x / (bias + alpha * total) ** beta
+
+
+spec("depthwise_conv2d", ("conv2d", "multiply"),
+     lambda x, w: gf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "VALID"),
+     [uniform(1, 4, 4, 2), uniform(2, 2, 2, 2)], np_depthwise, dynamic=keep(1, 0, 1, 2, 3))
+spec("depthwise_conv2d_stride2", ("conv2d", "multiply"),
+     lambda x, w: gf.nn.depthwise_conv2d(x, w, [1, 2, 2, 1], "VALID"),
+     [uniform(1, 5, 5, 1), uniform(3, 3, 1, 2)], lambda x, w: np_depthwise(x, w, 2),
+     dynamic=keep(1, 0, 1, 2, 3))
+spec("separable_conv2d", ("conv2d", "multiply"),
+     lambda x, w, p: gf.nn.separable_conv2d(x, w, p, [1, 1, 1, 1], "VALID"),
+     [uniform(1, 3, 3, 2), uniform(2, 2, 2, 1), uniform(1, 1, 2, 2)],
+     lambda x, w, p: np_depthwise(x, w) @ p[0, 0],
+     dynamic=lambda shapes: all_unknown(shapes[:1]) + list(shapes[1:]))  # filters static
+spec("atrous_conv2d", ("conv2d", "pad", "getitem"),
+     lambda x, w: gf.nn.atrous_conv2d(x, w, 2, "SAME"),
+     [uniform(1, 4, 4, 1), uniform(2, 2, 1, 2)], lambda x, w: np_atrous_same(x, w, 2),
+     dynamic=keep(1, 0, 1, 2, 3))
+spec("local_response_normalization", ("pad", "pow"),
+     lambda x: gf.nn.local_response_normalization(x, 1, 1.0, 0.5, 0.75),
+     [uniform(1, 2, 2, 3)], lambda x: np_lrn(x, 1, 1.0, 0.5, 0.75), dynamic=keep(0, -1))
+
+
 # -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------
 # (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
 # every dim unknown at a known rank)

@@ -49,3 +49,7 @@ __all__ = [
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
     "get_checkpoint_state",
 ]
+
+from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402
+
+__all__ += ["Coordinator", "start_queue_runners"]
