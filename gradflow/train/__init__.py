@@ -53,3 +53,20 @@ __all__ = [
 from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402
 
 __all__ += ["Coordinator", "start_queue_runners"]
+from gradflow.train.monitored_session import (  # noqa: E402
+    MonitoredSession,
+    MonitoredTrainingSession,
+)
+from gradflow.train.session_run_hook import (  # noqa: E402
+    CheckpointSaverHook,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StopAtStepHook,
+    SummarySaverHook,
+)
+
+__all__ += ["CheckpointSaverHook", "MonitoredSession", "MonitoredTrainingSession",
+            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+            "StopAtStepHook", "SummarySaverHook"]
