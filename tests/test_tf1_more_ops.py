@@ -136,3 +136,75 @@ def test_max_pooling1d(backend):
     np.testing.assert_array_equal(got_valid, np.maximum(xs[:, 0:4:2], xs[:, 1:4:2]))
     np.testing.assert_array_equal(got_same[:, :2], got_valid)
     np.testing.assert_array_equal(got_same[:, 2], xs[:, 4])
+
+
+def _roc_auc(labels, scores):
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    return (pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()
+
+
+@pytest.mark.parametrize("curve", ["ROC", "PR"])
+def test_auc_streams_over_batches(curve, backend):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    scores = np.clip(labels * 0.35 + rng.random(400) * 0.65, 0, 1).astype(np.float32)
+    y = gf.placeholder(gf.int64, (None,), name="y")
+    p = gf.placeholder(gf.float32, (None,), name="p")
+    value, update = gf.metrics.auc(y, p, curve=curve, num_thresholds=50)
+    assert [v.name for v in gf.local_variables()] == [
+        "auc/true_positives", "auc/false_negatives", "auc/true_negatives",
+        "auc/false_positives"]
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.local_variables_initializer())
+        for k in range(4):
+            sess.run(update, {y: labels[k * 100:(k + 1) * 100], p: scores[k * 100:(k + 1) * 100]})
+        got = sess.run(value)
+    cuts = np.array([-1e-7] + [(i + 1) / 49 for i in range(48)] + [1 + 1e-7])
+    pos = scores[None, :] > cuts[:, None]
+    tp, fp = (pos & (labels == 1)).sum(1), (pos & (labels == 0)).sum(1)
+    fn, tn = (~pos & (labels == 1)).sum(1), (~pos & (labels == 0)).sum(1)
+    rec = (tp + 1e-6) / (tp + fn + 1e-6)
+    x, yv = ((fp / (fp + tn + 1e-6), rec) if curve == "ROC"
+             else (rec, (tp + 1e-6) / (tp + fp + 1e-6)))
+    want = np.sum((x[:-1] - x[1:]) * (yv[:-1] + yv[1:]) / 2)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    if curve == "ROC":
+        assert abs(got - _roc_auc(labels, scores)) < 0.01
+
+
+def test_resize_images_bilinear_and_nearest_as_tf1(backend):
+    x = gf.placeholder(gf.float64, (None, 2, 3, 1), name="images")
+    up = gf.image.resize_images(x, [4, 5])
+    near = gf.image.resize_images(x, [4, 6], method=gf.image.ResizeMethod.NEAREST_NEIGHBOR)
+    corners = gf.image.resize_images(x, [3, 5], align_corners=True)
+    grad, = gf.gradients(gf.reduce_sum(up), [x])
+    img = np.arange(6.0).reshape(1, 2, 3, 1)
+    with gf.Session(backend=backend) as sess:
+        got_up, got_near, got_corners, g = sess.run([up, near, corners, grad], {x: img})
+    # TF1's legacy rule: source row = out_row * in / out, rows clamped at the border
+    rows = np.array([0, 0.5, 1, 1])
+    want = rows[:, None] * 3 + np.minimum(np.arange(5) * 0.6, 2)[None, :]
+    np.testing.assert_allclose(got_up[0, :, :, 0], want, rtol=1e-12)
+    np.testing.assert_array_equal(got_near[0, :, :, 0],
+                                  img[0, [0, 0, 1, 1]][:, [0, 0, 1, 1, 2, 2], 0])
+    np.testing.assert_allclose(got_corners[0, :, :, 0],
+                               np.linspace(0, 1, 3)[:, None] * 3 + np.linspace(0, 2, 5)[None],
+                               rtol=1e-12)
+    assert g.shape == img.shape and np.isclose(g.sum(), 20.0)  # every output pixel sums to 1
+    single = gf.image.resize_images(gf.constant(np.ones((2, 3, 1), np.uint8)), [4, 6])
+    assert single.shape == (4, 6, 1) and single.dtype is gf.float32
+
+
+def test_random_flip_left_right_flips_about_half(backend):
+    gf.set_random_seed(2)
+    batch = gf.placeholder(gf.float32, (None, 1, 3, 1), name="batch")
+    flipped = gf.image.random_flip_left_right(batch)
+    one = gf.image.random_flip_left_right(gf.constant(np.arange(3.0).reshape(1, 3, 1)))
+    images = np.tile(np.arange(3.0, dtype=np.float32).reshape(1, 1, 3, 1), (200, 1, 1, 1))
+    with gf.Session(backend=backend) as sess:
+        out = sess.run(flipped, {batch: images})[:, 0, :, 0]
+        singles = [sess.run(one)[0, :, 0] for _ in range(20)]
+    reversed_rows = np.all(out == [2, 1, 0], axis=1)
+    assert np.all(reversed_rows | np.all(out == [0, 1, 2], axis=1))
+    assert 70 < reversed_rows.sum() < 130
+    assert {tuple(s) for s in singles} == {(0, 1, 2), (2, 1, 0)}
