@@ -78,6 +78,14 @@ def _global_variables(graph):
     return graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
 
 
+def _variable_options(kernel_initializer, bias_initializer, kernel_regularizer,
+                      bias_regularizer, activity_regularizer) -> dict:
+    """The keyword arguments a layer passes on to its function's body."""
+    return dict(kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                activity_regularizer=activity_regularizer)
+
+
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)`` (TF1 ``tf.layers.Dense``)."""
 
@@ -89,11 +97,9 @@ class Dense(Layer):
                  trainable=True, name=None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)
         self.units, self.activation, self.use_bias = int(units), activation, use_bias
-        self._options = dict(kernel_initializer=kernel_initializer,
-                             bias_initializer=bias_initializer,
-                             kernel_regularizer=kernel_regularizer,
-                             bias_regularizer=bias_regularizer,
-                             activity_regularizer=activity_regularizer)
+        self._options = _variable_options(kernel_initializer, bias_initializer,
+                                          kernel_regularizer, bias_regularizer,
+                                          activity_regularizer)
 
     def call(self, inputs):
         return _functions.dense_in_scope(inputs, self.units, self.activation, self.use_bias,
@@ -117,11 +123,9 @@ class Conv2D(Layer):
         self.filters, self.kernel_size, self.strides = int(filters), kernel_size, strides
         self.padding, self.data_format = padding, data_format
         self.activation, self.use_bias = activation, use_bias
-        self._options = dict(kernel_initializer=kernel_initializer,
-                             bias_initializer=bias_initializer,
-                             kernel_regularizer=kernel_regularizer,
-                             bias_regularizer=bias_regularizer,
-                             activity_regularizer=activity_regularizer)
+        self._options = _variable_options(kernel_initializer, bias_initializer,
+                                          kernel_regularizer, bias_regularizer,
+                                          activity_regularizer)
 
     def call(self, inputs):
         return _functions.conv2d_in_scope(

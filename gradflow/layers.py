@@ -290,7 +290,7 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                                     trainable, bias_regularizer, activity_regularizer)
 
 
-from gradflow.layer_classes import (  # noqa: E402 - the classes build on the functions above
+from gradflow.layer_classes import (  # noqa: E402, F401 - built on the functions above
     AveragePooling2D,
     Conv2D,
     Dense,

@@ -136,8 +136,8 @@ def test_summary_saver_hook_writes_every_n_steps(tmp_path):
     with gf.train.MonitoredTrainingSession(hooks=[hook, gf.train.StopAtStepHook(5)]) as sess:
         while not sess.should_stop():
             sess.run(train)
-    from tensorboardX.event_file_writer import EventFileWriter  # noqa: F401 - present
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboardX.event_file_writer import EventFileWriter  # noqa: F401 - present
 
     events = EventAccumulator(str(tmp_path))
     events.Reload()

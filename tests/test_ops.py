@@ -149,19 +149,7 @@ def test_forward_unknown_shapes(spec, backend):
     """Placeholders with ``None`` dims: same values, and the same gradients."""
     if spec.dynamic is None:
         pytest.skip("the spec needs static shapes")
-    arrays = spec.inputs(spec.dtypes[-1])
-    grad = spec.differentiable
-    dynamic = _build(spec, arrays, spec.dynamic(_static(arrays)), grad=grad)
-    with gf.Session(graph=dynamic["graph"], backend=backend) as sess:
-        results = sess.run(dynamic["outs"], _feed(dynamic, arrays))
-        grads = _run_grads(sess, dynamic, arrays) if grad else []
-    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} (unknown dims)")
-    if grad:
-        static = _build(spec, arrays, _static(arrays), grad=True)
-        with gf.Session(graph=static["graph"], backend=backend) as sess:
-            want = _run_grads(sess, static, arrays)
-        for k, (g, w) in enumerate(zip(grads, want)):
-            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with unknown dims")
+    _check_unknown_shapes(spec, backend, spec.dynamic, "unknown dims")
 
 
 @pytest.mark.parametrize("spec", ALL)
@@ -172,19 +160,25 @@ def test_forward_unknown_rank(spec, backend):
         pytest.skip("the spec keeps some dims static (its dynamic=), so ranks too")
     if spec.needs_rank:
         pytest.skip(spec.needs_rank)
+    _check_unknown_shapes(spec, backend, lambda shapes: [None] * len(shapes), "unknown rank")
+
+
+def _check_unknown_shapes(spec, backend, shapes_fn, what):
+    """The spec over placeholders of the shapes ``shapes_fn`` gives: the reference values,
+    and the gradients of the same graph built with static shapes."""
     arrays = spec.inputs(spec.dtypes[-1])
     grad = spec.differentiable
-    built = _build(spec, arrays, [None] * len(arrays), grad=grad)
+    built = _build(spec, arrays, shapes_fn(_static(arrays)), grad=grad)
     with gf.Session(graph=built["graph"], backend=backend) as sess:
         results = sess.run(built["outs"], _feed(built, arrays))
         grads = _run_grads(sess, built, arrays) if grad else []
-    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} (unknown rank)")
+    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} ({what})")
     if grad:
         static = _build(spec, arrays, _static(arrays), grad=True)
         with gf.Session(graph=static["graph"], backend=backend) as sess:
             want = _run_grads(sess, static, arrays)
         for k, (g, w) in enumerate(zip(grads, want)):
-            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with unknown rank")
+            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with {what}")
 
 
 @pytest.mark.parametrize("spec,dtype", BY_DTYPE)

@@ -24,7 +24,7 @@ def _log_softmax(z):
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
 
-def test_contrib_arg_scope_program(backend_name):
+def test_contrib_arg_scope_program(backend_name):  # noqa: F811 - the fixture
     out = load_program("contrib_arg_scope").main(steps=150 if backend_name == "numpy" else 60)
     assert sorted(n.split(":")[0] for n in out["names"] if "fc1" in n) == [
         "fc1/BatchNorm/beta", "fc1/BatchNorm/moving_mean", "fc1/BatchNorm/moving_variance",
@@ -40,7 +40,7 @@ def test_contrib_arg_scope_program(backend_name):
     assert np.abs(means[0]).max() > 0  # the UPDATE_OPS ran with the steps
 
 
-def test_shapeless_softmax_program_with_two_batch_sizes(backend_name):
+def test_shapeless_softmax_program_with_two_batch_sizes(backend_name):  # noqa: F811 - the fixture
     rng = np.random.default_rng(5)
     batches = []
     for size in (5, 7, 5, 3, 7):
@@ -60,7 +60,7 @@ def test_shapeless_softmax_program_with_two_batch_sizes(backend_name):
     assert not any("array(" in line for line in out["printed"])
 
 
-def test_sequence_tagger_program(backend_name):
+def test_sequence_tagger_program(backend_name):  # noqa: F811 - the fixture
     out = load_program("sequence_tagger").main(steps=120 if backend_name == "numpy" else 40)
     assert out["logits_shape"] == (None, None, 12)
     for words, tags, lengths, logits, loss, per_step in out["checks"]:
@@ -75,7 +75,7 @@ def test_sequence_tagger_program(backend_name):
     assert out["losses"][-1] < 0.5 * out["losses"][0]
 
 
-def test_vae_program_draws_noise_of_the_batch_shape(backend_name):
+def test_vae_program_draws_noise_of_the_batch_shape(backend_name):  # noqa: F811 - the fixture
     rng = np.random.default_rng(0)
     data = (rng.random((40, 6)) < np.linspace(0.1, 0.9, 6)).astype(np.float32)
     out = load_program("vae").main(data, steps=60 if backend_name == "numpy" else 20)

@@ -12,13 +12,6 @@ from gradflow.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
-from gradflow.ops.conv_variants import (
-    atrous_conv2d,
-    depthwise_conv2d,
-    local_response_normalization,
-    lrn,
-    separable_conv2d,
-)
 from gradflow.ops.conv_ops import (
     avg_pool,
     conv1d,
@@ -26,6 +19,13 @@ from gradflow.ops.conv_ops import (
     conv2d_transpose,
     dropout,
     max_pool,
+)
+from gradflow.ops.conv_variants import (
+    atrous_conv2d,
+    depthwise_conv2d,
+    local_response_normalization,
+    lrn,
+    separable_conv2d,
 )
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (

@@ -70,8 +70,8 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     if x.shape is None and axis != -1:
         raise ValueError(f"sort: the rank of '{x.name}' must be known to sort along axis "
                          f"{axis} (only axis=-1 works at any rank)")
-    if x.shape is not None and rules.normalize_axis(axis, len(x.shape))[0] != len(x.shape) - 1:  # move the axis to the end and back
-        rank = len(x.shape)
+    rank = None if x.shape is None else len(x.shape)
+    if rank is not None and rules.normalize_axis(axis, rank)[0] != rank - 1:  # to the end, back
         axis = rules.normalize_axis(axis, rank)[0]
         perm = tuple(a for a in range(rank) if a != axis) + (axis,)
         back = tuple(perm.index(a) for a in range(rank))

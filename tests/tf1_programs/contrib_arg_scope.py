@@ -54,8 +54,8 @@ def main(steps=150, batch_size=32):
             start = (step * batch_size) % len(train_x)
             feed = {x: train_x[start:start + batch_size], y: train_y[start:start + batch_size],
                     is_training: True}
-            _, l = sess.run([train_op, loss], feed_dict=feed)
-            losses.append(l)
+            _, step_loss = sess.run([train_op, loss], feed_dict=feed)
+            losses.append(step_loss)
         test_feed = {x: test_x, y: test_y, is_training: False}
         acc, acc_again, reg_value = sess.run([accuracy, accuracy, reg], feed_dict=test_feed)
         evaluated = [sess.run(logits, test_feed) for _ in range(2)]

@@ -39,6 +39,6 @@ def main(steps=120):
             feed = {words: w, tags: t, lengths: n}
             if step < 2:
                 checks.append((w, t, n) + tuple(sess.run([logits, loss, per_step], feed)))
-            _, l = sess.run([train_op, loss], feed)
-            losses.append(l)
+            _, step_loss = sess.run([train_op, loss], feed)
+            losses.append(step_loss)
     return {"losses": losses, "checks": checks, "logits_shape": logits.shape}

@@ -15,8 +15,10 @@ def main(data, steps=60, n_z=2, seed=3):
     tf.set_random_seed(seed)
     n_input = data.shape[1]
     x = tf.placeholder(tf.float32, [None, n_input])
-    w = {"h": tf.Variable(xavier_init(n_input, 16)), "mean": tf.Variable(xavier_init(16, n_z)),
-         "log_sigma": tf.Variable(xavier_init(16, n_z)), "out": tf.Variable(xavier_init(n_z, n_input))}
+    w = {"h": tf.Variable(xavier_init(n_input, 16)),
+         "mean": tf.Variable(xavier_init(16, n_z)),
+         "log_sigma": tf.Variable(xavier_init(16, n_z)),
+         "out": tf.Variable(xavier_init(n_z, n_input))}
     h = tf.nn.softplus(tf.matmul(x, w["h"]))
     z_mean = tf.matmul(h, w["mean"])
     z_log_sigma_sq = tf.matmul(h, w["log_sigma"])

@@ -14,7 +14,11 @@ from gradflow.contrib.layers.initializers import (
     xavier_initializer_conv2d,
 )
 from gradflow.contrib.layers.layers import batch_norm, conv2d, dropout, flatten, fully_connected
-from gradflow.contrib.layers.optimizers import OPTIMIZER_CLS_NAMES, OPTIMIZER_SUMMARIES, optimize_loss
+from gradflow.contrib.layers.optimizers import (
+    OPTIMIZER_CLS_NAMES,
+    OPTIMIZER_SUMMARIES,
+    optimize_loss,
+)
 from gradflow.contrib.layers.regularizers import (
     apply_regularization,
     l1_l2_regularizer,
