@@ -1539,15 +1539,14 @@ spec("local_response_normalization", ("pad", "pow"),
 
 _AXES = "the axis is resolved against the rank when the graph is built"
 NEEDS_RANK = {
-    "squeeze": "squeeze checks that the squeezed axes have size 1 when the graph is built",
-    "transpose": "the permutation is checked against the rank when the graph is built",
     "matmul_": "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes "
                "the vector form of the gradient, chosen when the graph is built",
     "getitem": "x[key] resolves ellipses and negative indices against the rank when the "
                "graph is built",
     "slice": "begin/size are checked against the rank when the graph is built",
     "strided_slice": "the masks are resolved against the rank when the graph is built",
-    "concat": _AXES, "stack": _AXES, "split": _AXES, "unstack": _AXES, "gather": _AXES,
+    "split": _AXES, "unstack": _AXES,
+    "concat_three_last_axis": "a negative axis needs the rank (non-negative ones do not)",
     "reverse": _AXES, "cumsum": _AXES, "crelu": _AXES, "norm_": _AXES,
     "reduce_logsumexp": _AXES,
     "boolean_mask": "boolean_mask needs the ranks of the tensor and the mask (as TF1)",

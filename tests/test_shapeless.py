@@ -268,3 +268,24 @@ def test_apply_gradients_of_a_statically_wrong_shape():
     with pytest.raises(ValueError, match=r"apply_gradients: variable 'w' has shape \(2, 2\), "
                        r"but the gradient 'grad_w' has shape \(None, 3\)"):
         gf.train.AdamOptimizer(0.1).apply_gradients([(grad, w)])
+
+
+def test_axes_of_tensors_of_unknown_rank_resolve_at_run_time(backend):
+    x = gf.placeholder(gf.float64, name="x")
+    outs = [gf.squeeze(x), gf.squeeze(x, [0]), gf.transpose(x), gf.concat([x, x], 1),
+            gf.stack([x, x], 0), gf.gather(x, [1, 0], axis=1), gf.reduce_sum(x, -1)]
+    assert all(o.shape is None for o in outs)
+    grads = gf.gradients(gf.add_n([gf.reduce_sum(o) for o in outs]), [x])
+    with gf.Session(backend=backend) as sess:
+        for rows in (2, 4):  # a second shape in the same session: nothing baked in
+            fed = np.arange(rows * 3.0).reshape(1, rows, 3)
+            got = sess.run(outs + grads, {x: fed})
+            want = [fed[0], fed[0], fed.T, np.concatenate([fed, fed], 1),
+                    np.stack([fed, fed]), fed[:, [1, 0]], fed.sum(-1)]
+            for k, (g, w) in enumerate(zip(got, want)):
+                np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+            # 1 + 1 + 1 + 2 + 2 + 1 everywhere, and 1 more for the two rows gathered
+            np.testing.assert_array_equal(got[-1][0, :, 0], [9.0, 9.0] + [8.0] * (rows - 2))
+    with pytest.raises(ValueError, match=r"concat: the negative axis -1 needs the rank of "
+                       r"'x', which is unknown"):
+        gf.concat([x, x], -1)

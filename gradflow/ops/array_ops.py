@@ -422,20 +422,41 @@ def expand_dims(input, axis, name=None):  # noqa: A002
 
 
 def _squeeze_infer(shapes, in_dtypes, axes):
+    if axes is None:  # every size-1 dim of a tensor of unknown rank, found at run time
+        return None, in_dtypes[0]
     for ax in axes:
         if shapes[0][ax] not in (1, None):
             raise ValueError(f"cannot squeeze axis {ax} of size {shapes[0][ax]}")
     return tuple(d for i, d in enumerate(shapes[0]) if i not in axes), in_dtypes[0]
 
 
-register("squeeze", lambda xp, x, axes: xp.squeeze(x, axis=axes), _squeeze_infer,
+def _squeeze_impl(xp, x, axes):
+    if axes is None:  # the rank was unknown at build time: every size-1 dim, as TF1
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    return xp.squeeze(x, axis=axes) if axes else x
+
+
+register("squeeze", _squeeze_impl, _squeeze_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+
+
+def run_time_axes(x, axis, what):
+    """``axis`` (an int or ints) for an op over ``x`` of unknown rank: non-negative axes
+    mean the same at any rank, so they pass to the run; a negative one needs the rank."""
+    axes = (axis,) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    if any(a < 0 for a in axes):
+        raise ValueError(f"{what}: the negative axis {axis} needs the rank of '{x.name}', "
+                         "which is unknown (a placeholder without a shape); give a "
+                         "non-negative axis or a shape")
+    return axes
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
     """Remove size-1 dimensions (all the statically known ones if ``axis`` is None)."""
     x = convert_to_tensor(input)
-    if axis is None:
+    if x.shape is None:
+        axes = None if axis is None else tuple(sorted(run_time_axes(x, axis, "squeeze")))
+    elif axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
         axes = rules.normalize_axis(axis, len(x.shape))
@@ -443,25 +464,36 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
 
 
 def _transpose_infer(shapes, in_dtypes, perm):
+    perm = _reversed_axes(len(shapes[0])) if perm is None else perm
     if sorted(perm) != list(range(len(shapes[0]))):
         raise ValueError(f"perm {perm} is not a permutation of the {len(shapes[0])} axes")
     return tuple(shapes[0][p] for p in perm), in_dtypes[0]
 
 
-def _transpose_grad(n, g):  # undo the permutation
+def _reversed_axes(rank):
+    return tuple(reversed(range(rank)))
+
+
+def _transpose_grad(n, g):  # undo the permutation (a reversal, perm None, undoes itself)
     perm = n.attrs["perm"]
+    if perm is None:
+        return [apply("transpose", [g], perm=None)]
     inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
     return [apply("transpose", [g], perm=inverse)]
 
 
-register("transpose", lambda xp, x, perm: xp.permute_dims(x, perm), _transpose_infer,
-         grad=_transpose_grad)
+register("transpose",
+         lambda xp, x, perm: xp.permute_dims(x, _reversed_axes(x.ndim) if perm is None else perm),
+         _transpose_infer, grad=_transpose_grad)
 
 
 def transpose(a, perm=None, name=None):
     """Permute the axes of ``a`` (default: reverse them)."""
     x = convert_to_tensor(a)
-    perm = tuple(reversed(range(len(x.shape)))) if perm is None else tuple(int(p) for p in perm)
+    if perm is not None:
+        perm = tuple(int(p) for p in perm)
+    elif x.shape is not None:
+        perm = _reversed_axes(len(x.shape))  # else reversed at run time, whatever the rank
     return apply("transpose", [x], name=name, perm=perm)
 
 

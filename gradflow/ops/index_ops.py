@@ -11,7 +11,7 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.array_ops import expand_dims, reshape_like
+from gradflow.ops.array_ops import expand_dims, reshape_like, run_time_axes
 from gradflow.ops.math_ops import zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
@@ -181,7 +181,9 @@ def concat(values, axis, name=None):
         raise ValueError("concat needs at least one tensor")
     if len(values) == 1:
         return values[0]
-    axis = rules.normalize_axis(axis, len(values[0].shape), allow_none=False)[0]
+    known = next((v for v in values if v.shape is not None), None)
+    axis = run_time_axes(values[0], axis, "concat")[0] if known is None else \
+        rules.normalize_axis(axis, len(known.shape), allow_none=False)[0]
     return apply("concat", values, name=name, axis=axis)
 
 
@@ -190,7 +192,9 @@ def stack(values, axis=0, name=None):
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("stack needs at least one tensor")
-    axis = rules.normalize_axis(axis, len(values[0].shape) + 1, allow_none=False)[0]
+    known = next((v for v in values if v.shape is not None), None)
+    axis = run_time_axes(values[0], axis, "stack")[0] if known is None else \
+        rules.normalize_axis(axis, len(known.shape) + 1, allow_none=False)[0]
     return concat([expand_dims(v, axis) for v in values], axis, name=name)
 
 
@@ -607,7 +611,8 @@ def gather(params, indices, axis=0, name=None):
     """Slices of ``params`` along ``axis`` at integer ``indices`` (TF1 ``tf.gather``)."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    axis = rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
+    axis = run_time_axes(params, axis, "gather")[0] if params.shape is None else \
+        rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
     return apply("gather", [params, indices], name=name, axis=axis)
 
 
