@@ -23,7 +23,7 @@ import gradflow as gf
 import gradflow.distributed as hvd
 from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
-from gradflow.ops.index_ops import normalize_key
+from gradflow.ops.index_ops import getitem_key
 from gradflow.ops.registry import apply
 
 # Registered ops the executor gives values itself (kind != "compute").
@@ -494,7 +494,7 @@ for _id, _shape, _key in _keys:
 
 
 def _getitem_grad(g, x, key):
-    return apply("getitem_grad", [g, x], key=normalize_key(key, len(x.shape)))
+    return apply("getitem_grad", [g, x], key=getitem_key(key, x.shape))
 
 
 spec("getitem_grad", "getitem_grad",
@@ -1541,8 +1541,6 @@ _AXES = "the axis is resolved against the rank when the graph is built"
 NEEDS_RANK = {
     "matmul_": "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes "
                "the vector form of the gradient, chosen when the graph is built",
-    "getitem": "x[key] resolves ellipses and negative indices against the rank when the "
-               "graph is built",
     "slice": "begin/size are checked against the rank when the graph is built",
     "strided_slice": "the masks are resolved against the rank when the graph is built",
     "split": _AXES, "unstack": _AXES,

@@ -67,17 +67,33 @@ def _getitem_infer(shapes, in_dtypes, key):
     return tuple(out), in_dtypes[0]
 
 
+def is_run_time_key(key) -> bool:
+    """Whether ``key`` was kept as written because the rank was unknown at build time
+    (it holds its ``...``); ``resolve_key`` makes it a normal key for a value's shape."""
+    return Ellipsis in key
+
+
+def resolve_key(key, shape):
+    """The normalized, clamped key of ``key`` for a value of ``shape`` (see ``getitem``)."""
+    if not is_run_time_key(key):
+        return key
+    shape = tuple(int(d) for d in shape)
+    return _clamp_slices(normalize_key(_as_index(key), len(shape)), shape)
+
+
 def _getitem_impl(xp, x, key):
-    return x[_as_index(key)]
+    return x[_as_index(resolve_key(key, x.shape))]
 
 
 def _getitem_lower(xp, key):
+    if is_run_time_key(key):
+        return functools.partial(_getitem_impl, xp, key=key)
     index = _as_index(key)
     return lambda x: x[index]
 
 
 def _getitem_grad_impl(xp, g, x, key):
-    index = tuple(k for k in _as_index(key) if k is not None)
+    index = tuple(k for k in _as_index(resolve_key(key, x.shape)) if k is not None)
     out = xp.zeros(x.shape, dtype=g.dtype, device=_device(g))
     out[index] = xp.reshape(g, out[index].shape)
     return out
@@ -119,12 +135,25 @@ def _clamp_slices(key, shape):
     return tuple(out)
 
 
+def getitem_key(key, shape):
+    """The ``key`` attribute of a ``getitem`` node over a value of static ``shape``:
+    normalized and clamped where the rank is known, else kept as written with a ``...``
+    (resolved for each value at run time)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if shape is not None:
+        return _clamp_slices(normalize_key(key, len(shape)), shape)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have one Ellipsis")
+    plain = tuple(k for k in key if k is not Ellipsis)
+    normalize_key(plain, sum(1 for k in plain if k is not None))  # checks the entries
+    return tuple(_hashable(k) for k in (key if Ellipsis in key else key + (Ellipsis,)))
+
+
 def getitem(x, key, name=None):
     """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
     end of an axis of known size are clamped, as in Python and TF1."""
     x = convert_to_tensor(x)
-    key = normalize_key(key, len(x.shape))
-    return apply("getitem", [x], name=name or "strided_slice", key=_clamp_slices(key, x.shape))
+    return apply("getitem", [x], name=name or "strided_slice", key=getitem_key(key, x.shape))
 
 
 # -- concat and its gradient -----------------------------------------------------
