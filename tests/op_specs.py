@@ -1537,28 +1537,31 @@ spec("local_response_normalization", ("pad", "pow"),
 # (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
 # every dim unknown at a known rank)
 
-_AXES = "the axis is resolved against the rank when the graph is built"
-NEEDS_RANK = {
-    "matmul_": "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes "
-               "the vector form of the gradient, chosen when the graph is built",
-    "slice": "begin/size are checked against the rank when the graph is built",
-    "strided_slice": "the masks are resolved against the rank when the graph is built",
-    "split": _AXES, "unstack": _AXES,
-    "concat_three_last_axis": "a negative axis needs the rank (non-negative ones do not)",
-    "reverse": _AXES, "cumsum": _AXES, "crelu": _AXES, "norm_": _AXES,
-    "reduce_logsumexp": _AXES,
-    "boolean_mask": "boolean_mask needs the ranks of the tensor and the mask (as TF1)",
-    "tensordot": "tensordot pairs the contracted axes when the graph is built",
-    "einsum": "einsum matches its subscripts to the ranks when the graph is built",
-    "bn_": "batch normalization reads the channel axis when the graph is built",
-    "loss_softmax_cross_entropy": "label smoothing needs the number of classes",
+_REASONS = {
+    "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes the vector "
+    "form of the gradient, chosen when the graph is built":
+        "matmul_vector_matrix matmul_matrix_vector matmul_vector_vector "
+        "matmul_batched_matrix_vector matmul_vector_batched_matrix",
+    "a negative axis needs the rank (non-negative ones do not)":
+        "concat_three_last_axis reverse_v2_axes cumsum_exclusive_reverse crelu",
+    "the size of the split axis is read when the graph is built":
+        "split_sizes split_unknown_axis split_sizes_unknown_axis unstack_num_unknown_axis",
+    "boolean_mask needs the ranks of the tensor and the mask (as TF1)":
+        "boolean_mask boolean_mask_2d boolean_mask_axis1 boolean_mask_none",
+    "tensordot pairs the contracted axes when the graph is built":
+        "tensordot tensordot_axis_pairs tensordot_scalar_axes tensordot_outer tensordot_int",
+    "einsum matches its subscripts to the ranks when the graph is built":
+        "einsum_matmul einsum_batch_matmul einsum_dot einsum_transpose einsum_sum "
+        "einsum_outer einsum_batch_dot einsum_attention einsum_implicit einsum_ellipsis "
+        "einsum_chain einsum_broadcast_sum einsum_elementwise einsum_batch_two_free "
+        "einsum_contract_two",
+    "a matrix norm resolves its pair of axes against the rank":
+        "norm_fro norm_matrix_ord1 norm_matrix_inf",
+    "fused_batch_norm needs 4-D inputs, checked when the graph is built":
+        "bn_fused_batch_norm_training bn_fused_batch_norm_inference bn_fused_batch_norm_nchw",
 }
+NEEDS_RANK = {spec_id: reason for reason, ids in _REASONS.items() for spec_id in ids.split()}
 
 
-def _needs_rank(spec_id):
-    keys = [k for k in NEEDS_RANK if spec_id.startswith(k)]
-    return NEEDS_RANK[max(keys, key=len)] if keys else ""
-
-
-SPECS[:] = [s if s.needs_rank or not _needs_rank(s.id) else
-            replace(s, needs_rank=_needs_rank(s.id)) for s in SPECS]
+SPECS[:] = [replace(s, needs_rank=NEEDS_RANK[s.id]) if s.id in NEEDS_RANK else s
+            for s in SPECS]

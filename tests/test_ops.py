@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from array_api_compat import device as array_device
-from op_specs import EXEMPT, SPECS, all_unknown
+from op_specs import EXEMPT, NEEDS_RANK, SPECS, all_unknown
 
 import gradflow as gf
 from gradflow.ops.registry import REGISTRY
@@ -292,6 +292,7 @@ def test_every_gradient_rule_is_checked():
 def test_spec_table_is_consistent():
     ids = [s.id for s in SPECS]
     assert len(ids) == len(set(ids)), "duplicate spec ids"
+    assert not set(NEEDS_RANK) - set(ids), f"NEEDS_RANK names no spec: {set(NEEDS_RANK) - set(ids)}"
     for s in SPECS:
         unknown = set(s.ops) - set(REGISTRY)
         assert not unknown, f"spec {s.id} names unregistered ops {unknown}"

@@ -210,8 +210,8 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
 
 def squeeze_axes(t, axis, like):
     """``t`` (reduced over ``axis`` of ``like`` with keepdims) without those axes."""
-    if like.shape is None:
-        raise ValueError(f"the rank of '{like.name}' must be known to drop reduced axes")
+    if like.shape is None:  # every axis, or the axes as given, dropped at run time
+        return reshape(t, ()) if axis is None else squeeze(t, axis)
     axes = rules.normalize_axis(axis, len(like.shape))
     return squeeze(t, axes) if axes else t
 
@@ -454,8 +454,8 @@ def run_time_axes(x, axis, what):
 def squeeze(input, axis=None, name=None):  # noqa: A002
     """Remove size-1 dimensions (all the statically known ones if ``axis`` is None)."""
     x = convert_to_tensor(input)
-    if x.shape is None:
-        axes = None if axis is None else tuple(sorted(run_time_axes(x, axis, "squeeze")))
+    if x.shape is None:  # negative axes too: the run's squeeze counts them from the end
+        axes = None if axis is None else tuple((axis,) if isinstance(axis, int) else axis)
     elif axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
