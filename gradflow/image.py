@@ -90,7 +90,10 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
 
 def random_flip_left_right(image, seed=None):
     """``image`` mirrored left to right with probability 1/2, a new draw each run (each
-    image of a batch on its own draw)."""
+    image of a batch on its own draw).
+
+    >>> augmented = gf.image.random_flip_left_right(images)
+    """
     from gradflow.ops.array_ops import reshape
     from gradflow.ops.index_ops import shape
     from gradflow.ops.math_ops import less, where

@@ -78,7 +78,10 @@ def scatter_add(ref, indices, updates, use_locking=False, name=None):
 
 
 def scatter_sub(ref, indices, updates, use_locking=False, name=None):
-    """``ref[indices] -= updates`` for the variable ``ref`` (as ``scatter_add``)."""
+    """``ref[indices] -= updates`` for the variable ``ref`` (as ``scatter_add``).
+
+    >>> step = gf.scatter_sub(embeddings, ids, lr * grads)
+    """
     from gradflow.ops.state_ops import assign
 
     indices, updates = _check("scatter_sub", ref, indices, updates)
