@@ -6,7 +6,7 @@ library, chosen per Session.
 """
 
 from gradflow import backends, data, errors, layers, nn, train  # noqa: E402 - they use the names above
-from gradflow import app, contrib  # TF1's tf.app, tf.contrib
+from gradflow import app, contrib, image, keras  # TF1's tf.app, tf.contrib, tf.image, tf.keras
 from gradflow import initializers, losses, metrics  # TF1's tf.initializers, tf.losses, tf.metrics
 from gradflow.initializers import (
     identity_initializer,
@@ -95,6 +95,9 @@ from gradflow.ops.array_ops import count_nonzero, reduce_logsumexp
 from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
+from gradflow.ops.sampling_ops import multinomial, random_shuffle
+from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
+from gradflow.ops.sort_ops import argsort, sort, unique
 from gradflow.ops.control_flow_ops import case
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004

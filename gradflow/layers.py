@@ -23,20 +23,44 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 
     >>> h = gf.layers.dense(x, 512, activation=gf.nn.relu)
     """
+    with variable_scope(name, default_name="dense", reuse=reuse):
+        return dense_in_scope(inputs, units, activation, use_bias, kernel_initializer,
+                              bias_initializer, kernel_regularizer, bias_regularizer,
+                              activity_regularizer, trainable)
+
+
+def dense_in_scope(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+                   bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                   activity_regularizer=None, trainable=True):
+    """The body of ``dense``, with its variables in the current variable scope (shared
+    with the ``layers.Dense`` class, which reuses its own scope on later calls)."""
     x = convert_to_tensor(inputs)
     rules.known_rank(x, "dense")
     if x.shape[-1] is None:
         raise ValueError(f"dense: the last axis of '{x.name}' must be known, got shape "
                          f"{x.shape}")
-    with variable_scope(name, default_name="dense", reuse=reuse):
-        kernel = get_variable("kernel", (x.shape[-1], units), dtype=x.dtype,
-                              initializer=kernel_initializer, regularizer=kernel_regularizer,
-                              trainable=trainable)
-        out = matmul(x, kernel) if len(x.shape) == 2 else \
-            reshape(matmul(reshape(x, (-1, x.shape[-1])), kernel),
-                    tuple(-1 if d is None else d for d in x.shape[:-1]) + (units,))
-        return _bias_and_activation(out, units, use_bias, bias_initializer, activation,
-                                    trainable, bias_regularizer, activity_regularizer)
+    kernel = get_variable("kernel", (x.shape[-1], units), dtype=x.dtype,
+                          initializer=kernel_initializer, regularizer=kernel_regularizer,
+                          trainable=trainable)
+    out = last_axis_product(x, kernel)
+    return _bias_and_activation(out, units, use_bias, bias_initializer, activation,
+                                trainable, bias_regularizer, activity_regularizer)
+
+
+def last_axis_product(x, kernel):
+    """``x`` (rank >= 2) times the matrix ``kernel`` over the last axis of ``x``: a matmul
+    for rank 2; above, a matmul of ``x`` seen as rows when at most one leading dim is
+    unknown, else (``[None, None, 128]``) TF1's ``tensordot``, which takes the leading
+    dims from the value at run time."""
+    if len(x.shape) == 2:
+        return matmul(x, kernel)
+    lead = tuple(-1 if d is None else int(d) for d in x.shape[:-1])
+    if lead.count(-1) > 1:
+        from gradflow.ops.linalg_ops import tensordot
+
+        return tensordot(x, kernel, [[len(x.shape) - 1], [0]])
+    rows = reshape(x, (-1, int(x.shape[-1])))
+    return reshape(matmul(rows, kernel), lead + (int(kernel.shape[-1]),))
 
 
 def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable,
@@ -94,6 +118,18 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activa
 
     >>> h = gf.layers.conv2d(x, 32, 5, padding="same", activation=gf.nn.relu)
     """
+    with variable_scope(name, default_name="conv2d", reuse=reuse):
+        return conv2d_in_scope(inputs, filters, kernel_size, strides, padding, activation,
+                               use_bias, kernel_initializer, bias_initializer,
+                               kernel_regularizer, bias_regularizer, activity_regularizer,
+                               trainable, data_format)
+
+
+def conv2d_in_scope(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                    activation=None, use_bias=True, kernel_initializer=None,
+                    bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                    activity_regularizer=None, trainable=True, data_format="channels_last"):
+    """The body of ``conv2d``, with its variables in the current variable scope."""
     from gradflow.ops.conv_ops import conv2d as nn_conv2d
 
     if data_format != "channels_last":
@@ -101,13 +137,12 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activa
     x = convert_to_tensor(inputs)
     if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
         raise ValueError(f"conv2d: '{x.name}' must be NHWC with known channels, got {x.shape}")
-    with variable_scope(name, default_name="conv2d", reuse=reuse):
-        kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[-1], filters),
-                              dtype=x.dtype, initializer=kernel_initializer,
-                              regularizer=kernel_regularizer, trainable=trainable)
-        out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper())
-        return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
-                                    trainable, bias_regularizer, activity_regularizer)
+    kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[-1], filters),
+                          dtype=x.dtype, initializer=kernel_initializer,
+                          regularizer=kernel_regularizer, trainable=trainable)
+    out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper())
+    return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
+                                trainable, bias_regularizer, activity_regularizer)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -117,6 +152,23 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
 
     _channels_last(data_format, "max_pooling2d")
     return max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
+
+
+def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    """Max pooling over the width of ``[batch, width, channels]`` (TF1
+    ``tf.layers.max_pooling1d``): a 2-D pooling of height 1.
+
+    >>> h = gf.layers.max_pooling1d(h, pool_size=2, strides=2)
+    """
+    from gradflow.ops.array_ops import expand_dims, squeeze
+    from gradflow.ops.conv_ops import max_pool
+
+    _channels_last(data_format, "max_pooling1d")
+    (size,), (stride,) = _ints(pool_size, 1, "pool_size"), _ints(strides, 1, "strides")
+    x = expand_dims(convert_to_tensor(inputs), 1)
+    out = max_pool(x, (1, size), (1, stride), padding.upper())
+    return squeeze(out, [1], name=name)
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -239,3 +291,15 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
             out = _conv2d_transpose(x, kernel, out_shape, None, stride, pad, None)
         return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
                                     trainable, bias_regularizer, activity_regularizer)
+
+
+from gradflow.layer_classes import (  # noqa: E402, F401 - built on the functions above
+    AveragePooling2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    Layer,
+    MaxPooling1D,
+    MaxPooling2D,
+)

@@ -264,3 +264,76 @@ def recall(labels, predictions, weights=None, metrics_collections=None,
     """``true_positives / (true_positives + false_negatives)`` over every batch seen."""
     return _ratio_metric("recall", false_negatives, labels, predictions, weights,
                          metrics_collections, updates_collections, name)
+
+
+def _auc_thresholds(num_thresholds):
+    """TF1's thresholds: just below 0, ``num_thresholds - 2`` inside (0, 1), just above 1."""
+    inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+    return [-1e-7] + inner + [1.0 + 1e-7]
+
+
+def _auc_of(tp, fn, tn, fp, curve, summation_method, name=None):
+    """The area under the curve through the points of each threshold (TF1's sums)."""
+    from gradflow.ops.math_ops import minimum
+
+    eps = 1e-6
+    rec = divide(tp + eps, tp + fn + eps)
+    x, y = (divide(fp, fp + tn + eps), rec) if curve == "ROC" else \
+        (rec, divide(tp + eps, tp + fp + eps))
+    width = x[:-1] - x[1:]
+    if summation_method == "minoring":
+        height = minimum(y[:-1], y[1:])
+    elif summation_method == "majoring":
+        height = maximum(y[:-1], y[1:])
+    else:  # trapezoidal (careful_interpolation is summed the same way here)
+        height = (y[:-1] + y[1:]) / 2.0
+    return reduce_sum(width * height, name=name)
+
+
+def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
+        updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal",
+        thresholds=None):
+    """The area under the ROC (or, ``curve="PR"``, precision-recall) curve, from the
+    true/false positive/negative counts at ``num_thresholds`` thresholds in [0, 1]
+    accumulated over the batches (TF1 ``tf.metrics.auc``); ``predictions`` are
+    probabilities, ``labels`` bools or 0/1.
+
+    >>> auc, auc_update = gf.metrics.auc(labels=y, predictions=gf.sigmoid(logits))
+    """
+    from gradflow.ops.array_ops import expand_dims, reshape
+
+    if curve not in ("ROC", "PR"):
+        raise ValueError(f"curve must be either ROC or PR, {curve} unknown")
+    if summation_method not in ("trapezoidal", "careful_interpolation", "minoring",
+                                "majoring"):
+        raise ValueError(f"Invalid summation_method: {summation_method}")
+    if num_thresholds < 2 and thresholds is None:
+        raise ValueError("num_thresholds must be > 1.")
+    cuts = _auc_thresholds(num_thresholds) if thresholds is None else \
+        [-1e-7] + [float(t) for t in thresholds] + [1.0 + 1e-7]
+    predictions, labels = _squeeze_last(_float_values(predictions, "auc"),
+                                        _as_bool(labels, "auc"))
+    _check_same_shape(labels, predictions, "auc")
+    pred, truth = reshape(predictions, (1, -1)), reshape(labels, (1, -1))
+    w = ones_like(pred) if weights is None else \
+        reshape(_weights_for(weights, predictions), (1, -1))
+    positive = greater(pred, expand_dims(convert_to_tensor(cuts, dtype=pred.dtype), 1))
+    counts = {"true_positives": logical_and(truth, positive),
+              "false_negatives": logical_and(truth, logical_not(positive)),
+              "true_negatives": logical_and(logical_not(truth), logical_not(positive)),
+              "false_positives": logical_and(logical_not(truth), positive)}
+    with variable_scope(name, default_name="auc"):
+        totals, updates = {}, {}
+        for key, hit in counts.items():
+            totals[key] = _metric_variable((len(cuts),), pred.dtype, key)
+            updates[key] = assign_add(totals[key], reduce_sum(cast(hit, pred.dtype) * w, 1))
+        order = ("true_positives", "false_negatives", "true_negatives", "false_positives")
+        value = _auc_of(*(totals[k] for k in order), curve, summation_method, name="value")
+        update_op = _auc_of(*(updates[k] for k in order), curve, summation_method,
+                            name="update_op")
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+__all__ += ["auc"]

@@ -147,8 +147,10 @@ class Session:
             plan.lock.release()
         if output == "numpy":
             to_numpy = self.backend.to_numpy
-            # a summary's value is bytes (a serialized protobuf), returned as it is
-            values = [v if v is None or isinstance(v, bytes) else to_numpy(v) for v in values]
+            # a summary's value is bytes (a serialized protobuf), returned as it is; a
+            # scalar is a NumPy scalar of its dtype, as TF1 returns it (np.float32(0.5))
+            values = [v if v is None or isinstance(v, bytes) else to_numpy(v)[()]
+                      for v in values]
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)

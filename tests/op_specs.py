@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -23,7 +23,7 @@ import gradflow as gf
 import gradflow.distributed as hvd
 from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
-from gradflow.ops.index_ops import normalize_key
+from gradflow.ops.index_ops import getitem_key
 from gradflow.ops.registry import apply
 
 # Registered ops the executor gives values itself (kind != "compute").
@@ -101,7 +101,9 @@ class OpSpec:
     float input, unless a result is not floating); ``()`` marks the spec as not
     differentiable. ``tol`` overrides ``FORWARD_TOL`` per result dtype;
     ``dynamic`` gives the placeholder shapes of the unknown-shape run
-    (``None``: the spec needs static shapes).
+    (``None``: the spec needs static shapes); the unknown-rank run (placeholders
+    without a shape) covers the specs whose ``dynamic`` is ``all_unknown``, except
+    those that say in ``needs_rank`` why their op needs ranks when it is built.
     """
 
     id: str
@@ -117,6 +119,7 @@ class OpSpec:
     eps: float = 1e-6
     second_order: bool = True
     dynamic: Optional[Callable] = all_unknown
+    needs_rank: str = ""  # why the spec's op needs ranks known when the graph is built
     no_grad: bool = False  # the op stops gradients: gf.gradients must give None
     value_shaped: bool = False  # the result's shape depends on an input's value, so the
     # static rule leaves those dims unknown even when every input shape is known
@@ -499,7 +502,7 @@ for _id, _shape, _key in _keys:
 
 
 def _getitem_grad(g, x, key):
-    return apply("getitem_grad", [g, x], key=normalize_key(key, len(x.shape)))
+    return apply("getitem_grad", [g, x], key=getitem_key(key, x.shape))
 
 
 spec("getitem_grad", "getitem_grad",
@@ -1436,3 +1439,157 @@ spec("loss_sparse_softmax_cross_entropy", ("log_softmax", "one_hot"),
      [ints(3, 1, hi=4), uniform(3, 4)],
      lambda y, x: np.mean(-2.0 * np_log_softmax(x)[np.arange(3), y[:, 0]]),
      dynamic=keep(1, -1))
+
+
+# -- sort, unique, scatter (gradflow/ops/sort_ops.py, scatter_ops.py) ------------------
+
+
+def np_unique(x):
+    """TF1's unique: values in order of first appearance, and each element's position."""
+    _, first = np.unique(x, return_index=True)
+    y = x[np.sort(first)]
+    return [y, np.array([list(y).index(v) for v in x], np.int32)]
+
+
+def np_last_occurrence(i):
+    return np.array([v not in i[k + 1:] for k, v in enumerate(i)])
+
+
+def np_scatter_nd(i, u, shape):
+    out = np.zeros(shape, u.dtype)
+    np.add.at(out, tuple(i[..., k] for k in range(i.shape[-1])), u)
+    return out
+
+
+def np_sequence_loss(x, y, w):
+    rows = -np_log_softmax(x.reshape(-1, x.shape[-1]))[np.arange(y.size), y.reshape(-1)]
+    return (rows * w.reshape(-1)).sum() / w.sum()
+
+
+spec("sort", ("argsort", "top_k_flat_index", "gather"), lambda x: gf.sort(x),
+     [distinct(3, 4)], lambda x: np.sort(x, -1))
+spec("sort_descending_axis0", ("argsort", "transpose"),
+     lambda x: gf.sort(x, 0, direction="DESCENDING"), [distinct(3, 2)],
+     lambda x: -np.sort(-x, 0), needs_rank="sort along another axis than the last "
+                                          "transposes, which needs the rank")
+spec("argsort_ties", "argsort", lambda x: gf.argsort(x), [integral(3, 5)],
+     lambda x: np.argsort(x, -1, kind="stable").astype(np.int32))
+spec("argsort_descending_ties", "argsort",
+     lambda x: gf.argsort(x, axis=0, direction="DESCENDING"), [integral(5, 2)],
+     lambda x: np.argsort(-x, 0, kind="stable").astype(np.int32))
+spec("unique", ("unique", "unique_index"), lambda x: list(gf.unique(x)), [ints(9, hi=4)],
+     np_unique, dtypes=("int32",), value_shaped=True)
+spec("unique_float_int64", ("unique", "unique_index"),
+     lambda x: [gf.unique(x, out_idx=gf.int64).y, gf.unique(x, out_idx=gf.int64).idx],
+     [integral(7)], lambda x: [np_unique(x)[0], np_unique(x)[1].astype(np.int64)],
+     value_shaped=True)
+spec("last_occurrence", "last_occurrence", lambda i: apply("last_occurrence", [i]),
+     [ints(2, 4, hi=3)], lambda i: np_last_occurrence(i.reshape(-1)).reshape(i.shape),
+     dtypes=("int32",))
+spec("scatter_nd", ("linear_index", "merge_axes", "gather_grad"),
+     lambda i, u: gf.scatter_nd(i, u, [3, 4]),
+     lambda rng: [np.array([[0, 1], [2, 3], [0, 1], [1, 0]], np.int32), rng.uniform(-2, 2, 4)],
+     lambda i, u: np_scatter_nd(i, u, (3, 4)), grad=(1,), dynamic=keep(0, -1))
+spec("scatter_nd_rows", ("linear_index", "gather_grad"),
+     lambda i, u: gf.scatter_nd(i, u, [4, 2]),
+     lambda rng: [np.array([[3], [1], [3]], np.int64), rng.uniform(-2, 2, (3, 2))],
+     lambda i, u: np_scatter_nd(i, u, (4, 2)), grad=(1,), dynamic=keep(0, -1))
+spec("seq2seq_sequence_loss", ("log_softmax", "one_hot"),
+     lambda x, y, w: gf.contrib.seq2seq.sequence_loss(x, y, w),
+     lambda rng: [rng.uniform(-2, 2, (2, 3, 4)), rng.integers(0, 4, (2, 3)).astype(np.int32),
+                  np.array([[1.0, 1.0, 0.0], [1.0, 0.5, 0.0]])],
+     np_sequence_loss, grad=(0, 2), dynamic=keep(0, -1))
+spec("seq2seq_sequence_loss_per_step", ("log_softmax", "one_hot"),
+     lambda x, y, w: gf.contrib.seq2seq.sequence_loss(x, y, w, average_across_timesteps=False),
+     lambda rng: [rng.uniform(-2, 2, (2, 3, 4)), rng.integers(0, 4, (2, 3)).astype(np.int32),
+                  np.array([[1.0, 1.0, 0.0], [1.0, 0.5, 0.0]])],
+     lambda x, y, w: np.array([np_sequence_loss(x[:, t:t + 1], y[:, t:t + 1], w[:, t:t + 1])
+                               if w[:, t].sum() else 0.0 for t in range(3)], x.dtype),
+     grad=(0,), dynamic=keep(0, -1))
+
+
+# -- convolutions built from conv2d (gradflow/ops/conv_variants.py) -------------------
+
+
+def np_depthwise(x, w, stride=1):
+    kh, kw, cin, mult = w.shape
+    rows = (x.shape[1] - kh) // stride + 1
+    cols = (x.shape[2] - kw) // stride + 1
+    out = np.zeros((x.shape[0], rows, cols, cin * mult), x.dtype)
+    for i in range(rows):
+        for j in range(cols):
+            patch = x[:, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, i, j] = np.einsum("bhwc,hwcm->bcm", patch, w).reshape(x.shape[0], -1)
+    return out
+
+
+def np_atrous_same(x, w, rate):
+    k = (w.shape[0] - 1) * rate + 1
+    lo = (k - 1) // 2
+    xp = np.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+    out = np.zeros(x.shape[:3] + (w.shape[-1],), x.dtype)
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            out[:, i, j] = np.einsum("bhwc,hwco->bo", xp[:, i:i + k:rate, j:j + k:rate], w)
+    return out
+
+
+def np_lrn(x, r, bias, alpha, beta):
+    sq = np.pad(x ** 2, ((0, 0),) * 3 + ((r, r),))
+    total = sum(sq[..., k:k + x.shape[-1]] for k in range(2 * r + 1))
+    return x / (bias + alpha * total) ** beta
+
+
+spec("depthwise_conv2d", ("conv2d", "multiply"),
+     lambda x, w: gf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "VALID"),
+     [uniform(1, 4, 4, 2), uniform(2, 2, 2, 2)], np_depthwise, dynamic=keep(1, 0, 1, 2, 3))
+spec("depthwise_conv2d_stride2", ("conv2d", "multiply"),
+     lambda x, w: gf.nn.depthwise_conv2d(x, w, [1, 2, 2, 1], "VALID"),
+     [uniform(1, 5, 5, 1), uniform(3, 3, 1, 2)], lambda x, w: np_depthwise(x, w, 2),
+     dynamic=keep(1, 0, 1, 2, 3))
+spec("separable_conv2d", ("conv2d", "multiply"),
+     lambda x, w, p: gf.nn.separable_conv2d(x, w, p, [1, 1, 1, 1], "VALID"),
+     [uniform(1, 3, 3, 2), uniform(2, 2, 2, 1), uniform(1, 1, 2, 2)],
+     lambda x, w, p: np_depthwise(x, w) @ p[0, 0],
+     dynamic=lambda shapes: all_unknown(shapes[:1]) + list(shapes[1:]))  # filters static
+spec("atrous_conv2d", ("conv2d", "pad", "getitem"),
+     lambda x, w: gf.nn.atrous_conv2d(x, w, 2, "SAME"),
+     [uniform(1, 4, 4, 1), uniform(2, 2, 1, 2)], lambda x, w: np_atrous_same(x, w, 2),
+     dynamic=keep(1, 0, 1, 2, 3))
+spec("local_response_normalization", ("pad", "pow"),
+     lambda x: gf.nn.local_response_normalization(x, 1, 1.0, 0.5, 0.75),
+     [uniform(1, 2, 2, 3)], lambda x: np_lrn(x, 1, 1.0, 0.5, 0.75), dynamic=keep(0, -1))
+
+
+# -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------
+# (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
+# every dim unknown at a known rank)
+
+_REASONS = {
+    "a 1-D operand (gradflow's extension: TF1's matmul needs rank >= 2) takes the vector "
+    "form of the gradient, chosen when the graph is built":
+        "matmul_vector_matrix matmul_matrix_vector matmul_vector_vector "
+        "matmul_batched_matrix_vector matmul_vector_batched_matrix",
+    "a negative axis needs the rank (non-negative ones do not)":
+        "concat_three_last_axis reverse_v2_axes cumsum_exclusive_reverse crelu",
+    "the size of the split axis is read when the graph is built":
+        "split_sizes split_unknown_axis split_sizes_unknown_axis unstack_num_unknown_axis",
+    "boolean_mask needs the ranks of the tensor and the mask (as TF1)":
+        "boolean_mask boolean_mask_2d boolean_mask_axis1 boolean_mask_none",
+    "tensordot pairs the contracted axes when the graph is built":
+        "tensordot tensordot_axis_pairs tensordot_scalar_axes tensordot_outer tensordot_int",
+    "einsum matches its subscripts to the ranks when the graph is built":
+        "einsum_matmul einsum_batch_matmul einsum_dot einsum_transpose einsum_sum "
+        "einsum_outer einsum_batch_dot einsum_attention einsum_implicit einsum_ellipsis "
+        "einsum_chain einsum_broadcast_sum einsum_elementwise einsum_batch_two_free "
+        "einsum_contract_two",
+    "a matrix norm resolves its pair of axes against the rank":
+        "norm_fro norm_matrix_ord1 norm_matrix_inf",
+    "fused_batch_norm needs 4-D inputs, checked when the graph is built":
+        "bn_fused_batch_norm_training bn_fused_batch_norm_inference bn_fused_batch_norm_nchw",
+}
+NEEDS_RANK = {spec_id: reason for reason, ids in _REASONS.items() for spec_id in ids.split()}
+
+
+SPECS[:] = [replace(s, needs_rank=NEEDS_RANK[s.id]) if s.id in NEEDS_RANK else s
+            for s in SPECS]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from array_api_compat import device as array_device
-from op_specs import EXEMPT, SPECS
+from op_specs import EXEMPT, NEEDS_RANK, SPECS, all_unknown
 
 import gradflow as gf
 from gradflow.ops.registry import REGISTRY
@@ -149,19 +149,36 @@ def test_forward_unknown_shapes(spec, backend):
     """Placeholders with ``None`` dims: same values, and the same gradients."""
     if spec.dynamic is None:
         pytest.skip("the spec needs static shapes")
+    _check_unknown_shapes(spec, backend, spec.dynamic, "unknown dims")
+
+
+@pytest.mark.parametrize("spec", ALL)
+def test_forward_unknown_rank(spec, backend):
+    """Placeholders with no shape at all (TF1's ``placeholder(tf.float32)``): same values
+    and gradients as with static shapes."""
+    if spec.dynamic is not all_unknown:
+        pytest.skip("the spec keeps some dims static (its dynamic=), so ranks too")
+    if spec.needs_rank:
+        pytest.skip(spec.needs_rank)
+    _check_unknown_shapes(spec, backend, lambda shapes: [None] * len(shapes), "unknown rank")
+
+
+def _check_unknown_shapes(spec, backend, shapes_fn, what):
+    """The spec over placeholders of the shapes ``shapes_fn`` gives: the reference values,
+    and the gradients of the same graph built with static shapes."""
     arrays = spec.inputs(spec.dtypes[-1])
     grad = spec.differentiable
-    dynamic = _build(spec, arrays, spec.dynamic(_static(arrays)), grad=grad)
-    with gf.Session(graph=dynamic["graph"], backend=backend) as sess:
-        results = sess.run(dynamic["outs"], _feed(dynamic, arrays))
-        grads = _run_grads(sess, dynamic, arrays) if grad else []
-    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} (unknown dims)")
+    built = _build(spec, arrays, shapes_fn(_static(arrays)), grad=grad)
+    with gf.Session(graph=built["graph"], backend=backend) as sess:
+        results = sess.run(built["outs"], _feed(built, arrays))
+        grads = _run_grads(sess, built, arrays) if grad else []
+    _assert_forward(spec, results, _reference(spec, arrays), f"{spec.id} ({what})")
     if grad:
         static = _build(spec, arrays, _static(arrays), grad=True)
         with gf.Session(graph=static["graph"], backend=backend) as sess:
             want = _run_grads(sess, static, arrays)
         for k, (g, w) in enumerate(zip(grads, want)):
-            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with unknown dims")
+            _assert_close(g, w, 1e-9, 1e-12, f"{spec.id}: gradient {k} with {what}")
 
 
 @pytest.mark.parametrize("spec,dtype", BY_DTYPE)
@@ -275,6 +292,7 @@ def test_every_gradient_rule_is_checked():
 def test_spec_table_is_consistent():
     ids = [s.id for s in SPECS]
     assert len(ids) == len(set(ids)), "duplicate spec ids"
+    assert not set(NEEDS_RANK) - set(ids), f"NEEDS_RANK names no spec: {set(NEEDS_RANK) - set(ids)}"
     for s in SPECS:
         unknown = set(s.ops) - set(REGISTRY)
         assert not unknown, f"spec {s.id} names unregistered ops {unknown}"

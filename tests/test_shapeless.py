@@ -213,11 +213,35 @@ def test_random_shape_given_as_tensors():
     assert gf.random_normal(gf.constant([2, 5])).shape == (2, 5)
     assert gf.random_uniform([2, gf.shape(x)[1]]).shape == (2, 4)
     assert gf.truncated_normal(gf.shape(x)).shape == (3, 4)
-    batch = gf.placeholder(gf.float32, (None, 4), name="batch")
-    with pytest.raises(ValueError, match=r"random_normal: the shape must be known when the "
-                       r"graph is built, but 'strided_slice.*' \(getitem, created at .*"
-                       r"test_shapeless.py:\d+\) is only known at run time"):
-        gf.random_normal([2, gf.shape(batch)[0]])
+
+
+@pytest.mark.parametrize("make", [gf.random_normal, gf.random_uniform, gf.truncated_normal,
+                                  gf.zeros, gf.ones, lambda s: gf.fill(s, 2.5)])
+def test_shapes_given_by_run_time_tensors(make, backend):
+    """``random_normal(tf.shape(z))`` in a VAE: the shape is the value of a tensor, and
+    each run draws numbers of the shape fed, one session, two batch sizes."""
+    z = gf.placeholder(gf.float32, (None, 4), name="z")
+    shaped = make(gf.shape(z))
+    mixed = make([gf.shape(z)[0], 3])
+    assert shaped.shape == (None, 4) and mixed.shape == (None, 3)
+    assert shaped.dtype is gf.float32
+    with gf.Session(backend=backend) as sess:
+        for batch in (2, 5):
+            a, b = sess.run([shaped, mixed], {z: np.zeros((batch, 4), np.float32)})
+            assert a.shape == (batch, 4) and b.shape == (batch, 3)
+            assert np.all(np.isfinite(a)) and len(np.unique(a)) in (1, batch * 4)
+
+
+def test_random_shape_from_an_unknown_rank_tensor_draws_the_same_numbers(backend):
+    gf.set_random_seed(3)
+    z = gf.placeholder(gf.float32, name="z")
+    eps = gf.random_normal(gf.shape(z), stddev=0.5)
+    assert eps.shape is None
+    with gf.Session(backend="numpy") as sess:
+        want = sess.run(eps, {z: np.zeros((2, 3))})
+    with gf.Session(backend=backend) as sess:
+        np.testing.assert_allclose(sess.run(eps, {z: np.zeros((2, 3))}), want, rtol=1e-6)
+    assert 0.2 < want.std() < 1.0
 
 
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
@@ -244,3 +268,24 @@ def test_apply_gradients_of_a_statically_wrong_shape():
     with pytest.raises(ValueError, match=r"apply_gradients: variable 'w' has shape \(2, 2\), "
                        r"but the gradient 'grad_w' has shape \(None, 3\)"):
         gf.train.AdamOptimizer(0.1).apply_gradients([(grad, w)])
+
+
+def test_axes_of_tensors_of_unknown_rank_resolve_at_run_time(backend):
+    x = gf.placeholder(gf.float64, name="x")
+    outs = [gf.squeeze(x), gf.squeeze(x, [0]), gf.transpose(x), gf.concat([x, x], 1),
+            gf.stack([x, x], 0), gf.gather(x, [1, 0], axis=1), gf.reduce_sum(x, -1)]
+    assert all(o.shape is None for o in outs)
+    grads = gf.gradients(gf.add_n([gf.reduce_sum(o) for o in outs]), [x])
+    with gf.Session(backend=backend) as sess:
+        for rows in (2, 4):  # a second shape in the same session: nothing baked in
+            fed = np.arange(rows * 3.0).reshape(1, rows, 3)
+            got = sess.run(outs + grads, {x: fed})
+            want = [fed[0], fed[0], fed.T, np.concatenate([fed, fed], 1),
+                    np.stack([fed, fed]), fed[:, [1, 0]], fed.sum(-1)]
+            for k, (g, w) in enumerate(zip(got, want)):
+                np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+            # 1 + 1 + 1 + 2 + 2 + 1 everywhere, and 1 more for the two rows gathered
+            np.testing.assert_array_equal(got[-1][0, :, 0], [9.0, 9.0] + [8.0] * (rows - 2))
+    with pytest.raises(ValueError, match=r"concat: the negative axis -1 needs the rank of "
+                       r"'x', which is unknown"):
+        gf.concat([x, x], -1)

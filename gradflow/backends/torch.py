@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends.base import Backend
-from gradflow.ops.index_ops import _as_index, bind_gather_grad
+from gradflow.ops.index_ops import _as_index, bind_gather_grad, is_run_time_key, resolve_key
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -36,6 +36,8 @@ def _forward_steps(index, shape):
 
 
 def _getitem(xp, key):
+    if is_run_time_key(key):  # the rank was unknown at build time: per value's shape
+        return lambda x: _getitem(xp, resolve_key(key, x.shape))(x)
     index = _as_index(key)
     if not _has_negative_step(index):
         return lambda x: x[index]
@@ -52,6 +54,8 @@ def _getitem(xp, key):
 
 
 def _getitem_grad(xp, key):
+    if is_run_time_key(key):
+        return lambda g, x: _getitem_grad(xp, resolve_key(key, x.shape))(g, x)
     index = tuple(k for k in _as_index(key) if k is not None)
     import torch
 

@@ -1,7 +1,8 @@
 """TF1's ``tf.contrib``, for the parts gradflow has: ``contrib.rnn`` (the recurrent
-cells and unrolling functions) and ``contrib.layers`` (initializers,
-regularizers, ``fully_connected``, ``flatten``)."""
+cells and unrolling functions), ``contrib.layers`` (layer functions, initializers,
+regularizers, ``optimize_loss``), ``contrib.framework`` (``arg_scope``) and
+``contrib.seq2seq`` (``sequence_loss``)."""
 
-from gradflow.contrib import layers, rnn
+from gradflow.contrib import framework, layers, rnn, seq2seq
 
-__all__ = ["layers", "rnn"]
+__all__ = ["framework", "layers", "rnn", "seq2seq"]

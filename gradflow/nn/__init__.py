@@ -20,6 +20,13 @@ from gradflow.ops.conv_ops import (
     dropout,
     max_pool,
 )
+from gradflow.ops.conv_variants import (
+    atrous_conv2d,
+    depthwise_conv2d,
+    local_response_normalization,
+    lrn,
+    separable_conv2d,
+)
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
     bias_add,
@@ -42,6 +49,8 @@ from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm
 from gradflow.ops.topk_ops import in_top_k, top_k
 
 __all__ = [
+    "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
+    "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
     "avg_pool", "conv2d", "dropout", "max_pool",
     "bias_add", "bidirectional_dynamic_rnn", "dynamic_rnn", "embedding_lookup", "rnn_cell",

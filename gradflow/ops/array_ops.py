@@ -210,8 +210,9 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
 
 def squeeze_axes(t, axis, like):
     """``t`` (reduced over ``axis`` of ``like`` with keepdims) without those axes."""
-    axes = rules.normalize_axis(axis, rules.known_rank(like, "reduce (keepdims=False)",
-                                                        " and the reduced axes must be dropped"))
+    if like.shape is None:  # every axis, or the axes as given, dropped at run time
+        return reshape(t, ()) if axis is None else squeeze(t, axis)
+    axes = rules.normalize_axis(axis, len(like.shape))
     return squeeze(t, axes) if axes else t
 
 
@@ -391,12 +392,10 @@ def reshape_like(g, x):
 
 
 def _expanded(shape, axes):
-    """``shape`` with size-1 axes at ``axes``, which count in the result: a negative
-    one (the kept axes of a reduction of unknown rank) from its end, not from the end
-    of ``shape``."""
+    """``shape`` with size-1 dims at ``axes``, negative ones counted from the end of the
+    result (TF1): axes are normalized at run time when the rank was unknown at build."""
     shape = list(shape)
-    rank = len(shape) + len(axes)
-    for ax in sorted(a % rank for a in axes):
+    for ax in rules.normalize_axis(axes, len(shape) + len(axes)):
         shape.insert(ax, 1)
     return tuple(shape)
 
@@ -416,8 +415,10 @@ register("expand_dims", _expand_impl, _expand_infer,
 def expand_dims(input, axis, name=None):  # noqa: A002
     """Insert a size-1 dimension at ``axis``."""
     x = convert_to_tensor(input)
-    axis = rules.normalize_axis(axis, rules.known_rank(x, "expand_dims") + 1)
-    return apply("expand_dims", [x], name=name, axes=axis)
+    axis = int(_static_axis(axis))
+    if x.shape is not None:
+        axis = rules.normalize_axis(axis, len(x.shape) + 1)[0]
+    return apply("expand_dims", [x], name=name, axes=(axis,))
 
 
 def _size_one_axes(shape):
@@ -426,7 +427,7 @@ def _size_one_axes(shape):
 
 def _squeeze_infer(shapes, in_dtypes, axes):
     if axes is None:  # every size-1 axis of the run's value: known once all sizes are
-        if None in shapes[0]:
+        if shapes[0] is None or None in shapes[0]:
             return None, in_dtypes[0]
         axes = _size_one_axes(shapes[0])
     for ax in axes:
@@ -436,11 +437,23 @@ def _squeeze_infer(shapes, in_dtypes, axes):
 
 
 def _squeeze_impl(xp, x, axes):
-    return xp.squeeze(x, axis=_size_one_axes(x.shape) if axes is None else axes)
+    axes = _size_one_axes(x.shape) if axes is None else axes
+    return xp.squeeze(x, axis=axes) if axes else x
 
 
 register("squeeze", _squeeze_impl, _squeeze_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+
+
+def run_time_axes(x, axis, what):
+    """``axis`` (an int or ints) for an op over ``x`` of unknown rank: non-negative axes
+    mean the same at any rank, so they pass to the run; a negative one needs the rank."""
+    axes = (axis,) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    if any(a < 0 for a in axes):
+        raise ValueError(f"{what}: the negative axis {axis} needs the rank of '{x.name}', "
+                         "which is unknown (a placeholder without a shape); give a "
+                         "non-negative axis or a shape")
+    return axes
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
@@ -452,35 +465,37 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     >>> gf.squeeze(x, 2)   # [1, 3, 1, 2] -> [1, 3, 2]
     """
     x = convert_to_tensor(input)
-    if axis is None:
-        known = x.shape is not None and None not in x.shape
-        axes = _size_one_axes(x.shape) if known else None
+    if x.shape is None:  # negative axes too: the run's squeeze counts them from the end
+        axes = None if axis is None else tuple((axis,) if isinstance(axis, int) else axis)
+    elif axis is None:  # the size-1 axes, found at run time where some sizes are unknown
+        axes = None if None in x.shape else _size_one_axes(x.shape)
     else:
         axes = rules.normalize_axis(axis, rules.known_rank(x, "squeeze"))
     return apply("squeeze", [x], name=name, axes=axes)
 
 
 def _transpose_infer(shapes, in_dtypes, perm):
-    if perm is None:  # reverse the axes, whatever the rank at run time
-        return tuple(reversed(shapes[0])), in_dtypes[0]
+    perm = _reversed_axes(len(shapes[0])) if perm is None else perm
     if sorted(perm) != list(range(len(shapes[0]))):
         raise ValueError(f"perm {perm} is not a permutation of the {len(shapes[0])} axes")
     return tuple(shapes[0][p] for p in perm), in_dtypes[0]
 
 
-def _transpose_grad(n, g):  # undo the permutation
+def _reversed_axes(rank):
+    return tuple(reversed(range(rank)))
+
+
+def _transpose_grad(n, g):  # undo the permutation (a reversal, perm None, undoes itself)
     perm = n.attrs["perm"]
-    if perm is None:  # reversing is its own inverse
+    if perm is None:
         return [apply("transpose", [g], perm=None)]
     inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
     return [apply("transpose", [g], perm=inverse)]
 
 
-def _transpose_impl(xp, x, perm):
-    return xp.permute_dims(x, tuple(reversed(range(x.ndim))) if perm is None else perm)
-
-
-register("transpose", _transpose_impl, _transpose_infer, grad=_transpose_grad)
+register("transpose",
+         lambda xp, x, perm: xp.permute_dims(x, _reversed_axes(x.ndim) if perm is None else perm),
+         _transpose_infer, grad=_transpose_grad)
 
 
 def transpose(a, perm=None, name=None):
@@ -491,10 +506,10 @@ def transpose(a, perm=None, name=None):
     >>> gf.transpose(x, [0, 2, 1]) # [2, 3, 4] -> [2, 4, 3]
     """
     x = convert_to_tensor(a)
-    if perm is None and x.shape is not None:
-        perm = tuple(reversed(range(len(x.shape))))
-    elif perm is not None:
+    if perm is not None:
         perm = tuple(int(p) for p in perm)
+    elif x.shape is not None:
+        perm = _reversed_axes(len(x.shape))  # else reversed at run time, whatever the rank
     return apply("transpose", [x], name=name, perm=perm)
 
 

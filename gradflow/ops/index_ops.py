@@ -11,7 +11,7 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.array_ops import expand_dims, reshape_like
+from gradflow.ops.array_ops import expand_dims, reshape_like, run_time_axes
 from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.math_ops import zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
@@ -68,17 +68,33 @@ def _getitem_infer(shapes, in_dtypes, key):
     return tuple(out), in_dtypes[0]
 
 
+def is_run_time_key(key) -> bool:
+    """Whether ``key`` was kept as written because the rank was unknown at build time
+    (it holds its ``...``); ``resolve_key`` makes it a normal key for a value's shape."""
+    return Ellipsis in key
+
+
+def resolve_key(key, shape):
+    """The normalized, clamped key of ``key`` for a value of ``shape`` (see ``getitem``)."""
+    if not is_run_time_key(key):
+        return key
+    shape = tuple(int(d) for d in shape)
+    return _clamp_slices(normalize_key(_as_index(key), len(shape)), shape)
+
+
 def _getitem_impl(xp, x, key):
-    return x[_as_index(key)]
+    return x[_as_index(resolve_key(key, x.shape))]
 
 
 def _getitem_lower(xp, key):
+    if is_run_time_key(key):
+        return functools.partial(_getitem_impl, xp, key=key)
     index = _as_index(key)
     return lambda x: x[index]
 
 
 def _getitem_grad_impl(xp, g, x, key):
-    index = tuple(k for k in _as_index(key) if k is not None)
+    index = tuple(k for k in _as_index(resolve_key(key, x.shape)) if k is not None)
     out = xp.zeros(x.shape, dtype=g.dtype, device=_device(g))
     out[index] = xp.reshape(g, out[index].shape)
     return out
@@ -120,12 +136,25 @@ def _clamp_slices(key, shape):
     return tuple(out)
 
 
-def getitem(x, key, name=None, op_name="getitem (x[...])"):
+def getitem_key(key, shape):
+    """The ``key`` attribute of a ``getitem`` node over a value of static ``shape``:
+    normalized and clamped where the rank is known, else kept as written with a ``...``
+    (resolved for each value at run time)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if shape is not None:
+        return _clamp_slices(normalize_key(key, len(shape)), shape)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have one Ellipsis")
+    plain = tuple(k for k in key if k is not Ellipsis)
+    normalize_key(plain, sum(1 for k in plain if k is not None))  # checks the entries
+    return tuple(_hashable(k) for k in (key if Ellipsis in key else key + (Ellipsis,)))
+
+
+def getitem(x, key, name=None):
     """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
     end of an axis of known size are clamped, as in Python and TF1."""
     x = convert_to_tensor(x)
-    key = normalize_key(key, rules.known_rank(x, op_name))
-    return apply("getitem", [x], name=name or "strided_slice", key=_clamp_slices(key, x.shape))
+    return apply("getitem", [x], name=name or "strided_slice", key=getitem_key(key, x.shape))
 
 
 # -- concat and its gradient -----------------------------------------------------
@@ -182,8 +211,9 @@ def concat(values, axis, name=None):
         raise ValueError("concat needs at least one tensor")
     if len(values) == 1:
         return values[0]
-    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "concat"),
-                                allow_none=False)[0]
+    known = next((v for v in values if v.shape is not None), None)
+    axis = run_time_axes(values[0], axis, "concat")[0] if known is None else \
+        rules.normalize_axis(axis, len(known.shape), allow_none=False)[0]
     return apply("concat", values, name=name, axis=axis)
 
 
@@ -192,8 +222,9 @@ def stack(values, axis=0, name=None):
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("stack needs at least one tensor")
-    axis = rules.normalize_axis(axis, rules.known_rank(values[0], "stack") + 1,
-                                allow_none=False)[0]
+    known = next((v for v in values if v.shape is not None), None)
+    axis = run_time_axes(values[0], axis, "stack")[0] if known is None else \
+        rules.normalize_axis(axis, len(known.shape) + 1, allow_none=False)[0]
     return concat([expand_dims(v, axis) for v in values], axis, name=name)
 
 
@@ -394,7 +425,7 @@ def slice_(input_, begin, size, name=None):
             raise ValueError(f"slice: begin {begin} with size {size} goes past axis {axis} "
                              f"of '{x.name}' (size {dim})")
         key.append(slice(b, None) if s == -1 else slice(b, b + s))
-    return getitem(x, tuple(key), name=name or "Slice", op_name="slice")
+    return getitem(x, tuple(key), name=name or "Slice")
 
 
 def _bit(mask, i):
@@ -432,7 +463,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
                 raise ValueError(f"strided_slice: strides {strides} must not hold 0")
             key.append(slice(None if _bit(begin_mask, i) else b,
                              None if _bit(end_mask, i) else e, s))
-    return getitem(x, tuple(key), name=name or "strided_slice", op_name="strided_slice")
+    return getitem(x, tuple(key), name=name or "strided_slice")
 
 
 # -- gather_nd and boolean_mask: a gather along merged axes ------------------------------
@@ -634,11 +665,8 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     axis = 0 if axis is None else axis
-    if params.shape is not None:
-        axis = rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
-    elif axis < 0:
-        raise ValueError(f"gather: axis {axis} counts from the end, but the rank of "
-                         f"'{params.name}' is unknown; give a non-negative axis")
+    axis = run_time_axes(params, axis, "gather")[0] if params.shape is None else \
+        rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
     validate = validate_indices is None or bool(validate_indices)
     return apply("gather", [params, indices], name=name, axis=axis, validate=validate)
 

@@ -11,7 +11,7 @@ import contextlib
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import get_default_graph, user_source_line
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.registry import apply, constant, convert_to_tensor, register
 
 
 def _placeholder_infer(shapes, in_dtypes, shape, dtype, weak=False):
@@ -359,22 +359,24 @@ def _random(dist, shape, dtype, seed, name, **params):
     dtype = dtypes.as_dtype(dtype)
     if not dtype.is_floating:
         raise TypeError(f"{dist}: dtype must be floating, got {dtype.name}")
-    shape = _random_shape(shape, dist)
-    if shape is None or None in shape:
-        raise ValueError(f"{dist}: the shape must be fully known, got {shape}")
+    static = _random_shape(shape, dist)
+    if static is not None and None in static:
+        raise ValueError(f"{dist}: the shape must be fully known, got {static}")
     tensors = {k: _param_tensor(dist, k, v, dtype) for k, v in params.items()
                if _is_tensor_like(v)}
-    graph = _graph_of_params(tensors.values())
+    like = None if static is not None else _shaped_like(shape, dist, dtype)
+    graph = _graph_of_params(tensors.values()) if like is None else like.graph
     op_seed = None if seed is None else int(seed)
     if op_seed is None and graph.seed is not None:
         op_seed = len(graph.nodes)  # deterministic per position in the graph
+    inputs, static = ([], static) if like is None else ([like], like.shape)
     if not tensors:
-        return apply("random", [], name=name or dist, graph=graph, shape=shape, dtype=dtype,
-                     dist=dist, graph_seed=graph.seed, op_seed=op_seed,
+        return apply("random", inputs, name=name or dist, graph=graph, shape=static,
+                     dtype=dtype, dist=dist, graph_seed=graph.seed, op_seed=op_seed,
                      **{k: float(v) for k, v in params.items()})
     from gradflow.ops.math_ops import add, multiply, subtract
 
-    z = apply("random", [], name=dist, graph=graph, shape=shape, dtype=dtype, dist=dist,
+    z = apply("random", inputs, name=dist, graph=graph, shape=static, dtype=dtype, dist=dist,
               graph_seed=graph.seed, op_seed=op_seed, **_STANDARD[dist])
     p = {k: tensors[k] if k in tensors else float(v) for k, v in params.items()}
     if dist == "random_uniform":  # minval + (maxval - minval) u
@@ -409,13 +411,14 @@ def _graph_of_params(tensors):
 
 def _random_shape(shape, what):
     """A static shape from ints, or from tensors whose values are known when the graph
-    is built (constants, ``gf.shape`` of a tensor of known shape, items of those)."""
+    is built (constants, ``gf.shape`` of a tensor of known shape, items of those);
+    ``None`` where a tensor's value is known only at run time."""
     from gradflow.graph import Tensor
 
     if isinstance(shape, Tensor):
         value = _static_value(shape)
         if value is None or len(value.shape) != 1:
-            raise _dynamic_shape_error(what, shape)
+            return None
         return tuple(int(d) for d in value)
     if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
         dims = []
@@ -423,11 +426,24 @@ def _random_shape(shape, what):
             if isinstance(d, Tensor):
                 value = _static_value(d)
                 if value is None or value.shape != ():
-                    raise _dynamic_shape_error(what, d)
+                    return None
                 d = int(value)
             dims.append(d)
         shape = dims
     return _static_shape(shape, what)
+
+
+def _shaped_like(shape, what, dtype):
+    """Zeros of the run-time ``shape`` (a 1-D int tensor, or a list mixing ints and
+    scalar int tensors such as ``[gf.shape(x)[0], 10]``): a random op with an input
+    draws numbers of that input's shape (``random_normal(gf.shape(z))`` in a VAE)."""
+    from gradflow.ops.shape_ops import fill
+
+    try:
+        return fill(shape, constant(0, dtype=dtype, name=f"{what}_shape"),
+                    name=f"{what}_zeros")
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what}: the shape must be ints or a 1-D int tensor: {err}") from None
 
 
 def _static_value(t):
@@ -451,13 +467,6 @@ def _static_value(t):
     if t.opdef.name in ("identity", "cast"):
         return _static_value(t.inputs[0])
     return None
-
-
-def _dynamic_shape_error(what, t):
-    return ValueError(f"{what}: the shape must be known when the graph is built, but "
-                      f"'{t.name}' ({t.type}, created at {t.source}) is only known at run "
-                      "time; give the shape as ints (random_uniform_like draws numbers of "
-                      "another tensor's run-time shape)")
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):

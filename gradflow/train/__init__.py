@@ -50,3 +50,24 @@ __all__ = [
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
     "get_checkpoint_state", "write_graph",
 ]
+
+from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402
+
+__all__ += ["Coordinator", "start_queue_runners"]
+from gradflow.train.monitored_session import (  # noqa: E402
+    MonitoredSession,
+    MonitoredTrainingSession,
+)
+from gradflow.train.session_run_hook import (  # noqa: E402
+    CheckpointSaverHook,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StopAtStepHook,
+    SummarySaverHook,
+)
+
+__all__ += ["CheckpointSaverHook", "MonitoredSession", "MonitoredTrainingSession",
+            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+            "StopAtStepHook", "SummarySaverHook"]

@@ -1,0 +1,125 @@
+"""``tf.sort``, ``tf.argsort`` and ``tf.unique``.
+
+``argsort`` is the primitive (a stable sort, so equal values keep their order,
+as TF1's ``top_k``-based sort does); ``sort`` gathers the values at those
+indices, so its gradient goes back to where each value came from, through
+``gather``'s scatter-add. ``unique`` has two ops, one per result.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from array_api_compat import device as _device
+
+from gradflow import dtypes
+from gradflow.ops import rules
+from gradflow.ops.registry import apply, convert_to_tensor, register
+
+Unique = collections.namedtuple("Unique", ["y", "idx"])
+Unique.__doc__ = "The result of ``unique``: the values ``y`` and each element's ``idx`` in it."
+
+_DIRECTIONS = ("ASCENDING", "DESCENDING")
+
+
+def _argsort_impl(xp, x, axis, descending):
+    return xp.astype(xp.argsort(x, axis=axis, descending=descending, stable=True), xp.int32)
+
+
+def _argsort_infer(shapes, in_dtypes, axis, descending):
+    if in_dtypes[0].is_bool:
+        raise TypeError("sort and argsort need numbers, got bool")
+    if len(shapes[0]) == 0:
+        raise ValueError("sort and argsort need rank 1 or more, got a scalar")
+    rules.normalize_axis(axis, len(shapes[0]), allow_none=False)
+    return shapes[0], dtypes.int32
+
+
+register("argsort", _argsort_impl, _argsort_infer, grad=None)
+
+
+def _check_direction(direction, what):
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"{what}: direction must be one of {_DIRECTIONS}, got {direction!r}")
+    return direction == "DESCENDING"
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """int32 indices that sort ``values`` along ``axis`` (TF1 ``tf.argsort``); equal
+    values keep their order whatever ``stable`` says, as with TF1's ``top_k``.
+
+    >>> gf.argsort([3.0, 1.0, 2.0])   # [1, 2, 0]
+    """
+    descending = _check_direction(direction, "argsort")
+    x = convert_to_tensor(values)
+    if x.shape is not None:
+        axis = rules.normalize_axis(axis, len(x.shape), allow_none=False)[0]
+    return apply("argsort", [x], name=name or "argsort", axis=int(axis), descending=descending)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """``values`` sorted along ``axis`` (TF1 ``tf.sort``); differentiable: the gradient
+    of each sorted value goes to the element it came from.
+
+    >>> gf.sort([3.0, 1.0, 2.0], direction="DESCENDING")   # [3, 2, 1]
+    """
+    from gradflow.ops.array_ops import reshape, transpose
+
+    descending = _check_direction(direction, "sort")
+    x = convert_to_tensor(values)
+    if x.shape is None and axis != -1:
+        raise ValueError(f"sort: the rank of '{x.name}' must be known to sort along axis "
+                         f"{axis} (only axis=-1 works at any rank)")
+    rank = None if x.shape is None else len(x.shape)
+    if rank is not None and rules.normalize_axis(axis, rank)[0] != rank - 1:  # to the end, back
+        axis = rules.normalize_axis(axis, rank)[0]
+        perm = tuple(a for a in range(rank) if a != axis) + (axis,)
+        back = tuple(perm.index(a) for a in range(rank))
+        return transpose(sort(transpose(x, perm), -1, direction), back, name=name)
+    order = apply("argsort", [x], axis=-1, descending=descending)
+    flat = apply("top_k_flat_index", [order, x])
+    return apply("gather", [reshape(x, (-1,)), flat], name=name or "sort", axis=0)
+
+
+def _unique_parts(xp, x):
+    """``(y, idx)``: the distinct values of 1-D ``x`` in order of first appearance, and
+    the position in ``y`` of each element of ``x``."""
+    if x.shape[0] == 0:
+        return x, xp.zeros((0,), dtype=xp.int64, device=_device(x))
+    values, inverse = xp.unique_inverse(x)  # values sorted
+    order = xp.argsort(inverse, stable=True)  # positions grouped by value, in order
+    grouped = xp.take(inverse, order)
+    starts = xp.concat([xp.ones((1,), dtype=xp.bool, device=_device(x)),
+                        grouped[1:] != grouped[:-1]])
+    first = xp.take(order, xp.nonzero(starts)[0])  # first position of each sorted value
+    appearance = xp.argsort(first, stable=True)
+    return xp.take(values, appearance), xp.take(xp.argsort(appearance), inverse)
+
+
+def _unique_infer(shapes, in_dtypes, out_idx=None):
+    if len(shapes[0]) != 1:
+        raise ValueError(f"unique needs a 1-D tensor, got shape {tuple(shapes[0])}")
+    return (None,) if out_idx is None else shapes[0], in_dtypes[0] if out_idx is None \
+        else out_idx
+
+
+register("unique", lambda xp, x: _unique_parts(xp, x)[0], _unique_infer, grad=None)
+register("unique_index",
+         lambda xp, x, out_idx: xp.astype(_unique_parts(xp, x)[1], out_idx.resolve(xp)),
+         _unique_infer, grad=None)
+
+
+def unique(x, out_idx=dtypes.int32, name=None):
+    """The distinct values of the 1-D ``x`` in order of first appearance, and for each
+    element its position among them (TF1 ``tf.unique``): ``Unique(y, idx)``, so that
+    ``gather(y, idx)`` is ``x``.
+
+    >>> y, idx = gf.unique([1, 1, 2, 4, 4, 4, 7, 8, 8])   # y = [1, 2, 4, 7, 8]
+    """
+    x = convert_to_tensor(x)
+    out_idx = dtypes.as_dtype(out_idx)
+    if out_idx not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"unique: out_idx must be int32 or int64, got {out_idx.name}")
+    name = name or "Unique"
+    return Unique(apply("unique", [x], name=name),
+                  apply("unique_index", [x], name=name + "_idx", out_idx=out_idx))

@@ -1,0 +1,139 @@
+"""TF1's ``train.MonitoredTrainingSession``: a session that initializes (or restores)
+the variables, runs hooks around every ``run``, saves checkpoints and summaries, and
+ends the ``with`` block quietly at the end of the input (``OutOfRangeError``).
+
+>>> step = gf.train.get_or_create_global_step()
+>>> train_op = gf.train.AdamOptimizer(1e-3).minimize(loss, global_step=step)
+>>> with gf.train.MonitoredTrainingSession(
+...         checkpoint_dir="/tmp/run", hooks=[gf.train.StopAtStepHook(last_step=1000)]) as sess:
+...     while not sess.should_stop():
+...         sess.run(train_op, feed_dict=next_feed())
+"""
+
+from __future__ import annotations
+
+from gradflow import errors
+from gradflow.train.coordinator import Coordinator
+from gradflow.train.session_run_hook import (
+    CheckpointSaverHook,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunValues,
+    SummarySaverHook,
+)
+
+__all__ = ["MonitoredSession", "MonitoredTrainingSession"]
+
+
+class MonitoredSession:
+    """A ``Session`` with hooks (see the module docstring); made by
+    ``MonitoredTrainingSession``. ``run`` takes TF1's arguments; ``should_stop`` tells
+    when a hook (or the coordinator) asked to stop."""
+
+    def __init__(self, hooks=(), checkpoint_dir=None, config=None,
+                 stop_grace_period_secs=120):
+        from gradflow.graph import get_default_graph
+
+        self._hooks = list(hooks)
+        self.graph = get_default_graph()
+        for hook in self._hooks:
+            hook.begin()
+        self._init_ops = self._initializers()
+        self._coord = Coordinator()
+        self._grace = stop_grace_period_secs
+        self._stop = False
+        self._sess = self._create(checkpoint_dir, config)
+
+    @staticmethod
+    def _initializers():
+        from gradflow.variables import global_variables_initializer, local_variables_initializer
+
+        return [global_variables_initializer(), local_variables_initializer()]
+
+    def _create(self, checkpoint_dir, config):
+        from gradflow.session import Session
+        from gradflow.train.saver import Saver, latest_checkpoint
+
+        sess = Session(graph=self.graph, config=config)
+        sess.run(self._init_ops)
+        latest = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+        if latest is not None:
+            Saver().restore(sess, latest)
+        for hook in self._hooks:
+            hook.after_create_session(sess, self._coord)
+        return sess
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Run ``fetches`` together with what the hooks ask for; returns the caller's values."""
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
+        asks = [hook.before_run(context) for hook in self._hooks]
+        feeds = dict(feed_dict or {})
+        for ask in asks:
+            for key, value in ((ask.feed_dict or {}) if ask is not None else {}).items():
+                if key in feeds:
+                    raise RuntimeError(f"Same tensor is fed by two hooks: {key}")
+                feeds[key] = value
+        hook_fetches = [ask.fetches if ask is not None else [] for ask in asks]
+        results = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feeds)
+        for hook, ask, values in zip(self._hooks, asks, results["hooks"]):
+            hook.after_run(context, SessionRunValues(values if ask is not None else None,
+                                                     options, run_metadata))
+        self._stop = self._stop or context.stop_requested
+        return results["caller"]
+
+    def should_stop(self) -> bool:
+        return self._stop or self._coord.should_stop()
+
+    def close(self):
+        self._close(error=False)
+
+    def _close(self, error):
+        if self._sess is None:
+            return
+        try:
+            if not error:
+                for hook in self._hooks:
+                    hook.end(self._sess)
+        finally:
+            self._coord.request_stop()
+            self._sess.close()
+            self._sess = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        clean = exc_type is None or issubclass(exc_type, (errors.OutOfRangeError,
+                                                          StopIteration))
+        self._close(error=not clean)
+        return exc_type is not None and clean  # the end of the input ends the block
+
+
+def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None,  # noqa: N802 - TF1 name
+                             hooks=None, chief_only_hooks=None, save_checkpoint_secs=600,
+                             save_summaries_steps=100, save_summaries_secs=None, config=None,
+                             stop_grace_period_secs=120, log_step_count_steps=100,
+                             max_wait_secs=7200, save_checkpoint_steps=None,
+                             summary_dir=None):
+    """A ``MonitoredSession`` for training (TF1): it initializes the variables or restores
+    the latest checkpoint of ``checkpoint_dir``, then saves one there every
+    ``save_checkpoint_steps`` steps (else ``save_checkpoint_secs`` seconds) and at the
+    end, and writes the graph's summaries to ``summary_dir`` (default
+    ``checkpoint_dir``) every ``save_summaries_steps`` steps. ``hooks`` run around each
+    ``run``. One process only: ``master`` must be empty and ``is_chief`` True."""
+    if master or not is_chief:
+        raise NotImplementedError("MonitoredTrainingSession: distributed sessions (master=, "
+                                  "is_chief=False) are not supported; see gradflow.distributed")
+    if scaffold is not None:
+        raise NotImplementedError("MonitoredTrainingSession: scaffold is not supported")
+    all_hooks = list(hooks or ()) + list(chief_only_hooks or ())
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir and (save_summaries_steps or save_summaries_secs):
+        all_hooks.append(SummarySaverHook(
+            save_steps=None if save_summaries_secs else save_summaries_steps,
+            save_secs=save_summaries_secs, output_dir=summary_dir))
+    if checkpoint_dir and (save_checkpoint_steps or save_checkpoint_secs):
+        all_hooks.append(CheckpointSaverHook(
+            checkpoint_dir, save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
+            save_steps=save_checkpoint_steps))
+    return MonitoredSession(all_hooks, checkpoint_dir, config, stop_grace_period_secs)
