@@ -1,7 +1,8 @@
 """One MNIST MLP training step (784-512-512-10, ReLU, softmax cross-entropy, Adam, float32).
 
 gradflow (with and without its compiler passes) against the fastest hand-written
-NumPy step of the same model, against PyTorch eager on the CPU, and against the
+NumPy step of the same model, against PyTorch eager on the CPU, against JAX ``jit``
+(XLA) where JAX is installed (``pip install "jax[cpu]"``), and against the
 step's matrix products alone (the GEMM bound), at several batch sizes, in one
 process. Reports milliseconds per step and the ratios. Before timing, it runs 3
 steps of each implementation from the same weights and prints how far apart
@@ -252,6 +253,44 @@ def torch_step(weights, x, y):
     return step
 
 
+def jax_step(weights, x, y):
+    """The same step as one ``jax.jit`` function (XLA), Adam written out with TF1's epsilon
+    placement; the parameters and moments are donated, so XLA may update them in place.
+    Raises ImportError without JAX (``pip install "jax[cpu]"``: an optional reference)."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss_fn(params, x, y):
+        h = x
+        for i in range(0, len(params), 2):
+            h = h @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                h = jax.nn.relu(h)
+        logp = jax.nn.log_softmax(h)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def update(params, m, v, t, x, y):
+        grads = jax.grad(loss_fn)(params, x, y)
+        t = t + 1
+        lr_t = LR * jnp.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
+        m = [BETA1 * a + (1 - BETA1) * g for a, g in zip(m, grads)]
+        v = [BETA2 * a + (1 - BETA2) * g * g for a, g in zip(v, grads)]
+        params = [p - lr_t * a / (jnp.sqrt(b) + EPSILON) for p, a, b in zip(params, m, v)]
+        return params, m, v, t
+
+    update = jax.jit(update, donate_argnums=(0, 1, 2))
+    state = [[jnp.asarray(w) for w in weights], [jnp.zeros_like(jnp.asarray(w)) for w in weights],
+             [jnp.zeros_like(jnp.asarray(w)) for w in weights], jnp.float32(0)]
+    xj, yj = jnp.asarray(x), jnp.asarray(y.astype(np.int32))
+
+    def step():
+        state[:] = update(*state, xj, yj)
+        jax.block_until_ready(state[0])
+
+    step.weights = lambda: [np.asarray(w) for w in state[0]]
+    return step
+
+
 def check(weights, x, y, backend, steps=3):
     """The weights after ``steps`` steps from ``weights``: for each pair of implementations,
     (max abs difference, number of weights more than 1e-4 apart).
@@ -264,6 +303,7 @@ def check(weights, x, y, backend, steps=3):
         "numpy": lambda: numpy_step(weights, x, y, "C"),
         "numpy(F)": lambda: numpy_step(weights, x, y, "F"),
         "torch": lambda: torch_step(weights, x, y),
+        "jax": lambda: jax_step(weights, x, y),
         "gradflow": lambda: gradflow_step(weights, x, y, backend),
         "gf-noopt": lambda: gradflow_step(weights, x, y, backend, optimize=False),
     }
@@ -312,9 +352,9 @@ def main(argv=None):
     print("ms per step; gf-noopt = gf.Session(optimize=False); gemm = the step's 8 matrix"
           " products alone (NumPy),\nGFLOP/s theirs; others = cores busy with other processes"
           " meanwhile (above 0.1: disturbed)")
-    print(f"{'batch':>5} {'numpy':>7} {'torch':>7} {'gradflow':>8} {'gf-noopt':>8} {'gemm':>7}"
-          f" {'GFLOP/s':>7}  {'gf/numpy':>8} {'gf/torch':>8} {'noopt/np':>8} {'gf/gemm':>7}"
-          f" {'np/gemm':>7} {'others':>6}")
+    print(f"{'batch':>5} {'numpy':>7} {'torch':>7} {'jax':>7} {'gradflow':>8} {'gf-noopt':>8}"
+          f" {'gemm':>7} {'GFLOP/s':>7}  {'gf/numpy':>8} {'gf/torch':>8} {'gf/jax':>7}"
+          f" {'noopt/np':>8} {'gf/gemm':>7} {'np/gemm':>7} {'others':>6}")
     rows = {}
     for batch in args.batches:
         x, y = data[batch]
@@ -323,18 +363,21 @@ def main(argv=None):
         steps = {"numpy": step, "gradflow": gradflow_step(weights, x, y, args.backend),
                  "gf-noopt": gradflow_step(weights, x, y, args.backend, optimize=False),
                  "gemm": gemm_step(batch)}
-        try:
-            steps["torch"] = torch_step(weights, x, y)
-        except ImportError:
-            pass
+        for name, make in (("torch", torch_step), ("jax", jax_step)):
+            try:
+                steps[name] = make(weights, x, y)
+            except ImportError:
+                pass
         times = time_ms_each(steps, args.seconds)
         t_np, t_gf, t_noopt, t_gemm = (times[k] for k in ("numpy", "gradflow", "gf-noopt", "gemm"))
         t_torch = times.get("torch", float("nan"))
+        t_jax = times.get("jax", float("nan"))
         gflops = gemm_flops(batch) / t_gemm / 1e6
-        print(f"{batch:5d} {t_np:7.3f} {t_torch:7.3f} {t_gf:8.3f} {t_noopt:8.3f} {t_gemm:7.3f}"
-              f" {gflops:7.1f}  {t_gf / t_np:8.2f} {t_gf / t_torch:8.2f} {t_noopt / t_np:8.2f}"
-              f" {t_gf / t_gemm:7.2f} {t_np / t_gemm:7.2f} {_cores(load):>6}")
-        rows[batch] = {"numpy": t_np, "torch": t_torch, "gradflow": t_gf,
+        print(f"{batch:5d} {t_np:7.3f} {t_torch:7.3f} {t_jax:7.3f} {t_gf:8.3f} {t_noopt:8.3f}"
+              f" {t_gemm:7.3f} {gflops:7.1f}  {t_gf / t_np:8.2f} {t_gf / t_torch:8.2f}"
+              f" {t_gf / t_jax:7.2f} {t_noopt / t_np:8.2f} {t_gf / t_gemm:7.2f}"
+              f" {t_np / t_gemm:7.2f} {_cores(load):>6}")
+        rows[batch] = {"numpy": t_np, "torch": t_torch, "jax": t_jax, "gradflow": t_gf,
                        "gradflow_noopt": t_noopt, "gemm": t_gemm, "numpy_layout": step.layout}
     print("hand numpy layout per batch (C batch-major, F feature-major): "
           + ", ".join(f"{batch} {row['numpy_layout']}" for batch, row in rows.items()))

@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from gradflow.errors import FailedPreconditionError, InvalidArgumentError
-from gradflow.graph import Operation
+from gradflow.graph import Operation, topological_order
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
 from gradflow.passes.ir import user_node
@@ -62,6 +62,10 @@ class Plan:
         self.lock = threading.Lock()  # held while a run uses this plan's buffers
         self.instances = []  # more instances of this plan, for concurrent runs
 
+    def node_at_failure(self, tb):
+        """The node whose step raised, from a traceback through this plan's code."""
+        return node_at_failure(self, tb)
+
 
 class VariableStore(dict):
     """A session's variable values (variable -> array). ``closed`` is set when the
@@ -75,26 +79,6 @@ def raise_closed():
         "this Session is closed (close() ran, or its `with` block ended), and its "
         "variables are gone; open a new Session (and restore a checkpoint with "
         "train.Saver if you need the trained values)")
-
-
-def topological_order(fetches, fed):
-    """Nodes needed to compute ``fetches`` when ``fed`` are given, inputs first."""
-    order, seen = [], set()
-    for root in fetches:
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            if node not in fed:
-                stack.extend((i, False) for i in reversed(node.control_inputs) if i not in seen)
-                stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
-    return order
 
 
 def _missing_feed(node, fetches):

@@ -395,3 +395,25 @@ def name_scope(name, default_name=None, values=None):
 def set_random_seed(seed: int) -> None:
     """Set the graph-level seed of the default graph (TF1 ``set_random_seed``)."""
     get_default_graph().seed = int(seed)
+
+
+def topological_order(fetches, fed):
+    """Nodes needed to compute ``fetches`` when ``fed`` are given, inputs (and control
+    inputs) first: the one order of a graph that autodiff's callers, the passes and
+    the executor share."""
+    order, seen = [], set()
+    for root in fetches:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            if node not in fed:
+                stack.extend((i, False) for i in reversed(node.control_inputs) if i not in seen)
+                stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
+    return order

@@ -237,6 +237,15 @@ class Session:
         plan.trace.clear()
         return plan
 
+    def compile_subplan(self, fetches, fed):
+        """The plan of a sub-graph (a ``cond`` branch, a loop body), for the op that holds
+        it: ops get the plan compiler through the session, never by importing it."""
+        return compile_plan(self, list(fetches), fed)
+
+    def new_store(self):
+        """An empty variable store (a ``cond`` branch writes its assignments into one)."""
+        return VariableStore()
+
     def describe_plan(self, fetches, feed_dict=None) -> str:
         """The compiled plan that ``run(fetches, feed_dict)`` would use, as text: each
         step (fused groups with their members), the arena buffer each value is written

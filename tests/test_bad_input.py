@@ -148,9 +148,9 @@ def test_unknown_rank_transpose_and_squeeze_work():
 
 def test_unknown_rank_where_the_rank_is_needed_names_op_and_line():
     x = gf.placeholder(gf.float32, name="shapeless")
-    with pytest.raises(ValueError, match=r"expand_dims: the rank of 'shapeless' .* is "
+    with pytest.raises(ValueError, match=r"unstack: the rank of 'shapeless' .* is "
                                          r"unknown.*test_bad_input\.py:\d+"):
-        gf.expand_dims(x, 0)
+        gf.unstack(x)
 
 
 def test_numerics_errors_name_the_lines():

@@ -51,7 +51,7 @@ def next_elements(session, fetches, feed_items) -> list:
 def _needed(registered, fetches, fed):
     """``[(get_next node, [(index, component)])]`` for the components a run of
     ``fetches`` reads (none that the caller feeds)."""
-    from gradflow.executor import topological_order
+    from gradflow.graph import topological_order
 
     by_part = {}
     for node, parts in registered:

@@ -115,7 +115,7 @@ def _as_output(value, what, label):
 
 def _subgraph(outputs, args):
     """The nodes between ``args`` and ``outputs``, inputs first (args excluded)."""
-    from gradflow.executor import topological_order
+    from gradflow.graph import topological_order
 
     return [n for n in topological_order(outputs, set(args)) if n not in set(args)]
 

@@ -6,7 +6,7 @@ graph records the nodes they create; the nodes reachable from their results
 through nodes created there are the sub-graph's *internal* nodes, and the
 tensors from outside that those read are its *captured* inputs, which become
 the inputs of the control-flow node. When a plan is compiled, the node compiles
-one sub-plan per sub-graph (``executor.compile_plan`` with the captured tensors
+one sub-plan per sub-graph (``session.compile_subplan`` with the captured tensors
 fed) and runs them as Python control flow: only the taken branch of a ``cond``
 runs, and a loop body runs once per iteration. The outer plan never schedules
 internal nodes, unless something outside uses them directly.
@@ -227,9 +227,7 @@ def _run_sub(plan, feeds, store, what):
     try:
         return plan.fn(feeds, store)
     except Exception as err:
-        from gradflow.executor import node_at_failure
-
-        inner = node_at_failure(plan, err.__traceback__)
+        inner = plan.node_at_failure(err.__traceback__)
         if inner is None:
             raise
         raise InvalidArgumentError(f"{what}: {inner.type} '{inner.name}' failed: {err} "
@@ -425,8 +423,6 @@ class _CondInfo(_Construct):
         return self.n_slots + len(self.variables) + self._export_index[node]
 
     def bind(self, session, node):
-        from gradflow.executor import VariableStore, compile_plan
-
         position = {t: i for i, t in enumerate(node.inputs)}
         exports = list(self.exports)
         n_values = self.n_slots + len(self.variables) + len(exports)
@@ -436,7 +432,7 @@ class _CondInfo(_Construct):
             mine = [e for e, (_, s) in enumerate(exports) if s == _SIDES[side]]
             fetches = [branch.outputs[k] for k in slots] + [exports[e][0] for e in mine]
             fed = branch.captured + [n for n, _ in branch.stash]
-            plan = compile_plan(session, fetches, fed)
+            plan = session.compile_subplan(fetches, fed)
             targets = slots + [self.n_slots + len(self.variables) + e for e in mine]
             taken = [position[t] for t in branch.captured]
             stashed = [(position[src.node], src.export_position(n)) for n, src in branch.stash]
@@ -448,7 +444,7 @@ class _CondInfo(_Construct):
         def run(*inputs):
             plan, targets, taken, stashed, what = runners[0 if inputs[0] else 1]
             feeds = [inputs[i] for i in taken] + [inputs[i][j] for i, j in stashed]
-            private = VariableStore()  # the branch's assignments, written by assignments outside
+            private = session.new_store()  # the branch's assignments, written outside
             values = _run_sub(plan, feeds, private, what)
             out = [None] * n_values
             for k, value in zip(targets, values):
@@ -736,15 +732,13 @@ class _WhileInfo(_Construct):
         self._vjp = None
 
     def bind(self, session, node):
-        from gradflow.executor import compile_plan
-
         n = len(self.standins)
         position = {t: i for i, t in enumerate(node.inputs)}
-        cond_plan = compile_plan(session, [self.cond.outputs[0]],
-                                 self.standins + self.cond.captured)
+        cond_plan = session.compile_subplan([self.cond.outputs[0]],
+                                            self.standins + self.cond.captured)
         exports = [e for e, _ in self.exports]
-        body_plan = compile_plan(session, self.body.outputs + exports,
-                                 self.standins + self.body.captured)
+        body_plan = session.compile_subplan(self.body.outputs + exports,
+                                            self.standins + self.body.captured)
         cond_taken = [position[t] for t in self.cond.captured]
         body_taken = [position[t] for t in self.body.captured]
         limit = self.maximum_iterations
@@ -862,13 +856,11 @@ class _WhileGradInfo(_Construct):
         self.k = k
 
     def bind(self, session, node):
-        from gradflow.executor import compile_plan
-
         loop, vjp = self.loop, self.vjp
         n = len(loop.standins)
         xp = session.backend.xp
         fed = loop.standins + vjp.cots + vjp.stash_nodes + vjp.captured
-        plan = compile_plan(session, vjp.fetches, fed)
+        plan = session.compile_subplan(vjp.fetches, fed)
         extra_at = {t: i for i, t in enumerate(vjp.extra)}
         captured_at = [extra_at[t] for t in vjp.captured]
         zeros_at = [extra_at[c] for c in vjp.caps]

@@ -59,8 +59,7 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         mean = reduce_mean(y, axes, keepdims=True, name="mean")
         variance = reduce_mean(squared_difference(y, mean), axes, keepdims=True,
                                name="variance")
-        if not keep:
-            rules.known_rank(x, "moments", " and the reduced axes must be dropped")
+        if not keep:  # squeezed at run time where the rank is unknown
             mean = squeeze(mean, axes)
             variance = squeeze(variance, axes)
         if x.dtype is dtypes.float16:

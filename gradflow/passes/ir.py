@@ -16,7 +16,7 @@ fed batch size, so the memory plan and the fused kernels see fixed shapes.
 
 from __future__ import annotations
 
-from gradflow.graph import TensorShape
+from gradflow.graph import TensorShape, topological_order
 
 LEAF_KINDS = ("placeholder", "variable", "constant", "read_current")
 
@@ -92,8 +92,6 @@ class PlanGraph:
     """
 
     def __init__(self, fetches, fed, feed_shapes=None):
-        from gradflow.executor import topological_order
-
         self.fed = set(fed)
         copies = {}
         shapes = dict(zip(fed, feed_shapes)) if feed_shapes is not None else {}
@@ -112,8 +110,6 @@ class PlanGraph:
 
     def nodes(self):
         """Every node the outputs need, inputs first (leaves included)."""
-        from gradflow.executor import topological_order
-
         return topological_order(self.outputs, self.fed)
 
     def consumers(self):
