@@ -17,7 +17,7 @@ pool, dense 3136 -> 1024, dropout 0.5, dense 10, Adam) as training steps from th
 same weights. TensorFlow is measured where it is installed; here it is not.
 
     python benchmarks/conv.py [--seconds S] [--rows 5x5 ...] [--batches 50 128]
-                              [--skip-network] [--skip-rows]
+                              [--skip-network] [--skip-rows] [--threads N]
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-from timing import OtherLoad, time_ms_each  # noqa: E402
+from timing import OtherLoad, pin_threads_from_argv, pin_torch_threads, time_ms_each  # noqa: E402
+
+pin_threads_from_argv()
 
 import gradflow as gf  # noqa: E402
 
@@ -215,11 +217,14 @@ def main():
     parser.add_argument("--batches", type=int, nargs="*", default=[50, 128])
     parser.add_argument("--skip-network", action="store_true")
     parser.add_argument("--skip-rows", action="store_true")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
     args = parser.parse_args()
     try:
         import torch
     except ImportError:
         sys.exit("benchmarks/conv.py compares against PyTorch: pip install torch")
+    pin_torch_threads(args.threads)
     try:
         import tensorflow  # noqa: F401
         print("TensorFlow is installed, but this script does not time it yet")
