@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow.backends.threads import uses_blas
+
 SWAP_MAX_ROWS = 64
 SWAP_MIN_INNER = 128
 
 
 def _writes_out(fn):
+    fn = uses_blas(fn)
     fn.accepts_out = True
     fn.reads_whole_inputs = True
     return fn

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from gradflow.backends.numba_support import get_numba
+from gradflow.backends.threads import uses_blas
 from gradflow.ops.conv_ops import window_geometry
 
 # Bytes of im2col columns per block: a few MB, so that a block stays in the cache
@@ -435,7 +436,9 @@ def _maximum(cells, out):
 
 def _writes_out(fn):
     """Mark a lowering as one that can write into a buffer of the plan (``out=``) and
-    reads more of each input than the element it writes (never in place)."""
+    reads more of each input than the element it writes (never in place); it sets the
+    BLAS thread count to the free cores first (``threads``)."""
+    fn = uses_blas(fn)
     fn.accepts_out = True
     fn.reads_whole_inputs = True
     return fn
