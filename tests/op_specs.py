@@ -1452,7 +1452,7 @@ def np_unique(x):
 
 
 def np_last_occurrence(i):
-    return np.array([v not in i[k + 1:] for k, v in enumerate(i)])
+    return np.array([v not in i[k + 1:] for k, v in enumerate(i)], dtype=bool)
 
 
 def np_scatter_nd(i, u, shape):
