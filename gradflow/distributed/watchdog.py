@@ -235,7 +235,8 @@ class _StallClock:
             return  # every rank is in this collective: it is slow, not stalled
         report = _report(dog, waited, missing, elsewhere)
         if self.shutdown is not None and now_due >= self.shutdown:
-            dog._end(f"{report}; the stall passed {_secs(self.shutdown)} ({ENV_SHUTDOWN})")
+            dog._end(f"{report}; the stall shutdown time ({_secs(self.shutdown)}) has passed "
+                     f"({ENV_SHUTDOWN})")
         elif self.check is not None:
             after = (f"the job aborts after {_secs(self.shutdown)} ({ENV_SHUTDOWN})"
                      if self.shutdown is not None else f"set {ENV_SHUTDOWN} to abort the job")
