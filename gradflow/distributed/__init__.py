@@ -175,12 +175,14 @@ def broadcast_global_variables(root_rank):
 def broadcast_object(obj, root_rank=0, name=None):
     """Rank ``root_rank``'s ``obj`` (any picklable object), returned on every rank; it runs
     now, not in a graph."""
-    return _context.current("broadcast_object()").host.broadcast_object(obj, _root(root_rank))
+    host = _context.current("broadcast_object()").host
+    return host.broadcast_object(obj, _root(root_rank), name or "broadcast_object")
 
 
 def allgather_object(obj, name=None):
     """``[obj of rank 0, obj of rank 1, ...]`` on every rank (picklable objects); runs now."""
-    return _context.current("allgather_object()").host.allgather_object(obj)
+    host = _context.current("allgather_object()").host
+    return host.allgather_object(obj, name or "allgather_object")
 
 
 def _root(root_rank) -> int:

@@ -146,10 +146,9 @@ class Watchdog:
         number, name = self.where
         gone = sorted(r for r, done in self.departed.items() if done < number)
         if gone:
-            ranks = _ranks(gone)
-            done = ", ".join(f"{self.departed[r]}" for r in gone)
-            self._end(f"{ranks} left the job (the process is exiting, after {done} "
-                      f"collectives) while rank {self.rank} of {self.size} waits for "
+            left = " and ".join(f"rank {r} left the job (the process is exiting, after "
+                                f"{self.departed[r]} collectives)" for r in gone)
+            self._end(f"{left} while rank {self.rank} of {self.size} waits for "
                       f"{'it' if len(gone) == 1 else 'them'} in collective #{number} {name}")
 
     def _end(self, message):
