@@ -30,6 +30,7 @@ from gradflow.distributed.fusion import DEFAULT_THRESHOLD_MB
 from gradflow.distributed.ops import AVERAGE, SUM, DistributedMismatchError, as_op, grouped, single
 from gradflow.distributed.ops import allgather as _allgather
 from gradflow.distributed.optimizer import DistributedOptimizer
+from gradflow.distributed.watchdog import stall_limits
 
 #: Reduction operations (Horovod's ``hvd.Average``, ``hvd.Sum``).
 Average = AVERAGE
@@ -44,7 +45,8 @@ __all__ = [
 ]
 
 
-def init(comm=None, engine=None) -> None:
+def init(comm=None, engine=None, stall_check_time_seconds=None,
+         stall_shutdown_time_seconds=None) -> None:
     """Join the job this process belongs to (Horovod's ``hvd.init``).
 
     Under an MPI launcher (``mpiexec -n N python -m mpi4py script.py``) this
@@ -60,12 +62,23 @@ def init(comm=None, engine=None) -> None:
     now if CuPy or its NCCL is missing); ``"local"`` runs this process alone.
 
     With more than one rank, an uncaught exception on any rank aborts the whole
-    job (``MPI_Abort``), so the others do not wait for it forever. Calling
-    ``init`` again does nothing.
+    job (``MPI_Abort``), so the others do not wait for it forever; so does a rank
+    that exits (``sys.exit``, any status, or the end of its script) while another
+    waits for it in a collective. A rank that has waited
+    ``stall_check_time_seconds`` in a collective (default:
+    ``HOROVOD_STALL_CHECK_TIME_SECONDS``, else 60; 0 or
+    ``HOROVOD_STALL_CHECK_DISABLE=1``: never) prints which ranks have not reached
+    it, and again at every multiple of that time; after
+    ``stall_shutdown_time_seconds`` (default: ``HOROVOD_STALL_SHUTDOWN_TIME_SECONDS``,
+    else 0: never) it aborts the job with that message. Waiting ranks sleep
+    between checks instead of spinning a core. Calling ``init`` again does nothing.
+
+    >>> hvd.init(stall_check_time_seconds=30, stall_shutdown_time_seconds=300)
     """
     if _context._current is not None:
         return
-    ctx = _context.create(comm, engine)
+    stall = stall_limits(stall_check_time_seconds, stall_shutdown_time_seconds)
+    ctx = _context.create(comm, engine, stall)
     if ctx.host.size > 1:
         ctx.install_abort_hook()
     _context._current = ctx
@@ -162,12 +175,14 @@ def broadcast_global_variables(root_rank):
 def broadcast_object(obj, root_rank=0, name=None):
     """Rank ``root_rank``'s ``obj`` (any picklable object), returned on every rank; it runs
     now, not in a graph."""
-    return _context.current("broadcast_object()").host.broadcast_object(obj, _root(root_rank))
+    host = _context.current("broadcast_object()").host
+    return host.broadcast_object(obj, _root(root_rank), name or "broadcast_object")
 
 
 def allgather_object(obj, name=None):
     """``[obj of rank 0, obj of rank 1, ...]`` on every rank (picklable objects); runs now."""
-    return _context.current("allgather_object()").host.allgather_object(obj)
+    host = _context.current("allgather_object()").host
+    return host.allgather_object(obj, name or "allgather_object")
 
 
 def _root(root_rank) -> int:

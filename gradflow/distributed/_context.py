@@ -79,8 +79,9 @@ def launched_by_mpi() -> bool:
     return any(name in os.environ for name in _LAUNCHER_VARIABLES)
 
 
-def create(comm=None, engine=None) -> Context:
-    """A new context: see ``gradflow.distributed.init``."""
+def create(comm=None, engine=None, stall=None) -> Context:
+    """A new context: see ``gradflow.distributed.init``; ``stall`` is a
+    ``watchdog.StallLimits`` for the MPI engine."""
     choice = engine if engine is not None else (os.environ.get(ENV_ENGINE) or "auto")
     choice = str(choice).strip().lower()
     if choice not in ENGINES:
@@ -98,7 +99,7 @@ def create(comm=None, engine=None) -> Context:
             or "mpi4py.MPI" in sys.modules:
         from gradflow.distributed.mpi_engine import MPIEngine
 
-        host = MPIEngine(comm)
+        host = MPIEngine(comm, stall=stall)
     else:
         host = LocalEngine()
     return Context(host, choice)

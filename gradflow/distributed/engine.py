@@ -14,7 +14,9 @@ transport (torch.distributed, Gloo, ...) is one new subclass and nothing else:
 * ``abort(code)``: end every process of the job now.
 
 Arrays are those of the session's backend; an engine says which backends it
-serves (``supports(backend)``).
+serves (``supports(backend)``). Every collective takes a ``name`` (what the
+user would recognise: the graph node and its line), which an engine uses in
+its messages about a rank that never arrives.
 """
 
 from __future__ import annotations
@@ -35,27 +37,27 @@ class Engine:
         """Whether this engine can move the arrays of ``backend`` (a gradflow Backend)."""
         return True
 
-    def allreduce_(self, buffer) -> None:
+    def allreduce_(self, buffer, name: str = "") -> None:
         """Replace the 1-D array ``buffer`` by its elementwise sum over all ranks."""
         raise NotImplementedError
 
-    def broadcast_(self, buffer, root: int) -> None:
+    def broadcast_(self, buffer, root: int, name: str = "") -> None:
         """Replace the 1-D array ``buffer`` by the one of rank ``root``."""
         raise NotImplementedError
 
-    def allgather(self, array, backend):
+    def allgather(self, array, backend, name: str = ""):
         """The ``array`` of every rank, in rank order, concatenated along axis 0."""
         raise NotImplementedError
 
-    def barrier(self) -> None:
+    def barrier(self, name: str = "") -> None:
         """Return once every rank has called ``barrier``."""
         raise NotImplementedError
 
-    def broadcast_object(self, obj, root: int = 0):
+    def broadcast_object(self, obj, root: int = 0, name: str = ""):
         """Rank ``root``'s ``obj`` (any picklable object), on every rank."""
         raise NotImplementedError
 
-    def allgather_object(self, obj) -> list:
+    def allgather_object(self, obj, name: str = "") -> list:
         """``[obj of rank 0, obj of rank 1, ...]`` on every rank."""
         raise NotImplementedError
 
@@ -75,23 +77,23 @@ class LocalEngine(Engine):
     def __init__(self):
         super().__init__(0, 1, 0, 1)
 
-    def allreduce_(self, buffer) -> None:
+    def allreduce_(self, buffer, name: str = "") -> None:
         pass
 
-    def broadcast_(self, buffer, root: int) -> None:
+    def broadcast_(self, buffer, root: int, name: str = "") -> None:
         _check_root(root, 1)
 
-    def allgather(self, array, backend):
+    def allgather(self, array, backend, name: str = ""):
         return backend.copy(array)
 
-    def barrier(self) -> None:
+    def barrier(self, name: str = "") -> None:
         pass
 
-    def broadcast_object(self, obj, root: int = 0):
+    def broadcast_object(self, obj, root: int = 0, name: str = ""):
         _check_root(root, 1)
         return obj
 
-    def allgather_object(self, obj) -> list:
+    def allgather_object(self, obj, name: str = "") -> list:
         return [obj]
 
 

@@ -7,6 +7,10 @@ the fusion buffer. Arrays in GPU memory (CuPy, torch on CUDA) go either
 straight to a CUDA-aware MPI (``GRADFLOW_MPI_CUDA_AWARE=1``; MPI reads the
 device pointer) or through a host copy there and back.
 
+Every collective is started non-blocking and waited for by a ``Watchdog``
+(``watchdog.py``): a waiting rank sleeps instead of spinning a core, and the
+job ends, naming the rank, when a rank it waits for has left or stalls.
+
 mpi4py is imported when the engine is made (by ``gradflow.distributed.init``),
 never before.
 """
@@ -14,6 +18,7 @@ never before.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import time
 
@@ -21,6 +26,7 @@ import numpy as np
 
 from gradflow.backends.device_arrays import from_host, synchronize, to_host
 from gradflow.distributed.engine import Engine, _check_root
+from gradflow.distributed.watchdog import StallLimits, Watchdog
 
 ENV_CUDA_AWARE = "GRADFLOW_MPI_CUDA_AWARE"
 ABORT_GRACE_SECONDS = 0.5
@@ -39,11 +45,12 @@ def import_mpi():
 
 
 class MPIEngine(Engine):
-    """Collectives over an MPI communicator (``MPI.COMM_WORLD`` by default)."""
+    """Collectives over an MPI communicator (``MPI.COMM_WORLD`` by default); ``stall``
+    (``watchdog.StallLimits``) says when a waiting rank reports and aborts a stall."""
 
     name = "mpi"
 
-    def __init__(self, comm=None, cuda_aware=None):
+    def __init__(self, comm=None, cuda_aware=None, stall: StallLimits | None = None):
         MPI = import_mpi()  # noqa: N806 - the module's own name
         self.MPI = MPI
         self.comm = MPI.COMM_WORLD if comm is None else comm
@@ -58,46 +65,65 @@ class MPIEngine(Engine):
         # MPICH reduces its MPIX_C_FLOAT16 natively; other libraries get a summing op of ours.
         self.native_half = MPI.Get_library_version().startswith("MPICH")
         self._half_op = None
+        self.watchdog = Watchdog(self.comm, stall or StallLimits(), self.abort)
 
     # -- arrays ---------------------------------------------------------------------
-    def allreduce_(self, buffer) -> None:
+    def allreduce_(self, buffer, name: str = "") -> None:
         with _Staged(self, buffer) as view:
             if view.dtype == np.float16 and not self.native_half and not _on_device(view):
-                self.comm.Allreduce(self.MPI.IN_PLACE, [view.view(np.uint16),
-                                                        self.MPI.UINT16_T], self._half_sum())
+                request = self.comm.Iallreduce(self.MPI.IN_PLACE, [view.view(np.uint16),
+                                               self.MPI.UINT16_T], self._half_sum())
             else:
-                self.comm.Allreduce(self.MPI.IN_PLACE, view, self.MPI.SUM)
+                request = self.comm.Iallreduce(self.MPI.IN_PLACE, view, self.MPI.SUM)
+            self.watchdog.wait(request, name or "allreduce")
 
-    def broadcast_(self, buffer, root: int) -> None:
+    def broadcast_(self, buffer, root: int, name: str = "") -> None:
         _check_root(root, self.size)
         with _Staged(self, buffer) as view:
-            self.comm.Bcast(view, root=int(root))
+            self.watchdog.wait(self.comm.Ibcast(view, root=int(root)), name or "broadcast")
 
-    def allgather(self, array, backend):
-        shapes = self.comm.allgather(tuple(array.shape))
+    def allgather(self, array, backend, name: str = ""):
+        name = name or "allgather"
+        shapes = self.allgather_object(tuple(array.shape), f"{name} (shapes)")
         _check_gather_shapes(shapes)
         rows = [s[0] if s else 1 for s in shapes]
         row_size = int(np.prod(shapes[0][1:])) if shapes[0] else 1
         host = np.ascontiguousarray(_readable(array))
         out = np.empty((sum(rows),) + tuple(shapes[0][1:]), dtype=host.dtype)
-        counts = [r * row_size for r in rows]
         send = host.reshape(-1)
         recv = out.reshape(-1)
         if host.dtype == np.bool_:  # MPI has no bool type; the bytes are the same
             send, recv = send.view(np.uint8), recv.view(np.uint8)
-        self.comm.Allgatherv(send, [recv, counts])
+        self._allgatherv(send, recv, [r * row_size for r in rows], name)
         return backend.asarray(out)
 
-    def barrier(self) -> None:
-        self.comm.Barrier()
+    def barrier(self, name: str = "") -> None:
+        self.watchdog.wait(self.comm.Ibarrier(), name or "barrier")
 
     # -- objects --------------------------------------------------------------------
-    def broadcast_object(self, obj, root: int = 0):
+    def broadcast_object(self, obj, root: int = 0, name: str = ""):
         _check_root(root, self.size)
-        return self.comm.bcast(obj, root=int(root))
+        name = name or "broadcast_object"
+        data = pickle.dumps(obj) if self.rank == root else b""
+        length = np.array([len(data)], np.int64)
+        self.watchdog.wait(self.comm.Ibcast(length, root=int(root)), name)
+        buffer = bytearray(data) if self.rank == root else bytearray(int(length[0]))
+        self.watchdog.wait(self.comm.Ibcast(buffer, root=int(root)), name)
+        return obj if self.rank == root else pickle.loads(buffer)
 
-    def allgather_object(self, obj) -> list:
-        return self.comm.allgather(obj)
+    def allgather_object(self, obj, name: str = "") -> list:
+        name = name or "allgather_object"
+        data = np.frombuffer(pickle.dumps(obj), np.uint8)
+        lengths = np.empty(self.size, np.int64)
+        self.watchdog.wait(self.comm.Iallgather(np.array([data.size], np.int64), lengths),
+                           name)
+        out = np.empty(int(lengths.sum()), np.uint8)
+        self._allgatherv(data, out, [int(n) for n in lengths], name)
+        ends = np.cumsum(lengths)
+        return [pickle.loads(out[end - n:end].tobytes()) for n, end in zip(lengths, ends)]
+
+    def _allgatherv(self, send, recv, counts, name):
+        self.watchdog.wait(self.comm.Iallgatherv(send, [recv, counts]), name)
 
     def abort(self, code: int = 1) -> None:
         for stream in (sys.stdout, sys.stderr):

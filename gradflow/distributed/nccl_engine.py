@@ -7,6 +7,10 @@ is copied to it. The communicator is made from a unique id that rank 0 draws
 and sends to the others with an MPI broadcast; Python objects (digests,
 seeds) also travel over MPI, through the MPI engine this one is built on.
 
+The watchdog of the MPI engine (``watchdog.py``) covers what travels over MPI
+here (the unique id, shapes, digests); a rank that stalls or leaves while the
+others wait inside an NCCL kernel is not detected.
+
 This engine needs CuPy with NCCL and a CUDA GPU per process; it is not run
 in CI, which has neither.
 """
@@ -61,14 +65,14 @@ class NCCLEngine(Engine):
         if not array.flags.c_contiguous:
             raise ValueError("NCCL needs a contiguous array")
 
-    def allreduce_(self, buffer) -> None:
+    def allreduce_(self, buffer, name: str = "") -> None:
         self._check(buffer)
         with buffer.device:
             stream = self.cupy.cuda.get_current_stream()
             self.comm.allReduce(buffer.data.ptr, buffer.data.ptr, buffer.size,
                                 self._type(buffer), self.nccl.NCCL_SUM, stream.ptr)
 
-    def broadcast_(self, buffer, root: int) -> None:
+    def broadcast_(self, buffer, root: int, name: str = "") -> None:
         _check_root(root, self.size)
         self._check(buffer)
         with buffer.device:
@@ -76,9 +80,9 @@ class NCCLEngine(Engine):
             self.comm.bcast(buffer.data.ptr, buffer.size, self._type(buffer), int(root),
                             stream.ptr)
 
-    def allgather(self, array, backend):
+    def allgather(self, array, backend, name: str = ""):
         cupy = self.cupy
-        shapes = self.host.allgather_object(tuple(array.shape))
+        shapes = self.host.allgather_object(tuple(array.shape), f"{name or 'allgather'} (shapes)")
         from gradflow.distributed.mpi_engine import _check_gather_shapes
 
         _check_gather_shapes(shapes)
@@ -95,15 +99,15 @@ class NCCLEngine(Engine):
                                 stream.ptr)
             return cupy.concatenate([recv[r, :rows[r]] for r in range(self.size)], axis=0)
 
-    def barrier(self) -> None:
+    def barrier(self, name: str = "") -> None:
         self.cupy.cuda.Device(self.device).synchronize()
-        self.host.barrier()
+        self.host.barrier(name)
 
-    def broadcast_object(self, obj, root: int = 0):
-        return self.host.broadcast_object(obj, root)
+    def broadcast_object(self, obj, root: int = 0, name: str = ""):
+        return self.host.broadcast_object(obj, root, name)
 
-    def allgather_object(self, obj) -> list:
-        return self.host.allgather_object(obj)
+    def allgather_object(self, obj, name: str = "") -> list:
+        return self.host.allgather_object(obj, name)
 
     def abort(self, code: int = 1) -> None:
         try:

@@ -68,11 +68,12 @@ def _agree(ctx, engine, layout, node) -> None:
     agreed = ctx.agreed.setdefault(node, set())
     if digest in agreed:
         return
-    digests = engine.allgather_object(digest)
+    what = f"{node.describe()}, comparing the ranks' tensors"
+    digests = engine.allgather_object(digest, what)
     if all(d == digests[0] for d in digests):
         agreed.add(digest)
         return
-    described = engine.allgather_object(layout.describe())
+    described = engine.allgather_object(layout.describe(), what)
     rank = next(r for r, d in enumerate(digests) if d != digests[0])
     k, ours, theirs = first_difference(described[0], described[rank])
     others = [r for r, d in enumerate(digests) if d != digests[0]]
@@ -104,6 +105,7 @@ def _collective_impl(session, node):
     in_dtypes = [t.dtype.name for t in node.inputs]
     scale = 1.0 / engine.size if op == AVERAGE and engine.size > 1 else None
     state = {"shapes": None, "buffers": None}
+    what = node.describe()
 
     def prepare(arrays):
         shapes = tuple(tuple(int(d) for d in a.shape) for a in arrays)
@@ -123,7 +125,7 @@ def _collective_impl(session, node):
         buffers.pack(arrays, scale)
         t1 = time.perf_counter()
         for array in buffers.arrays:
-            engine.allreduce_(array)
+            engine.allreduce_(array, what)
         t2 = time.perf_counter()
         out = buffers.unpack(scale)
         STATS["runs"] += 1
@@ -136,7 +138,7 @@ def _collective_impl(session, node):
         buffers = prepare(arrays)
         buffers.pack(arrays)
         for array in buffers.arrays:
-            engine.broadcast_(array, root)
+            engine.broadcast_(array, root, what)
         out = buffers.unpack()
         return out[0] if single else tuple(out)
 
@@ -169,7 +171,8 @@ def _allgather_impl(session, node):
     ctx = _context.current(f"running the collective '{node.name}'")
     backend = session.backend
     engine = ctx.engine_for(backend)
-    return lambda array: engine.allgather(array, backend)
+    what = node.describe()
+    return lambda array: engine.allgather(array, backend, what)
 
 
 def _allgather_infer(shapes, in_dtypes):
