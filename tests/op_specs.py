@@ -1218,7 +1218,8 @@ spec("weighted_cross_entropy_targets_scalar_weight", _wce,
 
 
 def np_top_k(x, k):
-    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    key = -x.astype(np.int64) if x.dtype.kind in "iu" else -x  # -(-2**31) wraps in int32
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
     return np.take_along_axis(x, order, -1), order.astype(np.int32)
 
 

@@ -168,3 +168,17 @@ def test_numerics_errors_name_the_lines():
         sess.run(gf.global_variables_initializer())
         with pytest.raises(InvalidArgumentError, match=r"in the gradient of sqrt"):
             sess.run(step)
+
+
+def test_a_nan_in_one_rows_gradient_stays_in_that_row(backend):
+    """The gradient of a gather adds each row's gradient into its own row: a NaN there
+    reaches no other row (the fuzzer found a one-hot product spreading it, 0 * nan)."""
+    table = gf.Variable(np.zeros((5, 2), np.float32), name="table")
+    ids = gf.placeholder(gf.int32, (None,), name="ids")
+    weights = gf.placeholder(gf.float32, (None, 2), name="weights")
+    loss = gf.reduce_sum(gf.nn.embedding_lookup(table, ids) * weights)
+    [grad] = gf.gradients(loss, [table])
+    with gf.Session(backend=backend) as sess:
+        sess.run(table.initializer)
+        got = sess.run(grad, {ids: [3, 0, 3], weights: [[np.nan, 1.0], [2.0, 3.0], [1.0, 1.0]]})
+    np.testing.assert_array_equal(got, [[2.0, 3.0], [0, 0], [0, 0], [np.nan, 2.0], [0, 0]])

@@ -60,8 +60,9 @@ ORDERING = {"top_k", "argmax", "argmin", "in_top_k", "sort", "argsort", "max_poo
 # specs whose reference is a shortcut that holds for finite inputs only (``x / 2`` for an
 # l2_normalize whose epsilon dominates; a cond reference that computes both branches; the
 # weighted cross-entropy reference, which gives inf - inf = NaN for an infinite logit
-# where gradflow's (TF1's) stable form gives the loss's limit, inf)
-FINITE_REFERENCES = {"l2_normalize_epsilon", "cond_two_outputs",
+# where gradflow's (TF1's) stable form gives the loss's limit, inf; cond_true, whose
+# predicate sum(x * x) >= 0 is false for a NaN, so the other branch rightly runs)
+FINITE_REFERENCES = {"l2_normalize_epsilon", "cond_two_outputs", "cond_true",
                      "weighted_cross_entropy_with_logits",
                      "weighted_cross_entropy_targets_scalar_weight"}
 HUGE_INTS = (-1, -(2 ** 31), 2 ** 31 - 1, 2 ** 40, -(2 ** 40), 2 ** 63 - 1)

@@ -16,12 +16,15 @@ from gradflow.ops.index_ops import bind_gather_grad
 
 def _scatter_add_rows(xp_, rows, indices, num_rows):
     """``out[indices[k]] += rows[k]``, deterministically and faster than ``np.add.at``
-    (which is slow on 2-D rows): a one-hot matrix product while that matrix is small,
-    else sort the rows by index and sum each run with ``np.add.reduceat``."""
+    (which is slow on 2-D rows): a one-hot matrix product while that matrix is small
+    and the rows are finite, else sort the rows by index and sum each run with
+    ``np.add.reduceat``."""
     count = indices.shape[0]
     if count == 0:
         return np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype)
-    if num_rows * count <= 1 << 22:
+    # the product spreads a NaN or infinity of one row to every row (0 * nan): only
+    # finite rows take it
+    if num_rows * count <= 1 << 22 and np.isfinite(rows).all():
         one_hot = (np.arange(num_rows)[:, None] == indices[None, :]).astype(rows.dtype)
         return one_hot @ rows
     order = np.argsort(indices, kind="stable")

@@ -607,10 +607,14 @@ def _gather_impl(xp, params, indices, axis, validate=True):
 
 
 def scatter_add_rows_reference(xp, rows, indices, num_rows):
-    """Deterministic Array-API scatter-add: a one-hot matrix product."""
+    """Deterministic Array-API scatter-add: a one-hot matrix product, or where a row is
+    not finite (the product would spread its NaN to every row: 0 * nan), a masked sum."""
     positions = xp.arange(num_rows, dtype=indices.dtype, device=_device(indices))
-    one_hot = xp.astype(positions[:, None] == indices[None, :], rows.dtype)
-    return one_hot @ rows
+    hits = positions[:, None] == indices[None, :]
+    if bool(xp.all(xp.isfinite(rows))):
+        return xp.astype(hits, rows.dtype) @ rows
+    zero = xp.zeros((), dtype=rows.dtype, device=_device(rows))
+    return xp.sum(xp.where(hits[:, :, None], rows[None, :, :], zero), axis=1)
 
 
 def gather_grad_impl(xp, g, indices, params, axis, validate=True,
