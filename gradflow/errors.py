@@ -25,5 +25,9 @@ class NotFoundError(GradflowError, LookupError):
     """Something asked for (a file, a checkpoint, a name) does not exist."""
 
 
+class ResourceExhaustedError(GradflowError, MemoryError):
+    """A run needs more memory than there is (TF1's out-of-memory error)."""
+
+
 class UnimplementedError(GradflowError, NotImplementedError):
     """The operation is not supported."""

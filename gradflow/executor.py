@@ -37,7 +37,11 @@ import time
 
 import numpy as np
 
-from gradflow.errors import FailedPreconditionError, InvalidArgumentError
+from gradflow.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+)
 from gradflow.graph import Operation, topological_order
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
@@ -313,6 +317,23 @@ def _updated_in_place(order, recycled, fns, last_use, backend):
     return out
 
 
+def _allocate(backend, slots, arena):
+    """The arena's buffers, or a ``ResourceExhaustedError`` naming the values of the one
+    that does not fit in memory."""
+    buffers = []
+    for k, (dtype, size) in enumerate(slots):
+        try:
+            buffers.append(backend.empty((size,), dtype.as_numpy_dtype))
+        except MemoryError as err:
+            users = [n for n, slot in arena.items() if slot == k][:3]
+            named = "; ".join(f"{n.type} '{n.name}' (shape {tuple(n.shape)}, created at "
+                              f"{n.source})" for n in users)
+            raise ResourceExhaustedError(
+                f"out of memory: a buffer of {size:,} x {dtype.name} for {named} does not "
+                f"fit ({err})") from None
+    return buffers
+
+
 def _commit_last(order, fed):
     """``(order, start)``: ``order`` with the nodes that read a variable's value at
     commit (``read_current``), and every node after them, moved to the end from
@@ -394,7 +415,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
                               for n in _stack_readers(stack, parts, readers))
     arena, slots = _arena_slots(order, (donors - keep - set(part_of)) | set(stacks), last_use,
                                 whole, early)
-    buffers = [backend.empty((size,), dtype.as_numpy_dtype) for dtype, size in slots]
+    buffers = _allocate(backend, slots, arena)
     views = {}
     recycled = _recyclable_assign_sources(order, takes_out, keep)
     take = _taker(session.spare_buffers)

@@ -9,7 +9,7 @@ import numpy as np
 
 from gradflow import backends
 from gradflow.data.feeding import next_elements
-from gradflow.errors import GradflowError, InvalidArgumentError
+from gradflow.errors import GradflowError, InvalidArgumentError, ResourceExhaustedError
 from gradflow.executor import (
     VariableStore,
     check_feed,
@@ -316,6 +316,10 @@ class Session:
         if node is None:
             return err
         inputs = ", ".join(f"'{i.name}'" for i in node.inputs) or "none"
+        if _out_of_memory(err):
+            return ResourceExhaustedError(
+                f"{node.type} '{node.name}' ran out of memory: {err} (inputs: {inputs}; "
+                f"static shape {node.shape}; created at {node.source})")
         return InvalidArgumentError(
             f"{node.type} '{node.name}' failed at run time: {err} (inputs: {inputs}; "
             f"static shape {node.shape}; created at {node.source})")
@@ -364,6 +368,14 @@ class Session:
                 entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
             rng = self._rngs[node] = np.random.default_rng(entropy)
         return rng
+
+
+def _out_of_memory(err) -> bool:
+    """Whether ``err`` says the array library could not allocate (NumPy's MemoryError,
+    torch's RuntimeError from its allocator, CUDA's out-of-memory errors)."""
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "can't allocate memory" in text \
+        or "out of memory" in text
 
 
 def _record_trace(plan, run_metadata, backend):

@@ -182,3 +182,19 @@ def test_a_nan_in_one_rows_gradient_stays_in_that_row(backend):
         sess.run(table.initializer)
         got = sess.run(grad, {ids: [3, 0, 3], weights: [[np.nan, 1.0], [2.0, 3.0], [1.0, 1.0]]})
     np.testing.assert_array_equal(got, [[2.0, 3.0], [0, 0], [0, 0], [np.nan, 2.0], [0, 0]])
+
+
+def test_unknown_rank_keeps_the_static_dtype_of_every_output():
+    """top_k's indices are int32 even where the input's rank is unknown (the fuzzer
+    found them typed float32 at build time, int32 at run time)."""
+    x = gf.placeholder(gf.float32, name="x")
+    values, indices = gf.nn.top_k(x, 2)
+    assert (values.dtype, indices.dtype) == (gf.float32, gf.int32)
+
+
+def test_running_out_of_memory_is_a_resource_exhausted_error_naming_the_op(backend):
+    n = gf.placeholder(gf.int64, (), name="n")
+    big = gf.reduce_sum(gf.cast(gf.range(n), gf.float32))
+    with gf.Session(backend=backend) as sess:
+        with pytest.raises(gf.errors.ResourceExhaustedError, match=r"range.*test_bad_input"):
+            sess.run(big, {n: 2 ** 42})

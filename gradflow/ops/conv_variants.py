@@ -10,7 +10,7 @@ the same sum. Both cost more arithmetic than a dedicated kernel would.
 
 from __future__ import annotations
 
-from gradflow.ops.array_ops import expand_dims, reshape
+from gradflow.ops.array_ops import reshape
 from gradflow.ops.conv_ops import _check_format, _pair, conv2d
 from gradflow.ops.registry import convert_to_tensor
 
@@ -67,19 +67,20 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
 
     >>> y = gf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME")
     """
-    from gradflow.ops.shape_ops import eye
+    from gradflow.ops.index_ops import concat
 
     padding = _check_format(padding, data_format or "NHWC", "depthwise_conv2d")
     x = convert_to_tensor(input)
     w = convert_to_tensor(filter, like=x)
     kh, kw, cin, mult = _known_filter(w, 4, "depthwise_conv2d")
-    diagonal = reshape(eye(cin, dtype=w.dtype), (1, 1, cin, cin, 1))
-    blocks = reshape(expand_dims(w, 3) * diagonal, (kh, kw, cin, cin * mult))
     rate = _rate(rate, "depthwise_conv2d")
     if rate > 1 and _pair(strides, "depthwise_conv2d: strides") != (1, 1):
         raise ValueError("depthwise_conv2d: rate > 1 needs strides of 1 (as TF1)")
-    return conv2d(x, _dilated(blocks, rate), strides=strides, padding=padding,
-                  name=name or "depthwise")
+    # one convolution per input channel: a block-diagonal filter over all channels would
+    # multiply an infinite input or weight by the zeros between the blocks (NaN)
+    parts = [conv2d(x[..., k:k + 1], _dilated(w[:, :, k:k + 1, :], rate), strides=strides,
+                    padding=padding) for k in range(cin)]
+    return concat(parts, axis=-1, name=name or "depthwise")
 
 
 def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002

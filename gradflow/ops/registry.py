@@ -193,8 +193,10 @@ def _infer(opdef, inputs, attrs):
 
 def _unknown_rank_dtype(opdef, shapes, in_dtypes, attrs):
     """The dtype of a node whose input has unknown rank (its shape stays unknown)."""
-    known = next((s for s in shapes if s is not None), ())
-    for fill in (known, ()):
+    known = next((s for s in shapes if s is not None), None)
+    # the rule at some rank it accepts (top_k needs 1 or more), sizes unknown
+    fills = ([known] if known is not None else []) + [(None,) * r for r in range(5)]
+    for fill in fills:
         try:
             return opdef.infer([fill if s is None else s for s in shapes], in_dtypes,
                                **attrs)[1]
