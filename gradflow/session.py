@@ -149,8 +149,14 @@ class Session:
             to_numpy = self.backend.to_numpy
             # a summary's value is bytes (a serialized protobuf), returned as it is; a
             # scalar is a NumPy scalar of its dtype, as TF1 returns it (np.float32(0.5))
-            values = [v if v is None or isinstance(v, bytes) else to_numpy(v)[()]
-                      for v in values]
+            try:
+                values = [v if v is None or isinstance(v, bytes) else to_numpy(v)[()]
+                          for v in values]
+            except MemoryError as err:
+                raise ResourceExhaustedError(
+                    f"out of memory copying the fetched values to NumPy ({err}); fetch "
+                    "less, or pass output='native' to get the backend's arrays as they "
+                    "are") from None
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
