@@ -271,25 +271,17 @@ def _add_input_grads(node, input_grads, leads, pending):
         pending.setdefault(inp, []).append(gi)
 
 
-# Ops whose gradient rules return, for every input, an array of that input's run-time
-# shape: no broadcasting (``concat``, ``matmul`` of matrices) or the rule's op fits the
-# shape itself (the LSTM ops).
-_EXACT_GRAD_OPS = frozenset({"concat", "lstm_gates", "lstm_c", "lstm_h"})
-# Broadcasting ops whose gradients have the output's run-time shape.
-_BROADCAST_OPS = frozenset({"add", "subtract", "multiply", "divide"})
-
-
 def _exact_grad(node, k):
     """Whether the gradient of ``node`` for input ``k`` needs no ``unbroadcast``
     although the input's static shape has unknown dimensions."""
     if node.gradient_override is not None:
         return False
-    name = node.opdef.name
-    if name in _EXACT_GRAD_OPS:
+    opdef = node.opdef
+    if opdef.exact_grad:  # (OpDef.exact_grad, OpDef.broadcasting)
         return True
-    if name == "matmul":
+    if opdef.name == "matmul":  # of matrices: no broadcasting
         return all(_rank(i, 2) for i in node.inputs)
-    if name in _BROADCAST_OPS:
+    if opdef.broadcasting:
         return _fills_output(node.inputs[k], [i for j, i in enumerate(node.inputs) if j != k])
     return False
 

@@ -96,9 +96,9 @@ def _missing_feed(node, fetches):
 def _bind(backend, node):
     if node.opdef is FUSED:
         return backend.fused(node.attrs["program"], lambda member: _bind(backend, member))
-    override = backend.overrides.get(node.opdef.name)
-    if override:
-        return override(backend.xp, **node.attrs)
+    lower = backend.overrides.get(node.opdef.name) or node.opdef.lowerings.get(backend.name)
+    if lower:
+        return lower(backend.xp, **node.attrs)
     return node.opdef.bind(backend.xp, node.attrs)
 
 

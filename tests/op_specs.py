@@ -26,7 +26,8 @@ from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import getitem_key
 from gradflow.ops.registry import apply
 
-# Registered ops the executor gives values itself (kind != "compute").
+# Registered ops the executor gives values itself (kind != "compute"), and the plan-only
+# ops that only the graph compiler makes.
 EXEMPT = {
     "placeholder": "kind 'placeholder': its value is the feed; every spec feeds its inputs "
                    "through placeholders",
@@ -67,6 +68,14 @@ EXEMPT = {
     "dist_output": "kind 'call': picks one result of a grouped collective",
     "dist_broadcast": "kind 'call': hvd.broadcast, no gradient (test_distributed.py)",
     "dist_allgather": "kind 'call': hvd.allgather, no gradient (test_distributed.py)",
+    # plan-only ops (OpDef.plan_only): made by the graph compiler in plans, never built by
+    # apply in a user's graph; the specs of their member ops run through them
+    "fused": "plan-only: a fused elementwise group (test_fusion.py: against the unfused "
+             "graph, numba kernels and ufunc sequences)",
+    "fused_output": "plan-only: one output of a fused group with several (test_fusion.py)",
+    "lstm_step": "plan-only: one LSTM step forward, three outputs (test_lstm_kernels.py, "
+                 "test_rnn.py)",
+    "lstm_step_grad": "plan-only: one LSTM step backward, two outputs (test_lstm_kernels.py)",
 }
 
 FLOAT_DTYPES = ("float32", "float64")

@@ -327,3 +327,55 @@ def test_shape_ops_that_do_nothing_at_the_fed_shape_are_dropped():
         got_x, got_b = sess.run([gx, gb], {x: value})
     np.testing.assert_allclose(got_x, 2 * value)
     np.testing.assert_allclose(got_b, 2 * value.sum(0))
+
+
+@pytest.fixture
+def cube_op():
+    """An elementwise op added the way any op is: one ``register`` call with its scalar
+    expression, and nothing else; taken out of the registry again afterwards."""
+    from gradflow.ops.registry import REGISTRY, apply, register
+
+    name = "test_only_cube"
+    register(name, lambda xp, x: x * x * x, lambda s, d: (s[0], d[0]),
+             grad=lambda n, g: [g * 3.0 * n.inputs[0] * n.inputs[0]],
+             scalar=lambda args, node: f"({args[0]} * {args[0]} * {args[0]})")
+    try:
+        yield lambda x: apply(name, [x])
+    finally:
+        del REGISTRY[name]
+
+
+def _cube_graph(cube):
+    x = gf.placeholder(gf.float32, (64, 48))
+    return x, gf.nn.relu(cube(x) + 1.0)
+
+
+def test_a_registered_op_with_a_scalar_expression_is_fused(cube_op):
+    from gradflow.passes.elementwise import SCALAR
+
+    assert "test_only_cube" in SCALAR  # the table other code generators read
+    x, y = _cube_graph(cube_op)
+    graph = PlanGraph([y], [x])
+    fuse_elementwise(graph)
+    (fused,) = _fused_nodes(graph)
+    assert [m.opdef.name for m in fused.attrs["program"].members] == \
+        ["test_only_cube", "add", "relu"]
+    value = np.linspace(-2, 2, 64 * 48, dtype=np.float32).reshape(64, 48)
+    with gf.Session() as sess:
+        got = sess.run(y, {x: value})
+    np.testing.assert_allclose(got, np.maximum(value ** 3 + 1.0, 0), rtol=1e-6, atol=1e-6)
+
+
+@needs_numba
+def test_a_registered_op_with_a_scalar_expression_joins_a_numba_kernel(cube_op, monkeypatch):
+    x, y = _cube_graph(cube_op)
+    calls = []
+    original = numpy_fused._kernel_caller
+    monkeypatch.setattr(numpy_fused, "_kernel_caller",
+                        lambda program, *a: calls.append(program) or original(program, *a))
+    value = np.linspace(-2, 2, 64 * 48, dtype=np.float32).reshape(64, 48)
+    with gf.Session(backend="numpy") as sess:
+        got = sess.run(y, {x: value})
+    assert [[m.opdef.name for m in p.members] for p in calls] == \
+        [["test_only_cube", "add", "relu"]]
+    np.testing.assert_allclose(got, np.maximum(value ** 3 + 1.0, 0), rtol=1e-6, atol=1e-6)

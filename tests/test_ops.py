@@ -298,5 +298,5 @@ def test_spec_table_is_consistent():
         assert not unknown, f"spec {s.id} names unregistered ops {unknown}"
     for name in EXEMPT:
         assert name in REGISTRY, f"EXEMPT names {name!r}, which is not registered"
-        assert REGISTRY[name].kind != "compute", \
+        assert REGISTRY[name].kind != "compute" or REGISTRY[name].plan_only, \
             f"{name!r} is a compute op: it needs a spec, not an EXEMPT entry"

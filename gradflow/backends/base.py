@@ -9,8 +9,10 @@ class Backend:
     """An array library bound to one device.
 
     ``xp`` is the Array API namespace (through array-api-compat). A subclass
-    adds host transfers, synchronisation, and may override the lowering of
-    hot ops in ``overrides`` (op name -> ``lower(xp, **attrs)``).
+    adds host transfers and synchronisation; its module gives hot ops kernels of
+    its own with ``gradflow.ops.registry.add_lowering(op, name, lower)`` (kept
+    on the op's record, ``OpDef.lowerings``). ``overrides`` (op name ->
+    ``lower(xp, **attrs)``) replaces those for this one backend object.
     """
 
     name = "base"

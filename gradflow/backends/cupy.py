@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradflow.backends.base import Backend
 from gradflow.ops.index_ops import bind_gather_grad
+from gradflow.ops.registry import add_lowering
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -39,6 +40,10 @@ class CupyBackend(Backend):
 
     def synchronize(self):
         self.device.synchronize()
+
+
+# this backend's own kernel, on the op's record (OpDef.lowerings["cupy"])
+add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows))
 
 
 def unavailable_reason(device=None):
@@ -84,5 +89,4 @@ def create(device=None):
     import cupy
 
     index = int(str(device).rsplit(":", 1)[-1]) if device not in (None, "cuda") else 0
-    return CupyBackend(xp, cupy.cuda.Device(index),
-                       {"gather_grad": bind_gather_grad(_scatter_add_rows)})
+    return CupyBackend(xp, cupy.cuda.Device(index))

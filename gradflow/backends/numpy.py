@@ -12,6 +12,7 @@ from gradflow.backends.numpy_reduce import lower_unbroadcast
 from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_ops import bind_gather_grad
+from gradflow.ops.registry import add_lowering
 
 
 def _scatter_add_rows(xp_, rows, indices, num_rows):
@@ -71,7 +72,8 @@ class NumpyBackend(Backend):
         return np.empty(shape, dtype)
 
 
-OVERRIDES = {
+# this backend's own kernels, on the ops' records (OpDef.lowerings["numpy"])
+LOWERINGS = {
     "gather_grad": bind_gather_grad(_scatter_add_rows),
     "relu_grad": _relu_grad,
     "matmul": lower_matmul,
@@ -79,6 +81,8 @@ OVERRIDES = {
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
 }
+for _op, _lower in LOWERINGS.items():
+    add_lowering(_op, NumpyBackend.name, _lower)
 
 
 def unavailable_reason(device=None):
@@ -90,4 +94,4 @@ def unavailable_reason(device=None):
 
 
 def create(device=None):
-    return NumpyBackend(xp, "cpu", OVERRIDES)
+    return NumpyBackend(xp, "cpu")

@@ -1,7 +1,7 @@
 """Fused elementwise nodes on NumPy: a generated numba loop, or a ufunc sequence.
 
 A fused node (``gradflow.passes.fusion``) of fixed shape whose every member
-has a scalar expression (``gradflow.passes.elementwise.SCALAR``) becomes one
+has a scalar expression (``OpDef.scalar``) becomes one
 numba kernel: one pass over the output that reads each input element once
 and writes each output once, once the output is large enough to pay for
 compiling it. Kernels run on one thread: measured on 2 cores, numba's thread
@@ -14,7 +14,7 @@ broadcasts, unknown shapes, and a machine without numba take the fallback,
 which calls the members' own NumPy functions in turn and gives the numbers
 of the unfused graph.
 
-Programs with a transcendental op (``LIBM_OPS``: exp, log, tanh, sigmoid...)
+Programs with a transcendental op (``OpDef.transcendental``: exp, tanh, sigmoid...)
 take the fallback too. numba calls the C library's scalar function for each
 element, where NumPy's ufuncs are vectorized: measured over 262k float32 on
 this project's 2-core AVX-512 VM, a numba loop of ``exp`` took 5x NumPy's
@@ -41,8 +41,6 @@ from gradflow.backends.numba_support import get_numba, load_kernel
 MIN_KERNEL_SIZE = 2048
 # ... unless the program is this long: then one call beats a call per op at any size.
 LONG_PROGRAM = 32
-# Ops that numba evaluates with a scalar C library call per element (see above).
-LIBM_OPS = frozenset({"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "sigmoid"})
 
 
 def lower_fused(program, bind, shape):
@@ -51,7 +49,7 @@ def lower_fused(program, bind, shape):
     if len(fns) == 1 and isinstance(fns[0], np.ufunc):
         return fns[0]  # already one pass that writes into out=
     kernel = None
-    vectorizable = not any(m.opdef.name in LIBM_OPS for m in program.members)
+    vectorizable = not any(m.opdef.transcendental for m in program.members)
     if vectorizable and shape is not None and None not in tuple(shape) and (
             math.prod(shape) >= MIN_KERNEL_SIZE or len(fns) >= LONG_PROGRAM):
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))
@@ -68,13 +66,11 @@ def _ufunc_sequence(program, fns):
 
 def _expressions(program):
     """The scalar expression text of each member, or None if one has none."""
-    from gradflow.passes.elementwise import SCALAR
-
     n = program.num_inputs
     names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
     lines = []
     for k, (member, args) in enumerate(program.steps):
-        expr = SCALAR[member.opdef.name]([names[a] for a in args], member)
+        expr = member.opdef.scalar([names[a] for a in args], member)
         if expr is None:
             return None
         lines.append(f"t{k} = {expr}")

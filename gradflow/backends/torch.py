@@ -6,6 +6,7 @@ import numpy as np
 
 from gradflow.backends.base import Backend
 from gradflow.ops.index_ops import _as_index, bind_gather_grad, is_run_time_key, resolve_key
+from gradflow.ops.registry import add_lowering
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -97,6 +98,12 @@ class TorchBackend(Backend):
             torch.cuda.synchronize(self.device)
 
 
+# this backend's own kernels, on the ops' records (OpDef.lowerings["torch"])
+for _op, _lower in (("gather_grad", bind_gather_grad(_scatter_add_rows)),
+                    ("getitem", _getitem), ("getitem_grad", _getitem_grad)):
+    add_lowering(_op, TorchBackend.name, _lower)
+
+
 def unavailable_reason(device=None):
     try:
         import torch
@@ -142,6 +149,4 @@ def create(device=None):
     import array_api_compat.torch as xp
     import torch
 
-    return TorchBackend(xp, torch.device(device or "cpu"),
-                        {"gather_grad": bind_gather_grad(_scatter_add_rows),
-                         "getitem": _getitem, "getitem_grad": _getitem_grad})
+    return TorchBackend(xp, torch.device(device or "cpu"))

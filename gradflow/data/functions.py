@@ -148,10 +148,8 @@ def _maps_rows(node, derived):
     """Whether ``node`` on inputs with a leading batch axis gives the stack of its
     per-element results: an elementwise op whose element inputs have its rank and
     whose other inputs no higher rank (they broadcast from the right)."""
-    from gradflow.passes.elementwise import SCALAR
-
     name = node.opdef.name
-    if node.opdef.kind != "compute" or (name not in SCALAR and name not in _ROWWISE):
+    if node.opdef.kind != "compute" or (node.opdef.scalar is None and name not in _ROWWISE):
         return False
     if name == "one_hot" and node.attrs.get("axis", -1) not in (-1, None):
         return False

@@ -89,7 +89,7 @@ def _record_problem(record, arrays):
     if not isinstance(record.get("name"), str) or not record["name"]:
         return "has no name"
     op = record.get("op")
-    if op not in REGISTRY:
+    if op not in REGISTRY or REGISTRY[op].plan_only:  # plan ops are never in a graph
         return f"has the unknown op {op!r}"
     if op in _NOT_LOADABLE:
         return f"has the op {op!r}, which is never loaded from a file"

@@ -61,7 +61,8 @@ def _count_impl(xp, x, axes):
     return xp.asarray(count, dtype=x.dtype, device=_device(x))
 
 
-register("reduced_count", _count_impl, lambda s, d, axes: ((), d[0]), grad=None)
+register("reduced_count", _count_impl, lambda s, d, axes: ((), d[0]), grad=None,
+         shape_only_inputs=(0,))
 
 
 def static_value(value):
@@ -308,10 +309,12 @@ def _broadcast_like_impl(xp, g, x):
 
 
 register("unbroadcast", _unbroadcast_impl, lambda s, d: (s[1], d[0]),
-         grad=lambda n, g: [broadcast_like(g, n.inputs[0]), None])
+         grad=lambda n, g: [broadcast_like(g, n.inputs[0]), None],
+         shape_only_inputs=(1,), shape_noop=True)
 register("broadcast_like", _broadcast_like_impl,
          lambda s, d: (rules.broadcast_shapes(s[0], s[1]), d[0]),
-         grad=lambda n, g: [unbroadcast(g, n.inputs[0]), None])
+         grad=lambda n, g: [unbroadcast(g, n.inputs[0]), None],
+         shape_only_inputs=(1,), shape_noop=True)
 
 
 def unbroadcast(g, x):
@@ -366,10 +369,12 @@ def _reshape_infer(shapes, in_dtypes, shape):
 
 
 register("reshape", _reshape_impl, _reshape_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1))
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1),
+         shape_noop=True)
 register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
          lambda s, d: (s[1], d[0]),
-         grad=lambda n, g: [reshape_like(g, n.inputs[0]), None])
+         grad=lambda n, g: [reshape_like(g, n.inputs[0]), None],
+         shape_only_inputs=(1,), shape_noop=True)
 
 
 def reshape(tensor, shape, name=None):
@@ -409,7 +414,7 @@ def _expand_infer(shapes, in_dtypes, axes):
 
 
 register("expand_dims", _expand_impl, _expand_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -442,7 +447,7 @@ def _squeeze_impl(xp, x, axes):
 
 
 register("squeeze", _squeeze_impl, _squeeze_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])])
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
 
 
 def run_time_axes(x, axis, what):

@@ -103,7 +103,8 @@ def _getitem_grad_impl(xp, g, x, key):
 register("getitem", _getitem_impl, _getitem_infer, lower=_getitem_lower,
          grad=lambda n, g: [apply("getitem_grad", [g, n.inputs[0]], key=n.attrs["key"])])
 register("getitem_grad", _getitem_grad_impl, lambda s, d, key: (s[1], d[0]),
-         grad=lambda n, g: [apply("getitem", [g], key=n.attrs["key"]), None])
+         grad=lambda n, g: [apply("getitem", [g], key=n.attrs["key"]), None],
+         shape_only_inputs=(1,))
 
 
 def _in_bounds(k, size):
@@ -183,7 +184,8 @@ def _concat_grad(n, g):
 
 
 register("concat", lambda xp, *xs, axis: xp.concat(xs, axis=axis), _concat_infer,
-         grad=_concat_grad, lower=lambda xp, axis: lambda *xs: xp.concat(xs, axis=axis))
+         grad=_concat_grad, lower=lambda xp, axis: lambda *xs: xp.concat(xs, axis=axis),
+         exact_grad=True)
 
 
 def _split_like_impl(xp, g, *xs, axis, index):
@@ -646,7 +648,8 @@ register("gather", _gather_impl, _gather_infer,
          grad=lambda n, g: [apply("gather_grad", [g, n.inputs[1], n.inputs[0]],
                                   **_gather_attrs(n)), None])
 register("gather_grad", gather_grad_impl, lambda s, d, axis, validate=True: (s[2], d[0]),
-         grad=lambda n, g: [apply("gather", [g, n.inputs[1]], **_gather_attrs(n)), None, None])
+         grad=lambda n, g: [apply("gather", [g, n.inputs[1]], **_gather_attrs(n)), None, None],
+         shape_only_inputs=(2,))
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
@@ -728,7 +731,8 @@ def _shape_impl(xp, x, out_type):
     return xp.asarray(x.shape, dtype=out_type.resolve(xp), device=_device(x))
 
 
-register("shape", _shape_impl, lambda s, d, out_type: ((len(s[0]),), out_type), grad=None)
+register("shape", _shape_impl, lambda s, d, out_type: ((len(s[0]),), out_type), grad=None,
+         shape_only_inputs=(0,))
 
 
 def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002

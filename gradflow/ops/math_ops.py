@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradflow import dtypes
 from gradflow.ops import rules
+from gradflow.ops import scalar_exprs as sx
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 # -- helpers to declare families of elementwise ops ------------------------------
@@ -20,9 +21,9 @@ def _unary_infer(float_only):
     return infer
 
 
-def _register_unary(name, xp_name, grad, float_only=True):
+def _register_unary(name, xp_name, grad, float_only=True, **traits):
     register(name, lambda xp, x: getattr(xp, xp_name)(x), _unary_infer(float_only),
-             grad=grad, lower=lambda xp: getattr(xp, xp_name))
+             grad=grad, lower=lambda xp: getattr(xp, xp_name), **traits)
 
 
 def _binary_infer(result=None, numeric=True):
@@ -35,10 +36,10 @@ def _binary_infer(result=None, numeric=True):
     return infer
 
 
-def _register_binary(name, xp_name, grad, result=None, numeric=True):
+def _register_binary(name, xp_name, grad, result=None, numeric=True, **traits):
     register(name, lambda xp, a, b: getattr(xp, xp_name)(a, b),
              _binary_infer(result, numeric), grad=grad,
-             lower=lambda xp: getattr(xp, xp_name))
+             lower=lambda xp: getattr(xp, xp_name), **traits)
 
 
 def _binary_args(x, y):
@@ -72,21 +73,32 @@ def _binary_fn(op_name):
 # -- unary ---------------------------------------------------------------------
 # Gradient rules: one line each; ``n`` is the node, ``g`` the incoming gradient.
 
-_register_unary("negative", "negative", lambda n, g: [negative(g)], float_only=False)
-_register_unary("exp", "exp", lambda n, g: [g * n])  # d exp(x) = exp(x)
-_register_unary("log", "log", lambda n, g: [g / n.inputs[0]])  # d log x = 1/x
-_register_unary("log1p", "log1p", lambda n, g: [g / (n.inputs[0] + 1.0)])
-_register_unary("sqrt", "sqrt", lambda n, g: [g * 0.5 / n])  # d sqrt x = 1/(2 sqrt x)
-_register_unary("square", "square", lambda n, g: [g * 2.0 * n.inputs[0]], float_only=False)
-_register_unary("abs", "abs", lambda n, g: [g * sign(n.inputs[0])], float_only=False)
-_register_unary("tanh", "tanh", lambda n, g: [g * (1.0 - square(n))])  # 1 - tanh^2
+_register_unary("negative", "negative", lambda n, g: [negative(g)], float_only=False,
+                scalar=sx.negative)
+_register_unary("exp", "exp", lambda n, g: [g * n],  # d exp(x) = exp(x)
+                scalar=sx.call("np.exp"), transcendental=True)
+_register_unary("log", "log", lambda n, g: [g / n.inputs[0]],  # d log x = 1/x
+                scalar=sx.call("np.log"), transcendental=True)
+_register_unary("log1p", "log1p", lambda n, g: [g / (n.inputs[0] + 1.0)],
+                scalar=sx.call("np.log1p"), transcendental=True)
+_register_unary("sqrt", "sqrt", lambda n, g: [g * 0.5 / n],  # d sqrt x = 1/(2 sqrt x)
+                scalar=sx.call("np.sqrt"))
+_register_unary("square", "square", lambda n, g: [g * 2.0 * n.inputs[0]], float_only=False,
+                scalar=sx.square)
+_register_unary("abs", "abs", lambda n, g: [g * sign(n.inputs[0])], float_only=False,
+                scalar=sx.call("np.abs"))
+_register_unary("tanh", "tanh", lambda n, g: [g * (1.0 - square(n))],  # 1 - tanh^2
+                scalar=sx.call("np.tanh"), transcendental=True)
 _register_unary("sign", "sign", None, float_only=False)
 _register_unary("floor", "floor", None)
 _register_unary("ceil", "ceil", None)
 _register_unary("round", "round", None)
-_register_unary("sin", "sin", lambda n, g: [g * cos(n.inputs[0])])
-_register_unary("cos", "cos", lambda n, g: [negative(g) * sin(n.inputs[0])])
-_register_unary("expm1", "expm1", lambda n, g: [g * (n + 1.0)])  # d (e^x - 1) = e^x
+_register_unary("sin", "sin", lambda n, g: [g * cos(n.inputs[0])],
+                scalar=sx.call("np.sin"), transcendental=True)
+_register_unary("cos", "cos", lambda n, g: [negative(g) * sin(n.inputs[0])],
+                scalar=sx.call("np.cos"), transcendental=True)
+_register_unary("expm1", "expm1", lambda n, g: [g * (n + 1.0)],  # d (e^x - 1) = e^x
+                scalar=sx.call("np.expm1"), transcendental=True)
 
 
 def _sigmoid_impl(xp, x):
@@ -95,7 +107,8 @@ def _sigmoid_impl(xp, x):
 
 
 register("sigmoid", _sigmoid_impl, _unary_infer(True),
-         grad=lambda n, g: [g * n * (1.0 - n)])  # s' = s (1 - s)
+         grad=lambda n, g: [g * n * (1.0 - n)],  # s' = s (1 - s)
+         scalar=sx.sigmoid, worth_alone=True, transcendental=True)
 
 
 def _relu_impl(xp, x):
@@ -109,9 +122,10 @@ def _relu_grad_impl(xp, g, x):
 # g * [x > 0], read from relu(x) > 0, which says the same: the forward pass then keeps
 # only the activation, not the value before it
 register("relu", _relu_impl, _unary_infer(False),
-         grad=lambda n, g: [apply("relu_grad", [g, n])])
+         grad=lambda n, g: [apply("relu_grad", [g, n])], scalar=sx.relu, worth_alone=True)
 register("relu_grad", _relu_grad_impl, lambda s, d: (s[0], d[0]),
-         grad=lambda n, g: [apply("relu_grad", [g, n.inputs[1]]), None])
+         grad=lambda n, g: [apply("relu_grad", [g, n.inputs[1]]), None],
+         scalar=sx.relu_grad, worth_alone=True)
 
 negative = _unary_fn("negative")
 exp = _unary_fn("exp")
@@ -152,25 +166,30 @@ def _pow_grad(n, g):
     return [ga, g * n * safe_log]  # d a^b / db = a^b log a
 
 
-_register_binary("add", "add", lambda n, g: [g, g])
-_register_binary("subtract", "subtract", lambda n, g: [g, negative(g)])
+_register_binary("add", "add", lambda n, g: [g, g], scalar=sx.binary("+"), broadcasting=True)
+_register_binary("subtract", "subtract", lambda n, g: [g, negative(g)],
+                 scalar=sx.binary("-"), broadcasting=True)
 _register_binary("multiply", "multiply",
-                 lambda n, g: [g * n.inputs[1], g * n.inputs[0]])
+                 lambda n, g: [g * n.inputs[1], g * n.inputs[0]],
+                 scalar=sx.binary("*"), broadcasting=True)
 _register_binary("divide", "divide",  # d(a/b) = da/b - a db/b^2; ints are cast first
-                 lambda n, g: [g / n.inputs[1], negative(g) * n / n.inputs[1]])
+                 lambda n, g: [g / n.inputs[1], negative(g) * n / n.inputs[1]],
+                 scalar=sx.binary("/"), broadcasting=True)
 _register_binary("pow", "pow", _pow_grad)
 _register_binary("maximum", "maximum", lambda n, g: [
     where(greater_equal(n.inputs[0], n.inputs[1]), g, zeros_like(g)),
-    where(less(n.inputs[0], n.inputs[1]), g, zeros_like(g))])
+    where(less(n.inputs[0], n.inputs[1]), g, zeros_like(g))], scalar=sx.call("np.maximum"))
 _register_binary("minimum", "minimum", lambda n, g: [
     where(less_equal(n.inputs[0], n.inputs[1]), g, zeros_like(g)),
-    where(greater(n.inputs[0], n.inputs[1]), g, zeros_like(g))])
+    where(greater(n.inputs[0], n.inputs[1]), g, zeros_like(g))], scalar=sx.call("np.minimum"))
 _register_binary("floor_divide", "floor_divide", None)
 # x mod y = x - floor(x / y) y: d/dx = 1, d/dy = -floor(x / y) (TF1's FloorMod gradient)
 _register_binary("floor_mod", "remainder",
                  lambda n, g: [g, negative(g) * floordiv(n.inputs[0], n.inputs[1])])
-for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
-    _register_binary(_name, _name, None, result=dtypes.bool_, numeric=False)
+for _name, _symbol in (("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
+                      ("greater", ">"), ("greater_equal", ">=")):
+    _register_binary(_name, _name, None, result=dtypes.bool_, numeric=False,
+                     scalar=sx.compare(_symbol))
 
 
 def _logical_infer(shapes, in_dtypes):  # the Array API's logical functions take bools only
@@ -180,11 +199,12 @@ def _logical_infer(shapes, in_dtypes):  # the Array API's logical functions take
     return shape, dtypes.bool_
 
 
-for _name in ("logical_and", "logical_or", "logical_xor"):
+for _name, _symbol in (("logical_and", "and"), ("logical_or", "or"), ("logical_xor", None)):
     register(_name, lambda xp, a, b, f=_name: getattr(xp, f)(a, b), _logical_infer, grad=None,
-             lower=lambda xp, f=_name: getattr(xp, f))
+             lower=lambda xp, f=_name: getattr(xp, f),
+             scalar=None if _symbol is None else sx.logical(_symbol))
 register("logical_not", lambda xp, x: xp.logical_not(x), _logical_infer, grad=None,
-         lower=lambda xp: xp.logical_not)
+         lower=lambda xp: xp.logical_not, scalar=sx.logical("not"))
 
 
 def _float_test_infer(shapes, in_dtypes):
@@ -257,7 +277,7 @@ def _where_infer(shapes, in_dtypes):
 register("where", lambda xp, c, a, b: xp.where(c, a, b), _where_infer,
          grad=lambda n, g: [None, where(n.inputs[0], g, zeros_like(g)),
                             where(n.inputs[0], zeros_like(g), g)],
-         lower=lambda xp: xp.where)
+         lower=lambda xp: xp.where, scalar=sx.where)
 
 
 def where(condition, x=None, y=None, name=None):
@@ -276,7 +296,7 @@ def _cast_grad(n, g):
 
 
 register("cast", lambda xp, x, dtype: xp.astype(x, dtype.resolve(xp)),
-         lambda s, d, dtype: (s[0], dtype), grad=_cast_grad)
+         lambda s, d, dtype: (s[0], dtype), grad=_cast_grad, scalar=sx.cast)
 
 
 def cast(x, dtype, name=None):
@@ -292,8 +312,10 @@ def _zeros_like_impl(xp, x):
     return xp.zeros_like(x)
 
 
-register("zeros_like", _zeros_like_impl, lambda s, d: (s[0], d[0]), grad=None)
-register("ones_like", lambda xp, x: xp.ones_like(x), lambda s, d: (s[0], d[0]), grad=None)
+register("zeros_like", _zeros_like_impl, lambda s, d: (s[0], d[0]), grad=None,
+         scalar=sx.filled(0), shape_only_inputs=(0,))
+register("ones_like", lambda xp, x: xp.ones_like(x), lambda s, d: (s[0], d[0]), grad=None,
+         scalar=sx.filled(1), shape_only_inputs=(0,))
 
 
 def zeros_like(x, dtype=None, name=None):

@@ -9,6 +9,7 @@ nodes and returns one gradient (or ``None``) per input.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -23,7 +24,7 @@ REGISTRY: dict[str, "OpDef"] = {}
 
 @dataclass(frozen=True)
 class OpDef:
-    """One op: its name, forward, shape/dtype rule and gradient rule.
+    """One op: its name, forward, shape/dtype rule, gradient rule and traits.
 
     ``kind`` tells the executor how a node is evaluated: ``"compute"`` (call
     the impl), ``"call"`` (``impl(session, node)`` is called once per plan and
@@ -32,6 +33,32 @@ class OpDef:
     stateful kinds it handles itself: ``"placeholder"``, ``"variable"``,
     ``"constant"``, ``"assign"``, ``"random"``, ``"group"``.
     ``lower(xp, **attrs)`` may return a faster callable of the arrays alone.
+
+    Traits, read by the graph compiler, autodiff and the backends (all off by default):
+
+    - ``scalar(args, node)``: the op as a scalar expression for generated elementwise
+      kernels (``gradflow.ops.scalar_exprs``): an op with one may join a fused group.
+    - ``worth_alone``: fused into a kernel of its own even alone (its Array API form
+      is more than one library call or allocates a temporary).
+    - ``transcendental``: numba evaluates it with a C library call per element, which
+      keeps a kernel from vectorizing (``exp``, ``tanh``...).
+    - ``shape_only_inputs``: positions of the inputs whose shapes it reads, never their
+      values (constant folding may fold it while those inputs are unknown).
+    - ``value_shape(values, attrs)``: its output shape from its inputs' values, where its
+      shape rule cannot know it (``batch_zeros``).
+    - ``check``: a computed op that exists to check a value at run time (never folded away).
+    - ``pass_through``: returns its one input unchanged (common-subexpression elimination
+      sees through it).
+    - ``shape_noop``: a shape op that does nothing once its output has its first input's
+      static shape and dtype (``reshape``, ``unbroadcast``...).
+    - ``exact_grad``: its gradient rule returns, for every input, an array of that input's
+      run-time shape (no ``unbroadcast`` needed).
+    - ``broadcasting``: broadcasts its inputs and its gradients have the output's
+      run-time shape (autodiff unbroadcasts only where an input may be smaller).
+    - ``plan_only``: made only by the graph compiler, in plans (fused groups, LSTM steps),
+      never in a user's graph.
+    - ``lowerings``: backend name -> ``lower(xp, **attrs)``, the backend's own kernel for
+      the op; a backend module adds its own with ``add_lowering`` when imported.
     """
 
     name: str
@@ -44,6 +71,18 @@ class OpDef:
     # more than one: the value is a tuple, and the plan reads each entry through a
     # ``fused_output`` node (plan-only ops made by the graph compiler)
     outputs: int = 1
+    scalar: Optional[Callable] = field(default=None, compare=False)
+    worth_alone: bool = False
+    transcendental: bool = False
+    shape_only_inputs: tuple = ()
+    value_shape: Optional[Callable] = field(default=None, compare=False)
+    check: bool = False
+    pass_through: bool = False
+    shape_noop: bool = False
+    exact_grad: bool = False
+    broadcasting: bool = False
+    plan_only: bool = False
+    lowerings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, xp, attrs: dict) -> Callable:
         """A callable of the input arrays alone, for the executor's plan."""
@@ -52,15 +91,63 @@ class OpDef:
         return functools.partial(self.impl, xp, **attrs)
 
 
-def register(name, impl, infer, *, grad, kind="compute", lower=None) -> OpDef:
-    """Add an op to the registry; ``grad=None`` states that it has no gradient."""
+def register(name, impl, infer, *, grad, kind="compute", lower=None, **traits) -> OpDef:
+    """Add an op to the registry; ``grad=None`` states that it has no gradient.
+
+    ``traits`` are the ``OpDef`` fields of the same names (``scalar=``, ``outputs=``,
+    ``shape_only_inputs=``...; see ``OpDef``)::
+
+        register("cube", lambda xp, x: x * x * x, lambda s, d: (s[0], d[0]),
+                 grad=lambda n, g: [g * 3.0 * n.inputs[0] * n.inputs[0]],
+                 scalar=lambda args, node: f"({args[0]} * {args[0]} * {args[0]})")
+    """
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
     if kind in ("compute", "call") and impl is None:
         raise ValueError(f"op {name!r} needs a forward impl")
-    op = OpDef(name, impl, infer, grad, kind, lower)
+    op = OpDef(name, impl, infer, grad, kind, lower, **traits)
     REGISTRY[name] = op
     return op
+
+
+def add_lowering(op_name: str, backend: str, lower: Callable) -> None:
+    """Give the registered op ``op_name`` its own kernel on the backend named ``backend``:
+    ``lower(xp, **attrs)`` returns the callable of the input arrays, used in place of the
+    op's impl there. Backend modules call this when imported (ops never import them)::
+
+        add_lowering("matmul", "numpy", lower_matmul)
+    """
+    REGISTRY[op_name].lowerings[backend] = lower
+
+
+class OpsWith(Mapping):
+    """A live read-only view ``{op name: trait value}`` of the registered ops whose trait
+    ``attr`` is set (not None, False or empty), e.g. ``OpsWith("scalar")``."""
+
+    def __init__(self, attr: str):
+        self._attr = attr
+
+    def _items(self):
+        return {name: getattr(op, self._attr) for name, op in REGISTRY.items()
+                if getattr(op, self._attr)}
+
+    def __getitem__(self, name):
+        value = getattr(REGISTRY[name], self._attr) if name in REGISTRY else None
+        if not value:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name):
+        return name in REGISTRY and bool(getattr(REGISTRY[name], self._attr))
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __len__(self):
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return f"OpsWith({self._attr!r}: {sorted(self)})"
 
 
 class OpError(ValueError):

@@ -24,7 +24,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.ops import rules
-from gradflow.ops.registry import OpDef, apply, register
+from gradflow.ops.registry import apply, register
 
 
 def _blocks(z):
@@ -202,16 +202,16 @@ def _gates_second_order(n, gout):
 
 
 register("lstm_gates", _lstm_gates_impl, _gates_infer, lower=_lstm_gates_lower,
-         grad=lambda n, g: [apply("lstm_gates_grad", [g, n])])
+         grad=lambda n, g: [apply("lstm_gates_grad", [g, n])], exact_grad=True)
 register("lstm_gates_grad", _lstm_gates_grad_impl,
          lambda s, d: (_gates_infer([s[1]], d[1:]))[0:1] + (rules.same_dtype(d),),
          grad=_gates_second_order)
 register("lstm_c", _lstm_c_impl, _state_infer,
          grad=lambda n, g: [apply("lstm_c_grad", [g] + list(n.inputs), wrt=w)
-                            for w in ("gates", "state")])
+                            for w in ("gates", "state")], exact_grad=True)
 register("lstm_h", _lstm_h_impl, _state_infer,
          grad=lambda n, g: [apply("lstm_h_grad", [g] + list(n.inputs), wrt=w)
-                            for w in ("gates", "state")])
+                            for w in ("gates", "state")], exact_grad=True)
 register("lstm_c_grad", _lstm_c_grad_impl, _grad_infer, grad=_second_order(composite_lstm_c))
 register("lstm_h_grad", _lstm_h_grad_impl, _grad_infer, grad=_second_order(composite_lstm_h))
 
@@ -273,11 +273,11 @@ def _step_grad_infer(shapes, in_dtypes):
 
 
 # One LSTM step forward (three outputs) and backward (two), made only by the graph
-# compiler (``passes/lstm_steps.py``): plan nodes, never in a user's graph, so they are
-# not registered (as ``fused`` is not).
-LSTM_STEP = OpDef("lstm_step", _lstm_step_impl, _step_infer, None, outputs=3)
-LSTM_STEP_GRAD = OpDef("lstm_step_grad", _lstm_step_grad_impl, _step_grad_infer, None,
-                       outputs=2)
+# compiler (``passes/lstm_steps.py``): plan nodes, never in a user's graph.
+LSTM_STEP = register("lstm_step", _lstm_step_impl, _step_infer, grad=None, outputs=3,
+                     plan_only=True)
+LSTM_STEP_GRAD = register("lstm_step_grad", _lstm_step_grad_impl, _step_grad_infer, grad=None,
+                          outputs=2, plan_only=True)
 
 
 # Made only by the graph compiler (``passes/rewrites.py``) from the ops they stand for,
@@ -317,7 +317,8 @@ def _batch_zeros_impl(xp, batch_size, tail, dtype):
                     device=_device(batch_size))
 
 
-register("batch_zeros", _batch_zeros_impl, _batch_zeros_infer, grad=None)
+register("batch_zeros", _batch_zeros_impl, _batch_zeros_infer, grad=None,
+         value_shape=lambda values, attrs: (int(values[0]),) + tuple(attrs["tail"]))
 
 
 def batch_zeros(batch_size, tail, dtype=dtypes.float32, name=None):

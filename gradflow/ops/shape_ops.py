@@ -416,8 +416,9 @@ def _rank_impl(xp, x):
     return xp.asarray(x.ndim, dtype=xp.int32, device=_device(x))
 
 
-register("size", _size_impl, lambda s, d, out_type: ((), out_type), grad=None)
-register("rank", _rank_impl, lambda s, d: ((), dtypes.int32), grad=None)
+register("size", _size_impl, lambda s, d, out_type: ((), out_type), grad=None,
+         shape_only_inputs=(0,))
+register("rank", _rank_impl, lambda s, d: ((), dtypes.int32), grad=None, shape_only_inputs=(0,))
 
 
 def size(input, name=None, out_type=dtypes.int32):  # noqa: A002

@@ -65,9 +65,9 @@ def _same_infer(shapes, in_dtypes):
 
 
 register("identity", _identity_impl, _same_infer, grad=lambda n, g: [g],
-         lower=lambda xp: _identity_impl.__get__(xp))
+         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True)
 register("stop_gradient", _identity_impl, _same_infer, grad=lambda n, g: [None],
-         lower=lambda xp: _identity_impl.__get__(xp))
+         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True)
 
 
 # -- ensure_shape: a static shape claim checked at run time -------------------------
@@ -88,7 +88,7 @@ def _ensure_shape_impl(xp, x, shape, message, copy=False):
     return xp.asarray(x, copy=True) if copy else x
 
 
-register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g])
+register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g], check=True)
 
 
 def ensure_shape(x, shape, name=None):
@@ -131,7 +131,7 @@ def _weak_cast_grad(n, g):
 
 
 register("weak_cast", _weak_cast_impl, lambda s, d, dtype, message: (s[0], dtype),
-         grad=_weak_cast_grad)
+         grad=_weak_cast_grad, check=True)
 
 
 def weak_cast(x, dtype, other=None):
@@ -165,7 +165,8 @@ def _with_default_infer(shapes, in_dtypes, shape):
 
 
 register("placeholder_with_default", _identity_impl, _with_default_infer,
-         grad=lambda n, g: [g], lower=lambda xp, shape: _identity_impl.__get__(xp))
+         grad=lambda n, g: [g], lower=lambda xp, shape: _identity_impl.__get__(xp),
+         pass_through=True)
 
 
 def _static_shape(shape, what):

@@ -4,7 +4,7 @@ A computed node is evaluated once, when the plan is compiled, with NumPy
 (``array_api_compat.numpy``, through the op's own forward), when it can give
 only one value: every input is a constant (a constant leaf, or a node folded
 before), or an input whose value the op never reads, only its static shape
-(``SHAPE_ONLY``: ``shape``, ``size``, ``rank``, ``zeros_like``,
+(``OpDef.shape_only_inputs``: ``shape``, ``size``, ``rank``, ``zeros_like``,
 ``broadcast_like``...) and that shape is fully known, as it is after the
 shapes fed have been specialized in. Its static shape must be fully known and
 small (at most ``MAX_ELEMENTS`` elements, so that a plan holds no large
@@ -23,7 +23,7 @@ node read only for its shape need not run any more, but what it needed for
 its effects still does: the new constant also runs after the effect sources
 upstream of that node (``_is_effect_source``: a placeholder that must be fed,
 a random draw, a call, an assignment, a node with control inputs, a check
-such as ``check_numerics``). Plain computations upstream that are needed for
+such as ``check_numerics``: ``OpDef.check``). Plain computations upstream that are needed for
 nothing else are no longer run, as TF1's shape folding does: an op that might
 fail on a bad value but checks nothing (a gather out of range) then does not.
 A static shape that an ``ensure_shape`` asserts (and the run checks) is not
@@ -43,31 +43,8 @@ from gradflow.passes.ir import PlanNode, specialized_shape
 
 MAX_ELEMENTS = 4096
 
-# op -> the positions of inputs whose values it never reads, only their shapes
-SHAPE_ONLY = {
-    "shape": (0,),
-    "size": (0,),
-    "rank": (0,),
-    "reduced_count": (0,),
-    "zeros_like": (0,),
-    "ones_like": (0,),
-    "broadcast_like": (1,),
-    "unbroadcast": (1,),
-    "reshape_like": (1,),
-    "getitem_grad": (1,),
-    "gather_grad": (2,),
-}
-
-# op -> its output shape from the values of its inputs, for ops whose shape rule cannot
-# know it (the zero state of an RNN: ``batch_zeros(shape(x)[0])``)
-VALUE_SHAPES = {
-    "batch_zeros": lambda values, attrs: (int(values[0]),) + tuple(attrs["tail"]),
-}
-
 # ops whose static shape is a claim the run checks
 _CLAIMS = frozenset({"ensure_shape"})
-# computed ops that exist to check a value at run time
-CHECKS = frozenset({"check_numerics", "check_label_range", "ensure_shape", "weak_cast"})
 _NONE = frozenset()
 
 
@@ -118,7 +95,7 @@ def _refined_shape(node, graph, values):
     """The static shape of ``node`` re-inferred now that the inputs before it may have
     been folded (a folded ``batch_zeros`` knows its batch size, and so does what reads
     it), or its own shape where nothing more is known."""
-    rule = VALUE_SHAPES.get(node.opdef.name)
+    rule = node.opdef.value_shape
     if rule is not None and all(i in values for i in node.inputs):
         try:
             shape = rule([values[i] for i in node.inputs], node.attrs)
@@ -138,7 +115,7 @@ def _fold(node, graph, values, after, claimed, sources):
     shape = node.shape
     if shape is None or not shape.is_fully_defined() or math.prod(shape) > MAX_ELEMENTS:
         return None
-    shape_only = SHAPE_ONLY.get(node.opdef.name, ())
+    shape_only = node.opdef.shape_only_inputs
     args, control = [], list(node.control_inputs)
     for position, inp in enumerate(node.inputs):
         if inp in values:
@@ -166,7 +143,7 @@ def _is_effect_source(node, graph):
         return kind not in ("variable", "constant")
     if node.control_inputs or kind not in ("compute", "constant"):
         return True
-    return node.opdef.name in CHECKS
+    return node.opdef.check
 
 
 def _sources(node, graph, sources):

@@ -14,7 +14,7 @@ nothing. Two constant leaves of at most ``MAX_CONSTANT_ELEMENTS`` elements are
 one value when their dtypes, shapes and bytes are equal (``-0.0`` and ``0.0``
 differ, as they should).
 
-The pass-through ops (``PASS_THROUGH``: ``identity``, ``stop_gradient``, an
+The pass-through ops (``OpDef.pass_through``: ``identity``, ``stop_gradient``, an
 unfed ``placeholder_with_default``) return their input itself at run time,
 so they are removed: their readers read the input. A pass-through that runs
 after control inputs stays, since removing it would drop them.
@@ -32,7 +32,6 @@ from gradflow.dtypes import DType
 from gradflow.passes.ir import PlanNode
 
 # ops whose run-time value is their first input itself
-PASS_THROUGH = frozenset({"identity", "stop_gradient", "placeholder_with_default"})
 # constant leaves up to this size are compared by value
 MAX_CONSTANT_ELEMENTS = 64
 
@@ -71,7 +70,7 @@ def eliminate_common_subexpressions(graph) -> None:
 
 def _is_pass_through(node, graph, fetched):
     """Whether ``node`` is a pass-through op this pass may remove."""
-    return (isinstance(node, PlanNode) and node.opdef.name in PASS_THROUGH
+    return (isinstance(node, PlanNode) and node.opdef.pass_through
             and node.opdef.kind == "compute" and len(node.inputs) == 1
             and not node.control_inputs and node not in fetched and node not in graph.fed)
 

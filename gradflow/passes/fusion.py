@@ -6,10 +6,9 @@ its shape; otherwise it starts a group. A member whose value is also needed
 outside its group (an optimizer's new moment, assigned and read by the
 update) becomes one more output of the group, as long as that consumer does
 not lead back into the group (which would make the fused node depend on
-itself). A group of two or more ops (or one op of ``WORTH_ALONE``) becomes one
-``fused`` node over the
-group's outside inputs; a group with several outputs gets one
-``fused_output`` node per output.
+itself). A group of two or more ops (or one op marked ``worth_alone``) becomes one
+``fused`` node (``gradflow.ops.plan_ops``) over the group's outside inputs; a group
+with several outputs gets one ``fused_output`` node per output.
 
 Each backend lowers a fused node to one kernel (``Backend.fused``): NumPy
 through a generated numba loop, others by calling the members' own functions
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradflow.ops.registry import OpDef
+from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.passes.elementwise import is_elementwise
 from gradflow.passes.ir import PlanNode
 
@@ -42,27 +41,6 @@ class FusedProgram:
     def describe(self) -> str:
         """The fused ops and the user lines that built them, for error messages."""
         return "; ".join(f"{m.type} '{m.name}' at {m.source}" for m in self.members)
-
-
-def _fused_infer(shapes, in_dtypes, program):
-    root = program.members[program.outputs[-1]]
-    return root.shape, root.dtype
-
-
-def _fused_output_infer(shapes, in_dtypes, index, shape, dtype):
-    return shape, dtype
-
-
-def _unbound(xp, *args, **attrs):  # the executor binds fused nodes through the backend
-    raise RuntimeError("a fused node is lowered by its backend (Backend.fused)")
-
-
-# Ops whose Array API form is more than one library call (or allocates a temporary),
-# so that even alone they gain from being one kernel.
-WORTH_ALONE = {"relu", "relu_grad", "sigmoid"}
-
-FUSED = OpDef("fused", _unbound, _fused_infer, None)
-FUSED_OUTPUT = OpDef("fused_output", _unbound, _fused_output_infer, None)
 
 
 def fuse_elementwise(graph) -> None:
@@ -87,7 +65,7 @@ def fuse_elementwise(graph) -> None:
     _break_cycles(order, groups, group_of)
     mapping, made = {}, []
     for members in groups:
-        if len(members) < 2 and members[0].opdef.name not in WORTH_ALONE:
+        if len(members) < 2 and not members[0].opdef.worth_alone:
             continue
         members.sort(key=position.get)
         member_set = set(members)

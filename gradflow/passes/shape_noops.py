@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from gradflow.passes.ir import PlanNode
 
-SHAPE_OPS = ("unbroadcast", "broadcast_like", "reshape", "reshape_like", "expand_dims",
-             "squeeze")
-
 
 def _fully_known(shape):
     return shape is not None and None not in tuple(shape)
@@ -27,7 +24,7 @@ def drop_shape_noops(graph) -> None:
     fetched = set(graph.outputs)
     mapping = {}
     for node in graph.nodes():
-        if not isinstance(node, PlanNode) or node.opdef.name not in SHAPE_OPS \
+        if not isinstance(node, PlanNode) or not node.opdef.shape_noop \
                 or node in fetched or node.opdef.kind != "compute":
             continue
         source = node.inputs[0]
