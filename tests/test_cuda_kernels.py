@@ -1,0 +1,275 @@
+"""The CUDA C printer of fused elementwise programs (gradflow.backends.cuda_kernels).
+
+There is no GPU here: the printed text, both the ``RawKernel`` source and the
+``ElementwiseKernel`` operation in a loop that declares its parameters as CuPy
+does, is compiled with g++ through a header of host stand-ins for the CUDA names
+(tests/cuda_host.py) and its numbers compared with NumPy (the ops' own Array API
+functions) and with the numba kernel of the NumPy backend's fused path.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import array_api_compat.numpy as xp
+import numpy as np
+import pytest
+from cuda_host import build, elementwise_harness, launch, needs_gxx
+
+import gradflow as gf
+from gradflow.backends import cuda_kernels, numba_support, numpy_fused
+from gradflow.passes import PlanGraph, optimize
+from gradflow.passes.elementwise import SCALAR
+from gradflow.passes.fusion import FUSED, FusedProgram
+
+pytestmark = needs_gxx
+# Ops whose CUDA form calls a math library function: CUDA's and the host C library's
+# may differ from NumPy's vectorized ones by an ulp or two.
+LIBM = numpy_fused.LIBM_OPS
+# NumPy's maximum/minimum on -0.0 and 0.0 return the first operand for float16 and the
+# second for float32/float64 (its SIMD loops, NumPy 2.4 on AVX-512): the sign of such a
+# zero is not part of the contract (the Array API leaves it to the library).
+TIES = {"maximum", "minimum", "relu"}
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 100.0,
+            6.0e4, 1e-7]
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADFLOW_CACHE", str(tmp_path))
+
+
+def _every_op(dtype):
+    """A PlanGraph holding one node of every op of SCALAR over the placeholders a, b
+    (``dtype``), c, d (bool) and w (the other float dtype, for casts)."""
+    other = gf.float64 if dtype != gf.float64 else gf.float32
+    n = len(_inputs()[0])
+    a, b = gf.placeholder(dtype, (n,), "a"), gf.placeholder(dtype, (n,), "b")
+    c, d = gf.placeholder(gf.bool, (n,), "c"), gf.placeholder(gf.bool, (n,), "d")
+    w = gf.placeholder(other, (n,), "w")
+    unary = [gf.negative, gf.abs, gf.exp, gf.expm1, gf.log, gf.log1p, gf.sqrt, gf.square,
+             gf.tanh, gf.sin, gf.cos, gf.nn.sigmoid, gf.nn.relu, gf.zeros_like, gf.ones_like]
+    binary = [gf.add, gf.subtract, gf.multiply, gf.divide, gf.maximum, gf.minimum, gf.greater,
+              gf.greater_equal, gf.less, gf.less_equal, gf.equal, gf.not_equal]
+    outs = [f(a) for f in unary] + [f(a, b) for f in binary]
+    outs += [gf.logical_and(c, d), gf.logical_or(c, d), gf.logical_not(c), gf.where(c, a, b),
+             gf.cast(c, dtype), gf.cast(w, dtype)]
+    outs += gf.gradients(gf.nn.relu(a), [a], grad_ys=[b])
+    fed = [a, b, c, d, w]
+    return PlanGraph(outs, fed), fed
+
+
+def _inputs():
+    """Every pair of special values, then random ones, as a, b; random c, d."""
+    pairs = np.array(list(itertools.product(SPECIALS, SPECIALS))).T
+    rng = np.random.default_rng(0)
+    a, b = (np.concatenate([p, rng.standard_normal(200) * 3]) for p in pairs)
+    c, d = rng.random(a.size) < 0.5, rng.random(a.size) < 0.5
+    return a, b, c, d
+
+
+def _program_of_every_op(dtype):
+    graph, fed = _every_op(dtype)
+    index = {t: k for k, t in enumerate(fed)}
+    members = [n for n in graph.nodes() if n.opdef.name in SCALAR]
+    assert {m.opdef.name for m in members} == set(SCALAR), "an op of SCALAR is not tested"
+    index.update((m, len(fed) + k) for k, m in enumerate(members))  # relu_grad reads relu
+    steps = tuple((m, tuple(index[i] for i in m.inputs)) for m in members)
+    return FusedProgram(len(fed), steps, tuple(range(len(steps))))
+
+
+def _reference(program, arrays):
+    """Each step by the member's own Array API function over NumPy."""
+    values = list(arrays)
+    for member, args in program.steps:
+        values.append(np.asarray(member.opdef.bind(xp, member.attrs)(*(values[a] for a in args))))
+    return [values[program.num_inputs + k] for k in program.outputs]
+
+
+def _run_both_forms(program, kernel, arrays, tmp_path, blocks=3):
+    """The RawKernel (a grid of ``blocks``) and the ElementwiseKernel text, run by g++."""
+    outputs = [program.members[k] for k in program.outputs]
+    source = "\n#undef GF_ROUND_HALF\n".join([kernel.raw_source, elementwise_harness(kernel)])
+    lib = build(source, str(tmp_path))
+    results = []
+    for run in ("raw", "elementwise"):
+        outs = [np.empty(arrays_shape(program, arrays), o.dtype.as_numpy_dtype) for o in outputs]
+        args = [kernel.size, kernel.columns, *(np.ascontiguousarray(a) for a in arrays), *outs]
+        if run == "raw":
+            launch(lib, kernel.name, args, blocks)
+        else:
+            launch(lib, "gf_elementwise", args)
+        results.append(outs)
+    return results
+
+
+def arrays_shape(program, arrays):
+    return tuple(program.members[program.outputs[-1]].shape)
+
+
+def assert_same(got, want, ulps, what, floor=0.0):
+    """Equal NaN positions; finite and infinite values equal (the sign of zero too) or,
+    with ``ulps``, within that many units in the last place of the wider one (or of
+    ``floor``: sigmoid's 0.5 * tanh + 0.5 turns tanh's last bit into an absolute error)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, what
+    if got.dtype == bool:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=f"{what}: NaN positions")
+    g, w = got[~nan], want[~nan]
+    if ulps == 0:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=f"{what}: -0.0")
+        return
+    np.testing.assert_array_equal(np.isinf(g), np.isinf(w), err_msg=what)
+    finite = ~np.isinf(w)
+    g, w = g[finite].astype(np.float64), w[finite].astype(np.float64)
+    scale = np.spacing(np.maximum(np.maximum(np.abs(g), np.abs(w)), floor).astype(
+        got.dtype)).astype(np.float64)
+    bad = np.abs(g - w) > ulps * scale
+    assert not bad.any(), f"{what}: {g[bad][:5]} vs {w[bad][:5]}"
+
+
+@pytest.mark.parametrize("dtype", [gf.float16, gf.float32, gf.float64])
+def test_every_scalar_op_matches_numpy_and_numba(dtype, tmp_path):
+    """NaN, infinities, signed zeros and division by zero in every pair of operands;
+    float16 computes in float and rounds after each op, as NumPy does."""
+    program = _program_of_every_op(dtype)
+    a, b, c, d = _inputs()
+    np_type = dtype.as_numpy_dtype
+    other = np.float64 if np_type != np.float64 else np.float32
+    with np.errstate(all="ignore"):
+        arrays = [a.astype(np_type), b.astype(np_type), c, d, a.astype(other)]
+        want = _reference(program, arrays)
+    kernel = cuda_kernels.print_kernel(program, (a.size,))
+    assert kernel is not None and kernel.kinds == ("full",) * 5
+    numba = None
+    if numba_support.get_numba() is not None and dtype != gf.float16:  # numba has no float16
+        numba = numpy_fused._numba_kernel(program, (a.size,))(*arrays)
+    for form, got in zip(("RawKernel", "ElementwiseKernel"),
+                         _run_both_forms(program, kernel, arrays, tmp_path)):
+        for k, member in enumerate(program.members):
+            name = member.opdef.name
+            ulps = (1 if dtype == gf.float16 else 4) if name in LIBM else 0
+            if name in TIES:
+                zero = (got[k] == 0) & (want[k] == 0)
+                got[k][zero] = want[k][zero]
+            assert_same(got[k], want[k], ulps, f"{form} {name} {dtype.name} vs NumPy",
+                        1.0 if name == "sigmoid" else 0.0)
+            if numba is not None:
+                # numba's maximum/minimum return the first operand on ties (-0.0 vs 0.0)
+                # where NumPy returns the second: compare values, not zero signs
+                np.testing.assert_allclose(got[k], numba[k], rtol=4e-7 if name in LIBM else 0,
+                                           atol=0, equal_nan=True,
+                                           err_msg=f"{form} {name} {dtype.name} vs numba")
+
+
+@pytest.mark.parametrize("dtype", [gf.int32, gf.int64])
+def test_integer_members_are_declined_as_numba_declines_them(dtype):
+    """SCALAR has no integer forms: integer add/maximum and the casts from integers in
+    front of a true division keep their own kernels on both paths; the float division
+    after those casts is printed like any other."""
+    x, y = gf.placeholder(dtype, (4,)), gf.placeholder(dtype, (4,))
+    graph = PlanGraph([gf.divide(x, y), x + y, gf.maximum(x, y)], [x, y])
+    declined = set()
+    for node in graph.nodes():
+        if node.opdef.name in SCALAR:
+            args = ["a0", "a1"][:len(node.inputs)]
+            cuda = cuda_kernels.CUDA_SCALAR[node.opdef.name](args, node)
+            assert (cuda is None) == (SCALAR[node.opdef.name](args, node) is None), node
+            if any(i.dtype.is_integer for i in node.inputs):
+                assert cuda is None, node
+                declined.add(node.opdef.name)
+    assert {"add", "maximum"} <= declined
+
+
+def _fused_programs(fetches, fed, shapes):
+    graph = optimize(fetches, fed, shapes)
+    return [n for n in graph.nodes() if n.opdef is FUSED]
+
+
+def _random_inputs(program, rng, dtype):
+    arrays = []
+    for inp in numpy_fused._inputs(program):
+        shape = tuple(inp.shape)
+        if inp.dtype.is_bool:
+            arrays.append(rng.random(shape) < 0.5)
+        else:  # positive too, so that Adam's sqrt(v) and the like see real values
+            arrays.append(np.abs(rng.standard_normal(shape)).astype(inp.dtype.as_numpy_dtype)
+                          if "Adam" in inp.name else
+                          rng.standard_normal(shape).astype(inp.dtype.as_numpy_dtype))
+    return arrays
+
+
+def _check_programs(nodes, tmp_path, dtype, expect_kinds):
+    rng = np.random.default_rng(1)
+    seen = set()
+    for node in nodes:
+        program = node.attrs["program"]
+        kernel = cuda_kernels.print_kernel(program, tuple(node.shape))
+        assert kernel is not None, program.describe()
+        seen.update(kernel.kinds)
+        arrays = _random_inputs(program, rng, dtype)
+        with np.errstate(all="ignore"):
+            want = _reference(program, arrays)
+        numba = None
+        if numba_support.get_numba() is not None and dtype != np.float16:
+            numba = numpy_fused._numba_kernel(program, tuple(node.shape))(*arrays)
+            numba = numba if isinstance(numba, tuple) else (numba,)
+        libm = any(m.opdef.name in LIBM for m in program.members)
+        tol = 1e-6 if libm else 0
+        for got in _run_both_forms(program, kernel, arrays, tmp_path):
+            for g, w in zip(got, want):
+                if dtype == np.float16 or libm:
+                    # float16 through a transcendental may round either way (a half-ulp)
+                    # (an ulp of exp before a subtraction is an absolute error: atol)
+                    np.testing.assert_allclose(g, w, rtol=1e-3 if dtype == np.float16 else tol,
+                                               atol=tol, equal_nan=True,
+                                               err_msg=program.describe())
+                else:
+                    assert_same(g, w, 0, program.describe())
+            for g, n in zip(got, numba or ()):
+                np.testing.assert_allclose(g, n, rtol=tol, atol=tol, equal_nan=True,
+                                           err_msg=program.describe())
+    assert expect_kinds <= seen, seen
+
+
+def _mlp(dtype, batch=16):
+    x = gf.placeholder(dtype, (None, 12), "x")
+    y = gf.placeholder(gf.int64, (None,), "y")
+    h = gf.layers.dense(x, 10, activation=gf.nn.relu)
+    h = gf.layers.dense(h, 8, activation=gf.nn.sigmoid)
+    logits = gf.layers.dense(h, 3)
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+    return _fused_programs([train, loss], [x, y], [(batch, 12), (batch,)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_fused_programs_of_an_mlp_training_step(dtype, tmp_path):
+    """Every fused node of a dense-relu-sigmoid MLP step with Adam: bias rows, the
+    relu and sigmoid gradients, Adam's multi-output updates."""
+    with gf.Graph().as_default():
+        nodes = _mlp(gf.as_dtype(np.dtype(dtype).name))
+        assert len(nodes) >= 4
+        _check_programs(nodes, tmp_path, dtype, {"full", "row"})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_column_and_scalar_inputs(dtype, tmp_path):
+    """The broadcast kinds of a 3-D output: whole, rows (trailing dims), columns (leading
+    dims) and one scalar, with comparisons, where and casts between them."""
+    gdt = gf.as_dtype(np.dtype(dtype).name)
+    with gf.Graph().as_default():
+        x = gf.placeholder(gdt, (6, 20, 30))
+        row, col = gf.placeholder(gdt, (20, 30)), gf.placeholder(gdt, (6, 1, 1))
+        s = gf.placeholder(gdt, ())
+        mask = gf.cast(gf.greater(x, row), gdt)
+        y = gf.where(gf.less(x, col), gf.maximum(x * s, row) - mask,
+                     gf.sqrt(gf.abs(gf.minimum(x, col))) + gf.nn.relu(x - s))
+        nodes = _fused_programs([y], [x, row, col, s], None)
+        assert len(nodes) == 1
+        _check_programs(nodes, tmp_path, dtype, {"full", "row", "col", "scalar"})

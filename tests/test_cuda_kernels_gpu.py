@@ -1,0 +1,99 @@
+"""The printed CUDA kernels and the Philox kernels on a real GPU (skipped without CuPy
+and a CUDA device): what tests/test_cuda_kernels.py and tests/test_philox.py prove
+through g++ on the host, checked through NVRTC on the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cuda_kernels import (
+    LIBM,
+    TIES,
+    _inputs,
+    _mlp,
+    _program_of_every_op,
+    _reference,
+    assert_same,
+)
+
+import gradflow as gf
+from gradflow.backends import cuda_kernels, philox
+
+cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+pytestmark = pytest.mark.gpu
+if not cp.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+def _launch(program, kernel, arrays):
+    outputs = [program.members[k] for k in program.outputs]
+    shape = tuple(program.members[program.outputs[-1]].shape)
+    device = [cp.asarray(a) for a in arrays]
+    raw = [cp.empty(shape, o.dtype.as_numpy_dtype) for o in outputs]
+    fn = cp.RawKernel(kernel.raw_source, kernel.name, options=kernel.options)
+    fn((max(1, min(1024, (kernel.size + 255) // 256)),), (256,),
+       (np.int64(kernel.size), np.int64(kernel.columns), *device, *raw))
+    ew = cp.ElementwiseKernel(kernel.in_params, kernel.out_params, kernel.operation,
+                              kernel.name + "_ew", preamble=kernel.preamble,
+                              options=kernel.options)
+    shaped = [d.reshape(tuple(i.shape)) for d, i in
+              zip(device, cuda_kernels._inputs(program))]
+    made = ew(*shaped)
+    made = made if isinstance(made, tuple) else (made,)
+    return [[cp.asnumpy(r) for r in raw], [cp.asnumpy(m) for m in made]]
+
+
+@pytest.mark.parametrize("dtype", [gf.float16, gf.float32, gf.float64])
+def test_every_scalar_op_on_the_device(dtype):
+    program = _program_of_every_op(dtype)
+    a, b, c, d = _inputs()
+    np_type = dtype.as_numpy_dtype
+    other = np.float64 if np_type != np.float64 else np.float32
+    with np.errstate(all="ignore"):
+        arrays = [a.astype(np_type), b.astype(np_type), c, d, a.astype(other)]
+        want = _reference(program, arrays)
+    kernel = cuda_kernels.print_kernel(program, (a.size,))
+    for got in _launch(program, kernel, arrays):
+        for k, member in enumerate(program.members):
+            name = member.opdef.name
+            if name in TIES:
+                zero = (got[k] == 0) & (want[k] == 0)
+                got[k][zero] = want[k][zero]
+            assert_same(got[k], want[k], (2 if dtype == gf.float16 else 8) if name in LIBM
+                        else 0, f"{name} {dtype.name}", 1.0 if name == "sigmoid" else 0.0)
+
+
+def test_mlp_programs_on_the_device():
+    rng = np.random.default_rng(1)
+    with gf.Graph().as_default():
+        for node in _mlp(gf.float32, batch=256):
+            program = node.attrs["program"]
+            kernel = cuda_kernels.print_kernel(program, tuple(node.shape))
+            arrays = [rng.standard_normal(tuple(i.shape)).astype(i.dtype.as_numpy_dtype)
+                      if not i.dtype.is_bool else rng.random(tuple(i.shape)) < 0.5
+                      for i in cuda_kernels._inputs(program)]
+            with np.errstate(all="ignore"):
+                want = _reference(program, arrays)
+            for got in _launch(program, kernel, arrays):
+                for g, w in zip(got, want):
+                    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_philox_on_the_device_advances_inside_a_captured_graph():
+    seed, n = 1234, 10_000
+    module = cp.RawModule(code=philox.CUDA_SOURCE)
+    kernel = module.get_function("gf_philox_uniform_f32")
+    state = cp.zeros(2, cp.uint64)
+    out = cp.empty(n, cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        kernel((8,), (128,), (np.uint64(seed), state, np.int64(n), out))
+        graph = stream.end_capture()
+    offset = 0
+    for _ in range(3):  # each replay draws the next numbers of the stream
+        graph.launch(stream)
+        stream.synchronize()
+        want, offset = philox.uniform(seed, offset, n)
+        assert cp.asnumpy(out).tobytes() == want.tobytes()
+        assert list(cp.asnumpy(state)) == [offset, 0]
