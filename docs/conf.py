@@ -10,7 +10,6 @@ sys.path.insert(0, str(DOCS / "_ext"))
 sys.path.insert(0, str(ROOT))
 # the tutorials read MNIST from $GRADFLOW_DATA/mnist; in a checkout that is ../shared/data
 os.environ.setdefault("GRADFLOW_DATA", str(ROOT.parent / "shared" / "data"))
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "gradflow"
 author = "the gradflow developers"
@@ -20,7 +19,6 @@ release = version = "0.1.0"
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx.ext.viewcode",
     "myst_nb",
     "gradflow_api",
 ]

@@ -78,7 +78,8 @@ def member_doc(cls, name) -> str | None:
         value = vars(base).get(name)
         if value is None:
             continue
-        func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        # a property's own doc (``property(fget, doc=...)``) comes before its getter's
+        func = value if isinstance(value, property) else getattr(value, "__func__", value)
         doc = inspect.getdoc(func)
         if doc:
             return doc
