@@ -1,4 +1,7 @@
-"""Developer sessions: tests on each CPU backend, the GPU suite, lint."""
+"""Developer sessions: tests on each CPU backend, the GPU suite, lint, the docs."""
+
+import os
+from pathlib import Path
 
 import nox
 
@@ -30,9 +33,22 @@ def gpu(session):
 
 
 @nox.session
+def docs(session):
+    """Build the documentation site (tutorials executed) with warnings as errors, then
+    check its internal links. Open docs/_build/html/index.html afterwards."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[docs,fast]")
+    data = os.environ.get("GRADFLOW_DATA", str(Path(__file__).resolve().parent.parent
+                                               / "shared" / "data"))
+    session.run("sphinx-build", "-b", "html", "-W", "--keep-going", "-q", "docs",
+                "docs/_build/html", *session.posargs, env={"GRADFLOW_DATA": data})
+    session.run("python", "docs/check_links.py", "docs/_build/html")
+
+
+@nox.session
 def lint(session):
     session.install("ruff")
-    session.run("ruff", "check", "gradflow", "tests", "examples", "benchmarks")
+    session.run("ruff", "check", "gradflow", "tests", "examples", "benchmarks", "docs")
 
 
 @nox.session

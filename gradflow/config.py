@@ -55,6 +55,10 @@ class _Message:
     __hash__ = None
 
     def CopyFrom(self, other):  # noqa: N802 - protobuf name
+        """Replace every field by ``other``'s (a message of the same type), as protobuf does.
+
+        >>> options.CopyFrom(gf.RunOptions(trace_level=gf.RunOptions.FULL_TRACE))
+        """
         if type(other) is not type(self):
             raise TypeError(f"CopyFrom: expected a {type(self).__name__}, got "
                             f"{type(other).__name__}")
@@ -280,6 +284,10 @@ class DeviceSpec:
         return merged
 
     def to_string(self) -> str:
+        """The spec as TF1 writes it, e.g. ``'/job:worker/device:GPU:0'``.
+
+        >>> gf.DeviceSpec(device_type="GPU", device_index=0).to_string()
+        """
         out = ""
         if self.job is not None:
             out += f"/job:{self.job}"

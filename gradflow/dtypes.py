@@ -32,6 +32,11 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
+        """Whether it is a floating-point type.
+
+        >>> gf.float32.is_floating
+        True
+        """
         return self.kind == "f"
 
     @property
@@ -41,22 +46,27 @@ class DType:
 
     @property
     def is_unsigned(self) -> bool:
+        """Whether it is an unsigned integer type (``uint8`` ... ``uint64``)."""
         return self.kind == "u"
 
     @property
     def is_bool(self) -> bool:
+        """Whether it is ``gf.bool``."""
         return self.kind == "b"
 
     @property
     def is_complex(self) -> bool:
+        """Always false: gradflow has no complex types."""
         return False
 
     @property
     def is_quantized(self) -> bool:
+        """Always false: gradflow has no quantized types."""
         return False
 
     @property
     def is_numpy_compatible(self) -> bool:
+        """Always true: every gradflow dtype has a NumPy dtype."""
         return True
 
     @property
@@ -67,10 +77,16 @@ class DType:
 
     @property
     def base_dtype(self) -> "DType":
+        """The dtype itself (TF1's reference dtypes do not exist here).
+
+        >>> gf.float32.base_dtype
+        tf.float32
+        """
         return self
 
     @property
     def real_dtype(self) -> "DType":
+        """The dtype itself (there are no complex dtypes)."""
         return self
 
     @property
@@ -96,6 +112,7 @@ class DType:
         return cast(info.min), cast(info.max)
 
     def is_compatible_with(self, other) -> bool:
+        """Whether a value of ``other`` may be used where this dtype is expected (equal dtypes)."""
         return self == other
 
     def resolve(self, xp):

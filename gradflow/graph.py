@@ -36,6 +36,11 @@ class Dimension(int):
 
     @property
     def value(self) -> int:
+        """TF1: the dimension as an int (a ``None`` dimension has no ``.value``).
+
+        >>> x.get_shape()[1].value
+        784
+        """
         return int(self)
 
     def __repr__(self) -> str:
@@ -50,6 +55,7 @@ class TensorShape(tuple):
 
     @property
     def ndims(self) -> int:
+        """The rank."""
         return len(self)
 
     @property
@@ -58,9 +64,15 @@ class TensorShape(tuple):
         return list(self)
 
     def as_list(self) -> list:
+        """The dimensions as a list of ints and ``None``.
+
+        >>> gf.placeholder(gf.float32, (None, 784)).shape.as_list()
+        [None, 784]
+        """
         return [None if d is None else int(d) for d in self]
 
     def is_fully_defined(self) -> bool:
+        """Whether every dimension is known."""
         return all(d is not None for d in self)
 
     def is_compatible_with(self, other) -> bool:
@@ -73,6 +85,7 @@ class TensorShape(tuple):
             a is None or b is None or a == b for a, b in zip(self, other))
 
     def num_elements(self):
+        """The number of elements, or ``None`` when a dimension is unknown."""
         if not self.is_fully_defined():
             return None
         return int(np.prod(self, dtype=np.int64))
@@ -104,6 +117,7 @@ class Tensor:
     # -- TF1 accessors -------------------------------------------------------
     @property
     def type(self) -> str:
+        """TF1: the name of the op that makes this tensor (``'matmul'``; TF1 says ``'MatMul'``)."""
         return self.opdef.name
 
     @property
@@ -112,6 +126,11 @@ class Tensor:
         return self
 
     def get_shape(self) -> TensorShape:
+        """TF1: the static shape (``self.shape``).
+
+        >>> x.get_shape().as_list()
+        [None, 784]
+        """
         return self.shape
 
     def eval(self, feed_dict=None, session=None):
@@ -211,6 +230,7 @@ class Graph:
 
     # -- names and scopes ----------------------------------------------------
     def unique_name(self, base: str) -> str:
+        """``base`` under the current name scope, with ``_1``, ``_2``... added if taken."""
         name = "/".join(self._scope + [base]) if self._scope else base
         count = self._names.get(name, 0)
         self._names[name] = count + 1
@@ -309,10 +329,15 @@ class Graph:
 
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Tensor) -> Tensor:
+        """Append a node made for this graph (the ops call it; users build nodes with ops)."""
         self.nodes.append(node)
         return node
 
     def get_tensor_by_name(self, name: str) -> Tensor:
+        """The tensor (or op) named ``name`` (``':0'`` may follow); ``KeyError`` if none.
+
+        >>> g.get_tensor_by_name("x:0")
+        """
         name = name[:-2] if name.endswith(":0") else name
         for node in self.nodes:
             if node.name == name:
@@ -322,13 +347,19 @@ class Graph:
     get_operation_by_name = get_tensor_by_name
 
     def get_operations(self) -> list:
+        """Every node of the graph, in the order they were made."""
         return list(self.nodes)
 
     # -- collections ---------------------------------------------------------
     def add_to_collection(self, key: str, value) -> None:
+        """Append ``value`` to collection ``key``.
+
+        >>> g.add_to_collection("losses", loss)
+        """
         self._collections.setdefault(key, []).append(value)
 
     def add_to_collections(self, keys, value) -> None:
+        """Append ``value`` to each collection of ``keys`` (a name or a list of names)."""
         for key in [keys] if isinstance(keys, str) else keys:
             self.add_to_collection(key, value)
 
@@ -346,9 +377,11 @@ class Graph:
         return self._collections.setdefault(key, [])
 
     def clear_collection(self, key: str) -> None:
+        """Remove collection ``key`` and its items."""
         self._collections.pop(key, None)
 
     def get_all_collection_keys(self) -> list:
+        """The names of the collections that hold something."""
         return list(self._collections)
 
     def __repr__(self) -> str:

@@ -114,6 +114,7 @@ class variance_scaling_initializer(Initializer):  # noqa: N801 - TF1 name
         return state_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
 
     def get_config(self):
+        """The constructor's arguments, as a dict (Keras's initializer protocol)."""
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
                 "seed": self.seed, "dtype": self.dtype.name}
 
@@ -163,6 +164,7 @@ class orthogonal_initializer(Initializer):  # noqa: N801 - TF1 name
                      op_seed=_op_seed(self.seed, graph), gain=self.gain)
 
     def get_config(self):
+        """The constructor's arguments, as a dict (Keras's initializer protocol)."""
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
 
 
@@ -183,6 +185,7 @@ class identity_initializer(Initializer):  # noqa: N801 - TF1 name
         return _constant_tensor(self.gain * np.eye(*shape), dtype=dtype)
 
     def get_config(self):
+        """The constructor's arguments, as a dict (Keras's initializer protocol)."""
         return {"gain": self.gain, "dtype": self.dtype.name}
 
 

@@ -132,6 +132,7 @@ class Variable(Tensor):
         return state_ops.assign_sub(self, delta, use_locking=use_locking, name=name)
 
     def value(self):
+        """TF1: the variable as a tensor holding its current value (here, the variable itself)."""
         return self
 
     read_value = value
@@ -359,9 +360,11 @@ class VariableScope:
     name = property(lambda self: self._name, doc="The full name: ``outer/inner``.")
     reuse = property(lambda self: self._reuse,
                      doc="``True``, ``False`` or ``AUTO_REUSE``: does get_variable share?")
-    initializer = property(lambda self: self._initializer)
-    regularizer = property(lambda self: self._regularizer)
-    dtype = property(lambda self: self._dtype)
+    initializer = property(lambda self: self._initializer,
+                           doc="The default initializer of get_variable in this scope.")
+    regularizer = property(lambda self: self._regularizer,
+                           doc="The default regularizer of get_variable in this scope.")
+    dtype = property(lambda self: self._dtype, doc="The default dtype of its variables.")
     original_name_scope = property(
         lambda self: self._name_scope,
         doc="The name scope (``'rnn/'``) opened when the scope was first entered.")
@@ -372,12 +375,19 @@ class VariableScope:
         self._reuse = True
 
     def set_initializer(self, initializer):
+        """Set the default initializer of ``get_variable`` in this scope.
+
+        >>> with gf.variable_scope("layer") as scope:
+        ...     scope.set_initializer(gf.zeros_initializer())
+        """
         self._initializer = initializer
 
     def set_regularizer(self, regularizer):
+        """Set the default regularizer of ``get_variable`` in this scope."""
         self._regularizer = regularizer
 
     def set_dtype(self, dtype):
+        """Set the default dtype of ``get_variable`` in this scope."""
         self._dtype = dtypes.as_dtype(dtype)
 
     def get_variable(self, var_store, name, *args, **kwargs):

@@ -123,6 +123,7 @@ class Iterator(structure.Elements):
     # -- what the ops call -----------------------------------------------------------
     @property
     def one_shot_dataset(self):
+        """The dataset a one-shot iterator reads (``None`` for other iterators)."""
         return self._one_shot
 
     def captures_of_one_shot(self):

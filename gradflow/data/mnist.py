@@ -331,18 +331,25 @@ class DataSet:
 
     @property
     def images(self):
+        """The images, one row (or one 28x28 array) per example.
+
+        >>> mnist.train.images.shape
+        """
         return self._images
 
     @property
     def labels(self):
+        """The labels: digits, or one-hot rows with ``one_hot=True``."""
         return self._labels
 
     @property
     def num_examples(self):
+        """How many examples the set holds (55,000 for ``mnist.train``)."""
         return self._num_examples
 
     @property
     def epochs_completed(self):
+        """How many full passes ``next_batch`` has made over the set."""
         return self._epochs_completed
 
     def next_batch(self, batch_size, fake_data=False, shuffle=True):

@@ -31,6 +31,7 @@ class Elements:
 
     @property
     def output_classes(self):
+        """TF1: the class of each component (``gf.Tensor``), in the element's structure."""
         return pack(self._template, [Tensor] * len(self._types))
 
 

@@ -51,6 +51,8 @@ def _install():
 
     Graph.as_graph_def = lambda self, from_version=None, add_shapes=False: \
         GraphDef.of_graph(self)
+    Graph.as_graph_def.__doc__ = ("TF1: the graph as a GraphDef (``gf.train.write_graph`` "
+                                  "writes it).\n\n>>> graph_def = g.as_graph_def()")
     Session.graph_def = property(lambda self: GraphDef.of_graph(self.graph),
                                  doc="TF1: the GraphDef of the session's graph.")
 

@@ -60,6 +60,7 @@ class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
 
     @property
     def dtype(self):
+        """The dtype of ``c`` and ``h`` (they must agree)."""
         if self.c.dtype is not self.h.dtype:
             raise TypeError(f"LSTMStateTuple: c is {self.c.dtype.name}, h is {self.h.dtype.name}")
         return self.c.dtype
@@ -107,6 +108,13 @@ class RNNCell:
 
     @property
     def trainable_variables(self):
+        """The variables the cell made when first called (empty before).
+
+        >>> cell = gf.nn.rnn_cell.LSTMCell(16)
+        >>> outputs, state = gf.nn.dynamic_rnn(cell, x, dtype=gf.float32)
+        >>> [v.name for v in cell.trainable_variables]
+        ['rnn/lstm_cell/kernel', 'rnn/lstm_cell/bias']
+        """
         return list(getattr(self, "_variables", ()))
 
     trainable_weights = variables = weights = trainable_variables
@@ -417,6 +425,7 @@ class _CellWrapper(RNNCell):
 
     @property
     def wrapped_cell(self):
+        """The cell this wrapper wraps."""
         return self._cell
 
     @property

@@ -209,7 +209,8 @@ def softplus(features, name=None):
 
 def swish(features, beta=1.0, name=None):
     """``features * sigmoid(beta * features)`` (TF1 ``tf.nn.swish``; ``beta`` as TF2's
-    ``tf.nn.silu``). The sigmoid is computed from exp(-|x|): finite and accurate for every input."""
+    ``tf.nn.silu``). The sigmoid is computed from ``exp(-|x|)``: finite and accurate for every
+    input."""
     from gradflow.ops.array_ops import static_value
 
     x = convert_to_tensor(features)

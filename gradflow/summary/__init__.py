@@ -1,5 +1,7 @@
 """TF1's ``tf.summary``: summaries as graph ops, and TensorBoard event files.
 
+::
+
     loss_summary = gf.summary.scalar("loss", loss)
     gf.summary.histogram("weights", w)
     merged = gf.summary.merge_all()

@@ -43,6 +43,7 @@ class ExponentialMovingAverage:
 
     @property
     def name(self):
+        """The name given to the constructor (``'ExponentialMovingAverage'`` by default)."""
         return self._name
 
     def apply(self, var_list=None, name=None):

@@ -95,6 +95,7 @@ class Optimizer:
                                     global_step=global_step, name=name)
 
     def get_name(self) -> str:
+        """The optimizer's name (``'Adam'``...), which prefixes its slot variables."""
         return self._name
 
     def get_slot_names(self) -> list:
