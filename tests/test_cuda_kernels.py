@@ -18,6 +18,7 @@ from cuda_host import build, elementwise_harness, launch, needs_gxx
 
 import gradflow as gf
 from gradflow.backends import cuda_kernels, numba_support, numpy_fused
+from gradflow.ops.registry import REGISTRY
 from gradflow.passes import PlanGraph, optimize
 from gradflow.passes.elementwise import SCALAR
 from gradflow.passes.fusion import FUSED, FusedProgram
@@ -25,7 +26,7 @@ from gradflow.passes.fusion import FUSED, FusedProgram
 pytestmark = needs_gxx
 # Ops whose CUDA form calls a math library function: CUDA's and the host C library's
 # may differ from NumPy's vectorized ones by an ulp or two.
-LIBM = numpy_fused.LIBM_OPS
+LIBM = {name for name, op in REGISTRY.items() if op.transcendental}  # libm calls
 # NumPy's maximum/minimum on -0.0 and 0.0 return the first operand for float16 and the
 # second for float32/float64 (its SIMD loops, NumPy 2.4 on AVX-512): the sign of such a
 # zero is not part of the contract (the Array API leaves it to the library).
