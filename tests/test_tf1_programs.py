@@ -331,8 +331,9 @@ def test_mnist_dataset_on_real_digits(backend_name, mnist_arrays):
     flat = [(x.reshape(len(x), -1) / np.float32(255.0)).astype(np.float32)
             for x in (x_train, x_test)]
     out = load_program("mnist_dataset").main(flat[0], y_train.astype(np.int64), flat[1],
-                                             y_test.astype(np.int64), epochs=2)
-    assert out["accuracy"] > 0.85
+                                             y_test.astype(np.int64), epochs=5)
+    # softmax regression, 150 steps of 100 of the first 3,000 digits: 0.831 after 2 epochs
+    assert out["accuracy"] > 0.86
 
 
 def test_reinitializable_iterator_switches_train_and_validation(backend_name):

@@ -108,6 +108,10 @@ class Coordinator:
 
     @property
     def joined(self) -> bool:
+        """Whether ``join()`` has returned (TF1's ``Coordinator.joined``).
+
+        >>> coord.join(threads); coord.joined   # True
+        """
         return self._joined
 
     def raise_requested_exception(self):

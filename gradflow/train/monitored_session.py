@@ -82,9 +82,18 @@ class MonitoredSession:
         return results["caller"]
 
     def should_stop(self) -> bool:
+        """Whether training should end: a hook asked to stop, the input ran out, or a
+        thread of the coordinator failed.
+
+        >>> while not sess.should_stop(): sess.run(train_op)
+        """
         return self._stop or self._coord.should_stop()
 
     def close(self):
+        """End the session: hooks' ``end`` runs and the underlying Session closes.
+
+        >>> sess.close()
+        """
         self._close(error=False)
 
     def _close(self, error):

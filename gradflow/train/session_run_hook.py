@@ -48,6 +48,10 @@ class SessionRunContext:
 
     @property
     def stop_requested(self) -> bool:
+        """Whether a hook called ``request_stop()`` during this run.
+
+        >>> run_context.stop_requested   # False until a hook asks to stop
+        """
         return self._stop_requested
 
 
