@@ -62,7 +62,8 @@ class NumpyBackend(Backend):
         return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
 
     def overwrites_inputs_safely(self, fn):
-        return isinstance(fn, np.ufunc) or getattr(fn, "overwrites_inputs_safely", False)
+        # a ufunc writing over its own input keeps its vectorized loops
+        return isinstance(fn, np.ufunc) and fn.nout == 1
 
     def fused(self, program, bind):
         shape = program.members[program.outputs[-1]].shape
