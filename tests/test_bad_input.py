@@ -198,3 +198,19 @@ def test_running_out_of_memory_is_a_resource_exhausted_error_naming_the_op(backe
     with gf.Session(backend=backend) as sess:
         with pytest.raises(gf.errors.ResourceExhaustedError, match=r"range.*test_bad_input"):
             sess.run(big, {n: 2 ** 42})
+
+
+def test_sparse_cross_entropy_stays_finite_beside_an_infinitely_unlikely_class(backend):
+    """A logit of -inf for a class that is not the label: the loss and its gradient are
+    finite, as in TF1 (multiplying the one-hot by log_softmax gave 0 * -inf = NaN)."""
+    x = gf.placeholder(gf.float32, (None, 4), name="x")
+    y = gf.placeholder(gf.int64, (None,), name="y")
+    loss = gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
+    [grad] = gf.gradients(gf.reduce_sum(loss), [x])
+    logits = np.array([[1.0, -np.inf, 2.0, 0.5]], np.float32)
+    with gf.Session(backend=backend) as sess:
+        got_loss, got_grad = sess.run([loss, grad], {x: logits, y: [2]})
+    finite = np.array([1.0, 2.0, 0.5])
+    expected = np.log(np.exp(finite).sum()) - 2.0
+    np.testing.assert_allclose(got_loss, [expected], rtol=1e-6)
+    assert np.all(np.isfinite(got_grad)) and got_grad[0, 1] == 0.0

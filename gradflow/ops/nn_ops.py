@@ -6,13 +6,14 @@ import math
 
 import numpy as np
 
+from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
 from gradflow.ops import rules
 from gradflow.ops.activation_ops import leaky_relu, softplus  # noqa: F401 - leaky_relu: tf.nn
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.index_ops import one_hot
-from gradflow.ops.math_ops import add, divide, exp, negative, subtract
+from gradflow.ops.math_ops import add, divide, exp, negative, subtract, where, zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
@@ -114,8 +115,11 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
                f"value {{value}}, outside the valid range [0, {depth}) of the {depth} classes "
                f"of logits '{logits.name}'; the loss was created at {user_source_line()}")
     checked = apply("check_label_range", [labels], depth=depth, message=message)
-    hot = one_hot(checked, depth, dtype=logits.dtype)
-    return negative(reduce_sum(hot * log_softmax(logits), -1), name=name)
+    # the label's log-probability picked, not multiplied out: 0 * log_softmax would be
+    # NaN where another class's logit is -inf, while the loss is finite (TF1 too)
+    hot = one_hot(checked, depth, on_value=True, off_value=False, dtype=dtypes.bool_)
+    logp = log_softmax(logits)
+    return negative(reduce_sum(where(hot, logp, zeros_like(logp)), -1), name=name)
 
 
 def _check_label_range_impl(xp, labels, depth, message):
