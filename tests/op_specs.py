@@ -529,11 +529,12 @@ spec("concat_three_last_axis", "concat", lambda x, y, z: gf.concat([x, y, z], -1
      [uniform(2, 1), uniform(2, 3), uniform(2, 2)], lambda x, y, z: np.concatenate([x, y, z], -1))
 spec("split_like", "split_like",
      lambda g, x, y: apply("split_like", [g, x, y], axis=1, index=1),
-     [uniform(2, 5), uniform(2, 2), uniform(2, 3)], lambda g, x, y: g[:, 2:], grad=(0,))
+     [uniform(2, 5), uniform(2, 2), uniform(2, 3)],
+     lambda g, x, y: g[:, x.shape[1]:x.shape[1] + y.shape[1]], grad=(0,))
 spec("split_like_first", "split_like",
      lambda g, x, y, z: apply("split_like", [g, x, y, z], axis=0, index=0),
      [uniform(4, 2), uniform(1, 2), uniform(2, 2), uniform(1, 2)],
-     lambda g, x, y, z: g[:1], grad=(0,))
+     lambda g, x, y, z: g[:x.shape[0]], grad=(0,))
 spec("stack", ("expand_dims", "concat"), lambda x, y, z: gf.stack([x, y, z]),
      [uniform(2, 2)] * 3, lambda x, y, z: np.stack([x, y, z]))
 spec("stack_axis1", ("expand_dims", "concat"), lambda x, y: gf.stack([x, y], axis=1),

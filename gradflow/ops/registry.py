@@ -9,6 +9,7 @@ nodes and returns one gradient (or ``None``) per input.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -279,14 +280,16 @@ def _infer(opdef, inputs, attrs):
 
 
 def _unknown_rank_dtype(opdef, shapes, in_dtypes, attrs):
-    """The dtype of a node whose input has unknown rank (its shape stays unknown)."""
-    known = next((s for s in shapes if s is not None), None)
-    # the rule at some rank it accepts (top_k needs 1 or more), sizes unknown
-    fills = ([known] if known is not None else []) + [(None,) * r for r in range(5)]
-    for fill in fills:
+    """The dtype of a node whose input has unknown rank (its shape stays unknown): the
+    rule's, at the first ranks it accepts for those inputs (sizes unknown; top_k needs
+    rank 1 or more, in_top_k a matrix and a vector)."""
+    unknown = [k for k, s in enumerate(shapes) if s is None]
+    for ranks in itertools.islice(itertools.product(range(5), repeat=len(unknown)), 200):
+        filled = list(shapes)
+        for k, rank in zip(unknown, ranks):
+            filled[k] = (None,) * rank
         try:
-            return opdef.infer([fill if s is None else s for s in shapes], in_dtypes,
-                               **attrs)[1]
+            return opdef.infer(filled, in_dtypes, **attrs)[1]
         except (ValueError, IndexError):
             continue
     return in_dtypes[0]
