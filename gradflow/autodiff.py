@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradflow.graph import Operation, Tensor
+from gradflow.graph import Operation, Tensor, topological_order
 from gradflow.ops.array_ops import matmul, unbroadcast
 from gradflow.ops.index_ops import concat, stack
 from gradflow.ops.math_ops import add, ones_like
@@ -43,20 +43,7 @@ def _differentiable(t) -> bool:
 
 def _reachable(ys, xs_set):
     """Nodes on some path from an x to a y: only they need gradients."""
-    order, seen = [], set()
-    for y in ys:  # iterative post-order DFS
-        stack = [(y, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            if node not in xs_set:
-                stack.extend((i, False) for i in node.inputs if i not in seen)
+    order = topological_order(ys, xs_set, control=False)
     leads = set(xs_set)
     for node in order:  # inputs come before consumers in post-order
         if node not in leads and any(i in leads for i in node.inputs):

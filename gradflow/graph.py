@@ -430,10 +430,10 @@ def set_random_seed(seed: int) -> None:
     get_default_graph().seed = int(seed)
 
 
-def topological_order(fetches, fed):
-    """Nodes needed to compute ``fetches`` when ``fed`` are given, inputs (and control
-    inputs) first: the one order of a graph that autodiff's callers, the passes and
-    the executor share."""
+def topological_order(fetches, fed, control=True):
+    """Nodes needed to compute ``fetches`` when ``fed`` are given, inputs (and, with
+    ``control``, control inputs) first: the one order of a graph that autodiff, the
+    passes and the executor share."""
     order, seen = [], set()
     for root in fetches:
         stack = [(root, False)]
@@ -447,6 +447,8 @@ def topological_order(fetches, fed):
             seen.add(node)
             stack.append((node, True))
             if node not in fed:
-                stack.extend((i, False) for i in reversed(node.control_inputs) if i not in seen)
+                if control:
+                    stack.extend((i, False) for i in reversed(node.control_inputs)
+                                 if i not in seen)
                 stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
     return order
