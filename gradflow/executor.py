@@ -571,16 +571,15 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     plan.specialized = feed_shapes is not None
     plan.trace = records if trace else None
     plan.layout = PlanLayout(order, fed_set, arena, slots, part_of, recycled, in_place,
-                             commit_start, source)
+                             commit_start)
     return plan
 
 
 class PlanLayout:
-    """What a compiled plan does, for people: its steps in order, which buffer of the
-    arena each value is written into, and the generated code (``Session.describe_plan``)."""
+    """What a compiled plan does, for people: its steps in order and which buffer of the
+    arena each value is written into (``Session.describe_plan``)."""
 
-    def __init__(self, order, fed, arena, slots, part_of, recycled, in_place, commit_start,
-                 source):
+    def __init__(self, order, fed, arena, slots, part_of, recycled, in_place, commit_start):
         self.order = order
         self.fed = fed
         self.arena = arena
@@ -589,7 +588,6 @@ class PlanLayout:
         self.recycled = recycled
         self.in_place = in_place
         self.commit_start = commit_start
-        self.source = source
 
     @property
     def arena_bytes(self) -> int:

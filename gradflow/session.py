@@ -109,11 +109,7 @@ class Session:
         """
         if self._closed:
             raise_closed()
-        if isinstance(fetches, Tensor):
-            flat, rebuild = [fetches], None
-        else:
-            flat, rebuild = _flatten(fetches, self.graph)
-        flat = [self._resolve(f) for f in flat]
+        flat, rebuild = self._fetch_list(fetches)
         feed_items = list(feed_dict.items()) if feed_dict else []
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
@@ -174,8 +170,7 @@ class Session:
                     f"'{t.name}' ({t.type}) cannot be fed: it is an operation or an "
                     "assignment, not a value; feed a placeholder or another tensor")
         feeds = self._convert_feeds(feed_keys, feed_items)
-        if self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
-                                 for t in feed_keys):
+        if self._specializes(feed_keys):
             marker = _Specializing()  # stands for the family until a general plan is needed
             self._plans.setdefault(key, marker)
             plan = self._compile((key, tuple(tuple(f.shape) for f in feeds)), feeds)
@@ -229,9 +224,7 @@ class Session:
         specialized to the fed shapes as an untraced run's plan would be; one is kept per
         fetch set and shapes, and a concurrent traced run compiles one of its own."""
         flat, feed_keys = base
-        specialize = self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
-                                           for t in feed_keys)
-        shapes = [f.shape for f in feeds] if specialize else None
+        shapes = [f.shape for f in feeds] if self._specializes(feed_keys) else None
         key = ("trace", base, None if shapes is None else tuple(tuple(s) for s in shapes))
         plan = self._plans.get(key)
         if plan is None:
@@ -259,16 +252,26 @@ class Session:
 
         >>> print(sess.describe_plan(train_op, {x: xb, y: yb}))
         """
-        flat = [fetches] if isinstance(fetches, Tensor) else _flatten(fetches, self.graph)[0]
-        flat = [self._resolve(f) for f in flat]
+        flat = self._fetch_list(fetches)[0]
         feed_items = list(feed_dict.items()) if feed_dict else []
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         feeds = self._convert_feeds(feed_keys, feed_items)
-        specialize = self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
-                                           for t in feed_keys)
-        plan = compile_plan(self, flat, feed_keys,
-                            [f.shape for f in feeds] if specialize else None)
-        return plan.layout.describe()
+        shapes = [f.shape for f in feeds] if self._specializes(feed_keys) else None
+        return compile_plan(self, flat, feed_keys, shapes).layout.describe()
+
+    def _fetch_list(self, fetches):
+        """The tensors of ``fetches``, resolved, and the function that rebuilds their
+        structure from the values (None for a single tensor)."""
+        if isinstance(fetches, Tensor):
+            flat, rebuild = [fetches], None
+        else:
+            flat, rebuild = _flatten(fetches, self.graph)
+        return [self._resolve(f) for f in flat], rebuild
+
+    def _specializes(self, feed_keys) -> bool:
+        """Whether plans for these fed tensors are compiled per set of fed shapes."""
+        return self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
+                                     for t in feed_keys)
 
     def _convert_feeds(self, feed_keys, feed_items):
         backend = self.backend
@@ -393,10 +396,9 @@ def _record_trace(plan, run_metadata, backend):
     stats = []
     for node, start, end in plan.trace:
         if node.opdef is FUSED:
-            members = [user_node(m) for m in node.attrs["program"].members]
-            name = "+".join(m.name for m in members)
-            label = "; ".join(f"{m.type} '{m.name}' at {m.source}" for m in members)
-            label = f"fused = fused({label})"
+            program = node.attrs["program"]
+            name = "+".join(user_node(m).name for m in program.members)
+            label = f"fused = fused({program.describe()})"
         else:
             origin = user_node(node)
             name = origin.name
