@@ -133,10 +133,9 @@ def assert_same(got, want, ulps, what, floor=0.0):
     assert not bad.any(), f"{what}: {g[bad][:5]} vs {w[bad][:5]}"
 
 
-@pytest.mark.parametrize("dtype", [gf.float16, gf.float32, gf.float64])
-def test_every_scalar_op_matches_numpy_and_numba(dtype, tmp_path):
-    """NaN, infinities, signed zeros and division by zero in every pair of operands;
-    float16 computes in float and rounds after each op, as NumPy does."""
+def every_op_case(dtype):
+    """``(program, input arrays, NumPy's results, printed kernel)`` of the program with
+    every op that has a scalar expression, in ``dtype``."""
     program = _program_of_every_op(dtype)
     a, b, c, d = _inputs()
     np_type = dtype.as_numpy_dtype
@@ -144,11 +143,18 @@ def test_every_scalar_op_matches_numpy_and_numba(dtype, tmp_path):
     with np.errstate(all="ignore"):
         arrays = [a.astype(np_type), b.astype(np_type), c, d, a.astype(other)]
         want = _reference(program, arrays)
-    kernel = cuda_kernels.print_kernel(program, (a.size,))
+    return program, arrays, want, cuda_kernels.print_kernel(program, (a.size,))
+
+
+@pytest.mark.parametrize("dtype", [gf.float16, gf.float32, gf.float64])
+def test_every_scalar_op_matches_numpy_and_numba(dtype, tmp_path):
+    """NaN, infinities, signed zeros and division by zero in every pair of operands;
+    float16 computes in float and rounds after each op, as NumPy does."""
+    program, arrays, want, kernel = every_op_case(dtype)
     assert kernel is not None and kernel.kinds == ("full",) * 5
     numba = None
     if numba_support.get_numba() is not None and dtype != gf.float16:  # numba has no float16
-        numba = numpy_fused._numba_kernel(program, (a.size,))(*arrays)
+        numba = numpy_fused._numba_kernel(program, (arrays[0].size,))(*arrays)
     for form, got in zip(("RawKernel", "ElementwiseKernel"),
                          _run_both_forms(program, kernel, arrays, tmp_path)):
         for k, member in enumerate(program.members):

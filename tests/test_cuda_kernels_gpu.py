@@ -9,11 +9,10 @@ import pytest
 from test_cuda_kernels import (
     LIBM,
     TIES,
-    _inputs,
     _mlp,
-    _program_of_every_op,
     _reference,
     assert_same,
+    every_op_case,
 )
 
 import gradflow as gf
@@ -45,14 +44,7 @@ def _launch(program, kernel, arrays):
 
 @pytest.mark.parametrize("dtype", [gf.float16, gf.float32, gf.float64])
 def test_every_scalar_op_on_the_device(dtype):
-    program = _program_of_every_op(dtype)
-    a, b, c, d = _inputs()
-    np_type = dtype.as_numpy_dtype
-    other = np.float64 if np_type != np.float64 else np.float32
-    with np.errstate(all="ignore"):
-        arrays = [a.astype(np_type), b.astype(np_type), c, d, a.astype(other)]
-        want = _reference(program, arrays)
-    kernel = cuda_kernels.print_kernel(program, (a.size,))
+    program, arrays, want, kernel = every_op_case(dtype)
     for got in _launch(program, kernel, arrays):
         for k, member in enumerate(program.members):
             name = member.opdef.name
