@@ -42,10 +42,11 @@ from gradflow.errors import (
     InvalidArgumentError,
     ResourceExhaustedError,
 )
-from gradflow.graph import Operation, topological_order
+from gradflow.graph import Operation
+from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
-from gradflow.passes.fusion import FUSED, FUSED_OUTPUT
 from gradflow.passes.ir import user_node
+from gradflow.schedule import build_schedule, is_multi, output_count, run_order
 
 _plan_ids = itertools.count()
 
@@ -102,219 +103,56 @@ def _bind(backend, node):
     return node.opdef.bind(backend.xp, node.attrs)
 
 
-def _buffer_reuse(order, fns, backend, readers):
-    """``(takes_out, donors)``: the ops that can write into a given buffer (``out=``),
-    and the values whose buffers the plan may own and overwrite once they are dead.
+class _Bound:
+    """The schedule's questions (``gradflow.schedule.Capabilities``), answered from the
+    backend's bound function of each node."""
 
-    An op takes ``out=`` when the backend says its function can (NumPy ufuncs)
-    and its result has a fully known shape of rank >= 1. Such a result is a donor
-    when every op reading it takes ``out=`` too: then no view of it (a reshape, a
-    slice) can outlive it.
-    """
-    writers = {n for n, fn in fns.items() if backend.accepts_out(fn)}
-    multi = {n for n in writers if _is_multi(n)}  # their outputs take the buffers
-    candidates = [n for n in writers if n not in multi] + [
-        n for n in order if n.opdef is FUSED_OUTPUT and n.inputs[0] in multi]
-    takes_out = {n for n in candidates
-                 if n.shape is not None and len(n.shape) > 0 and None not in n.shape}
-    no_views = takes_out | multi  # readers that never return a view of their input
-    donors = {n for n in takes_out if all(r in no_views for r in readers.get(n, ()))}
-    return takes_out, donors
+    def __init__(self, fns, backend):
+        self.fns = fns
+        self.backend = backend
 
+    def writes_out(self, node):
+        fn = self.fns.get(node)
+        if getattr(fn, "copies_strided_views", False):  # only where it would copy anyway
+            return bool(node.inputs) and node.inputs[0].opdef.view
+        return fn is not None and self.backend.accepts_out(fn)
 
-def _row_stacks(order, takes_out, keep, readers):
-    """``{concat: [(part, start, stop)]}``: concats along axis 0 whose parts the plan
-    writes straight into their rows of the concat's buffer, so that the concat copies
-    nothing (the gradient code stacks an RNN's per-step values this way).
+    def reads_whole(self, node):
+        return getattr(self.fns.get(node), "reads_whole_inputs", False)
 
-    A part qualifies when its op writes into ``out=`` (``takes_out``), nothing reads it
-    that could return a view of it, it is not fetched and belongs to no other stack;
-    the concat when it is not fetched and each op reading it that could return a view
-    of it (``unbroadcast`` returns its input when the shapes agree) is not fetched and
-    read only by ops that cannot. Such a concat and its parts then live in one buffer
-    of the arena from the first part written to the last reader of any of them, or of
-    such a view (``_stack_readers``).
-    """
-    # readers that never return a view of an input: ops writing into out=, multi-output
-    # kernels and concats (which copy)
-    no_views = takes_out | {n for n in order if _is_multi(n) or (
-        n.opdef.name == "concat" and n.opdef.kind == "compute")}
-    used, stacks = set(), {}
-
-    def fits(part, concat):
-        return part in takes_out and part not in keep and part not in used \
-            and part.dtype == concat.dtype and part.shape is not None \
-            and len(part.shape) == len(concat.shape) and None not in part.shape \
-            and tuple(part.shape[1:]) == tuple(concat.shape[1:]) \
-            and all(r in no_views or r is concat for r in readers.get(part, ()))
-
-    def contained(reader):  # what it returns is read, never kept, by ops that copy
-        return reader in no_views or (reader not in keep and all(
-            r in no_views for r in readers.get(reader, ())))
-
-    for node in order:
-        if node.opdef.name != "concat" or node.opdef.kind != "compute" or node in keep \
-                or node.attrs.get("axis") != 0 or node.shape is None \
-                or len(node.shape) < 1 or None in node.shape \
-                or len(set(node.inputs)) != len(node.inputs) \
-                or not all(contained(r) for r in readers.get(node, ())) \
-                or not all(fits(p, node) for p in node.inputs):
-            continue
-        start, parts = 0, []
-        for part in node.inputs:
-            parts.append((part, start, start + part.shape[0]))
-            start += part.shape[0]
-        stacks[node] = parts
-        used.update(node.inputs)
-    return stacks
+    def overwrites_input(self, node):
+        return self.backend.overwrites_inputs_safely(self.fns.get(node))
 
 
-def _stack_readers(stack, parts, readers):
-    """The nodes whose last use a row stack's buffer must outlive: its parts, itself and
-    the readers of it that might return a view of it."""
-    return [p for p, _, _ in parts] + [stack] + list(readers.get(stack, ()))
-
-
-def _output_count(node):
-    if node.opdef is FUSED:
-        return len(node.attrs["program"].outputs)
-    return getattr(node.opdef, "outputs", 1)
-
-
-def _is_multi(node):
-    """Whether ``node`` has several outputs (its value is a tuple): a fused node, or a
-    plan-only op such as ``lstm_step``."""
-    return _output_count(node) > 1
-
-
-def _outputs_after_fused(order):
-    """``order`` with the outputs of each multi-output fused node right after it, so
-    that the memory plan places all of them at the step where the kernel writes them."""
-    outputs = {}
-    for node in order:
-        if node.opdef is FUSED_OUTPUT:
-            outputs.setdefault(node.inputs[0], []).append(node)
-    if not outputs:
-        return order
-    placed = []
-    for node in order:
-        if node.opdef is FUSED_OUTPUT:
-            continue
-        placed.append(node)
-        placed.extend(sorted(outputs.get(node, ()), key=lambda o: o.attrs["index"]))
-    return placed
-
-
-def _arena_slots(order, nodes, last_use, whole=(), early=None):
-    """Place each of ``nodes`` (values no one outside the run sees, and no view of which
-    can outlive them) in a buffer of the plan: ``({node: slot}, [(dtype, size) per slot])``.
-
-    A value is computed in place over an input of its shape that dies with it (unless
-    its op is in ``whole``: ops such as matmul that read more of an input than the
-    element they write), or else takes the buffer most recently freed by a value of
-    its dtype (growing it if needed), so that consecutive ops reuse memory that is
-    still in the cache. ``early`` ({step: [node]}) places nodes at an earlier step than
-    their own (a row stack, when its first part is written).
-    """
-    free, slot_of, slots = {}, {}, []
-    early = early or {}
-
-    def place(node):
-        size = math.prod(node.shape)
-        pool = free.setdefault(node.dtype, [])
-        if pool:
-            k = pool.pop()
-            slots[k] = (node.dtype, max(slots[k][1], size))
-        else:
-            k = len(slots)
-            slots.append((node.dtype, size))
-        slot_of[node] = k
-
-    for step, node in enumerate(order):
-        for stack in early.get(step, ()):
-            place(stack)
-        dying = [i for i in set(node.inputs) if i in slot_of and last_use.get(i) == step]
-        if node in nodes and node not in slot_of:
-            same = [] if node in whole else [
-                i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
-            if same:  # in place over an input that dies here: its lines are in the cache
-                slot_of[node] = slot_of[same[0]]
-                dying.remove(same[0])
-                for inp in dying:
-                    free[inp.dtype].append(slot_of[inp])
-                continue
-            place(node)
-        for inp in dying:
-            free[inp.dtype].append(slot_of[inp])
-    return slot_of, slots
-
-
-def _recyclable_assign_sources(order, takes_out, keep):
-    """``{value: variable}`` for values computed only to be assigned to one variable
-    of the same shape and dtype: they can be written into the array that variable
-    held before the previous run, instead of a new one."""
-    sources = {}
-    for node in order:
-        if node.opdef.kind == "assign":
-            sources.setdefault(node.attrs["var"], []).append(node.inputs[0])
-    out = {}
-    for var, values in sources.items():
-        (value, *more) = values
-        if not more and value in takes_out and value not in keep and value.dtype == var.dtype \
-                and var.shape is not None and tuple(value.shape) == tuple(var.shape):
-            out[value] = var
-    return out
-
-
-def _taker(spare):
+def _taker(spare, is_array, empty):
     def take(var, shape, dtype):
+        """The spare array of ``var`` if no one else holds it, else a new one: either
+        way the variable's next value is written into an array that its next update
+        can be written into (an op on 0-d values returns a NumPy scalar otherwise)."""
         buf = spare.pop(var, None)
         # Two references: ``buf`` and getrefcount's argument. More means the array is
         # still held elsewhere (a native fetch, another variable): never write into it.
-        if buf is not None and sys.getrefcount(buf) == 2 and buf.shape == shape \
-                and buf.dtype == dtype:
+        if buf is not None and sys.getrefcount(buf) == 2 and is_array(buf) \
+                and buf.shape == shape and buf.dtype == dtype:
             return buf
-        return None
+        return empty(shape, dtype)
 
     return take
 
 
-def _in_place_taker(take):
+def _in_place_taker(take, is_array):
     def take_in_place(store, var, shape, dtype, held):
         """The array ``var`` holds now, to be updated in place, if nothing but the store
         (and, with ``held``, the plan's own read of it, an input of the writing op)
         refers to it: no other run's read, no native fetch. Else ``take``'s spare."""
         buf = store.get(var)
         # references: the store, ``buf``, getrefcount's argument, and the plan's read
-        if buf is not None and sys.getrefcount(buf) <= 3 + held and buf.shape == shape \
-                and buf.dtype == dtype:
+        if buf is not None and sys.getrefcount(buf) <= 3 + held and is_array(buf) \
+                and buf.shape == shape and buf.dtype == dtype:
             return buf
         return take(var, shape, dtype)
 
     return take_in_place
-
-
-def _updated_in_place(order, recycled, fns, last_use, backend):
-    """``{value: held}`` for the values assigned to a variable that can be written over
-    the variable's own array at commit: the variable's ``read_current`` (if the plan
-    reads it) is not read after the op that writes the value, and where that op reads
-    it (``held``), the backend's function tolerates its output over that input."""
-    position = {node: step for step, node in enumerate(order)}
-    current = {n.attrs["var"]: n for n in order if n.opdef.kind == "read_current"}
-    done = {}  # writer -> the step of its last output (a multi-output kernel's outputs)
-    for step, node in enumerate(order):
-        done[node.inputs[0] if node.opdef is FUSED_OUTPUT else node] = step
-    out = {}
-    for value, var in recycled.items():
-        writer = value.inputs[0] if value.opdef is FUSED_OUTPUT else value
-        read = current.get(var)
-        last = -1 if read is None else last_use.get(read, -1)
-        if last < position[writer]:
-            out[value] = 0
-        elif last <= done[writer] and read in writer.inputs \
-                and backend.overwrites_inputs_safely(fns.get(writer)):
-            out[value] = 1
-    return out
 
 
 def _allocate(backend, slots, arena):
@@ -334,23 +172,6 @@ def _allocate(backend, slots, arena):
     return buffers
 
 
-def _commit_last(order, fed):
-    """``(order, start)``: ``order`` with the nodes that read a variable's value at
-    commit (``read_current``), and every node after them, moved to the end from
-    ``start`` on (still inputs first). That part of the run happens under the store
-    lock, after the rest: an update of a variable from its own value applies to the
-    value the variable holds then, so concurrent runs lose no update."""
-    late = set()
-    for node in order:
-        if node not in fed and (node.opdef.kind == "read_current" or any(
-                i in late for i in node.inputs + node.control_inputs)):
-            late.add(node)
-    if not late:
-        return order, len(order)
-    early = [n for n in order if n not in late]
-    return early + [n for n in order if n in late], len(early)
-
-
 def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     """Build the plan that computes ``fetches`` with the tensors ``fed`` given.
 
@@ -368,9 +189,14 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
         from gradflow.passes import optimize
 
         targets = optimize(fetches, fed, feed_shapes).outputs
-    order, commit_start = _commit_last(
-        _outputs_after_fused(topological_order(targets, fed_set)), fed_set)
+    order, commit_start = run_order(targets, fed_set)
     backend = session.backend
+    fns = {node: _bind(backend, node) for node in order
+           if node not in fed_set and node.opdef.kind == "compute"}
+    # a call op binds from the user's node: its inputs sit at the same positions
+    fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
+                if node not in fed_set and node.opdef.kind == "call"})
+    schedule = build_schedule(order, commit_start, fed_set, targets, _Bound(fns, backend))
     env = {}
     lines = []
     line_nodes = {}
@@ -379,50 +205,17 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     writes = []
     reads = []
     feed_index = {t: i for i, t in enumerate(fed)}
-
-    last_use = {}
-    for step, node in enumerate(order):
-        if node not in fed_set:
-            for inp in node.inputs + node.control_inputs:
-                last_use[inp] = step
-    for step, node in enumerate(order):  # a multi-output kernel's inputs live until it
-        if node.opdef is FUSED_OUTPUT:   # has written its last output (see _arena_slots)
-            for inp in node.inputs[0].inputs:
-                last_use[inp] = max(last_use[inp], step)
     dies_at = {}
-    for value, step in last_use.items():
+    for value, step in schedule.last_use.items():
         dies_at.setdefault(step, []).append(value)
     keep = set(targets)
-    fns = {node: _bind(backend, node) for node in order
-           if node not in fed_set and node.opdef.kind == "compute"}
-    # a call op binds from the user's node: its inputs sit at the same positions
-    fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
-                if node not in fed_set and node.opdef.kind == "call"})
-    readers = {}
-    for node in order:
-        for inp in node.inputs:
-            readers.setdefault(inp, []).append(node)
-    takes_out, donors = _buffer_reuse(order, fns, backend, readers)
-    whole = {n for n, fn in fns.items() if getattr(fn, "reads_whole_inputs", False)}
-    stacks = _row_stacks(order, takes_out, keep, readers)
-    part_of = {part: (stack, start, stop) for stack, parts in stacks.items()
-               for part, start, stop in parts}
-    position = {node: step for step, node in enumerate(order)}
-    early = {}
-    for stack, parts in stacks.items():  # its buffer holds its parts from the first one
-        early.setdefault(min(position[p] for p, _, _ in parts), []).append(stack)
-        last_use[stack] = max(last_use.get(n, position[n])
-                              for n in _stack_readers(stack, parts, readers))
-    arena, slots = _arena_slots(order, (donors - keep - set(part_of)) | set(stacks), last_use,
-                                whole, early)
-    buffers = _allocate(backend, slots, arena)
+    stacks, part_of, arena = schedule.stacks, schedule.part_of, schedule.arena
+    recycled, in_place = schedule.recycled, schedule.in_place
+    position = schedule.position
+    buffers = _allocate(backend, schedule.slots, arena)
     views = {}
-    recycled = _recyclable_assign_sources(order, takes_out, keep)
-    take = _taker(session.spare_buffers)
-    take_in_place = _in_place_taker(take)
-    in_place = {v: held for v, held in
-                _updated_in_place(order, recycled, fns, last_use, backend).items()
-                if position[v] >= commit_start}
+    take = _taker(session.spare_buffers, backend.is_native, backend.empty)
+    take_in_place = _in_place_taker(take, backend.is_native)
     if checking:
         env["check"] = _numerics_check(backend.xp)
 
@@ -515,8 +308,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
                 more.append(f"sync(); rec((S{step}, t, clock()))")
             env[f"F{step}"] = fns[node]
             args = ", ".join(names[i] for i in node.inputs)
-            if _is_multi(node):  # one entry per output, None for one the plan never reads
-                outs = [None] * _output_count(node)
+            if is_multi(node):  # one entry per output, None for one the plan never reads
+                outs = [None] * output_count(node)
                 for o in order[step + 1:]:
                     if o.opdef is FUSED_OUTPUT and o.inputs[0] is node:
                         outs[o.attrs["index"]] = buffer(o, position[o])
@@ -531,7 +324,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
             line_nodes[len(lines) + 2] = node
             lines.append(indent + text)
         if checking and kind not in ("variable", "read_current") and node.dtype is not None \
-                and node.dtype.is_floating and names[node] != "None" and not _is_multi(node):
+                and node.dtype.is_floating and names[node] != "None" and not is_multi(node):
             env[f"N{step}"] = node
             role = "feed" if node in fed_set else "op"
             line_nodes[len(lines) + 2] = node
@@ -570,63 +363,8 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, line_nodes, filename)
     plan.specialized = feed_shapes is not None
     plan.trace = records if trace else None
-    plan.layout = PlanLayout(order, fed_set, arena, slots, part_of, recycled, in_place,
-                             commit_start)
+    plan.schedule = schedule
     return plan
-
-
-class PlanLayout:
-    """What a compiled plan does, for people: its steps in order and which buffer of the
-    arena each value is written into (``Session.describe_plan``)."""
-
-    def __init__(self, order, fed, arena, slots, part_of, recycled, in_place, commit_start):
-        self.order = order
-        self.fed = fed
-        self.arena = arena
-        self.slots = slots
-        self.part_of = part_of
-        self.recycled = recycled
-        self.in_place = in_place
-        self.commit_start = commit_start
-
-    @property
-    def arena_bytes(self) -> int:
-        return sum(size * dtype.as_numpy_dtype().itemsize for dtype, size in self.slots)
-
-    def describe(self) -> str:
-        """The plan as text: one line per step, then the arena's buffers."""
-        out = [f"plan: {len(self.order)} steps, arena {len(self.slots)} buffers, "
-               f"{self.arena_bytes:,} bytes"]
-        for step, node in enumerate(self.order):
-            if step == self.commit_start:
-                out.append("  -- commit, under the store lock --")
-            out.append(f"  {step:3d} {_step_text(node, self)}")
-        for k, (dtype, size) in enumerate(self.slots):
-            out.append(f"  buffer {k}: {size:,} x {dtype.name}")
-        return "\n".join(out)
-
-
-def _step_text(node, layout):
-    shape = "?" if node.shape is None else "x".join(str(d) for d in node.shape) or "scalar"
-    if node in layout.fed:
-        what = f"feed '{node.name}'"
-    elif node.opdef is FUSED:
-        members = node.attrs["program"].members
-        what = f"fused[{', '.join(m.type for m in members)}] '{user_node(members[-1]).name}'"
-    else:
-        what = f"{node.opdef.name} '{user_node(node).name}'"
-    where = ""
-    if node in layout.arena:
-        where = f" -> buffer {layout.arena[node]}"
-    elif node in layout.part_of:
-        stack, start, stop = layout.part_of[node]
-        where = f" -> rows {start}:{stop} of buffer {layout.arena[stack]}"
-    elif node in layout.in_place:
-        where = f" -> '{layout.recycled[node].name}' in place"
-    elif node in layout.recycled:
-        where = f" -> the spare array of '{layout.recycled[node].name}'"
-    dtype = f" {node.dtype.name}" if node.dtype is not None else ""
-    return f"{what} {shape}{dtype}{where}"
 
 
 def _numerics_check(xp):

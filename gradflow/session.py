@@ -257,7 +257,7 @@ class Session:
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         feeds = self._convert_feeds(feed_keys, feed_items)
         shapes = [f.shape for f in feeds] if self._specializes(feed_keys) else None
-        return compile_plan(self, flat, feed_keys, shapes).layout.describe()
+        return compile_plan(self, flat, feed_keys, shapes).schedule.describe()
 
     def _fetch_list(self, fetches):
         """The tensors of ``fetches``, resolved, and the function that rebuilds their

@@ -65,7 +65,7 @@ class Backend:
         return f"<gradflow backend {self.name} device={self.device}>"
 
 
-def call_in_turn(program, fns, writes_out=None, copyto=None):
+def call_in_turn(program, fns, writes_out=None, copyto=None, keeps=None):
     """``run(*inputs, out=None)`` computing a fused program by calling each member's
     function in turn, generated as one Python function (locals and direct calls, as
     the executor's plans are).
@@ -74,6 +74,12 @@ def call_in_turn(program, fns, writes_out=None, copyto=None):
     output goes into its buffer through the member's own ``out=`` where
     ``writes_out(fn)`` says it has one, else through ``copyto``. Without, ``out`` is
     ignored and ``run.accepts_out`` is False.
+
+    With ``copyto``, an intermediate value of a member that can write into ``out=``
+    (``keeps(fn)``, default ``writes_out``; unlike an output's, its buffer is never one
+    of its inputs), of fixed static shape and read only by such members (which return
+    no view of it), is written into the array that member returned on the first call:
+    a steady run of the program then allocates nothing.
     """
     n = program.num_inputs
     names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(fns))]
@@ -82,11 +88,15 @@ def call_in_turn(program, fns, writes_out=None, copyto=None):
     env = {"copyto": copyto}
     lines = [] if single or copyto is None else [
         f"{', '.join(dests.values())}, = out if out is not None else {(None,) * len(dests)}"]
+    kept = () if copyto is None else _kept_intermediates(program, fns, keeps or writes_out)
     for k, (fn, (_, args)) in enumerate(zip(fns, program.steps)):
         env[f"f{k}"] = fn
         call = f"f{k}({', '.join(names[a] for a in args)}"
         dest = dests.get(k) if copyto is not None else None
-        if dest is None:
+        if k in kept:  # into the array of the first call, kept in a one-entry list
+            env[f"s{k}"] = [None]
+            lines += [f"t{k} = {call}, out=s{k}[0])", f"s{k}[0] = t{k}"]
+        elif dest is None:
             lines.append(f"t{k} = {call})")
         elif writes_out is not None and writes_out(fn):
             lines.append(f"t{k} = {call}, out={dest})")
@@ -97,6 +107,24 @@ def call_in_turn(program, fns, writes_out=None, copyto=None):
                              "<gradflow-fused>")
     run.accepts_out = copyto is not None
     return run
+
+
+def _kept_intermediates(program, fns, writes_out):
+    """The steps of ``program`` whose values can live in one array kept between calls."""
+    n = program.num_inputs
+    readers = {}
+    for j, (_, args) in enumerate(program.steps):
+        for a in args:
+            readers.setdefault(a - n, []).append(j)
+    kept = set()
+    for k, (member, _) in enumerate(program.steps):
+        shape = member.shape
+        if k in program.outputs or not writes_out(fns[k]) or shape is None \
+                or None in tuple(shape) or len(shape) == 0:
+            continue
+        if all(writes_out(fns[j]) for j in readers.get(k, ())):
+            kept.add(k)
+    return kept
 
 
 def generated_function(params, lines, results, env, filename):

@@ -8,32 +8,84 @@ import numpy as np
 from gradflow.backends.base import Backend
 from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
+from gradflow.backends.numpy_out import LOWERINGS as OUT_LOWERINGS
 from gradflow.backends.numpy_reduce import lower_unbroadcast
 from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
+from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
 
 
-def _scatter_add_rows(xp_, rows, indices, num_rows):
-    """``out[indices[k]] += rows[k]``, deterministically and faster than ``np.add.at``
-    (which is slow on 2-D rows): a one-hot matrix product while that matrix is small
-    and the rows are finite, else sort the rows by index and sum each run with
-    ``np.add.reduceat``."""
+def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
+    """``out[indices[k]] += rows[k]`` over zeros, deterministically and faster than
+    ``np.add.at`` (which is slow on 2-D rows): a one-hot matrix product while that
+    matrix is small and the rows are finite, else sort the rows by index and sum each
+    run with ``np.add.reduceat``. With ``out`` (``(num_rows, row size)``) and a
+    ``scratch`` dict, the product path allocates nothing after its first call."""
     count = indices.shape[0]
     if count == 0:
-        return np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype)
+        if out is None:
+            return np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype)
+        out.fill(0)
+        return out
     # the product spreads a NaN or infinity of one row to every row (0 * nan): only
     # finite rows take it
-    if num_rows * count <= 1 << 22 and np.isfinite(rows).all():
-        one_hot = (np.arange(num_rows)[:, None] == indices[None, :]).astype(rows.dtype)
-        return one_hot @ rows
+    if num_rows * count <= 1 << 22 and _all_finite(rows, scratch):
+        if scratch is None:
+            one_hot = (np.arange(num_rows)[:, None] == indices[None, :]).astype(rows.dtype)
+            return one_hot @ rows
+        key = (num_rows, count, rows.dtype)
+        if key not in scratch:
+            scratch[key] = (np.arange(num_rows)[:, None], np.empty((num_rows, count), bool),
+                            np.empty((num_rows, count), rows.dtype))
+        positions, hits, one_hot = scratch[key]
+        np.equal(positions, indices[None, :], out=hits)
+        np.copyto(one_hot, hits, casting="unsafe")
+        return np.matmul(one_hot, rows, out=out)
     order = np.argsort(indices, kind="stable")
     ordered = indices[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    out = np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype)
-    out[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
-    return out
+    result = np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype) if out is None else out
+    if out is not None:
+        out.fill(0)
+    result[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return result
+
+
+def _all_finite(rows, scratch):
+    if scratch is None:
+        return bool(np.isfinite(rows).all())
+    key = ("finite", rows.shape)
+    if key not in scratch:
+        scratch[key] = np.empty(rows.shape, bool)
+    return bool(np.isfinite(rows, out=scratch[key]).all())
+
+
+def _lower_gather_grad(xp_, axis, validate=True):
+    """``gather_grad`` into ``out=`` for the common case (axis 0: an embedding's
+    gradient), through the product path's kept buffers; the op's impl otherwise."""
+    general = bind_gather_grad(_scatter_add_rows)(xp_, axis, validate)
+    scratch = {}
+
+    def gather_grad(g, indices, params, out=None):
+        if out is None or axis != 0:
+            result = general(g, indices, params)
+            if out is None:
+                return result
+            np.copyto(out, result)
+            return out
+        if validate:
+            check_ids(np, indices, params.shape[0])
+        flat = indices.reshape(-1)
+        rows = g.reshape(flat.shape[0], -1)
+        _scatter_add_rows(np, rows, flat, params.shape[0], out.reshape(params.shape[0], -1),
+                          scratch)
+        return out
+
+    gather_grad.accepts_out = True
+    gather_grad.reads_whole_inputs = True
+    return gather_grad
 
 
 def _relu_grad(xp_):
@@ -62,8 +114,10 @@ class NumpyBackend(Backend):
         return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
 
     def overwrites_inputs_safely(self, fn):
-        # a ufunc writing over its own input keeps its vectorized loops
-        return isinstance(fn, np.ufunc) and fn.nout == 1
+        # a ufunc writing over its own input keeps its vectorized loops; so does a fused
+        # kernel, which takes an output over an input as one array
+        return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(
+            fn, "elementwise_out", False)
 
     def fused(self, program, bind):
         shape = program.members[program.outputs[-1]].shape
@@ -75,10 +129,11 @@ class NumpyBackend(Backend):
 
 # this backend's own kernels, on the ops' records (OpDef.lowerings["numpy"])
 LOWERINGS = {
-    "gather_grad": bind_gather_grad(_scatter_add_rows),
+    "gather_grad": _lower_gather_grad,
     "relu_grad": _relu_grad,
     "matmul": lower_matmul,
     "unbroadcast": lower_unbroadcast,
+    **OUT_LOWERINGS,
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
 }

@@ -54,13 +54,19 @@ def lower_matmul(xp, transpose_a, transpose_b):
 
         return matmul_at
 
+    swapped = {}  # the swapped product's buffer per shape, when it writes into out=
+
     @_writes_out
     def matmul_bt(a, b, out=None):  # a @ b.T
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0] \
                 and a.shape[0] <= SWAP_MAX_ROWS and a.shape[1] >= SWAP_MIN_INNER:
             if out is None:
                 return np.ascontiguousarray(np.matmul(b, a.T).T)
-            np.copyto(out, np.matmul(b, a.T).T)
+            key = (b.shape[0], a.shape[0], out.dtype)
+            product = swapped.get(key)
+            if product is None:
+                product = swapped[key] = np.empty(key[:2], out.dtype)
+            np.copyto(out, np.matmul(b, a.T, out=product).T)
             return out
         return np.matmul(a, np.swapaxes(b, -1, -2), out=out)
 

@@ -19,9 +19,12 @@ from gradflow.ops.array_ops import _unbroadcast_impl
 def lower_unbroadcast(xp):
     ones = {}
 
-    def unbroadcast(g, x):
+    def unbroadcast(g, x, out=None):
         if g.shape == x.shape:
-            return g
+            if out is None:
+                return g
+            np.copyto(out, g)
+            return out
         lead = g.ndim - x.ndim
         target = x.shape
         if lead > 0 and g.shape[lead:] == target \
@@ -30,7 +33,15 @@ def lower_unbroadcast(xp):
             vector = ones.get((rows, g.dtype))
             if vector is None:
                 vector = ones[(rows, g.dtype)] = np.ones(rows, g.dtype)
-            return np.matmul(vector, g.reshape(rows, -1)).reshape(target)
-        return _unbroadcast_impl(np, g, x)
+            if out is None:
+                return np.matmul(vector, g.reshape(rows, -1)).reshape(target)
+            np.matmul(vector, g.reshape(rows, -1), out=out.reshape(-1))
+            return out
+        if out is None:
+            return _unbroadcast_impl(np, g, x)
+        np.copyto(out, _unbroadcast_impl(np, g, x))
+        return out
 
+    unbroadcast.accepts_out = True
+    unbroadcast.reads_whole_inputs = True
     return unbroadcast

@@ -500,7 +500,7 @@ def _transpose_grad(n, g):  # undo the permutation (a reversal, perm None, undoe
 
 register("transpose",
          lambda xp, x, perm: xp.permute_dims(x, _reversed_axes(x.ndim) if perm is None else perm),
-         _transpose_infer, grad=_transpose_grad)
+         _transpose_infer, grad=_transpose_grad, view=True)
 
 
 def transpose(a, perm=None, name=None):

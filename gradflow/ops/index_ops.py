@@ -100,7 +100,7 @@ def _getitem_grad_impl(xp, g, x, key):
     return out
 
 
-register("getitem", _getitem_impl, _getitem_infer, lower=_getitem_lower,
+register("getitem", _getitem_impl, _getitem_infer, lower=_getitem_lower, view=True,
          grad=lambda n, g: [apply("getitem_grad", [g, n.inputs[0]], key=n.attrs["key"])])
 register("getitem_grad", _getitem_grad_impl, lambda s, d, key: (s[1], d[0]),
          grad=lambda n, g: [apply("getitem", [g], key=n.attrs["key"]), None],
@@ -203,7 +203,7 @@ def _split_like_grad(n, g):  # put dg back in its place, zeros elsewhere
 
 
 register("split_like", _split_like_impl,
-         lambda s, d, axis, index: (s[index + 1], d[0]), grad=_split_like_grad)
+         lambda s, d, axis, index: (s[index + 1], d[0]), grad=_split_like_grad, view=True)
 
 
 def concat(values, axis, name=None):

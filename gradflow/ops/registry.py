@@ -52,6 +52,9 @@ class OpDef:
       sees through it).
     - ``shape_noop``: a shape op that does nothing once its output has its first input's
       static shape and dtype (``reshape``, ``unbroadcast``...).
+    - ``view``: its result may be a view of its first input's memory (a slice, a
+      transpose), as that of ``shape_noop`` and ``pass_through`` ops may: the memory
+      plan keeps that input's buffer while the view is read.
     - ``exact_grad``: its gradient rule returns, for every input, an array of that input's
       run-time shape (no ``unbroadcast`` needed).
     - ``broadcasting``: broadcasts its inputs and its gradients have the output's
@@ -80,6 +83,7 @@ class OpDef:
     check: bool = False
     pass_through: bool = False
     shape_noop: bool = False
+    view: bool = False
     exact_grad: bool = False
     broadcasting: bool = False
     plan_only: bool = False
