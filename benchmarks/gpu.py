@@ -312,10 +312,11 @@ def epoch_rows():
     import mnist_mlp
 
     weights = mnist_mlp.init_weights()
-    data_x = cupy.random.default_rng(0).random((EPOCH_EXAMPLES, 784), dtype=cupy.float32)
-    data_y = cupy.random.default_rng(1).integers(0, 10, EPOCH_EXAMPLES).astype(cupy.int64)
+    host = np.random.default_rng(0)
+    data_x = cupy.asarray(host.random((EPOCH_EXAMPLES, 784), dtype=np.float32))
+    data_y = cupy.asarray(host.integers(0, 10, EPOCH_EXAMPLES).astype(np.int64))
     steps = EPOCH_EXAMPLES // EPOCH_BATCH
-    order_rng = cupy.random.default_rng(2)
+    cupy.random.seed(2)
 
     def gradflow_epoch(optimize, options):
         step = mnist_mlp.gradflow_step(weights, data_x[:EPOCH_BATCH], data_y[:EPOCH_BATCH],
@@ -323,7 +324,7 @@ def epoch_rows():
         sess, train, xp, yp = step.parts
 
         def run():
-            order = order_rng.permutation(EPOCH_EXAMPLES)
+            order = cupy.random.permutation(EPOCH_EXAMPLES)  # shuffled on the GPU
             for i in range(steps):
                 take = order[i * EPOCH_BATCH:(i + 1) * EPOCH_BATCH]
                 sess.run(train, {xp: data_x[take], yp: data_y[take]})
