@@ -161,10 +161,7 @@ def torch_variants(make_model, x, y, loss_of, compile_too):
     if torch is None:
         return {}
 
-    def plain(fused):
-        model = make_model().cuda()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused)
-
+    def train_step(model, opt):
         def step():
             opt.zero_grad(set_to_none=True)
             loss_of(model, x, y).backward()
@@ -172,39 +169,32 @@ def torch_variants(make_model, x, y, loss_of, compile_too):
 
         return step
 
+    def plain(fused, compiled=False):
+        model = make_model().cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused)
+        return train_step(torch.compile(model) if compiled else model, opt)
+
     def graphed():
         model = make_model().cuda()
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True, capturable=True)
+        warm_up = train_step(model, opt)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(3):  # warm up on a side stream, as torch.cuda.graph asks
-                opt.zero_grad(set_to_none=True)
-                loss_of(model, x, y).backward()
-                opt.step()
+            for _ in range(3):  # on a side stream, as torch.cuda.graph asks
+                warm_up()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)  # the gradients then live in the graph's pool
         with torch.cuda.graph(graph):
             loss_of(model, x, y).backward()
             opt.step()
         return graph.replay
 
-    def compiled():
-        model = torch.compile(make_model().cuda())
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_of(model, x, y).backward()
-            opt.step()
-
-        return step
-
     rows = {"PyTorch eager": lambda: plain(None), "PyTorch fused Adam": lambda: plain(True),
             "PyTorch CUDA graph": graphed}
     if compile_too:
-        rows["torch.compile"] = compiled
+        rows["torch.compile"] = lambda: plain(True, compiled=True)
     return rows
 
 
@@ -217,24 +207,31 @@ def _cross_entropy(model, x, y):
 # -- the models -------------------------------------------------------------------------
 
 
+def classifier_rows(group, module, x, y, torch_x, seconds, compile_too):
+    """The gradflow and PyTorch rows of an MNIST benchmark module (``mnist_mlp``,
+    ``mnist_cnn``) on images ``x`` (``torch_x``: the same in PyTorch's layout)."""
+    weights = module.init_weights()
+    xd, yd = device_feeds(x, y)
+    for name, (optimize, options) in gradflow_variants().items():
+        report(group, name, lambda: module.gradflow_step(
+            weights, xd, yd, BACKEND, optimize=optimize, session_options=options), seconds)
+    torch = _torch_cuda()
+    if torch is not None:
+        xt, yt = torch.from_numpy(torch_x).cuda(), torch.from_numpy(y).cuda()
+        for name, make in torch_variants(lambda: module.torch_model(weights), xt, yt,
+                                         _cross_entropy, compile_too).items():
+            report(group, name, make, seconds)
+    return weights
+
+
 def mlp_rows(batch, seconds, compile_too):
     import mnist_mlp
 
     rng = np.random.default_rng(0)
     x = rng.random((batch, 784), dtype=np.float32)
     y = rng.integers(0, 10, batch).astype(np.int64)
-    weights = mnist_mlp.init_weights()
     group = f"MLP b={batch}"
-    xd, yd = device_feeds(x, y)
-    for name, (optimize, options) in gradflow_variants().items():
-        report(group, name, lambda: mnist_mlp.gradflow_step(
-            weights, xd, yd, BACKEND, optimize=optimize, session_options=options), seconds)
-    torch = _torch_cuda()
-    if torch is not None:
-        xt, yt = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
-        for name, make in torch_variants(lambda: mnist_mlp.torch_model(weights), xt, yt,
-                                         _cross_entropy, compile_too).items():
-            report(group, name, make, seconds)
+    weights = classifier_rows(group, mnist_mlp, x, y, x, seconds, compile_too)
     report(group, "JAX jit", lambda: _jax_mlp(weights, x, y), seconds)
 
 
@@ -256,19 +253,8 @@ def cnn_rows(batch, seconds, compile_too):
     rng = np.random.default_rng(0)
     x = rng.random((batch, 28, 28, 1), dtype=np.float32)
     y = rng.integers(0, 10, batch).astype(np.int64)
-    weights = mnist_cnn.init_weights()
-    group = f"CNN b={batch}"
-    xd, yd = device_feeds(x, y)
-    for name, (optimize, options) in gradflow_variants().items():
-        report(group, name, lambda: mnist_cnn.gradflow_step(
-            weights, xd, yd, BACKEND, optimize=optimize, session_options=options), seconds)
-    torch = _torch_cuda()
-    if torch is not None:
-        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).cuda()
-        yt = torch.from_numpy(y).cuda()
-        for name, make in torch_variants(lambda: mnist_cnn.torch_model(weights), xt, yt,
-                                         _cross_entropy, compile_too).items():
-            report(group, name, make, seconds)
+    classifier_rows(f"CNN b={batch}", mnist_cnn, x, y, x.transpose(0, 3, 1, 2).copy(),
+                    seconds, compile_too)
 
 
 def lstm_rows(seconds, compile_too):
