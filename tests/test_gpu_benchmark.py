@@ -30,8 +30,20 @@ def test_without_a_gpu_it_says_why_and_exits_0():
     assert _cuda_reason() in done.stdout
 
 
-def test_the_gradflow_rows_run_on_numpy(monkeypatch, capsys):
+@pytest.fixture
+def benchmark_modules(monkeypatch):
+    """benchmarks/ first on sys.path, and its module names (examples/ has a mnist_mlp too)
+    free while the test runs and given back as they were after it."""
+    names = ("gpu", "timing", "mnist_mlp", "mnist_cnn", "lstm_step")
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     monkeypatch.syspath_prepend(BENCHMARKS)
+    yield
+    for name in names:
+        sys.modules.pop(name, None)
+    sys.modules.update(saved)
+
+
+def test_the_gradflow_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
     gpu = importlib.import_module("gpu")
     monkeypatch.setattr(gpu, "BACKEND", "numpy")
     monkeypatch.setattr(gpu, "_torch_cuda", lambda: None)
