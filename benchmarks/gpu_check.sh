@@ -1,6 +1,9 @@
 #!/bin/sh
-# Run gradflow's GPU tests on a CUDA machine that cannot download, and keep the logs.
+# Run gradflow's GPU tests and benchmarks/gpu.py on a CUDA machine that cannot download,
+# and keep the logs (pytest_gpu.log, benchmark_gpu.log, versions.txt, install.log).
 #   benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]
+# GPU_BENCH_ARGS (default "--seconds 0.5") go to benchmarks/gpu.py, which gets at most
+# GPU_BENCH_TIMEOUT seconds (default 300).
 # WHEEL_DIR (default .whl, a copy of ../shared/device-wheels carried into the checkout)
 # holds the wheels the machine lacks (array-api-compat, array-api-strict, nvmath-python);
 # they go to a private --target folder, gradflow itself is imported from the checkout.
@@ -18,4 +21,10 @@ export PYTHONPATH="$SITE:$PWD"
 python3 -m pytest -q -m gpu -p no:cacheprovider -rs tests > "$LOGS/pytest_gpu.log" 2>&1
 status=$?
 tail -3 "$LOGS/pytest_gpu.log"
-exit $status
+# shellcheck disable=SC2086 - GPU_BENCH_ARGS is a list of arguments
+timeout "${GPU_BENCH_TIMEOUT:-300}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
+  > "$LOGS/benchmark_gpu.log" 2>&1
+bench=$?
+echo "benchmarks/gpu.py exited $bench: $LOGS/benchmark_gpu.log"
+[ "$status" -ne 0 ] && exit "$status"
+exit $bench

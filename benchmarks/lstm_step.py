@@ -74,7 +74,7 @@ def gradflow_model(steps, weights=None):
     return ids, targets, cell, loss
 
 
-def gradflow_step(weights, x, y, backend, optimize=True):
+def gradflow_step(weights, x, y, backend, optimize=True, session_options=None):
     """``(step, first loss, session, loss tensor, feed)`` of the gradflow model."""
     graph = gf.Graph()
     with graph.as_default():
@@ -82,7 +82,7 @@ def gradflow_step(weights, x, y, backend, optimize=True):
         kernel, bias = cell.trainable_variables
         init_ops = [kernel.assign(weights["kernel"]), bias.assign(weights["bias"])]
         train = gf.train.AdamOptimizer(1e-3).minimize(loss)
-    sess = gf.Session(graph=graph, backend=backend, optimize=optimize)
+    sess = gf.Session(graph=graph, backend=backend, optimize=optimize, **(session_options or {}))
     sess.run(gf.variables_initializer(graph.get_collection("variables")))
     sess.run(init_ops)
     feed = {ids: x, targets: y}
@@ -268,7 +268,9 @@ class NumpyLSTM:
         return loss
 
 
-def torch_nn_step(weights, x, y):
+def torch_nn_model():
+    """Embedding, ``nn.LSTM`` and the softmax layer as one ``torch.nn.Module`` (logits of
+    every step, batch first)."""
     import torch
 
     class Model(torch.nn.Module):
@@ -282,7 +284,13 @@ def torch_nn_step(weights, x, y):
             h, _ = self.lstm(self.emb(ids))
             return self.out(h)
 
-    model = Model()
+    return Model()
+
+
+def torch_nn_step(weights, x, y):
+    import torch
+
+    model = torch_nn_model()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     xt, yt = torch.from_numpy(x.astype(np.int64)), torch.from_numpy(y.astype(np.int64))
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -295,18 +303,19 @@ def torch_nn_step(weights, x, y):
     return step
 
 
-def torch_loop_step(weights, x, y):
+def torch_loop_step(weights, x, y, device="cpu"):
     """The same LSTM written as a cell loop in PyTorch eager, with the same weights."""
     import torch
 
-    params = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
+    params = {k: torch.tensor(v, requires_grad=True, device=device) for k, v in weights.items()}
     opt = torch.optim.Adam(params.values(), lr=1e-3)
-    xt, yt = torch.from_numpy(x.astype(np.int64)), torch.from_numpy(y.astype(np.int64))
+    xt = torch.from_numpy(x.astype(np.int64)).to(device)
+    yt = torch.from_numpy(y.astype(np.int64)).to(device)
     targets = yt.t().reshape(-1)
 
     def loss_fn():
         emb, kernel, bias = params["emb"], params["kernel"], params["bias"]
-        h = c = torch.zeros(x.shape[0], HIDDEN)
+        h = c = torch.zeros(x.shape[0], HIDDEN, device=device)
         outputs = []
         for t in range(STEPS):
             z = torch.cat([emb[xt[:, t]], h], 1) @ kernel + bias

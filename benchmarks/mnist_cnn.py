@@ -40,7 +40,7 @@ def init_weights(seed=0):
     return out
 
 
-def gradflow_step(weights, x, y, backend, optimize=True):
+def gradflow_step(weights, x, y, backend, optimize=True, session_options=None):
     graph = gf.Graph()
     with graph.as_default():
         xp = gf.placeholder(gf.float32, (None, 28, 28, 1))
@@ -55,12 +55,13 @@ def gradflow_step(weights, x, y, backend, optimize=True):
         loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=yp,
                                                                              logits=logits))
         train = gf.train.AdamOptimizer(1e-3).minimize(loss)
-    sess = gf.Session(graph=graph, backend=backend, optimize=optimize)
+    sess = gf.Session(graph=graph, backend=backend, optimize=optimize, **(session_options or {}))
     feed = {xp: x, yp: y}
     return lambda: sess.run(train, feed)
 
 
-def torch_step(weights, x, y):
+def torch_model(weights):
+    """The CNN (NCHW) as a ``torch.nn.Sequential`` holding ``weights`` (HWIO filters)."""
     import torch
 
     k1, b1, k2, b2, w3, b3, w4, b4 = weights
@@ -75,9 +76,15 @@ def torch_step(weights, x, y):
         for fc, w, b in ((fc1, w3_nchw, b3), (fc2, w4, b4)):
             fc.weight.copy_(torch.from_numpy(w.T.copy()))
             fc.bias.copy_(torch.from_numpy(b))
-    model = torch.nn.Sequential(conv1, torch.nn.ReLU(), torch.nn.MaxPool2d(2), conv2,
-                                torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), fc1,
-                                torch.nn.ReLU(), torch.nn.Dropout(0.5), fc2)
+    return torch.nn.Sequential(conv1, torch.nn.ReLU(), torch.nn.MaxPool2d(2), conv2,
+                               torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), fc1,
+                               torch.nn.ReLU(), torch.nn.Dropout(0.5), fc2)
+
+
+def torch_step(weights, x, y):
+    import torch
+
+    model = torch_model(weights)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
     yt = torch.from_numpy(y)

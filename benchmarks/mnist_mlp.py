@@ -41,10 +41,11 @@ def init_weights(seed=0):
     return out
 
 
-def gradflow_step(weights, x, y, backend, gf=gf, optimize=True):
+def gradflow_step(weights, x, y, backend, gf=gf, optimize=True, session_options=None):
     """One Adam step of the MLP as a function; ``gf`` may be another gradflow version
     (benchmarks/compare_revisions.py), so ``optimize`` reaches the Session only when False.
-    ``step.weights()`` returns the current weights."""
+    ``session_options`` go to the Session too. ``step.weights()`` returns the current
+    weights, ``step.parts`` is ``(session, train op, x placeholder, y placeholder)``."""
     graph = gf.Graph()
     with graph.as_default():
         xp = gf.placeholder(gf.float32, (None, 784))
@@ -57,11 +58,12 @@ def gradflow_step(weights, x, y, backend, gf=gf, optimize=True):
                 h = gf.nn.relu(h)
         loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=yp, logits=h))
         train = gf.train.AdamOptimizer(LR).minimize(loss)  # TF1's defaults: BETA1, ...
-    options = {} if optimize else {"optimize": False}
+    options = dict({} if optimize else {"optimize": False}, **(session_options or {}))
     sess = gf.Session(graph=graph, backend=backend, **options)
     feed = {xp: x, yp: y}
     step = lambda: sess.run(train, feed)
     step.weights = lambda: sess.run(params)
+    step.parts = (sess, train, xp, yp)
     return step
 
 
@@ -217,7 +219,8 @@ def gemm_flops(batch):
     return 2 * batch * (2 * sum(layers) + sum(layers[1:]))
 
 
-def torch_step(weights, x, y):
+def torch_model(weights):
+    """The MLP as a ``torch.nn.Sequential`` holding ``weights``."""
     import torch
 
     layers = []
@@ -227,7 +230,13 @@ def torch_step(weights, x, y):
             lin.weight.copy_(torch.from_numpy(weights[i].T.copy()))
             lin.bias.copy_(torch.from_numpy(weights[i + 1]))
         layers += [lin, torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def torch_step(weights, x, y):
+    import torch
+
+    model = torch_model(weights)
     opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPSILON)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     loss_fn = torch.nn.CrossEntropyLoss()

@@ -48,6 +48,10 @@ def make_parser(description, epochs, batch_size, lr, decay):
                         help="write TensorBoard event files here: training loss, accuracy and "
                              "learning rate, weight histograms, test accuracy per epoch and "
                              "the graph (view with: tensorboard --logdir DIR)")
+    parser.add_argument("--data-on-device", choices=("auto", "yes", "no"), default="auto",
+                        help="copy the training and test sets to the session's device once "
+                             "and gather each shuffled batch there (auto: with --backend "
+                             "cupy, when not --distributed)")
     parser.add_argument("--summary-every", type=int, default=100,
                         help="with --logdir: write the training summaries every N steps")
     return parser
@@ -153,6 +157,25 @@ def add_summaries(loss, accuracy, lr):
                 test_summary=test_summary)
 
 
+def keeps_data_on_device(args, backend_name, hvd):
+    """Whether ``train`` copies the data to the device once (``--data-on-device``)."""
+    if args.data_on_device == "auto":
+        return backend_name == "cupy" and hvd is None
+    return args.data_on_device == "yes" and hvd is None
+
+
+def device_batches(backend, arrays, batch_size, seed):
+    """The shuffled batches ``gf.data.batches(*arrays, batch_size=..., seed=seed)`` yields,
+    for ``arrays`` already on ``backend``'s device: the same NumPy order (so a seed gives
+    the same batches on every backend), copied to the device once; each batch is
+    gathered there, so no image crosses the bus during an epoch."""
+    count = len(arrays[0])
+    order = backend.asarray(np.random.default_rng(seed).permutation(count))
+    for start in range(0, count, batch_size):
+        index = order[start:start + batch_size]
+        yield tuple(backend.xp.take(a, index, axis=0) for a in arrays)
+
+
 def evaluate(sess, m, images, labels, batch_size=1000):
     """Accuracy over all of ``images`` (dropout off: ``training`` keeps its default)."""
     correct = 0.0
@@ -182,6 +205,9 @@ def train(args, graph, m, data, name, description, script, argv=None):
     writer = gf.summary.FileWriter(args.logdir, graph) if args.logdir and lead else None
     with gf.Session(graph=graph, backend=args.backend) as sess, writer or contextlib.nullcontext():
         backend = sess.backend.name
+        on_device = keeps_data_on_device(args, backend, hvd)
+        if on_device:
+            x_train, y_train, x_test, y_test = (sess.backend.asarray(a) for a in data)
         done, history, latest = tools.start(sess, m, args.checkpoint_dir if lead else None,
                                             args.resume and lead)
         if hvd is not None:  # rank 0's variables, restored or fresh, to every rank
@@ -205,7 +231,12 @@ def train(args, graph, m, data, name, description, script, argv=None):
         try:
             for epoch in range(done + 1, args.epochs + 1):
                 start_time = time.perf_counter()
-                batches = gf.data.batches(x_train, y_train, **batching, seed=args.seed + epoch)
+                if on_device:
+                    batches = device_batches(sess.backend, (x_train, y_train),
+                                             args.batch_size, args.seed + epoch)
+                else:
+                    batches = gf.data.batches(x_train, y_train, **batching,
+                                              seed=args.seed + epoch)
                 with tqdm(batches, total=steps_per_epoch, desc=f"epoch {epoch}/{args.epochs}",
                           leave=False, disable=not lead) as bar:
                     for xb, yb in bar:

@@ -61,6 +61,8 @@ def _arg(value):
         return ctypes.c_void_p(value.ctypes.data)
     if isinstance(value, np.float32):
         return ctypes.c_float(value)
+    if isinstance(value, float):  # Python floats and np.float64: C double
+        return ctypes.c_double(value)
     if isinstance(value, (int, np.integer)):
         return ctypes.c_longlong(int(value)) if value < 2**63 else ctypes.c_ulonglong(value)
     raise TypeError(f"no host argument for {value!r}")

@@ -175,6 +175,33 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
         assert 0 <= resumed["accuracies"][1] <= 1
 
 
+def test_data_kept_on_the_device_gives_the_same_batches_and_training(tmp_path, monkeypatch):
+    """--data-on-device (the default with --backend cupy) gathers the same shuffled batches
+    from the device copy: on numpy the training is bit for bit the host-batched one."""
+    import gradflow as gf
+
+    pytest.importorskip("tqdm")
+    mlp = load("mnist_mlp")
+    common = mlp.mnist_common
+    x, y = np.arange(70 * 3, dtype=np.float32).reshape(70, 3), np.arange(70)
+    with gf.Session(backend="numpy") as sess:
+        got = list(common.device_batches(sess.backend, (x, y), 16, seed=5))
+    want = list(gf.data.batches(x, y, batch_size=16, seed=5))
+    assert len(got) == len(want) == 5
+    assert all((g[0] == w[0]).all() and (g[1] == w[1]).all() for g, w in zip(got, want))
+    small_mnist(monkeypatch)
+    args = ["--batch-size", "16", "--epochs", "1", "--backend", "numpy",
+            "--out", str(tmp_path)]
+    host = mlp.main(args + ["--data-on-device", "no"])
+    drawn = []
+    gather = common.device_batches
+    monkeypatch.setattr(common, "device_batches",
+                        lambda *a: drawn.append(a) or gather(*a))
+    device = mlp.main(args + ["--data-on-device", "yes"])
+    assert len(drawn) == 1  # one epoch, its batches gathered from the device copy
+    assert device["losses"] == host["losses"] and device["accuracies"] == host["accuracies"]
+
+
 def test_mnist_logdir_writes_tensorboard_events(tmp_path, monkeypatch):
     """--logdir: the graph, training summaries every --summary-every steps and the test
     accuracy per epoch, read back with TensorBoard's own reader."""

@@ -100,7 +100,7 @@ def dropout_mask(seed, offset, n, keep_prob):
 # reaches gridDim.x) moves the offset past this draw and clears the count, so
 # the offset advances once per launch without a second kernel or a host call,
 # after every block has read it (the "last block" pattern, with fences).
-CUDA_SOURCE = r"""
+HELPERS = r"""
 #define GF_PHILOX_M0 0xD2511F53u
 #define GF_PHILOX_M1 0xCD9E8D57u
 #define GF_PHILOX_W0 0x9E3779B9u
@@ -121,26 +121,18 @@ __device__ inline float gf_philox_uniform(unsigned int w) {
     return (float)(w >> 8) * 5.9604644775390625e-08f;  /* 2**-24 */
 }
 
-/* mode 0: uint32 words; mode 1: float32 uniforms; mode 2: float32 mask, 1 where u < p */
-__device__ inline void gf_philox_draw(unsigned long long seed, unsigned long long *state,
-                                      long long n, int mode, float p, void *out) {
-    __shared__ unsigned long long base;
-    if (threadIdx.x == 0) base = state[0];
+/* The offset every thread of the block draws from: read once per block. */
+__device__ inline unsigned long long gf_philox_begin(const unsigned long long *state,
+                                                     unsigned long long *shared_base) {
+    if (threadIdx.x == 0) *shared_base = state[0];
     __syncthreads();
-    const long long blocks = (n + 3) / 4;
-    const unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
-    for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks;
-         b += (long long)blockDim.x * gridDim.x) {
-        const unsigned long long block = base + (unsigned long long)b;
-        unsigned int c[4] = {(unsigned int)block, (unsigned int)(block >> 32), 0u, 0u};
-        gf_philox4x32_10(c, k0, k1);
-        for (int j = 0; j < 4 && 4 * b + j < n; ++j) {
-            const long long i = 4 * b + j;
-            if (mode == 0) ((unsigned int *)out)[i] = c[j];
-            else if (mode == 1) ((float *)out)[i] = gf_philox_uniform(c[j]);
-            else ((float *)out)[i] = gf_philox_uniform(c[j]) < p ? 1.0f : 0.0f;
-        }
-    }
+    return *shared_base;
+}
+
+/* Called by every thread once its block is done: the last block to finish moves the
+   offset past the ``blocks`` counter blocks of this draw and clears the count. */
+__device__ inline void gf_philox_advance(unsigned long long *state, unsigned long long base,
+                                         long long blocks) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -151,23 +143,42 @@ __device__ inline void gf_philox_draw(unsigned long long seed, unsigned long lon
         }
     }
 }
-
-extern "C" __global__ void gf_philox_bits(unsigned long long seed, unsigned long long *state,
-                                          long long n, unsigned int *out) {
-    gf_philox_draw(seed, state, n, 0, 0.0f, out);
-}
-
-extern "C" __global__ void gf_philox_uniform_f32(unsigned long long seed,
-                                                 unsigned long long *state, long long n,
-                                                 float *out) {
-    gf_philox_draw(seed, state, n, 1, 0.0f, out);
-}
-
-extern "C" __global__ void gf_philox_dropout_mask(unsigned long long seed,
-                                                  unsigned long long *state, long long n,
-                                                  float keep_prob, float *out) {
-    gf_philox_draw(seed, state, n, 2, keep_prob, out);
-}
 """
+
+
+def draw_kernel(name, params, element):
+    """The CUDA C text of a kernel ``name(seed, state, n, <params>)`` that draws ``n``
+    words of the stream at the device offset ``state[0]``, runs the statement
+    ``element`` for each (with ``i``, the element's index, and ``w``, its uint32 word),
+    and advances the offset. Compile it after ``HELPERS``."""
+    return f"""
+extern "C" __global__ void {name}(unsigned long long seed, unsigned long long *state,
+                                  long long n, {params}) {{
+    __shared__ unsigned long long shared_base;
+    const unsigned long long base = gf_philox_begin(state, &shared_base);
+    const long long blocks = (n + 3) / 4;
+    const unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+    for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks;
+         b += (long long)blockDim.x * gridDim.x) {{
+        const unsigned long long block = base + (unsigned long long)b;
+        unsigned int c[4] = {{(unsigned int)block, (unsigned int)(block >> 32), 0u, 0u}};
+        gf_philox4x32_10(c, k0, k1);
+        for (int j = 0; j < 4 && 4 * b + j < n; ++j) {{
+            const long long i = 4 * b + j;
+            const unsigned int w = c[j];
+            {element}
+        }}
+    }}
+    gf_philox_advance(state, base, blocks);
+}}
+"""
+
+
+CUDA_SOURCE = HELPERS + "".join([
+    draw_kernel("gf_philox_bits", "unsigned int *out", "out[i] = w;"),
+    draw_kernel("gf_philox_uniform_f32", "float *out", "out[i] = gf_philox_uniform(w);"),
+    draw_kernel("gf_philox_dropout_mask", "float keep_prob, float *out",
+                "out[i] = gf_philox_uniform(w) < keep_prob ? 1.0f : 0.0f;"),
+])
 
 KERNEL_NAMES = ("gf_philox_bits", "gf_philox_uniform_f32", "gf_philox_dropout_mask")

@@ -1,0 +1,414 @@
+"""gradflow on one CUDA GPU against PyTorch (and JAX where it has a GPU), in one process.
+
+Rows: the MNIST MLP step (784-512-512-10, Adam) at batch 128 and 1024, the MNIST CNN
+step at 128 and 512, the char-LSTM step, and one epoch of MNIST MLP training (60,000
+examples of MNIST's shapes drawn at random on the GPU, shuffled there each epoch,
+batch 128, the last partial batch dropped so the step keeps one shape). Columns:
+
+* ``ms/step``: the best of 5 rounds of GPU-synchronized wall time per step;
+* ``kernels/step``: GPU kernels and copies per step as CUPTI records them through
+  ``torch.profiler`` (process-wide, so CuPy's kernels are counted too); ``-``
+  without PyTorch's CUDA build;
+* ``host ms``: CPU time the process spends per step (``time.process_time``).
+
+The gradflow rows: the cupy backend with its compiler passes (``optimize=True``), with
+``capture=False`` and with TF32 matmuls when the Session takes those options (read
+from its signature), and with ``optimize=False`` (today's per-op path). The PyTorch
+rows: eager (foreach Adam), fused Adam, the whole step replayed as a CUDA graph, and
+``torch.compile``; JAX ``jit`` for the MLP when JAX sees a GPU.
+
+    python benchmarks/gpu.py [--seconds 1.0] [--skip-compile] [--only mlp cnn lstm epoch]
+
+Without a CUDA device (or without CuPy) it prints why and exits 0 having measured
+nothing; any other failure of a row is printed in that row and the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import gradflow as gf  # noqa: E402
+from gradflow.backends import cupy as cupy_backend  # noqa: E402
+
+NO_GPU_EXIT = 0
+BACKEND = "cupy"  # the tests run the gradflow rows on "numpy" to check the script itself
+
+
+def no_gpu_reason():
+    """Why this machine cannot run the benchmark, or None."""
+    return cupy_backend.unavailable_reason("cuda")
+
+
+def sync():
+    if BACKEND == "cupy":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+    torch = _torch_cuda()
+    if torch is not None:
+        torch.cuda.synchronize()
+
+
+def _torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def time_step(step, seconds, rounds=5):
+    """``(ms per step, host CPU ms per step)``: the best of ``rounds`` synchronized rounds."""
+    step()
+    step()
+    sync()
+    t = time.perf_counter()
+    step()
+    sync()
+    once = max(time.perf_counter() - t, 1e-6)
+    n = max(1, int(seconds / rounds / once))
+    best, host = math.inf, math.inf
+    for _ in range(rounds):
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            step()
+        cpu = time.process_time() - c
+        sync()
+        best = min(best, (time.perf_counter() - t) / n * 1e3)
+        host = min(host, cpu / n * 1e3)
+    return best, host
+
+
+def kernels_per_step(step, n=5):
+    """GPU kernels and copies per step recorded by CUPTI (torch.profiler), or None."""
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            step()
+        sync()
+    return sum(e.device_type == DeviceType.CUDA for e in prof.events()) / n
+
+
+def report(group, name, make, seconds):
+    """Build a step with ``make()`` (None: not available here) and print its row."""
+    label = f"{group:<14} {name:<34}"
+    try:
+        step = make()
+        if step is None:
+            print(f"{label} not available", flush=True)
+            return None
+        ms, host = time_step(step, seconds)
+        count = kernels_per_step(step)
+        kernels = "-" if count is None else f"{count:.0f}"
+        print(f"{label} {ms:9.3f} {kernels:>12} {host:9.3f}", flush=True)
+        return ms
+    except Exception as err:  # one failed row must not end the run
+        print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
+        traceback.print_exc(limit=4, file=sys.stdout)
+        return None
+
+
+# -- gradflow ---------------------------------------------------------------------------
+
+
+def gradflow_variants():
+    """``{row name: (optimize, session options)}`` of the gradflow rows this Session has."""
+    params = inspect.signature(gf.Session).parameters
+    rows = {f"gradflow {BACKEND}": (True, {})}
+    if "capture" in params:
+        rows[f"gradflow {BACKEND} capture=False"] = (True, {"capture": False})
+    if "allow_tf32" in params:
+        rows[f"gradflow {BACKEND} TF32"] = (True, {"allow_tf32": True})
+    rows[f"gradflow {BACKEND} optimize=False"] = (False, {})
+    return rows
+
+
+def device_feeds(*arrays):
+    """The feeds as arrays of the gradflow rows' backend (on the GPU: no copy per step)."""
+    if BACKEND != "cupy":
+        return list(arrays)
+    import cupy
+
+    return [cupy.asarray(a) for a in arrays]
+
+
+# -- PyTorch ----------------------------------------------------------------------------
+
+
+def torch_variants(make_model, x, y, loss_of, compile_too):
+    """``{row name: maker}`` of the PyTorch rows of one model: each maker builds a fresh
+    model (``make_model()`` on the GPU) and returns its step. ``loss_of(model, x, y)``."""
+    torch = _torch_cuda()
+    if torch is None:
+        return {}
+
+    def train_step(model, opt):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_of(model, x, y).backward()
+            opt.step()
+
+        return step
+
+    def plain(fused, compiled=False):
+        model = make_model().cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused)
+        return train_step(torch.compile(model) if compiled else model, opt)
+
+    def graphed():
+        model = make_model().cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True, capturable=True)
+        warm_up = train_step(model, opt)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # on a side stream, as torch.cuda.graph asks
+                warm_up()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)  # the gradients then live in the graph's pool
+        with torch.cuda.graph(graph):
+            loss_of(model, x, y).backward()
+            opt.step()
+        return graph.replay
+
+    rows = {"PyTorch eager": lambda: plain(None), "PyTorch fused Adam": lambda: plain(True),
+            "PyTorch CUDA graph": graphed}
+    if compile_too:
+        rows["torch.compile"] = lambda: plain(True, compiled=True)
+    return rows
+
+
+def _cross_entropy(model, x, y):
+    import torch
+
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+# -- the models -------------------------------------------------------------------------
+
+
+def classifier_rows(group, module, x, y, torch_x, seconds, compile_too):
+    """The gradflow and PyTorch rows of an MNIST benchmark module (``mnist_mlp``,
+    ``mnist_cnn``) on images ``x`` (``torch_x``: the same in PyTorch's layout)."""
+    weights = module.init_weights()
+    xd, yd = device_feeds(x, y)
+    for name, (optimize, options) in gradflow_variants().items():
+        report(group, name, lambda: module.gradflow_step(
+            weights, xd, yd, BACKEND, optimize=optimize, session_options=options), seconds)
+    torch = _torch_cuda()
+    if torch is not None:
+        xt, yt = torch.from_numpy(torch_x).cuda(), torch.from_numpy(y).cuda()
+        for name, make in torch_variants(lambda: module.torch_model(weights), xt, yt,
+                                         _cross_entropy, compile_too).items():
+            report(group, name, make, seconds)
+    return weights
+
+
+def mlp_rows(batch, seconds, compile_too):
+    import mnist_mlp
+
+    rng = np.random.default_rng(0)
+    x = rng.random((batch, 784), dtype=np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int64)
+    group = f"MLP b={batch}"
+    weights = classifier_rows(group, mnist_mlp, x, y, x, seconds, compile_too)
+    report(group, "JAX jit", lambda: _jax_mlp(weights, x, y), seconds)
+
+
+def _jax_mlp(weights, x, y):
+    try:
+        import jax
+    except ImportError:
+        return None
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        return None
+    import mnist_mlp
+
+    return mnist_mlp.jax_step(weights, x, y)
+
+
+def cnn_rows(batch, seconds, compile_too):
+    import mnist_cnn
+
+    rng = np.random.default_rng(0)
+    x = rng.random((batch, 28, 28, 1), dtype=np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int64)
+    classifier_rows(f"CNN b={batch}", mnist_cnn, x, y, x.transpose(0, 3, 1, 2).copy(),
+                    seconds, compile_too)
+
+
+def lstm_rows(seconds, compile_too):
+    import lstm_step
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, lstm_step.VOCAB, (lstm_step.BATCH, lstm_step.STEPS)).astype(np.int32)
+    y = rng.integers(0, lstm_step.VOCAB, (lstm_step.BATCH, lstm_step.STEPS)).astype(np.int32)
+    weights = lstm_step.init_weights()
+    group = "char-LSTM"
+    xd, yd = device_feeds(x, y)
+    for name, (optimize, options) in gradflow_variants().items():
+        report(group, name, lambda: lstm_step.gradflow_step(
+            weights, xd, yd, BACKEND, optimize=optimize, session_options=options)[0], seconds)
+    torch = _torch_cuda()
+    if torch is None:
+        return
+    xt = torch.from_numpy(x.astype(np.int64)).cuda()
+    yt = torch.from_numpy(y.astype(np.int64)).cuda()
+
+    def loss_of(model, ids, targets):
+        logits = model(ids)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, lstm_step.VOCAB),
+                                                 targets.reshape(-1))
+
+    rows = torch_variants(lstm_step.torch_nn_model, xt, yt, loss_of, compile_too)
+    for name, make in rows.items():
+        report(group, name.replace("PyTorch", "PyTorch nn.LSTM"), make, seconds)
+    report(group, "PyTorch cell loop eager",
+           lambda: lstm_step.torch_loop_step(weights, x, y, device="cuda")[0], seconds)
+
+
+# -- one epoch --------------------------------------------------------------------------
+
+EPOCH_EXAMPLES, EPOCH_BATCH = 60_000, 128
+
+
+def epoch_rows():
+    """Seconds for one MNIST MLP epoch with the data on the GPU, after one warm-up epoch."""
+    import cupy
+    import mnist_mlp
+
+    weights = mnist_mlp.init_weights()
+    host = np.random.default_rng(0)
+    data_x = cupy.asarray(host.random((EPOCH_EXAMPLES, 784), dtype=np.float32))
+    data_y = cupy.asarray(host.integers(0, 10, EPOCH_EXAMPLES).astype(np.int64))
+    steps = EPOCH_EXAMPLES // EPOCH_BATCH
+    cupy.random.seed(2)
+
+    def gradflow_epoch(optimize, options):
+        step = mnist_mlp.gradflow_step(weights, data_x[:EPOCH_BATCH], data_y[:EPOCH_BATCH],
+                                       BACKEND, optimize=optimize, session_options=options)
+        sess, train, xp, yp = step.parts
+
+        def run():
+            order = cupy.random.permutation(EPOCH_EXAMPLES)  # shuffled on the GPU
+            for i in range(steps):
+                take = order[i * EPOCH_BATCH:(i + 1) * EPOCH_BATCH]
+                sess.run(train, {xp: data_x[take], yp: data_y[take]})
+
+        return run
+
+    for name, (optimize, options) in gradflow_variants().items():
+        _report_epoch(name, lambda: gradflow_epoch(optimize, options))
+    torch = _torch_cuda()
+    if torch is None:
+        return
+    tx = torch.as_tensor(data_x, device="cuda")
+    ty = torch.as_tensor(data_y, device="cuda")
+
+    def torch_epoch():
+        model = mnist_mlp.torch_model(weights).cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+
+        def run():
+            order = torch.randperm(EPOCH_EXAMPLES, device="cuda")
+            for i in range(steps):
+                take = order[i * EPOCH_BATCH:(i + 1) * EPOCH_BATCH]
+                opt.zero_grad(set_to_none=True)
+                _cross_entropy(model, tx[take], ty[take]).backward()
+                opt.step()
+
+        return run
+
+    _report_epoch("PyTorch fused Adam", torch_epoch)
+
+
+def _report_epoch(name, make):
+    label = f"{'MLP epoch':<14} {name:<34}"
+    try:
+        run = make()
+        run()  # warm-up epoch: plans, captures, compiles
+        sync()
+        t = time.perf_counter()
+        run()
+        sync()
+        print(f"{label} {time.perf_counter() - t:9.3f} s", flush=True)
+    except Exception as err:
+        print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
+        traceback.print_exc(limit=4, file=sys.stdout)
+
+
+# -- main -------------------------------------------------------------------------------
+
+
+def header():
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    lines = [f"GPU: {name}",
+             f"CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}, "
+             f"driver {cupy.cuda.runtime.driverGetVersion()}",
+             f"CuPy {cupy.__version__}, NumPy {np.__version__}, Python {sys.version.split()[0]}"]
+    for module in ("nvmath", "torch", "jax"):
+        try:
+            version = __import__(module).__version__
+        except ImportError:
+            version = "not installed"
+        lines.append(f"{module}: {version}")
+    torch = _torch_cuda()
+    if torch is not None:
+        lines.append(f"torch CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")
+    lines.append(f"gradflow Session options: {', '.join(gradflow_variants())}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per row")
+    parser.add_argument("--skip-compile", action="store_true", help="no torch.compile rows")
+    parser.add_argument("--only", nargs="+", default=["mlp", "cnn", "lstm", "epoch"],
+                        choices=["mlp", "cnn", "lstm", "epoch"])
+    args = parser.parse_args(argv)
+    reason = no_gpu_reason()
+    if reason is not None:
+        print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
+        return NO_GPU_EXIT
+    print(header())
+    print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
+          f"{'host ms':>9}", flush=True)
+    compile_too = not args.skip_compile
+    if "mlp" in args.only:
+        for batch in (128, 1024):
+            mlp_rows(batch, args.seconds, compile_too)
+    if "cnn" in args.only:
+        for batch in (128, 512):
+            cnn_rows(batch, args.seconds, compile_too)
+    if "lstm" in args.only:
+        lstm_rows(args.seconds, compile_too)
+    if "epoch" in args.only:
+        epoch_rows()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""benchmarks/gpu.py without a GPU: it says so and exits 0 having measured nothing, and its
+gradflow rows (run here on the numpy backend, with tiny batches) build, time and print."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+
+
+def _cuda_reason():
+    from gradflow.backends import cupy as cupy_backend
+
+    return cupy_backend.unavailable_reason("cuda")
+
+
+@pytest.mark.skipif(_cuda_reason() is None, reason="this machine has a CUDA GPU")
+def test_without_a_gpu_it_says_why_and_exits_0():
+    done = subprocess.run([sys.executable, os.path.join(BENCHMARKS, "gpu.py")],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 0, done.stderr
+    assert "no CUDA GPU to measure on, nothing measured" in done.stdout
+    assert _cuda_reason() in done.stdout
+
+
+@pytest.fixture
+def benchmark_modules(monkeypatch):
+    """benchmarks/ first on sys.path, and its module names (examples/ has a mnist_mlp too)
+    free while the test runs and given back as they were after it."""
+    names = ("gpu", "timing", "mnist_mlp", "mnist_cnn", "lstm_step")
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    monkeypatch.syspath_prepend(BENCHMARKS)
+    yield
+    for name in names:
+        sys.modules.pop(name, None)
+    sys.modules.update(saved)
+
+
+def test_the_gradflow_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
+    gpu = importlib.import_module("gpu")
+    monkeypatch.setattr(gpu, "BACKEND", "numpy")
+    monkeypatch.setattr(gpu, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(gpu, "kernels_per_step", lambda step: None)
+    gpu.mlp_rows(8, 0.02, compile_too=False)
+    gpu.cnn_rows(2, 0.02, compile_too=False)
+    out = capsys.readouterr().out
+    assert "FAILED" not in out, out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("MLP", "CNN"))]
+    names = {" ".join(r[2:-3]) for r in rows if r[-3] != "available"}
+    assert {"gradflow numpy", "gradflow numpy optimize=False"} <= names, out
+    for row in rows:
+        if row[-1] != "available":  # JAX without a GPU: "not available"
+            assert float(row[-3]) > 0 and row[-2] == "-" and float(row[-1]) >= 0, row
