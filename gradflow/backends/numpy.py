@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import array_api_compat.numpy as xp
 import numpy as np
 
@@ -78,8 +80,9 @@ def _lower_gather_grad(xp_, axis, validate=True):
         if validate:
             check_ids(np, indices, params.shape[0])
         flat = indices.reshape(-1)
-        rows = g.reshape(flat.shape[0], -1)
-        _scatter_add_rows(np, rows, flat, params.shape[0], out.reshape(params.shape[0], -1),
+        size = math.prod(params.shape[1:])
+        rows = g.reshape(flat.shape[0], size)
+        _scatter_add_rows(np, rows, flat, params.shape[0], out.reshape(params.shape[0], size),
                           scratch)
         return out
 

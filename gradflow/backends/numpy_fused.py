@@ -95,10 +95,10 @@ def _patterns(program, shape):
         s = (1,) * (rank - len(inp.shape)) + tuple(inp.shape)
         if None in s:
             return "none", None
-        if s == shape:
-            kinds.append(("full", None))
-        elif all(d == 1 for d in s):
+        if all(d == 1 for d in s):  # one element (also where the output has one)
             kinds.append(("scalar", None))
+        elif s == shape:
+            kinds.append(("full", None))
         else:
             rows = {p for p in range(rank + 1)
                     if all(d == 1 for d in s[:p]) and s[p:] == shape[p:]}
