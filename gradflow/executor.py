@@ -66,6 +66,9 @@ class Plan:
         self.specialized = False  # whether this plan is one of those
         self.lock = threading.Lock()  # held while a run uses this plan's buffers
         self.instances = []  # more instances of this plan, for concurrent runs
+        self.runs = 0  # runs before its capture (gradflow.capture)
+        self.captured = None  # its CapturedRun, once captured
+        self.capture_failure = None  # why it runs uncaptured, once that is known
 
     def node_at_failure(self, tb):
         """The node whose step raised, from a traceback through this plan's code."""

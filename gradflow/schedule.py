@@ -62,12 +62,29 @@ class Schedule:
     recycled: dict = field(default_factory=dict)
     in_place: dict = field(default_factory=dict)
     replay_blocker: str | None = None
+    allocating: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
+
+    @property
+    def capturable(self) -> bool:
+        """Whether every run does the same device work, so that it can be captured once
+        as a graph and replayed (``replay_blocker`` says why not); values written into
+        new arrays (``allocating``) then take memory the capture keeps."""
+        return self.replay_blocker is None
 
     @property
     def replayable(self) -> bool:
-        """Whether every run does the same device work on the same memory, so that it
-        can be captured once and replayed (``replay_blocker`` says why not)."""
-        return self.replay_blocker is None
+        """Whether every run also writes every value into the same memory, so that
+        repeating the run's calls alone repeats the run."""
+        return self.replay_blocker is None and not self.allocating
+
+    def why_not_replayable(self) -> str | None:
+        if self.replay_blocker is not None or not self.allocating:
+            return self.replay_blocker
+        node = self.allocating[0]
+        origin = user_node(node)
+        return (f"{node.opdef.name} '{origin.name}' (created at {origin.source}) writes a "
+                "new array on each run, not a buffer of the plan")
 
     @property
     def arena_bytes(self) -> int:
@@ -89,7 +106,7 @@ class Schedule:
         for k, (dtype, size) in enumerate(self.slots):
             out.append(f"  buffer {k}: {size:,} x {dtype.name}")
         out.append("  replayable: yes" if self.replayable
-                   else f"  replayable: no, {self.replay_blocker}")
+                   else f"  replayable: no, {self.why_not_replayable()}")
         return "\n".join(out)
 
     def _step_text(self, node):
@@ -158,12 +175,18 @@ def build_schedule(order, commit_start, fed, targets, can: Capabilities) -> Sche
     s.in_place = {v: held for v, held in
                   updated_in_place(order, s.recycled, can, last_use).items()
                   if position[v] >= commit_start}
-    s.replay_blocker = replay_blocker(s)
+    s.replay_blocker, s.allocating, s.checks = replay_verdict(s)
     return s
 
 
-def replay_blocker(s: Schedule) -> str | None:
-    """Why the run of schedule ``s`` cannot be replayed without host work, or None."""
+def replay_verdict(s: Schedule):
+    """``(blocker, allocating, checks)`` of schedule ``s``: why its run cannot be
+    captured and replayed without host work (None if it can); the values written into
+    a new array on each run (a graph capture can give them memory of its own, a
+    replay that only repeats the calls cannot); and the ops that check a value at run
+    time (a device graph cannot raise: a capture checks fed values on the host before
+    each replay, and cannot capture checks of computed ones)."""
+    allocating, checks = [], []
     for node in s.order:
         if node in s.fed:
             continue
@@ -171,22 +194,25 @@ def replay_blocker(s: Schedule) -> str | None:
         origin = user_node(node)
         where = f"{node.opdef.name} '{origin.name}' (created at {origin.source})"
         if kind == "random":
-            return f"{where} draws its random numbers on the host"
+            return f"{where} draws its random numbers on the host", allocating, checks
         if kind == "call":
-            return f"{where} runs host code"
+            return f"{where} runs host code", allocating, checks
         if kind in ("compute", "variable", "read_current") and (
                 node.shape is None or None in tuple(node.shape)):
-            return f"{where} has a shape known only at run time"
+            return f"{where} has a shape known only at run time", allocating, checks
         if kind == "assign" and node.inputs[0] not in s.in_place:
-            return f"{where} gives its variable a new array instead of updating it in place"
-        if node.opdef.shape_noop and node not in s.arena and node.inputs \
+            return (f"{where} gives its variable a new array instead of updating it in "
+                    "place"), allocating, checks
+        if node.opdef.check:
+            checks.append(node)
+        elif node.opdef.shape_noop and node not in s.arena and node.inputs \
                 and node.inputs[0].opdef.view:
-            return f"{where} reshapes a strided view: it copies into a new array on each run"
-        if kind == "compute" and node not in s.arena and node not in s.part_of \
+            allocating.append(node)  # reshaping a strided view copies
+        elif kind == "compute" and node not in s.arena and node not in s.part_of \
                 and node not in s.in_place and node not in s.keep \
                 and not is_multi(node) and not _aliases_input(node):  # (its outputs have)
-            return f"{where} writes a new array on each run, not a buffer of the plan"
-    return None
+            allocating.append(node)
+    return None, allocating, checks
 
 
 def _aliases_input(node):

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from gradflow import backends
+from gradflow.capture import run_captured
 from gradflow.data.feeding import next_elements
 from gradflow.errors import GradflowError, InvalidArgumentError, ResourceExhaustedError
 from gradflow.executor import (
@@ -36,7 +37,13 @@ class Session:
     ``check_numerics=True`` checks every floating value a run
     computes, feeds or reads, and raises at the first NaN or infinity, naming
     the op that produced it and the line of your code that built it (slower:
-    for hunting a NaN, not for training). ``Session.run`` may be called from
+    for hunting a NaN, not for training). ``capture`` (default: on for the CuPy
+    backend, off elsewhere) captures each plan whose run the device can repeat
+    without host work as one graph after its first runs, and replays it
+    (``gradflow.capture``; ``capture=True`` on NumPy replays the recorded op calls,
+    the CPU's check of the same property). ``allow_tf32=True`` lets float32
+    matmuls on a GPU use TF32 tensor cores (as ``allow_tf32`` in PyTorch).
+    ``Session.run`` may be called from
     several threads at once. Values of variables live here, not in the graph, so one
     graph can run in several sessions at once.
 
@@ -46,7 +53,8 @@ class Session:
     """
 
     def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
-                 config=None, check_numerics=False, optimize=True):
+                 config=None, check_numerics=False, optimize=True, capture=None,
+                 allow_tf32=False):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
         self.graph = graph if graph is not None else get_default_graph()
@@ -54,6 +62,11 @@ class Session:
         self.seed = seed
         self.check_numerics = bool(check_numerics)
         self.optimize = bool(optimize)
+        if allow_tf32:
+            self.backend.allow_tf32 = True
+        self.capture = getattr(self.backend, "captures", False) if capture is None \
+            else bool(capture)
+        self._running = self.backend.running  # a context for each run, or None
         self._store = VariableStore()
         self._plans: dict = {}
         self._constants: dict = {}
@@ -134,7 +147,11 @@ class Session:
                 self._initialize_missing(plan.variables)
                 plan.initialized = True
             try:
-                values = plan.fn(feeds, self._store)
+                if self._running is None:
+                    values = self._run_plan(plan, feeds, tracing)
+                else:
+                    with self._running():
+                        values = self._run_plan(plan, feeds, tracing)
             except Exception as err:
                 raise self._run_error(plan, err) from err
             if tracing and run_metadata is not None:
@@ -156,6 +173,14 @@ class Session:
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
+
+    def _run_plan(self, plan, feeds, tracing):
+        if self.capture and not tracing:
+            values = run_captured(self, plan, feeds)
+            if values is not None:  # the next replay overwrites them: copies for the caller
+                copy = self.backend.copy
+                return [v if v is None or isinstance(v, bytes) else copy(v) for v in values]
+        return plan.fn(feeds, self._store)
 
     # Shape-specialized plans kept per fetch set: a loop over ragged batch sizes must not
     # compile a plan per size, so past this many it uses the general plan.

@@ -163,7 +163,7 @@ def test_a_recorded_step_replays_as_the_plan_runs(name):
     batches = list(_batches(feed, steps + 1))
     fixed = sess._convert_feeds(keys, list(batches[0].items()))
     plan = compile_plan(sess, [train], keys, [f.shape for f in fixed])
-    assert plan.schedule.replayable, plan.schedule.replay_blocker
+    assert plan.schedule.replayable, plan.schedule.why_not_replayable()
     plan.fn(fixed, sess._store)  # the first run: buffers taken, kernels compiled
     calls = []
     env = plan.fn.__globals__

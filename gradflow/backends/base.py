@@ -58,6 +58,24 @@ class Backend:
         in turn. Backends with a kernel compiler override it."""
         return call_in_turn(program, [bind(m) for m in program.members])
 
+    # Whether Session captures its plans by default (gradflow.capture), and whether
+    # float32 matmuls may use TF32 (GPU backends; Session(allow_tf32=True)).
+    captures = False
+    allow_tf32 = False
+    # A context manager each run happens in (a GPU backend's stream), or None.
+    running = None
+
+    def capturer(self):
+        """What captures a plan's run for replays (``gradflow.capture``): by default the
+        CPU's recording of its op calls."""
+        from gradflow.capture import RecordingCapturer
+
+        return RecordingCapturer()
+
+    def copy_into(self, array, value) -> None:
+        """Copy ``value`` (a host or backend array of ``array``'s shape) into ``array``."""
+        array[...] = self.asarray(value) if isinstance(value, np.ndarray) else value
+
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on synchronous CPU backends)."""
 

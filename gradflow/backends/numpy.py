@@ -129,6 +129,9 @@ class NumpyBackend(Backend):
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
 
+    def copy_into(self, array, value):
+        np.copyto(array, value)
+
 
 # this backend's own kernels, on the ops' records (OpDef.lowerings["numpy"])
 LOWERINGS = {

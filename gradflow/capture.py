@@ -1,0 +1,197 @@
+"""Running a compiled plan as one captured graph, replayed run after run.
+
+A plan whose schedule is capturable (``gradflow.schedule``: no host-side random
+draws, no host code, fixed shapes, every variable updated in place) is captured
+once, after ``WARM_RUNS`` ordinary runs have taken its buffers and compiled its
+kernels: its feeds are copied into fixed input arrays, the run is captured by the
+backend's ``capturer()``, and every later run copies the new feeds into those
+arrays and replays the capture, all under the session's store lock (a run still
+sees all or none of another run's updates). The fetched values live in the same
+memory on every replay, so the session copies them out.
+
+A capturer is an object with ``capture(plan, run) -> (values, replay, executed)``
+(``run()`` runs the plan once; ``replay()`` repeats it and returns its fetched
+values; ``executed`` says whether capturing ran it too) and
+``check(schedule)``, raising ``NotCapturable`` with the reason where it cannot
+capture that schedule. The CuPy backend's captures a CUDA graph on its stream;
+``RecordingCapturer`` is the CPU's: it records every op call of the run and
+replays the calls, which repeats the run only if every value lives in the same
+memory on every run (``Schedule.replayable``), the property a CUDA graph needs.
+
+Anything that fails while capturing leaves the plan running uncaptured; the
+reason is logged once at debug level (logger ``gradflow.capture``) and kept on
+the plan (``plan.capture_failure``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+from gradflow.executor import raise_closed
+
+log = logging.getLogger("gradflow.capture")
+
+# Ordinary runs before a plan is captured: the first takes its buffers and compiles
+# its kernels, the second runs as every later run will.
+WARM_RUNS = 2
+_STEP = re.compile(r"[FI]\d+")
+
+
+class NotCapturable(Exception):
+    """Why a plan runs uncaptured."""
+
+
+class RecordingCapturer:
+    """The CPU's capture: record each op call of one run (its function, its argument
+    arrays and output buffers) and replay by making the same calls again."""
+
+    executes = True
+
+    def check(self, schedule):
+        if not schedule.replayable:
+            raise NotCapturable(schedule.why_not_replayable())
+
+    def capture(self, plan, run):
+        env = plan.fn.__globals__
+        originals = {k: f for k, f in env.items() if k[0] == "F" and _STEP.fullmatch(k)}
+        calls, results = [], []
+
+        def recorder(fn):
+            def record(*args, **kwargs):
+                value = fn(*args, **kwargs)
+                calls.append((fn, args, kwargs))
+                results.append(value)
+                return value
+
+            return record
+
+        env.update({k: recorder(f) for k, f in originals.items()})
+        try:
+            values = run()
+        finally:
+            env.update(originals)
+        where = _producers(values, results)
+
+        def replay():
+            out = [None] * len(calls)
+            for k, (fn, args, kwargs) in enumerate(calls):
+                out[k] = fn(*args, **kwargs)
+            return tuple(v if at is None else (out[at[0]] if at[1] is None else out[at[0]][at[1]])
+                         for v, at in zip(values, where))
+
+        return values, replay, True
+
+
+def _producers(values, results):
+    """For each fetched value, ``(call, output)`` of the call that returned it (output
+    None for the whole result), or None for a value no call made (a fed or variable
+    array, the same on every run)."""
+    made = {}
+    for k, result in enumerate(results):
+        if isinstance(result, tuple):
+            for j, part in enumerate(result):
+                made[id(part)] = (k, j)
+        else:
+            made[id(result)] = (k, None)
+    return [made.get(id(v)) if v is not None else None for v in values]
+
+
+class CapturedRun:
+    """``plan`` captured by ``capturer`` from the run of ``feeds`` (see the module doc).
+    Raises ``NotCapturable`` where it cannot be."""
+
+    def __init__(self, plan, backend, capturer, feeds, store):
+        schedule = plan.schedule
+        capturer.check(schedule)
+        _check_fetches(schedule)
+        self.backend = backend
+        self.inputs = [backend.empty(tuple(f.shape), f.dtype) for f in feeds]
+        self._copy_in(feeds)
+        env = plan.fn.__globals__
+        takers = {k: f for k, f in env.items() if k[0] == "I" and _STEP.fullmatch(k)}
+        for take in takers.values():
+            var = take.keywords["var"]
+            array = store.get(var)
+            # references: the store, ``array`` and getrefcount's argument
+            if array is None or sys.getrefcount(array) > 3:
+                raise NotCapturable(f"the array of variable '{var.name}' is held outside "
+                                    "the session (a native fetch?): its updates must be "
+                                    "written in place")
+        env.update({k: _store_reader(take.keywords["var"]) for k, take in takers.items()})
+        try:
+            values, self._replay, executed = capturer.capture(
+                plan, lambda: plan.fn(self.inputs, store))
+        finally:
+            env.update(takers)
+        # the arrays the capture reads and writes: a replay is valid while the store
+        # holds these very arrays (a run of another plan may give a variable a new one)
+        self.pinned = [(var, store.get(var)) for var in dict.fromkeys(plan.variables)]
+        self.first_values = values if executed else self._replay()
+
+    def _copy_in(self, feeds):
+        for array, value in zip(self.inputs, feeds):
+            self.backend.copy_into(array, value)
+
+    def run(self, feeds, store, store_lock):
+        """The fetched values of one replay on ``feeds`` (arrays the next replay
+        overwrites: copy what you keep), or None if a variable's array has changed
+        since the capture (the caller recaptures)."""
+        with store_lock:
+            if store.closed:
+                raise_closed()
+            for var, array in self.pinned:
+                if store.get(var) is not array:
+                    return None
+            self._copy_in(feeds)
+            return self._replay()
+
+
+def _check_fetches(schedule):
+    """A fetched variable value that the run then updates in place would change under
+    the caller's hands on every replay."""
+    updated = {schedule.recycled[v] for v in schedule.in_place}
+    for node in schedule.targets:
+        var = node if node.opdef.kind == "variable" else node.attrs.get("var") \
+            if node.opdef.kind == "read_current" else None
+        if var is not None and var in updated:
+            raise NotCapturable(f"the run fetches variable '{var.name}', which it updates "
+                                "in place")
+
+
+def _store_reader(var):
+    """The in-place taker of a captured run: the variable's own array, always (it was
+    checked to be held by no one else before the capture)."""
+    def take(store):
+        return store[var]
+
+    return take
+
+
+def run_captured(session, plan, feeds):
+    """The fetched values of ``plan``'s run on ``feeds`` through its capture, made after
+    ``WARM_RUNS`` runs; None where the plan runs uncaptured (the caller runs it)."""
+    captured = plan.captured
+    if captured is not None:
+        values = captured.run(feeds, session._store, session.store_lock)
+        if values is not None:
+            return values
+        log.debug("plan %s is captured again: a variable has a new array", plan.filename)
+        plan.captured, plan.runs = None, 0
+    if plan.capture_failure is not None:
+        return None
+    plan.runs += 1
+    if plan.runs <= WARM_RUNS:
+        return None
+    try:
+        captured = CapturedRun(plan, session.backend, session.backend.capturer(), feeds,
+                               session._store)
+    except Exception as err:  # the plan stays as it was: uncaptured
+        reason = str(err) if isinstance(err, NotCapturable) else \
+            f"capturing failed: {type(err).__name__}: {err}"
+        plan.capture_failure = reason
+        log.debug("plan %s runs uncaptured: %s", plan.filename, reason)
+        return None
+    plan.captured = captured
+    return captured.first_values
