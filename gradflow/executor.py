@@ -126,6 +126,10 @@ class _Bound:
     def overwrites_input(self, node):
         return self.backend.overwrites_inputs_safely(self.fns.get(node))
 
+    def draws_on_device(self, node):
+        draws = getattr(self.backend, "draws_on_device", None)
+        return draws is not None and draws(node)
+
 
 def _taker(spare, is_array, empty):
     def take(var, shape, dtype):
@@ -281,7 +285,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
             env[f"C{step}"] = session.constant_value(node)
             line = f"{var} = C{step}"
         elif kind == "random":
-            env[f"R{step}"] = _random_source(session, node)
+            env[f"R{step}"] = _random_source(session, node, node in keep)
             line = f"{var} = R{step}({', '.join(names[i] for i in node.inputs)})"
         elif kind == "group":
             line = None
@@ -390,7 +394,17 @@ def _numerics_check(xp):
     return check
 
 
-def _random_source(session, node):
+def _random_source(session, node, fetched):
+    """The callable drawing ``node``'s numbers: the backend's own on its device where it
+    has one (a captured run then draws new numbers on every replay; a fetched draw is
+    copied, the device source reusing its array), else drawn on the host and copied."""
+    device = getattr(session.backend, "random_source", None)
+    source = device(session, node) if device is not None else None
+    if source is not None:
+        if not fetched:
+            return source
+        copy = session.backend.copy
+        return (lambda like: copy(source(like))) if node.inputs else (lambda: copy(source()))
     rng = session.host_rng(node)
     attrs = node.attrs
     asarray = session.backend.asarray

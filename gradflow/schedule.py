@@ -39,6 +39,10 @@ class Capabilities(Protocol):
     def overwrites_input(self, node) -> bool:
         """Its ``out`` may be one of its inputs of the same shape (elementwise code)."""
 
+    def draws_on_device(self, node) -> bool:
+        """A random op whose numbers the backend draws on its device, from a counter in
+        device memory (a captured run draws new ones on every replay)."""
+
 
 @dataclass
 class Schedule:
@@ -175,11 +179,11 @@ def build_schedule(order, commit_start, fed, targets, can: Capabilities) -> Sche
     s.in_place = {v: held for v, held in
                   updated_in_place(order, s.recycled, can, last_use).items()
                   if position[v] >= commit_start}
-    s.replay_blocker, s.allocating, s.checks = replay_verdict(s)
+    s.replay_blocker, s.allocating, s.checks = replay_verdict(s, can)
     return s
 
 
-def replay_verdict(s: Schedule):
+def replay_verdict(s: Schedule, can: Capabilities):
     """``(blocker, allocating, checks)`` of schedule ``s``: why its run cannot be
     captured and replayed without host work (None if it can); the values written into
     a new array on each run (a graph capture can give them memory of its own, a
@@ -193,7 +197,7 @@ def replay_verdict(s: Schedule):
         kind = node.opdef.kind
         origin = user_node(node)
         where = f"{node.opdef.name} '{origin.name}' (created at {origin.source})"
-        if kind == "random":
+        if kind == "random" and not can.draws_on_device(node):
             return f"{where} draws its random numbers on the host", allocating, checks
         if kind == "call":
             return f"{where} runs host code", allocating, checks

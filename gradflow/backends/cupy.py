@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gradflow.backends import cupy_emit, cupy_random
 from gradflow.backends.base import Backend
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
@@ -17,7 +18,70 @@ def _scatter_add_rows(xp, rows, indices, num_rows):
 
 
 class CupyBackend(Backend):
+    """CuPy on one CUDA device. Every run happens on the backend's own non-blocking
+    stream (``running``), so captured replays and uncaptured runs stay in order; the
+    schedule's arena, fused kernels, planned matmuls and graph capture are in
+    ``gradflow.backends.cupy_emit``."""
+
     name = "cupy"
+    captures = True
+
+    def __init__(self, xp, device=None, overrides=None):
+        super().__init__(xp, device, overrides)
+        self._stream = None
+        self.overrides.setdefault("matmul", cupy_emit.lower_matmul(self))
+
+    @property
+    def stream(self):
+        import cupy
+
+        if self._stream is None:
+            with self.device:
+                self._stream = cupy.cuda.Stream(non_blocking=True)
+        return self._stream
+
+    def running(self):
+        return self.stream
+
+    def capturer(self):
+        return cupy_emit.CudaGraphCapturer(self.stream)
+
+    def accepts_out(self, fn):
+        import cupy
+
+        return (isinstance(fn, cupy.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
+
+    def overwrites_inputs_safely(self, fn):
+        import cupy
+
+        return (isinstance(fn, cupy.ufunc) and fn.nout == 1) or getattr(
+            fn, "elementwise_out", False)
+
+    def empty(self, shape, dtype):
+        import cupy
+
+        with self.device:
+            return cupy.empty(shape, dtype)
+
+    def copy_into(self, array, value):
+        import cupy
+
+        if isinstance(value, cupy.ndarray):
+            cupy.copyto(array, value)
+        else:
+            array.set(value, stream=self.stream)
+
+    def fused(self, program, bind):
+        import cupy
+
+        return cupy_emit.fused_kernel(program, bind, cupy)
+
+    def random_source(self, session, node):
+        """The device's draw of ``node`` (``cupy_random``), or None for the host's."""
+        return cupy_random.random_source(session, node)
+
+    def draws_on_device(self, node):
+        return cupy_random.draws_on_device(node)
 
     def asarray(self, host):
         import cupy

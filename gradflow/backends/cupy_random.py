@@ -99,6 +99,12 @@ def _checked(dtype, what):
     return dtype
 
 
+def draws_on_device(node):
+    """Whether ``random_source`` draws ``node``'s numbers on the device."""
+    return node.attrs.get("dist") == "random_uniform" and node.dtype is not None \
+        and str(node.dtype.name) in device_random.DTYPES
+
+
 def random_source(session, node):
     """A callable drawing ``node``'s numbers on the device, or None where the host must
     draw them (a distribution or dtype the device kernels lack): the device counterpart
@@ -106,7 +112,7 @@ def random_source(session, node):
     ``session.host_rng(node)``'s seeds. With an input, the callable takes the array
     whose shape the draw copies (``random_uniform_like``)."""
     attrs = node.attrs
-    if attrs.get("dist") != "random_uniform" or str(node.dtype.name) not in device_random.DTYPES:
+    if not draws_on_device(node):
         return None
     stream = DeviceRandomStream(device_random.device_seed(session.host_rng(node)))
     dtype, low, high = node.dtype.name, attrs["minval"], attrs["maxval"]

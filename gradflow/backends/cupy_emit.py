@@ -1,0 +1,138 @@
+"""How the CuPy backend runs a schedule: ops writing into the plan's buffers, fused
+groups as generated CUDA kernels, matmuls as planned cuBLASLt products, the whole run
+captured as one CUDA graph.
+
+- **Buffers.** CuPy's ufuncs write into ``out=`` as NumPy's do, so the executor plans
+  the same arena on the device (``CupyBackend.accepts_out``/``empty``).
+- **Fused groups** become one ``cupy.ElementwiseKernel`` each, printed from the
+  members' scalar expressions (``gradflow.backends.cuda_kernels``, whose text the
+  tests compile with the host C++ compiler); a group the printer declines calls its
+  members in turn.
+- **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
+  ``Matmul`` (``gradflow.backends.nvmath_matmul``): one plan per set of buffers,
+  kept while the buffers are (in a steady or captured run they always are), FP32
+  unless the session allows TF32. CuPy 14 refuses cuBLAS calls during stream capture,
+  so without nvmath-python matmuls go through ``cupy.matmul`` and plans run
+  uncaptured.
+- **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream
+  with the memory the capture allocates taken from a pool of its own, kept with the
+  graph: a value that is not in the arena keeps its address on every replay. Host
+  work inside a run (an id check reading a value back) fails the capture, and the
+  plan runs uncaptured, saying why (``gradflow.capture``).
+
+Written before a GPU run could check it: the GPU tests (``-m gpu``) compare
+captured, uncaptured and NumPy runs.
+"""
+
+from __future__ import annotations
+
+from gradflow.backends.base import call_in_turn
+from gradflow.backends.cuda_kernels import print_kernel
+from gradflow.backends.nvmath_matmul import PlannedMatmul
+from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
+from gradflow.capture import NotCapturable
+
+MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no steady state
+
+
+def fused_kernel(program, bind, cupy):
+    """The callable of a fused node: one generated ElementwiseKernel, or the members in
+    turn where the printer declines."""
+    shape = program.members[program.outputs[-1]].shape
+    printed = None
+    if shape is not None and None not in tuple(shape):
+        printed = print_kernel(program, shape)
+    if printed is None:
+        return call_in_turn(program, [bind(m) for m in program.members],
+                            lambda fn: isinstance(fn, cupy.ufunc) and fn.nout == 1,
+                            lambda dest, value: cupy.copyto(dest, value, casting="unsafe"))
+    kernel = cupy.ElementwiseKernel(printed.in_params, printed.out_params, printed.operation,
+                                    printed.name, preamble=printed.preamble,
+                                    options=printed.options)
+    count = len(program.outputs)
+
+    def run(*inputs, out=None):
+        outs = (out,) if count == 1 else (out or (None,) * count)
+        if any(o is None for o in outs):
+            made = kernel(*inputs)
+            made = (made,) if count == 1 else made
+            for dest, value in zip(outs, made):
+                if dest is not None:
+                    cupy.copyto(dest, value)
+            made = tuple(v if d is None else d for d, v in zip(outs, made))
+            return made[0] if count == 1 else made
+        kernel(*inputs, *outs)  # each thread reads its elements before writing them
+        return out
+
+    run.accepts_out = True
+    run.elementwise_out = True
+    return run
+
+
+def lower_matmul(backend):
+    """``matmul`` on CuPy: planned nvmath products into ``out``, else ``cupy.matmul``."""
+    missing = nvmath_missing()
+
+    def lower(xp, transpose_a, transpose_b):
+        import cupy
+
+        plans = {}
+
+        def matmul(a, b, out=None):
+            if missing is not None or out is None or a.ndim != 2 or b.ndim != 2 \
+                    or str(a.dtype) not in ("float32", "float64") \
+                    or a.dtype != b.dtype or out.dtype != a.dtype:
+                return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b,
+                                   out=out)
+            key = (a.data.ptr, a.strides, b.data.ptr, b.strides, out.data.ptr, a.shape, b.shape)
+            plan = plans.get(key)
+            if plan is None:
+                if len(plans) >= MAX_MATMUL_PLANS:
+                    for old in plans.values():
+                        old.free()
+                    plans.clear()
+                plan = plans[key] = PlannedMatmul(
+                    a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
+                    allow_tf32=backend.allow_tf32, stream=cupy.cuda.get_current_stream())
+            return plan.execute()
+
+        matmul.accepts_out = True
+        matmul.reads_whole_inputs = True
+        return matmul
+
+    return lower
+
+
+class CudaGraphCapturer:
+    """Captures a plan's run on ``stream`` as one CUDA graph (``gradflow.capture``)."""
+
+    executes = False
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def check(self, schedule):
+        if not schedule.capturable:
+            raise NotCapturable(schedule.replay_blocker)
+        missing = nvmath_missing()
+        if missing is not None and any(n.opdef.name == "matmul" for n in schedule.order):
+            raise NotCapturable(f"its matmuls need nvmath-python under capture ({missing})")
+
+    def capture(self, plan, run):
+        import cupy
+
+        pool = cupy.cuda.MemoryPool()  # the capture's own memory, kept with its graph
+        stream = self.stream
+        with stream, cupy.cuda.using_allocator(pool.malloc):
+            stream.begin_capture()
+            try:
+                values = run()
+            finally:
+                graph = stream.end_capture()
+
+        def replay():
+            graph.launch(stream)
+            return values
+
+        replay.keep = (graph, pool, values)
+        return values, replay, False
