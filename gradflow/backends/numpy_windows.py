@@ -315,8 +315,12 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
         rows = (stop - first) * rows_per_image
         g_rows = g2[first * rows_per_image:stop * rows_per_image]
         if c < FEW_CHANNELS:  # a plane per (i, j, c): each added as a whole strided image
-            planes = _scratch("columns", rows * k, dtype).reshape(k, rows)
-            _col2im_planes(np.matmul(w2t.T, g_rows.T, out=planes), out[first:stop], geo)
+            planes = np.matmul(w2t.T, g_rows.T,
+                               out=_scratch("columns", rows * k, dtype).reshape(k, rows))
+            if kernels is not None:
+                kernels.col2im_planes(planes, out[first:stop], *geo.args, geo.oh, geo.ow)
+            else:
+                _col2im_planes(planes, out[first:stop], geo)
             continue
         cells = np.matmul(g_rows, w2t, out=_scratch("columns", rows * k, dtype).reshape(rows, k))
         if kernels is not None:
@@ -339,10 +343,10 @@ def _winograd(geo, dtype, c, co):
 # -- max pooling ------------------------------------------------------------------------
 
 
-def _pool_cells(x, geo):
+def _pool_cells(x, geo, value=-np.inf):
     """The ``kh * kw`` cells of every window as strided views (N, OH, OW, C), row-major,
-    of ``x`` padded with -inf (which never wins a window that holds a real cell)."""
-    x = geo.pad_input(x, -np.inf)
+    of ``x`` padded with ``value`` (-inf never wins a window that holds a real cell)."""
+    x = geo.pad_input(x, value)
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
     return [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
             for i in range(kh) for j in range(kw)]
@@ -420,6 +424,65 @@ def _max_pool_backprop_numpy(g, x, geo, out):
     return out
 
 
+# -- average pooling --------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _avg_counts(x_shape, ksize, strides, padding, dtype):
+    """How many real cells each window covers, (1, OH, OW, 1) of ``dtype`` (read-only)."""
+    geo = _Geometry(x_shape, ksize, strides, padding)
+    rows, cols = ([min(o * s - p + k, size) - max(o * s - p, 0) for o in range(count)]
+                  for count, s, p, k, size in ((geo.oh, strides[0], geo.pt, ksize[0], geo.h),
+                                               (geo.ow, strides[1], geo.pl, ksize[1], geo.w)))
+    counts = np.multiply.outer(np.array(rows), np.array(cols)).astype(dtype)[None, :, :, None]
+    counts.flags.writeable = False
+    return counts
+
+
+def avg_pool_forward(x, ksize, strides, padding, out=None):
+    """The mean over the real cells of each window of NHWC ``x`` (TF1's ``avg_pool``)."""
+    geo = _Geometry(x.shape, ksize, strides, padding)
+    out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
+    kernels = _kernels(x.dtype)
+    if kernels is not None:
+        kernels.avg_pool(np.ascontiguousarray(x), out, *geo.args)
+        return out
+    cells = _pool_cells(x, geo, 0.0)
+    np.copyto(out, cells[0])
+    for cell in cells[1:]:
+        np.add(out, cell, out=out)
+    np.divide(out, _avg_counts(x.shape, geo.ksize, geo.strides, padding, x.dtype), out=out)
+    return out
+
+
+def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
+    """The gradient of ``avg_pool``: each window's ``g`` over its count, spread over it."""
+    geo = _Geometry(tuple(x_shape), ksize, strides, padding)
+    _expect("avg_pool_grad", "gradient", g.shape, (geo.n, geo.oh, geo.ow, x_shape[3]))
+    out = _output(out, tuple(x_shape), g.dtype, g)
+    kernels = _kernels(g.dtype)
+    if kernels is not None:
+        kernels.avg_pool_grad(np.ascontiguousarray(g), out, *geo.args)
+        return out
+    share = _scratch("share", g.size, g.dtype).reshape(g.shape)
+    np.divide(g, _avg_counts(tuple(x_shape), geo.ksize, geo.strides, padding, g.dtype),
+              out=share)
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    n, h, w, c = x_shape
+    target = out
+    if geo.padded:
+        size = n * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
+        target = _scratch("pad", size, g.dtype).reshape(
+            n, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target[...] = 0
+    for i in range(kh):
+        for j in range(kw):
+            target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += share
+    if target is not out:
+        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    return out
+
+
 def _maximum(cells, out):
     """``out`` = the elementwise maximum of the arrays ``cells`` (NaN wins)."""
     if len(cells) == 1:
@@ -467,10 +530,21 @@ def max_pool_grad(xp, ksize, strides, padding):
         g, x, ksize, strides, padding, out))
 
 
+def avg_pool(xp, ksize, strides, padding):
+    return _writes_out(lambda x, out=None: avg_pool_forward(x, ksize, strides, padding, out))
+
+
+def avg_pool_grad(xp, ksize, strides, padding):
+    return _writes_out(lambda g, x_like, out=None: avg_pool_backprop(
+        g, x_like.shape, ksize, strides, padding, out))
+
+
 LOWERINGS = {
     "conv2d": conv2d,
     "conv2d_backprop_input": conv2d_backprop_input,
     "conv2d_backprop_filter": conv2d_backprop_filter,
     "max_pool": max_pool,
     "max_pool_grad": max_pool_grad,
+    "avg_pool": avg_pool,
+    "avg_pool_grad": avg_pool_grad,
 }
