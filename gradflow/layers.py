@@ -282,11 +282,9 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
 
     >>> up = gf.layers.conv2d_transpose(h, 32, 3, strides=2, padding="same")
     """
-    from gradflow.ops.conv_ops import _conv2d_transpose
+    from gradflow.ops.conv_ops import _conv2d_transpose, _from_nhwc, _to_nhwc
     from gradflow.ops.conv_ops import conv2d_transpose as nn_conv2d_transpose
     from gradflow.ops.index_ops import shape as dynamic_shape
-
-    from gradflow.ops.conv_ops import _from_nhwc, _to_nhwc
 
     fmt = _nn_format(data_format, "conv2d_transpose")
     if bias_constraint is not None:

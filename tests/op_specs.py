@@ -786,7 +786,8 @@ for _kind, _op in (("max", "max_pool"), ("avg", "avg_pool")):
         spec(f"{_op}_nchw_{_pad.lower()}_k{_k}_s{_s}", (_op, f"{_op}_grad", "transpose"),
              lambda x, o=_op, k=_k, s=_s, p=_pad: getattr(gf.nn, o)(
                  x, [1, 1, k, k], [1, 1, s, s], p, data_format="NCHW"),
-             [distinct(*_shape)], nchw(lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t)))
+             [distinct(*_shape)],
+             nchw(lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t)))
 spec("bias_add_nchw", ("add", "reshape"), lambda x, b: gf.nn.bias_add(x, b, data_format="NCHW"),
      [uniform(2, 3, 2, 2), uniform(3)], lambda x, b: x + b[:, None, None],
      dynamic=keep(0, 1))

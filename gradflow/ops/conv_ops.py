@@ -443,8 +443,9 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
     if len(shape) != 4:
         raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NHWC), got "
                          f"{len(shape)}: {shape}")
+    inner = "conv2d_transpose_NHWC" if data_format == "NCHW" else name
     y = _conv2d_transpose(g, w, tuple(None if d is None else int(d) for d in shape), dims,
-                          strides, padding, "conv2d_transpose_NHWC" if data_format == "NCHW" else name)
+                          strides, padding, inner)
     return _from_nhwc(y, data_format, name or "conv2d_transpose")
 
 
