@@ -539,6 +539,20 @@ def avg_pool_grad(xp, ksize, strides, padding):
         g, x_like.shape, ksize, strides, padding, out))
 
 
+def image_layout(xp, perm):
+    """NCHW <-> NHWC as a copy into the plan's buffer: the kernels around it then see
+    contiguous arrays (a transposed view would be copied by each of them, or slow
+    them down)."""
+    def run(x, out=None):
+        view = x.transpose(perm)
+        out = _output(out, view.shape, x.dtype, x)
+        np.copyto(out, view)
+        return out
+
+    run.accepts_out = run.reads_whole_inputs = True
+    return run
+
+
 LOWERINGS = {
     "conv2d": conv2d,
     "conv2d_backprop_input": conv2d_backprop_input,
@@ -547,4 +561,5 @@ LOWERINGS = {
     "max_pool_grad": max_pool_grad,
     "avg_pool": avg_pool,
     "avg_pool_grad": avg_pool_grad,
+    "image_layout": image_layout,
 }

@@ -349,27 +349,38 @@ def _check_format(padding, data_format, what):
     return padding
 
 
-# NCHW runs through the NHWC ops between two transposes (their gradients transpose back)
+# NCHW runs through the NHWC ops between two "image_layout" transposes (each the
+# other's gradient). They are ops of their own, not "transpose", so that a backend can
+# write them as contiguous copies into the plan's buffers (the NumPy backend does: its
+# convolution and pooling kernels then read and write contiguous NHWC arrays).
 _TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _layout_infer(shapes, in_dtypes, perm):
+    if len(shapes[0]) != 4:
+        raise ValueError(f"image_layout needs a rank-4 image batch, got {tuple(shapes[0])}")
+    return tuple(shapes[0][p] for p in perm), in_dtypes[0]
+
+
+register("image_layout", lambda xp, x, perm: xp.permute_dims(x, perm), _layout_infer,
+         grad=lambda n, g: [apply("image_layout", [g], perm=_TO_NCHW
+                                  if n.attrs["perm"] == _TO_NHWC else _TO_NHWC)])
 
 
 def _to_nhwc(x, data_format, what):
     """``x`` in NHWC: transposed from NCHW when ``data_format`` says so."""
-    from gradflow.ops.array_ops import transpose
-
     if data_format != "NCHW":
         return x
     if x.shape is not None and len(x.shape) != 4:
         raise ValueError(f"{what}: '{x.name}' must have rank 4 (NCHW), got shape "
                          f"{tuple(x.shape)}")
-    return transpose(x, _TO_NHWC)
+    return apply("image_layout", [x], perm=_TO_NHWC)
 
 
 def _from_nhwc(y, data_format, name):
     """The NHWC result ``y`` in ``data_format``, named ``name``."""
-    from gradflow.ops.array_ops import transpose
-
-    return y if data_format != "NCHW" else transpose(y, _TO_NCHW, name=name)
+    return y if data_format != "NCHW" else apply("image_layout", [y], name=name,
+                                                   perm=_TO_NCHW)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
