@@ -244,18 +244,31 @@ def _conv_layer(m, h, k, b, padding, fmt, act):
                              data_format=fmt))
 
 
-def deep_mnist(m, weights, x, y, fmt="NHWC", config=None):
+def _two_convs(m, weights, x, y, fmt, config, pool_padding, lr):
+    """conv 5x5 or 3x3 (SAME) + ReLU, max-pool 2 (``pool_padding``), twice; dense + ReLU,
+    dropout 0.5, dense 10."""
     def build(xp, variables):
         k1, b1, k2, b2, w3, b3, w4, b4 = variables
         two = _windows(fmt)[1]
         h = m.nn.max_pool(_conv_layer(m, xp, k1, b1, "SAME", fmt, m.nn.relu), two, two,
-                          "SAME", data_format=fmt)
+                          pool_padding, data_format=fmt)
         h = m.nn.max_pool(_conv_layer(m, h, k2, b2, "SAME", fmt, m.nn.relu), two, two,
-                          "SAME", data_format=fmt)
+                          pool_padding, data_format=fmt)
         h = m.nn.relu(m.matmul(_flat_nhwc(m, h, fmt), w3) + b3)
         return m.matmul(m.nn.dropout(h, keep_prob=0.5), w4) + b4
 
-    return _graph_step(m, build, weights, x, y, 1e-4, config)
+    return _graph_step(m, build, weights, x, y, lr, config)
+
+
+def deep_mnist(m, weights, x, y, fmt="NHWC", config=None):
+    """TF1's deep-MNIST tutorial network (5x5 convs, dense 1024)."""
+    return _two_convs(m, weights, x, y, fmt, config, "SAME", 1e-4)
+
+
+def mnist_cnn(m, weights, x, y, fmt="NHWC", config=None):
+    """The project's CNN (``benchmarks/mnist_cnn.py``, ``examples/mnist_cnn.py``: 3x3
+    convs, dense 256)."""
+    return _two_convs(m, weights, x, y, fmt, config, "VALID", 1e-3)
 
 
 def lenet(m, weights, x, y, fmt="NHWC", config=None):
@@ -269,21 +282,6 @@ def lenet(m, weights, x, y, fmt="NHWC", config=None):
         h = m.tanh(m.matmul(_flat_nhwc(m, h, fmt), w3) + b3)
         h = m.tanh(m.matmul(h, w4) + b4)
         return m.matmul(h, w5) + b5
-
-    return _graph_step(m, build, weights, x, y, 1e-3, config)
-
-
-def mnist_cnn(m, weights, x, y, fmt="NHWC", config=None):
-    """The project's CNN (``benchmarks/mnist_cnn.py``, ``examples/mnist_cnn.py``)."""
-    def build(xp, variables):
-        k1, b1, k2, b2, w3, b3, w4, b4 = variables
-        two = _windows(fmt)[1]
-        h = m.nn.max_pool(_conv_layer(m, xp, k1, b1, "SAME", fmt, m.nn.relu), two, two,
-                          "VALID", data_format=fmt)
-        h = m.nn.max_pool(_conv_layer(m, h, k2, b2, "SAME", fmt, m.nn.relu), two, two,
-                          "VALID", data_format=fmt)
-        h = m.nn.relu(m.matmul(_flat_nhwc(m, h, fmt), w3) + b3)
-        return m.matmul(m.nn.dropout(h, rate=0.5), w4) + b4
 
     return _graph_step(m, build, weights, x, y, 1e-3, config)
 
@@ -310,17 +308,27 @@ def _torch_flat_nhwc(h):
     return h.permute(0, 2, 3, 1).reshape(h.shape[0], -1)  # NHWC order, as the weights
 
 
-def torch_deep_mnist(torch, weights, x, y):
+def _torch_two_convs(torch, weights, x, y, lr):
+    """``_two_convs`` in PyTorch (SAME padding: half the filter's size)."""
     f = torch.nn.functional
+    pad = weights[0].shape[0] // 2
 
     def forward(tx, params):
         k1, b1, k2, b2, w3, b3, w4, b4 = params
-        h = f.max_pool2d(f.relu(f.conv2d(tx, k1, b1, padding=2)), 2)
-        h = f.max_pool2d(f.relu(f.conv2d(h, k2, b2, padding=2)), 2)
+        h = f.max_pool2d(f.relu(f.conv2d(tx, k1, b1, padding=pad)), 2)
+        h = f.max_pool2d(f.relu(f.conv2d(h, k2, b2, padding=pad)), 2)
         h = f.relu(_torch_flat_nhwc(h) @ w3 + b3)
         return f.dropout(h, 0.5) @ w4 + b4
 
-    return _torch_step(torch, weights, x, y, 1e-4, forward)
+    return _torch_step(torch, weights, x, y, lr, forward)
+
+
+def torch_deep_mnist(torch, weights, x, y):
+    return _torch_two_convs(torch, weights, x, y, 1e-4)
+
+
+def torch_mnist_cnn(torch, weights, x, y):
+    return _torch_two_convs(torch, weights, x, y, 1e-3)
 
 
 def torch_lenet(torch, weights, x, y):
@@ -332,19 +340,6 @@ def torch_lenet(torch, weights, x, y):
         h = f.avg_pool2d(torch.tanh(f.conv2d(h, k2, b2)), 2)
         h = torch.tanh(_torch_flat_nhwc(h) @ w3 + b3)
         return torch.tanh(h @ w4 + b4) @ w5 + b5
-
-    return _torch_step(torch, weights, x, y, 1e-3, forward)
-
-
-def torch_mnist_cnn(torch, weights, x, y):
-    f = torch.nn.functional
-
-    def forward(tx, params):
-        k1, b1, k2, b2, w3, b3, w4, b4 = params
-        h = f.max_pool2d(f.relu(f.conv2d(tx, k1, b1, padding=1)), 2)
-        h = f.max_pool2d(f.relu(f.conv2d(h, k2, b2, padding=1)), 2)
-        h = f.relu(_torch_flat_nhwc(h) @ w3 + b3)
-        return f.dropout(h, 0.5) @ w4 + b4
 
     return _torch_step(torch, weights, x, y, 1e-3, forward)
 

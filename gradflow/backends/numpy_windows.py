@@ -137,6 +137,24 @@ class _Geometry:
         out[:, pt:pt + h, pl:pl + w] = x
         return out
 
+    def padded_target(self, out):
+        """Where an adjoint adds its windows: ``out`` (images, H, W, C) itself, or with
+        padding a scratch buffer of the padded size (``crop_into`` then copies its
+        inside to ``out``)."""
+        if not self.padded:
+            return out
+        (pt, pb), (pl, pr) = self.pad
+        n, h, w, c = out.shape
+        size = n * (h + pt + pb) * (w + pl + pr) * c
+        return _scratch("pad", size, out.dtype).reshape(n, h + pt + pb, w + pl + pr, c)
+
+    def crop_into(self, target, out):
+        """Copy the inside of ``padded_target(out)`` to ``out`` (nothing to do without
+        padding)."""
+        if target is not out:
+            h, w = out.shape[1:3]
+            out[...] = target[:, self.pt:self.pt + h, self.pl:self.pl + w]
+
     def cells(self, x):
         """``x`` (padded as needed) viewed as (N, OH, OW, C, kh, kw): every window."""
         (sh, sw), (oh, ow) = self.strides, (self.oh, self.ow)
@@ -187,13 +205,9 @@ def _col2im_numpy(cells, out, geo):
     """``out`` (images, H, W, C) = the rows of ``cells`` (images * OH * OW, kh * kw * C)
     added onto the pixels they were read from (the adjoint of im2col)."""
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    images, h, w, c = out.shape
+    images, c = out.shape[0], out.shape[3]
     cells = cells.reshape(images, oh, ow, kh, kw, c)
-    target = out
-    if geo.padded:
-        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
-        target = _scratch("pad", size, out.dtype).reshape(
-            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target = geo.padded_target(out)
     disjoint = kh <= sh and kw <= sw  # no pixel in two windows: assign, don't add
     if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
         target[...] = 0  # some pixels are in no window, or in several
@@ -204,28 +218,21 @@ def _col2im_numpy(cells, out, geo):
                 dst[...] = cells[:, :, :, i, j]
             else:
                 dst += cells[:, :, :, i, j]
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
 
 
 def _col2im_planes(planes, out, geo):
     """As ``_col2im_numpy``, from the transposed layout (kh * kw * C, images * OH * OW)."""
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    images, h, w, c = out.shape
-    target = out
-    if geo.padded:
-        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
-        target = _scratch("pad", size, out.dtype).reshape(
-            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target = geo.padded_target(out)
     target[...] = 0
-    planes = planes.reshape(kh, kw, c, images, oh, ow)
+    planes = planes.reshape(kh, kw, out.shape[3], out.shape[0], oh, ow)
     for i in range(kh):
         for j in range(kw):
             dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-            for ch in range(c):
+            for ch in range(out.shape[3]):
                 dst[..., ch] += planes[i, j, ch]
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
 
 
 # -- the convolution and its two adjoints -------------------------------------------------
@@ -419,8 +426,7 @@ def _max_pool_backprop_numpy(g, x, geo, out):
             np.multiply(g, hit, out=dst)
         else:
             dst += np.multiply(g, hit, out=share)
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
     return out
 
 
@@ -468,18 +474,12 @@ def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
     np.divide(g, _avg_counts(tuple(x_shape), geo.ksize, geo.strides, padding, g.dtype),
               out=share)
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    n, h, w, c = x_shape
-    target = out
-    if geo.padded:
-        size = n * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
-        target = _scratch("pad", size, g.dtype).reshape(
-            n, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target = geo.padded_target(out)
     target[...] = 0
     for i in range(kh):
         for j in range(kw):
             target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += share
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
     return out
 
 
