@@ -3,7 +3,8 @@
 Each row is one convolution (float32, NHWC for gradflow, NCHW for PyTorch, its
 native layout) and one pass: the forward pass, the gradient in the input and the
 gradient in the filter, each run alone (gradflow: a Session fetching that one
-tensor; PyTorch: ``conv2d`` and ``aten.convolution_backward`` with one output).
+tensor as the backend's array; PyTorch: ``conv2d`` and ``aten.convolution_backward``
+with one output; TensorFlow: a Session running the op).
 Every row is measured twice, on the machine as it is ("quiet") and with one
 CPU-bound process started beside it ("loaded"), the two contenders taking turns
 round after round in one process. Each row gives milliseconds, the ratio
@@ -12,12 +13,20 @@ gradflow / PyTorch, and gradflow's GFLOP/s beside the machine's GEMM GFLOP/s (a
 ``os.getloadavg()[0]`` and ``others`` the cores other processes used while the
 row was timed (``timing.OtherLoad``), both for the loaded state.
 
-Then the deep-MNIST network of TF1's tutorial (5x5 SAME convs 1 -> 32 -> 64, max
-pool, dense 3136 -> 1024, dropout 0.5, dense 10, Adam) as training steps from the
-same weights. TensorFlow is measured where it is installed; here it is not.
+Then whole networks as training steps (Adam) from the same weights: the deep-MNIST
+network of TF1's tutorial (5x5 SAME convs 1 -> 32 -> 64, max pool, dense 3136 ->
+1024, dropout 0.5, dense 10), LeNet-5 (5x5 convs 1 -> 6 SAME and 6 -> 16 VALID,
+tanh, average pooling, dense 400 -> 120 -> 84 -> 10) and the project's own CNN
+(``benchmarks/mnist_cnn.py``: 3x3 convs 1 -> 32 -> 64, max pool, dense 256,
+dropout). gradflow runs each conv row and network in NHWC and in NCHW
+(``data_format="NCHW"``, which transposes around the NHWC kernels); PyTorch in NCHW.
+TensorFlow 2.x (``tensorflow.compat.v1`` graph mode, NHWC) is a third contender
+where it is installed (``pip install -e ".[benchmark]"``).
 
     python benchmarks/conv.py [--seconds S] [--rows 5x5 ...] [--batches 50 128]
-                              [--skip-network] [--skip-rows] [--threads N]
+                              [--networks deep-MNIST LeNet-5 "MNIST CNN"]
+                              [--formats NHWC NCHW] [--skip-network] [--skip-rows]
+                              [--skip-tf] [--threads N]
 """
 
 from __future__ import annotations
@@ -79,20 +88,26 @@ def gemm_gflops(seconds):
     return 2 * 1024 ** 3 / ms / 1e6
 
 
-def gradflow_passes(x, w, g, stride, padding):
+def gradflow_passes(x, w, g, stride, padding, fmt="NHWC"):
+    """The three passes as Session runs; ``x`` and ``g`` NHWC, fed in ``fmt``."""
+    if fmt == "NCHW":
+        x, g = (np.ascontiguousarray(a.transpose(0, 3, 1, 2)) for a in (x, g))
     graph = gf.Graph()
     with graph.as_default():
         xp = gf.placeholder(gf.float32, x.shape)
         gp = gf.placeholder(gf.float32, g.shape)
         wv = gf.Variable(w)
-        y = gf.nn.conv2d(xp, wv, stride, padding)
+        y = gf.nn.conv2d(xp, wv, stride, padding, data_format=fmt)
         dx, dw = gf.gradients(y, [xp, wv], grad_ys=gp)
         init = gf.global_variables_initializer()
     sess = gf.Session(graph=graph)
     sess.run(init)
-    return {"forward": lambda: sess.run(y, {xp: x}),
-            "input grad": lambda: sess.run(dx, {xp: x, gp: g}),
-            "filter grad": lambda: sess.run(dw, {xp: x, gp: g})}
+    # output="native": the arrays as computed, without Session.run's copy to fresh NumPy
+    # arrays (5 ms of the 5x5 1 -> 32 forward row at batch 128); PyTorch returns its own
+    # tensors and TensorFlow here fetches nothing
+    return {"forward": lambda: sess.run(y, {xp: x}, output="native"),
+            "input grad": lambda: sess.run(dx, {xp: x, gp: g}, output="native"),
+            "filter grad": lambda: sess.run(dw, {xp: x, gp: g}, output="native")}
 
 
 def torch_passes(torch, x, w, g, stride, padding):
@@ -115,11 +130,43 @@ def torch_passes(torch, x, w, g, stride, padding):
             "filter grad": lambda: grad([False, True, False])}
 
 
-def conv_rows(torch, names, seconds):
+def tf_passes(tf, config, x, w, g, stride, padding):
+    """The three passes in TensorFlow (``compat.v1`` graph mode, NHWC: its CPU layout)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        xp = tf.placeholder(tf.float32, x.shape)
+        gp = tf.placeholder(tf.float32, g.shape)
+        wv = tf.Variable(w)
+        y = tf.nn.conv2d(xp, wv, [1, stride, stride, 1], padding)
+        dx, dw = tf.gradients(y, [xp, wv], grad_ys=gp)
+        init = tf.global_variables_initializer()
+    sess = tf.Session(graph=graph, config=config)
+    sess.run(init)
+    return {"forward": lambda: sess.run(y.op, {xp: x}),
+            "input grad": lambda: sess.run(dx.op, {xp: x, gp: g}),
+            "filter grad": lambda: sess.run(dw.op, {xp: x, gp: g})}
+
+
+def _ratios(times, formats):
+    """The row cells of each gradflow format: its ms, and its ratios to torch and TF."""
+    tf_ms = times.get("tf")
+    for fmt in formats:
+        ours = times[fmt]
+        to_tf = "-" if tf_ms is None else f"{ours / tf_ms:.2f}"
+        yield fmt, ours, f"{ours / times['torch']:.2f}", to_tf
+
+
+def _ms(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def conv_rows(torch, tf, names, formats, seconds):
+    """Each shape and pass: gradflow in each of ``formats``, PyTorch and TensorFlow (where
+    installed), taking turns in one process, quiet and loaded."""
     rng = np.random.default_rng(0)
-    print("| shape | pass | state | load | others | gradflow ms | torch ms | gf / torch "
-          "| gf GFLOP/s | GEMM GFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | gf format | pass | state | load | others | gradflow ms | torch ms "
+          "| tf ms | gf / torch | gf / tf | gf GFLOP/s | GEMM GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         n, size, k, c, co, s, padding = SHAPES[name]
         out = -(-size // s) if padding == "SAME" else (size - k) // s + 1
@@ -127,16 +174,21 @@ def conv_rows(torch, names, seconds):
         w = rng.standard_normal((k, k, c, co), dtype=np.float32) * 0.1
         g = rng.standard_normal((n, out, out, co), dtype=np.float32)
         flops = 2 * n * out * out * k * k * c * co
-        ours = gradflow_passes(x, w, g, s, padding)
-        theirs = torch_passes(torch, x, w, g, s, padding)
+        contenders = {fmt: gradflow_passes(x, w, g, s, padding, fmt) for fmt in formats}
+        contenders["torch"] = torch_passes(torch, x, w, g, s, padding)
+        if tf is not None:
+            contenders["tf"] = tf_passes(*tf, x, w, g, s, padding)
         for load, state in ((0, "quiet"), (1, "loaded")):
             gemm = gemm_gflops(seconds / 2)
             for p in PASSES:
-                times, others, avg = timed({"gf": ours[p], "torch": theirs[p]}, seconds, load)
+                times, others, avg = timed({who: run[p] for who, run in contenders.items()},
+                                           seconds, load)
                 others = "?" if others is None else f"{others:.2f}"
-                print(f"| {name} | {p} | {state} | {avg:.1f} | {others} | {times['gf']:.2f} "
-                      f"| {times['torch']:.2f} | {times['gf'] / times['torch']:.2f} "
-                      f"| {flops / times['gf'] / 1e6:.0f} | {gemm:.0f} |", flush=True)
+                for fmt, ours, to_torch, to_tf in _ratios(times, formats):
+                    print(f"| {name} | {fmt} | {p} | {state} | {avg:.1f} | {others} "
+                          f"| {ours:.2f} | {times['torch']:.2f} | {_ms(times.get('tf'))} "
+                          f"| {to_torch} | {to_tf} | {flops / ours / 1e6:.0f} | {gemm:.0f} |",
+                          flush=True)
 
 
 def deep_mnist_weights(seed=0):
@@ -148,43 +200,107 @@ def deep_mnist_weights(seed=0):
     return out
 
 
-def gradflow_deep_mnist(weights, x, y):
-    graph = gf.Graph()
+def lenet_weights(seed=0):
+    """LeNet-5 on 28x28 MNIST: conv 5x5 1 -> 6 (SAME), conv 5x5 6 -> 16 (VALID), dense
+    400 -> 120 -> 84 -> 10; Glorot-uniform, zero biases."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape in [(5, 5, 1, 6), (5, 5, 6, 16), (400, 120), (120, 84), (84, 10)]:
+        fan_in, fan_out = int(np.prod(shape[:-1])), shape[-1] * int(np.prod(shape[:-2]))
+        limit = np.sqrt(6 / (fan_in + fan_out))
+        out.append(rng.uniform(-limit, limit, shape).astype(np.float32))
+        out.append(np.zeros(shape[-1], np.float32))
+    return out
+
+
+def _graph_step(m, build, weights, x, y, lr, config=None):
+    """One Adam step of ``build(xp, variables) -> logits`` in TF1 graph mode, written
+    once for ``m`` = gradflow or ``tensorflow.compat.v1`` (``config``: TF's)."""
+    graph = m.Graph()
     with graph.as_default():
-        xp = gf.placeholder(gf.float32, (None, 28, 28, 1))
-        yp = gf.placeholder(gf.int64, (None,))
-        k1, b1, k2, b2, w3, b3, w4, b4 = [gf.Variable(v) for v in weights]
-        h = gf.nn.relu(gf.nn.conv2d(xp, k1, [1, 1, 1, 1], "SAME") + b1)
-        h = gf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
-        h = gf.nn.relu(gf.nn.conv2d(h, k2, [1, 1, 1, 1], "SAME") + b2)
-        h = gf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
-        h = gf.nn.relu(gf.matmul(gf.reshape(h, [-1, 3136]), w3) + b3)
-        logits = gf.matmul(gf.nn.dropout(h, keep_prob=0.5), w4) + b4
-        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+        xp = m.placeholder(m.float32, (None,) + x.shape[1:])
+        yp = m.placeholder(m.int64, (None,))
+        logits = build(xp, [m.Variable(v) for v in weights])
+        loss = m.reduce_mean(m.nn.sparse_softmax_cross_entropy_with_logits(
             labels=yp, logits=logits))
-        train = gf.train.AdamOptimizer(1e-4).minimize(loss)
-        init = gf.global_variables_initializer()
-    sess = gf.Session(graph=graph)
+        train = m.train.AdamOptimizer(lr).minimize(loss)
+        init = m.global_variables_initializer()
+    sess = m.Session(graph=graph) if config is None else m.Session(graph=graph, config=config)
     sess.run(init)
     return lambda: sess.run(train, {xp: x, yp: y})
 
 
-def torch_deep_mnist(torch, weights, x, y):
-    f = torch.nn.functional
-    k1, b1, k2, b2, w3, b3, w4, b4 = weights
+def _flat_nhwc(m, h, fmt):
+    """``h`` flattened in NHWC order whatever its layout (the dense weights are NHWC's)."""
+    if fmt == "NCHW":
+        h = m.transpose(h, [0, 2, 3, 1])
+    return m.reshape(h, [-1, int(np.prod(h.shape[1:]))])
+
+
+def _windows(fmt):
+    """TF1's ``[1, 1, 1, 1]`` and ``[1, 2, 2, 1]`` strides/ksize in ``fmt`` order."""
+    return ([1, 1, 1, 1], [1, 1, 2, 2]) if fmt == "NCHW" else ([1, 1, 1, 1], [1, 2, 2, 1])
+
+
+def _conv_layer(m, h, k, b, padding, fmt, act):
+    one = _windows(fmt)[0]
+    return act(m.nn.bias_add(m.nn.conv2d(h, k, one, padding, data_format=fmt), b,
+                             data_format=fmt))
+
+
+def _two_convs(m, weights, x, y, fmt, config, pool_padding, lr):
+    """conv 5x5 or 3x3 (SAME) + ReLU, max-pool 2 (``pool_padding``), twice; dense + ReLU,
+    dropout 0.5, dense 10."""
+    def build(xp, variables):
+        k1, b1, k2, b2, w3, b3, w4, b4 = variables
+        two = _windows(fmt)[1]
+        h = m.nn.max_pool(_conv_layer(m, xp, k1, b1, "SAME", fmt, m.nn.relu), two, two,
+                          pool_padding, data_format=fmt)
+        h = m.nn.max_pool(_conv_layer(m, h, k2, b2, "SAME", fmt, m.nn.relu), two, two,
+                          pool_padding, data_format=fmt)
+        h = m.nn.relu(m.matmul(_flat_nhwc(m, h, fmt), w3) + b3)
+        return m.matmul(m.nn.dropout(h, keep_prob=0.5), w4) + b4
+
+    return _graph_step(m, build, weights, x, y, lr, config)
+
+
+def deep_mnist(m, weights, x, y, fmt="NHWC", config=None):
+    """TF1's deep-MNIST tutorial network (5x5 convs, dense 1024)."""
+    return _two_convs(m, weights, x, y, fmt, config, "SAME", 1e-4)
+
+
+def mnist_cnn(m, weights, x, y, fmt="NHWC", config=None):
+    """The project's CNN (``benchmarks/mnist_cnn.py``, ``examples/mnist_cnn.py``: 3x3
+    convs, dense 256)."""
+    return _two_convs(m, weights, x, y, fmt, config, "VALID", 1e-3)
+
+
+def lenet(m, weights, x, y, fmt="NHWC", config=None):
+    def build(xp, variables):
+        k1, b1, k2, b2, w3, b3, w4, b4, w5, b5 = variables
+        two = _windows(fmt)[1]
+        h = m.nn.avg_pool(_conv_layer(m, xp, k1, b1, "SAME", fmt, m.tanh), two, two, "VALID",
+                          data_format=fmt)
+        h = m.nn.avg_pool(_conv_layer(m, h, k2, b2, "VALID", fmt, m.tanh), two, two, "VALID",
+                          data_format=fmt)
+        h = m.tanh(m.matmul(_flat_nhwc(m, h, fmt), w3) + b3)
+        h = m.tanh(m.matmul(h, w4) + b4)
+        return m.matmul(h, w5) + b5
+
+    return _graph_step(m, build, weights, x, y, 1e-3, config)
+
+
+def _torch_step(torch, weights, x, y, lr, forward):
+    """One Adam step of ``forward(tx, params) -> logits`` in PyTorch (NCHW; HWIO filters
+    transposed to OIHW)."""
     params = [torch.tensor(np.ascontiguousarray(v.transpose(3, 2, 0, 1)) if v.ndim == 4
-                           else v, requires_grad=True)
-              for v in (k1, b1, k2, b2, w3, b3, w4, b4)]
-    opt = torch.optim.Adam(params, lr=1e-4)
+                           else v, requires_grad=True) for v in weights]
+    opt = torch.optim.Adam(params, lr=lr)
     tx = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
     ty = torch.from_numpy(y)
 
     def step():
-        k1, b1, k2, b2, w3, b3, w4, b4 = params
-        h = f.max_pool2d(f.relu(f.conv2d(tx, k1, b1, padding=2)), 2)
-        h = f.max_pool2d(f.relu(f.conv2d(h, k2, b2, padding=2)), 2)
-        h = f.relu(h.permute(0, 2, 3, 1).reshape(-1, 3136) @ w3 + b3)  # NHWC order, as TF1
-        loss = f.cross_entropy(f.dropout(h, 0.5) @ w4 + b4, ty)
+        loss = torch.nn.functional.cross_entropy(forward(tx, params), ty)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -192,21 +308,102 @@ def torch_deep_mnist(torch, weights, x, y):
     return step
 
 
-def network_rows(torch, batches, seconds):
-    print("\n| deep-MNIST step | state | load | others | gradflow ms | torch ms | gf / torch |")
-    print("|---|---|---|---|---|---|---|")
+def _torch_flat_nhwc(h):
+    return h.permute(0, 2, 3, 1).reshape(h.shape[0], -1)  # NHWC order, as the weights
+
+
+def _torch_two_convs(torch, weights, x, y, lr):
+    """``_two_convs`` in PyTorch (SAME padding: half the filter's size)."""
+    f = torch.nn.functional
+    pad = weights[0].shape[0] // 2
+
+    def forward(tx, params):
+        k1, b1, k2, b2, w3, b3, w4, b4 = params
+        h = f.max_pool2d(f.relu(f.conv2d(tx, k1, b1, padding=pad)), 2)
+        h = f.max_pool2d(f.relu(f.conv2d(h, k2, b2, padding=pad)), 2)
+        h = f.relu(_torch_flat_nhwc(h) @ w3 + b3)
+        return f.dropout(h, 0.5) @ w4 + b4
+
+    return _torch_step(torch, weights, x, y, lr, forward)
+
+
+def torch_deep_mnist(torch, weights, x, y):
+    return _torch_two_convs(torch, weights, x, y, 1e-4)
+
+
+def torch_mnist_cnn(torch, weights, x, y):
+    return _torch_two_convs(torch, weights, x, y, 1e-3)
+
+
+def torch_lenet(torch, weights, x, y):
+    f = torch.nn.functional
+
+    def forward(tx, params):
+        k1, b1, k2, b2, w3, b3, w4, b4, w5, b5 = params
+        h = f.avg_pool2d(torch.tanh(f.conv2d(tx, k1, b1, padding=2)), 2)
+        h = f.avg_pool2d(torch.tanh(f.conv2d(h, k2, b2)), 2)
+        h = torch.tanh(_torch_flat_nhwc(h) @ w3 + b3)
+        return torch.tanh(h @ w4 + b4) @ w5 + b5
+
+    return _torch_step(torch, weights, x, y, 1e-3, forward)
+
+
+def _mnist_cnn_weights():
+    from mnist_cnn import init_weights
+
+    return init_weights()
+
+
+# name: (weights, graph-mode step (gradflow and TensorFlow), torch step)
+NETWORKS = {
+    "deep-MNIST": (deep_mnist_weights, deep_mnist, torch_deep_mnist),
+    "LeNet-5": (lenet_weights, lenet, torch_lenet),
+    "MNIST CNN": (_mnist_cnn_weights, mnist_cnn, torch_mnist_cnn),
+}
+
+
+def network_rows(torch, tf, names, batches, formats, seconds):
+    """Training steps of whole networks from the same weights: gradflow in each of
+    ``formats`` (its NCHW through ``data_format="NCHW"``), PyTorch in NCHW, TensorFlow
+    (where installed) in NHWC, its CPU layout."""
+    print("\n| network | batch | gf format | state | load | others | gradflow ms | torch ms "
+          "| tf ms | gf / torch | gf / tf |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(1)
-    for batch in batches:
-        x = rng.random((batch, 28, 28, 1), dtype=np.float32)
-        y = rng.integers(0, 10, batch).astype(np.int64)
-        weights = deep_mnist_weights()
-        steps = {"gf": gradflow_deep_mnist(weights, x, y),
-                 "torch": torch_deep_mnist(torch, weights, x, y)}
-        for load, state in ((0, "quiet"), (1, "loaded")):
-            times, others, avg = timed(steps, seconds * 2, load)
-            others = "?" if others is None else f"{others:.2f}"
-            print(f"| batch {batch} | {state} | {avg:.1f} | {others} | {times['gf']:.1f} "
-                  f"| {times['torch']:.1f} | {times['gf'] / times['torch']:.2f} |", flush=True)
+    for name in names:
+        make_weights, graph_step, torch_step = NETWORKS[name]
+        for batch in batches:
+            x = rng.random((batch, 28, 28, 1), dtype=np.float32)
+            y = rng.integers(0, 10, batch).astype(np.int64)
+            weights = make_weights()
+            steps = {}
+            for fmt in formats:
+                fed = x.transpose(0, 3, 1, 2).copy() if fmt == "NCHW" else x
+                steps[fmt] = graph_step(gf, weights, fed, y, fmt)
+            steps["torch"] = torch_step(torch, weights, x, y)
+            if tf is not None:
+                steps["tf"] = graph_step(tf[0], weights, x, y, "NHWC", config=tf[1])
+            for load, state in ((0, "quiet"), (1, "loaded")):
+                times, others, avg = timed(steps, seconds * 2, load)
+                others = "?" if others is None else f"{others:.2f}"
+                for fmt, ours, to_torch, to_tf in _ratios(times, formats):
+                    print(f"| {name} | {batch} | {fmt} | {state} | {avg:.1f} | {others} "
+                          f"| {ours:.1f} | {times['torch']:.1f} | {_ms(times.get('tf'))} "
+                          f"| {to_torch} | {to_tf} |", flush=True)
+
+
+def load_tensorflow(threads):
+    """``(tensorflow.compat.v1, ConfigProto)`` in graph mode, or None where TF is not
+    installed (``pip install -e ".[benchmark]"``)."""
+    try:
+        import tensorflow.compat.v1 as tf
+    except ImportError:
+        return None
+    tf.disable_eager_execution()
+    tf.logging.set_verbosity(tf.logging.ERROR)
+    count = threads or 0  # 0: TensorFlow's own choice
+    return tf, tf.ConfigProto(intra_op_parallelism_threads=count,
+                              inter_op_parallelism_threads=count)
 
 
 def main():
@@ -215,8 +412,13 @@ def main():
     parser.add_argument("--rows", nargs="*", default=None,
                         help="shape names (prefixes) of SHAPES to run; default all")
     parser.add_argument("--batches", type=int, nargs="*", default=[50, 128])
+    parser.add_argument("--networks", nargs="*", default=list(NETWORKS),
+                        help=f"of {list(NETWORKS)}")
+    parser.add_argument("--formats", nargs="*", default=["NHWC", "NCHW"],
+                        help="gradflow's data_format in the conv rows and networks")
     parser.add_argument("--skip-network", action="store_true")
     parser.add_argument("--skip-rows", action="store_true")
+    parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
     args = parser.parse_args()
@@ -225,11 +427,8 @@ def main():
     except ImportError:
         sys.exit("benchmarks/conv.py compares against PyTorch: pip install torch")
     pin_torch_threads(args.threads)
-    try:
-        import tensorflow  # noqa: F401
-        print("TensorFlow is installed, but this script does not time it yet")
-    except ImportError:
-        print("TensorFlow is not installed: no TensorFlow column")
+    tf = None if args.skip_tf else load_tensorflow(args.threads)
+    print("TensorFlow: " + ("not timed" if tf is None else tf[0].VERSION))
     from gradflow.backends import threads
 
     threads.refresh()
@@ -238,9 +437,9 @@ def main():
           f"{torch.get_num_threads()}, load before: {os.getloadavg()[0]:.1f}\n")
     names = [n for n in SHAPES if args.rows is None or any(n.startswith(r) for r in args.rows)]
     if not args.skip_rows:
-        conv_rows(torch, names, args.seconds)
+        conv_rows(torch, tf, names, args.formats, args.seconds)
     if not args.skip_network:
-        network_rows(torch, args.batches, args.seconds)
+        network_rows(torch, tf, args.networks, args.batches, args.formats, args.seconds)
 
 
 if __name__ == "__main__":

@@ -64,14 +64,15 @@ def last_axis_product(x, kernel):
 
 
 def _bias_and_activation(out, units, use_bias, bias_initializer, activation, trainable,
-                         bias_regularizer=None, activity_regularizer=None):
-    """The shared tail of a layer: an optional ``bias`` variable, then the activation,
-    then the activity regularizer's penalty (if any)."""
+                         bias_regularizer=None, activity_regularizer=None, data_format=None):
+    """The shared tail of a layer: an optional ``bias`` variable (added along the channel
+    axis of ``data_format``), then the activation, then the activity regularizer's
+    penalty (if any)."""
     if use_bias:
         bias = get_variable("bias", (units,), dtype=out.dtype,
                             initializer=bias_initializer or zeros_initializer(),
                             regularizer=bias_regularizer, trainable=trainable)
-        out = bias_add(out, bias)
+        out = bias_add(out, bias, data_format=data_format)
     out = activation(out) if activation is not None else out
     if activity_regularizer is not None:
         _activity_penalty(out, activity_regularizer)
@@ -114,7 +115,8 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", activa
            trainable=True, name=None, reuse=None, data_format="channels_last"):
     """2-D convolution layer with variables ``<name>/kernel`` (HWIO) and ``/bias``.
 
-    The regularizers work as in ``dense``.
+    The regularizers work as in ``dense``. ``data_format="channels_first"`` takes and
+    gives NCHW (the kernel stays HWIO).
 
     >>> h = gf.layers.conv2d(x, 32, 5, padding="same", activation=gf.nn.relu)
     """
@@ -132,26 +134,38 @@ def conv2d_in_scope(inputs, filters, kernel_size, strides=(1, 1), padding="valid
     """The body of ``conv2d``, with its variables in the current variable scope."""
     from gradflow.ops.conv_ops import conv2d as nn_conv2d
 
-    if data_format != "channels_last":
-        raise NotImplementedError("layers.conv2d: only data_format='channels_last' is supported")
+    fmt = _nn_format(data_format, "conv2d")
     x = convert_to_tensor(inputs)
-    if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
-        raise ValueError(f"conv2d: '{x.name}' must be NHWC with known channels, got {x.shape}")
-    kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[-1], filters),
+    axis = 1 if fmt == "NCHW" else 3
+    if x.shape is None or len(x.shape) != 4 or x.shape[axis] is None:
+        raise ValueError(f"conv2d: '{x.name}' must be {fmt} with known channels, got {x.shape}")
+    kernel = get_variable("kernel", _pair(kernel_size) + (x.shape[axis], filters),
                           dtype=x.dtype, initializer=kernel_initializer,
                           regularizer=kernel_regularizer, trainable=trainable)
-    out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper())
+    out = nn_conv2d(x, kernel, strides=_pair(strides), padding=padding.upper(), data_format=fmt)
     return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
-                                trainable, bias_regularizer, activity_regularizer)
+                                trainable, bias_regularizer, activity_regularizer, fmt)
+
+
+def _nn_format(data_format, what):
+    """``tf.layers``' ``data_format`` as ``tf.nn``'s: ``"NHWC"`` or ``"NCHW"``."""
+    formats = {"channels_last": "NHWC", "channels_first": "NCHW"}
+    if data_format not in formats:
+        raise ValueError(f"layers.{what}: data_format must be 'channels_last' or "
+                         f"'channels_first', got {data_format!r}")
+    return formats[data_format]
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
-    """Max pooling layer (TF1 ``tf.layers.max_pooling2d``)."""
+    """Max pooling layer (TF1 ``tf.layers.max_pooling2d``); ``channels_first`` is NCHW.
+
+    >>> h = gf.layers.max_pooling2d(h, 2, 2, data_format="channels_first")
+    """
     from gradflow.ops.conv_ops import max_pool
 
-    _channels_last(data_format, "max_pooling2d")
-    return max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
+    return max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(),
+                    data_format=_nn_format(data_format, "max_pooling2d"), name=name)
 
 
 def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -173,11 +187,15 @@ def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="chan
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                       name=None):
-    """Average pooling layer (TF1 ``tf.layers.average_pooling2d``)."""
+    """Average pooling layer (TF1 ``tf.layers.average_pooling2d``); ``channels_first``
+    is NCHW.
+
+    >>> h = gf.layers.average_pooling2d(h, 2, 2)
+    """
     from gradflow.ops.conv_ops import avg_pool
 
-    _channels_last(data_format, "average_pooling2d")
-    return avg_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
+    return avg_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(),
+                    data_format=_nn_format(data_format, "average_pooling2d"), name=name)
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
@@ -260,19 +278,22 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     output channels third) and ``/bias`` ``[filters]``. Each spatial size ``n``
     becomes ``n * stride`` with ``"same"`` padding and ``n * stride + max(k - stride,
     0)`` with ``"valid"``; sizes unknown when the graph is built are computed at
-    run time.
+    run time. ``data_format="channels_first"`` takes and gives NCHW.
 
     >>> up = gf.layers.conv2d_transpose(h, 32, 3, strides=2, padding="same")
     """
-    from gradflow.ops.conv_ops import _conv2d_transpose
+    from gradflow.ops.conv_ops import _conv2d_transpose, _from_nhwc, _to_nhwc
     from gradflow.ops.conv_ops import conv2d_transpose as nn_conv2d_transpose
     from gradflow.ops.index_ops import shape as dynamic_shape
 
-    _channels_last(data_format, "conv2d_transpose", bias_constraint)
+    fmt = _nn_format(data_format, "conv2d_transpose")
+    if bias_constraint is not None:
+        raise NotImplementedError("layers.conv2d_transpose: bias_constraint is not supported")
     x = convert_to_tensor(inputs)
-    if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
-        raise ValueError(f"layers.conv2d_transpose: '{x.name}' must be NHWC with known "
+    if x.shape is None or len(x.shape) != 4 or x.shape[1 if fmt == "NCHW" else 3] is None:
+        raise ValueError(f"layers.conv2d_transpose: '{x.name}' must be {fmt} with known "
                          f"channels, got shape {x.shape}")
+    x = _to_nhwc(x, fmt, "layers.conv2d_transpose")
     ksize = _ints(kernel_size, 2, "kernel_size")
     stride = _ints(strides, 2, "strides")
     pad = padding.upper()
@@ -289,8 +310,9 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
             out_shape = (None,) + tuple(_transposed_size(x.shape[a], k, s, pad) for a, k, s
                                         in zip((1, 2), ksize, stride)) + (filters,)
             out = _conv2d_transpose(x, kernel, out_shape, None, stride, pad, None)
+        out = _from_nhwc(out, fmt, None)
         return _bias_and_activation(out, filters, use_bias, bias_initializer, activation,
-                                    trainable, bias_regularizer, activity_regularizer)
+                                    trainable, bias_regularizer, activity_regularizer, fmt)
 
 
 from gradflow.layer_classes import (  # noqa: E402, F401 - built on the functions above

@@ -765,6 +765,34 @@ for _kind, _op in (("max", "max_pool"), ("avg", "avg_pool")):
         spec(f"{_op}_{_pad.lower()}_k{_k}_s{_s}", (_op, f"{_op}_grad"),
              lambda x, o=_op, k=_k, s=_s, p=_pad: getattr(gf.nn, o)(x, k, s, p),
              [distinct(*_shape)], lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t))
+
+
+def nchw(ref):
+    """The NHWC reference ``ref`` of an op applied to NCHW arrays (its first argument)."""
+    return lambda x, *rest: ref(x.transpose(0, 2, 3, 1), *rest).transpose(0, 3, 1, 2)
+
+
+# data_format="NCHW": the same windows, strides and ksize in NCHW order
+for _id, _shape, _s, _pad in _CONV:
+    spec(f"{_id}_nchw", ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter",
+                         "image_layout"),
+         lambda x, w, s=_s, p=_pad: gf.nn.conv2d(x, w, [1, 1, s, s], p, data_format="NCHW"),
+         [uniform(*(_shape[i] for i in (0, 3, 1, 2))), uniform(3, 3, 2, 2)],
+         nchw(lambda x, w, s=_s, p=_pad: np_conv2d(x, w, s, p)), dynamic=keep(1, 0, 1, 2, 3),
+         tol={"float32": (1e-4, 1e-5)})
+for _kind, _op in (("max", "max_pool"), ("avg", "avg_pool")):
+    for _shape, _k, _s, _pad in [((1, 2, 5, 5), 2, 2, "SAME"), ((1, 2, 5, 5), 3, 2, "VALID"),
+                                  ((2, 1, 4, 3), 3, 1, "SAME"), ((1, 2, 5, 4), 2, 2, "VALID")]:
+        spec(f"{_op}_nchw_{_pad.lower()}_k{_k}_s{_s}", (_op, f"{_op}_grad", "image_layout"),
+             lambda x, o=_op, k=_k, s=_s, p=_pad: getattr(gf.nn, o)(
+                 x, [1, 1, k, k], [1, 1, s, s], p, data_format="NCHW"),
+             [distinct(*_shape)],
+             nchw(lambda x, t=_kind, k=_k, s=_s, p=_pad: np_pool(x, k, s, p, t)))
+spec("bias_add_nchw", ("add", "reshape"), lambda x, b: gf.nn.bias_add(x, b, data_format="NCHW"),
+     [uniform(2, 3, 2, 2), uniform(3)], lambda x, b: x + b[:, None, None],
+     dynamic=keep(0, 1))
+spec("bias_add_nc_rank3", ("add", "reshape"), lambda x, b: gf.nn.bias_add(x, b, "NC..."),
+     [uniform(2, 3, 4), uniform(3)], lambda x, b: x + b[:, None], dynamic=keep(0, 1))
 spec("max_pool_select", ("max_pool_select", "max_pool_grad"),
      lambda h, x: apply("max_pool_select", [h, x], ksize=(2, 2), strides=(2, 2), padding="SAME"),
      [uniform(1, 5, 5, 2), distinct(1, 5, 5, 2)],
@@ -1312,6 +1340,25 @@ for _id, _vshape, _ks, _oshape, _s, _pad in _CONVT:
          [uniform(*_vshape), uniform(*_ks, _oshape[3], _vshape[3])],
          lambda g, w, o=_oshape, s=_s, p=_pad: np_conv2d_transpose(g, w, o, s, p),
          dynamic=keep(1, 0, 1, 2, 3))
+for _id, _vshape, _ks, _oshape, _s, _pad in _CONVT[:3]:
+    spec(f"{_id}_nchw", _convt + ("image_layout",),
+         lambda g, w, o=_oshape, s=_s, p=_pad: gf.nn.conv2d_transpose(
+             g, w, [o[i] for i in (0, 3, 1, 2)], [1, 1, s, s], p, data_format="NCHW"),
+         [uniform(*(_vshape[i] for i in (0, 3, 1, 2))), uniform(*_ks, _oshape[3], _vshape[3])],
+         nchw(lambda g, w, o=_oshape, s=_s, p=_pad: np_conv2d_transpose(g, w, o, s, p)),
+         dynamic=keep(1, 0, 1, 2, 3))
+spec("conv2d_transpose_nchw_shape_list", _convt + ("image_layout", "expand_dims", "concat"),
+     lambda g, w: gf.nn.conv2d_transpose(g, w, [gf.shape(g)[0], 1, 6, 5], 2, "SAME",
+                                         data_format="NCHW"),
+     [uniform(2, 2, 3, 3), uniform(2, 3, 1, 2)],
+     nchw(lambda g, w: np_conv2d_transpose(g, w, (2, 6, 5, 1), 2, "SAME")),
+     dynamic=keep(1, 0, 1, 2, 3))
+spec("conv2d_transpose_nchw_shape_tensor", _convt + ("image_layout", "gather"),
+     lambda g, w: gf.nn.conv2d_transpose(g, w, gf.shape(g) * [1, 1, 2, 2], 2, "SAME",
+                                         data_format="NCHW"),
+     [uniform(2, 2, 3, 3), uniform(2, 3, 2, 2)],
+     nchw(lambda g, w: np_conv2d_transpose(g, w, (2, 6, 6, 2), 2, "SAME")),
+     dynamic=keep(1, 0, 1, 2, 3), value_shaped=True)
 spec("conv2d_transpose_shape_tensor", _convt + ("expand_dims", "concat"),
      lambda g, w: gf.nn.conv2d_transpose(g, w, [gf.shape(g)[0], 6, 5, 1], 2, "SAME"),
      [uniform(2, 3, 3, 2), uniform(2, 3, 1, 2)],

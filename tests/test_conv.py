@@ -137,3 +137,62 @@ def test_numpy_conv_lowerings_match_the_array_api_versions(ksize, strides, paddi
         fast = LOWERINGS[op](xp, **attrs)(*args)
         slow = REGISTRY[op].impl(xp, *args, **attrs)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12, err_msg=op)
+
+
+def test_channels_first_layers_match_channels_last(backend):
+    """tf.layers with data_format='channels_first' (NCHW) give the channels_last results,
+    transposed, from the same variables."""
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((2, 9, 8, 3)).astype(np.float32)
+    k1, k2 = rng.standard_normal((3, 3, 3, 4)), rng.standard_normal((3, 3, 2, 4))
+
+    def run(fmt):
+        g = gf.Graph()
+        with g.as_default():
+            first = fmt == "channels_first"
+            x = gf.placeholder(gf.float32, (None, 3, 9, 8) if first else (None, 9, 8, 3))
+            h = gf.layers.conv2d(x, 4, 3, padding="same", data_format=fmt,
+                                 kernel_initializer=gf.constant_initializer(k1),
+                                 bias_initializer=gf.constant_initializer(0.5))
+            h = gf.layers.MaxPooling2D(2, 2, data_format=fmt)(h)
+            h = gf.layers.average_pooling2d(h, 2, 1, padding="same", data_format=fmt)
+            h = gf.layers.conv2d_transpose(h, 2, 3, strides=2, padding="valid", data_format=fmt,
+                                           kernel_initializer=gf.constant_initializer(k2),
+                                           bias_initializer=gf.constant_initializer(-0.25))
+            loss = gf.reduce_sum(h * h)
+            grads = gf.gradients(loss, [x] + gf.trainable_variables())
+            init = gf.global_variables_initializer()
+        with gf.Session(graph=g, backend=backend) as sess:
+            sess.run(init)
+            return sess.run([h] + grads, {x: xv.transpose(0, 3, 1, 2) if first else xv})
+
+    last, first = run("channels_last"), run("channels_first")
+    assert first[0].shape == (2, 2, 9, 9)
+    np.testing.assert_allclose(first[0], last[0].transpose(0, 3, 1, 2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first[1], last[1].transpose(0, 3, 1, 2), rtol=1e-4, atol=1e-4)
+    for a, b in zip(first[2:], last[2:]):  # the variables' gradients
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_nchw_arguments():
+    x = gf.placeholder(gf.float32, (None, 1, 28, 28))
+    w = gf.zeros((5, 5, 1, 8))
+    assert gf.nn.conv2d(x, w, [1, 1, 2, 2], "SAME", data_format="NCHW").shape.as_list() == \
+        [None, 8, 14, 14]
+    assert gf.nn.max_pool(x, [1, 1, 2, 2], [1, 1, 2, 2], "VALID",
+                          data_format="NCHW").shape.as_list() == [None, 1, 14, 14]
+    with pytest.raises(ValueError, match=r"batch and channel entries must be 1 \(NCHW\)"):
+        gf.nn.conv2d(x, w, [1, 2, 2, 1], "SAME", data_format="NCHW")
+    with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW'"):
+        gf.nn.avg_pool(x, 2, 2, "SAME", data_format="CHWN")
+    with pytest.raises(ValueError, match="rank 4"):
+        gf.nn.max_pool(gf.zeros((2, 3, 4)), 2, 2, "SAME", data_format="NCHW")
+    with pytest.raises(ValueError, match="output_shape must have 4 entries"):
+        gf.nn.conv2d_transpose(gf.zeros((1, 8, 2, 2)), w, [1, 1, 4], 2, "SAME",
+                               data_format="NCHW")
+    with pytest.raises(ValueError, match="axis 1 of"):
+        gf.nn.bias_add(x, gf.zeros((28,)), data_format="NCHW")
+    with pytest.raises(ValueError, match="known rank"):
+        gf.nn.bias_add(gf.placeholder(gf.float32), gf.zeros((3,)), data_format="NCHW")
+    with pytest.raises(ValueError, match="channels_first"):
+        gf.layers.conv2d(x, 4, 3, data_format="NCHW")

@@ -333,8 +333,8 @@ def test_conv2d_transpose_output_shape_errors_name_the_tensors(backend):
                                filt, [1, 8, 8, 16], [1, 2, 2, 1])
     with pytest.raises(ValueError, match="4 entries"):
         gf.nn.conv2d_transpose(value, filt, [8, 8, 16], [1, 2, 2, 1])
-    with pytest.raises(NotImplementedError, match="NHWC"):
-        gf.nn.conv2d_transpose(value, filt, [1, 8, 8, 16], [1, 2, 2, 1], data_format="NCHW")
+    with pytest.raises(ValueError, match=r"entries must be 1 \(NCHW\)"):  # NHWC strides
+        gf.nn.conv2d_transpose(value, filt, [1, 16, 8, 8], [1, 2, 2, 1], data_format="NCHW")
     with pytest.raises(ValueError, match="batch and channel entries"):
         gf.nn.conv2d_transpose(value, filt, [1, 8, 8, 16], [2, 2, 2, 2])
     # an output_shape known only when the graph runs is checked then
@@ -457,8 +457,11 @@ def test_average_pooling2d_matches_tf1(backend):
     np.testing.assert_allclose(valid[0, :, :, 0], [[2.5, 4.5], [10.5, 12.5]])
     # SAME: the padded cells are not counted (TF1's AvgPool)
     np.testing.assert_allclose(same[0, :, :, 0], [[5.0, 6.5], [11.0, 12.5]])
-    with pytest.raises(NotImplementedError, match="channels_last"):
-        gf.layers.average_pooling2d(x, 2, 2, data_format="channels_first")
+    first = _run(backend, gf.layers.average_pooling2d(x.transpose(0, 3, 1, 2), 2, 2,
+                                                      data_format="channels_first"))
+    np.testing.assert_allclose(first[0, 0], [[2.5, 4.5], [10.5, 12.5]])
+    with pytest.raises(ValueError, match="'channels_last' or 'channels_first'"):
+        gf.layers.average_pooling2d(x, 2, 2, data_format="NCHW")
 
 
 def test_sigmoid_cross_entropy_gradient_at_zero_logits(backend):

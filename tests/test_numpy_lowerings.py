@@ -8,6 +8,7 @@ import pytest
 import gradflow as gf
 from gradflow.backends import numpy_matmul, numpy_rnn, numpy_windows
 from gradflow.backends.numba_support import get_numba
+from gradflow.backends.numpy import NumpyBackend
 from gradflow.ops import rnn_ops
 from gradflow.ops.array_ops import _matmul_impl
 from gradflow.ops.conv_ops import window_geometry
@@ -299,3 +300,131 @@ def test_cnn_float32_gradients_match_the_array_api_backend():
     for got, want in zip(*results):
         scale = max(1.0, float(np.abs(want).max()))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("ksize", [(1, 1), (2, 2), (3, 3), (2, 3)])
+def test_avg_pool_lowerings_match_the_array_api_versions(window_path, dtype, padding, ksize):
+    rng = np.random.default_rng(6)
+    for shape, strides in ((s, st) for s in [(1, 7, 5, 1), (2, 8, 6, 3)]
+                           for st in _STRIDES + [(3, 3)]):
+        if padding == "VALID" and (ksize[0] > shape[1] or ksize[1] > shape[2]):
+            continue
+        x = rng.standard_normal(shape).astype(dtype)
+        pool = dict(ksize=ksize, strides=strides, padding=padding)
+        oh, ow = window_geometry(shape, ksize, strides, padding)[:2]
+        g = rng.standard_normal((shape[0], oh, ow, shape[3])).astype(dtype)
+        what = f"{shape} {ksize} {strides} {padding}"
+        _assert_matches(_lowered("avg_pool", x, **pool), _generic("avg_pool", x, **pool),
+                        dtype, what)
+        _assert_matches(_lowered("avg_pool_grad", g, x, **pool),
+                        _generic("avg_pool_grad", g, x, **pool), dtype, what)
+
+
+def _window_cases(rng):
+    """(op, inputs, attrs) of every window lowering: the 5x5 convolutions of the
+    deep-MNIST network (few and many channels), a Winograd 3x3 one, and poolings."""
+    cases = []
+    for shape, k, co in (((8, 16, 16, 1), 5, 16), ((8, 12, 12, 16), 5, 16),
+                         ((8, 12, 12, 16), 3, 16)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal((k, k, shape[3], co)).astype(np.float32)
+        g = rng.standard_normal(shape[:3] + (co,)).astype(np.float32)
+        conv = dict(strides=(1, 1), padding="SAME")
+        cases += [("conv2d", [x, w], conv), ("conv2d_backprop_input", [g, w, x], conv),
+                  ("conv2d_backprop_filter", [x, g, w], conv)]
+    x = rng.standard_normal((8, 16, 16, 16)).astype(np.float32)
+    for pool in (dict(ksize=(2, 2), strides=(2, 2), padding="VALID"),
+                 dict(ksize=(3, 3), strides=(2, 2), padding="SAME")):
+        oh, ow = window_geometry(x.shape, pool["ksize"], pool["strides"], pool["padding"])[:2]
+        g = rng.standard_normal((8, oh, ow, 16)).astype(np.float32)
+        cases += [("max_pool", [x], pool), ("max_pool_grad", [g, x], pool),
+                  ("avg_pool", [x], pool), ("avg_pool_grad", [g, x], pool)]
+    return cases
+
+
+def test_window_lowerings_write_into_out_and_allocate_nothing_more(window_path):
+    """Every window lowering takes ``out=`` (the plan's arena buffer): the result written
+    there equals the allocating call's, and a steady call allocates no array of the
+    result's size (its scratch is kept from call to call; numba's row buffers of a few
+    KB are all that is left)."""
+    import tracemalloc
+
+    for op, args, attrs in _window_cases(np.random.default_rng(8)):
+        fn = numpy_windows.LOWERINGS[op](xp, **attrs)
+        assert fn.accepts_out and fn.reads_whole_inputs, op
+        assert NumpyBackend.accepts_out(None, fn), op
+        want = fn(*args)
+        out = np.full_like(want, np.nan)
+        assert fn(*args, out=out) is out, op
+        np.testing.assert_array_equal(out, want, err_msg=op)
+        fn(*args, out=out)
+        tracemalloc.start()
+        try:
+            fn(*args, out=out)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if window_path == "numba":  # NumPy's strided ufuncs buffer a few blocks
+            assert peak < 24 << 10, f"{op} {attrs}: {peak} bytes"
+
+
+def test_steady_cnn_training_step_allocates_no_conv_or_pool_buffer():
+    """A traced plan of a CNN's training step (convolutions, both poolings, their
+    gradients, Adam), run steady: each conv/pool step that the plan gives a buffer
+    (``out=``) allocates less than a few KB; the plan gives one to most of them."""
+    import tracemalloc
+
+    if get_numba() is None:
+        pytest.skip("numba is not installed (NumPy's strided ufuncs buffer a few blocks)")
+    rng = np.random.default_rng(9)
+    g = gf.Graph()
+    with g.as_default():
+        x = gf.placeholder(gf.float32, (8, 16, 16, 1))
+        y = gf.placeholder(gf.int64, (8,))
+        h = gf.layers.conv2d(x, 16, 5, padding="same", activation=gf.nn.relu)
+        h = gf.layers.max_pooling2d(h, 2, 2)
+        h = gf.layers.conv2d(h, 16, 3, padding="same", activation=gf.nn.relu)  # Winograd
+        h = gf.layers.average_pooling2d(h, 2, 2)
+        h = gf.layers.conv2d(h, 8, 3, padding="valid")
+        logits = gf.layers.dense(gf.layers.flatten(h), 4)
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = gf.global_variables_initializer()
+    feed = {x: rng.standard_normal((8, 16, 16, 1)).astype(np.float32),
+            y: rng.integers(0, 4, 8)}
+    options = gf.RunOptions(trace_level=gf.RunOptions.FULL_TRACE)
+    windows = set(numpy_windows.LOWERINGS)
+    with gf.Session(graph=g, backend="numpy") as sess:
+        sess.run(init)
+        sess.run(train, feed, options=options)
+        plan = next(p for key, p in sess._plans.items() if key[0] == "trace")
+        env = plan.fn.__globals__
+        found = []
+
+        def measured(fn, node):
+            def run(*args, out=None):
+                tracemalloc.reset_peak()
+                start = tracemalloc.get_traced_memory()[0]
+                result = fn(*args, out=out)
+                found.append((node, out is not None, tracemalloc.get_traced_memory()[1] - start))
+                return result
+            return run
+
+        steps = [k[1:] for k, node in env.items() if k[:1] == "S" and k[1:].isdigit()
+                 and node.opdef.name in windows]
+        for k in steps:
+            env[f"F{k}"] = measured(env[f"F{k}"], env[f"S{k}"])
+        sess.run(train, feed, options=options)  # scratch buffers settle
+        found.clear()
+        tracemalloc.start()
+        try:
+            sess.run(train, feed, options=options)
+        finally:
+            tracemalloc.stop()
+    given = [(node, peak) for node, has_out, peak in found if has_out]
+    assert len(given) >= 8 and len(found) == len(steps) >= 10, [n.name for n, *_ in found]
+    for node, peak in given:
+        assert peak < 24 << 10, f"{node.describe()}: {peak} bytes"

@@ -139,6 +139,20 @@ def test_gru_and_conv_strides(tmp_path):
                           "img": rng.random((b, 9, 9, 2), dtype=np.float32)})
 
 
+def test_nchw_convolution_and_pooling(tmp_path):
+    """data_format="NCHW" layers export as Transposes around the NHWC convolution."""
+    img = gf.placeholder(gf.float32, (None, 2, 7, 6), name="img")
+    h = gf.layers.conv2d(img, 3, 3, padding="same", data_format="channels_first",
+                         activation=gf.nn.relu)
+    out = gf.layers.max_pooling2d(h, 2, 2, data_format="channels_first")
+    rng = np.random.default_rng(5)
+    with gf.Session(backend="numpy") as sess:
+        sess.run(gf.global_variables_initializer())
+        model = _check(sess, tmp_path / "nchw.onnx", {"img": img}, {"out": out},
+                       lambda b: {"img": rng.random((b, 2, 7, 6), dtype=np.float32)})
+    assert "Transpose" in {n.op_type for n in model.graph.node}
+
+
 def test_unmapped_op_is_an_error_naming_it_and_the_line(tmp_path):
     x = gf.placeholder(gf.float32, (None, 4), name="x")
     y = gf.cumsum(x, axis=1)  # no ONNX mapping in gradflow.onnx

@@ -48,6 +48,29 @@ def col2im(cells, out, kh, kw, sh, sw, pt, pl, oh, ow):
 
 
 @_jit
+def col2im_planes(planes, out, kh, kw, sh, sw, pt, pl, oh, ow):
+    """As ``col2im``, from the transposed layout: ``planes`` (kh * kw * C, images * OH *
+    OW), a plane of one window cell and channel per row (inputs with few channels)."""
+    images, h, w, c = out.shape
+    out[...] = 0
+    for i in range(kh):
+        for j in range(kw):
+            for ch in range(c):
+                plane = planes[(i * kw + j) * c + ch]
+                for n in range(images):
+                    for oy in range(oh):
+                        iy = oy * sh + i - pt
+                        if iy < 0 or iy >= h:
+                            continue
+                        dst = out[n, iy]
+                        src = plane[(n * oh + oy) * ow:(n * oh + oy + 1) * ow]
+                        for ox in range(ow):
+                            ix = ox * sw + j - pl
+                            if 0 <= ix < w:
+                                dst[ix, ch] += src[ox]
+
+
+@_jit
 def max_pool(x, out, kh, kw, sh, sw, pt, pl):
     """The max over each window; as ``np.maximum``, a NaN in a window wins."""
     images = x.shape[0]
@@ -111,6 +134,57 @@ def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl):
                             if open_[ch] and src[ch] == top[ch]:
                                 dst[ch] += grad[ch]
                                 open_[ch] = 0
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _span(o, s, p, k, size):
+    """``(first, stop)``: the real cells of a window along one axis."""
+    start = o * s - p
+    return max(start, 0), min(start + k, size)
+
+
+@_jit
+def avg_pool(x, out, kh, kw, sh, sw, pt, pl):
+    """The mean over the real (unpadded) cells of each window, summed row-major."""
+    images, h, w, c = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for n in range(images):
+        for oy in range(oh):
+            y0, y1 = _span(oy, sh, pt, kh, h)
+            for ox in range(ow):
+                x0, x1 = _span(ox, sw, pl, kw, w)
+                dst = out[n, oy, ox]
+                for ch in range(c):
+                    dst[ch] = 0
+                for iy in range(y0, y1):
+                    for ix in range(x0, x1):
+                        src = x[n, iy, ix]
+                        for ch in range(c):
+                            dst[ch] += src[ch]
+                count = (y1 - y0) * (x1 - x0)
+                for ch in range(c):
+                    dst[ch] = dst[ch] / count
+
+
+@_jit
+def avg_pool_grad(g, out, kh, kw, sh, sw, pt, pl):
+    """``out`` (the input's shape) = each window's ``g`` divided by its count of real
+    cells, added onto those cells."""
+    images, h, w, c = out.shape
+    oh, ow = g.shape[1], g.shape[2]
+    out[...] = 0
+    for n in range(images):
+        for oy in range(oh):
+            y0, y1 = _span(oy, sh, pt, kh, h)
+            for ox in range(ow):
+                x0, x1 = _span(ox, sw, pl, kw, w)
+                count = (y1 - y0) * (x1 - x0)
+                src = g[n, oy, ox]
+                for iy in range(y0, y1):
+                    for ix in range(x0, x1):
+                        dst = out[n, iy, ix]
+                        for ch in range(c):
+                            dst[ch] += src[ch] / count
 
 
 @_jit

@@ -42,11 +42,17 @@ def _kernels():
     return numpy_conv_numba
 
 
-def _transform_filter(w):
-    """(16, C, Co): G w G^T of the HWIO filter ``w``, per channel pair."""
-    g = _G.astype(w.dtype)
-    u = np.tensordot(np.tensordot(g, w, axes=(1, 0)), g, axes=(1, 1))  # (4, C, Co, 4)
-    return np.ascontiguousarray(u.transpose(0, 3, 1, 2)).reshape(16, w.shape[2], w.shape[3])
+def _transform_filter(w, scratch):
+    """(16, C, Co): G w G^T of the HWIO filter ``w``, per channel pair, in a scratch
+    buffer (an einsum without intermediates: nothing allocated per call)."""
+    c, co = w.shape[2], w.shape[3]
+    u = scratch("filter", 16 * c * co, w.dtype).reshape(4, 4, c, co)
+    g = _G_BY_DTYPE.setdefault(w.dtype, _G.astype(w.dtype))
+    np.einsum("ai,ijcd,bj->abcd", g, w, g, out=u)
+    return u.reshape(16, c, co)
+
+
+_G_BY_DTYPE = {}
 
 
 class _Tiles:
@@ -82,15 +88,15 @@ def _convolve(x, u, top, left, out, scratch):
 
 def forward(x, w, geo, out, scratch):
     """``conv2d`` of ``x`` and the 3x3 filter ``w`` (stride 1) into ``out``."""
-    return _convolve(np.ascontiguousarray(x), _transform_filter(w), geo.pt, geo.pl, out,
-                     scratch)
+    return _convolve(np.ascontiguousarray(x), _transform_filter(w, scratch), geo.pt, geo.pl,
+                     out, scratch)
 
 
 def backprop_input(g, w, geo, out, scratch):
     """The gradient in the input: ``g`` convolved with ``w`` rotated 180 degrees, its
     channel axes swapped, padded so that every output reads its whole window."""
     rotated = w[::-1, ::-1].transpose(0, 1, 3, 2)
-    return _convolve(np.ascontiguousarray(g), _transform_filter(rotated), 2 - geo.pt,
+    return _convolve(np.ascontiguousarray(g), _transform_filter(rotated, scratch), 2 - geo.pt,
                      2 - geo.pl, out, scratch)
 
 
@@ -113,8 +119,12 @@ def backprop_filter(x, g, geo, out, scratch):
         kernels.winograd_grad_output(g, m, first, tiles.th, tiles.tw)
         np.matmul(m.transpose(0, 2, 1), v, out=part)
         total += part
-    gt = _G.astype(x.dtype)
-    dw = np.tensordot(np.tensordot(gt, total.reshape(4, 4, co, c), axes=(0, 0)), gt,
-                      axes=(1, 0))  # (3, Co, C, 3)
-    out[...] = dw.transpose(0, 3, 2, 1)
+    gt = _G_BY_DTYPE.setdefault(x.dtype, _G.astype(x.dtype)).T
+    # G^T over a, then over b, as matrix products into scratch (an einsum of the three
+    # buffers its reduction); then (3, 3, Co, C) -> HWIO
+    half = scratch("columns", 12 * co * c, x.dtype).reshape(3, 4, co * c)
+    np.matmul(gt, total.reshape(4, 4 * co * c), out=half.reshape(3, 4 * co * c))
+    dw = part.reshape(-1)[:9 * co * c].reshape(3, 3, co * c)
+    np.matmul(gt, half, out=dw)
+    np.copyto(out, dw.reshape(3, 3, co, c).transpose(0, 1, 3, 2))
     return out

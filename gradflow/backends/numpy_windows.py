@@ -137,6 +137,24 @@ class _Geometry:
         out[:, pt:pt + h, pl:pl + w] = x
         return out
 
+    def padded_target(self, out):
+        """Where an adjoint adds its windows: ``out`` (images, H, W, C) itself, or with
+        padding a scratch buffer of the padded size (``crop_into`` then copies its
+        inside to ``out``)."""
+        if not self.padded:
+            return out
+        (pt, pb), (pl, pr) = self.pad
+        n, h, w, c = out.shape
+        size = n * (h + pt + pb) * (w + pl + pr) * c
+        return _scratch("pad", size, out.dtype).reshape(n, h + pt + pb, w + pl + pr, c)
+
+    def crop_into(self, target, out):
+        """Copy the inside of ``padded_target(out)`` to ``out`` (nothing to do without
+        padding)."""
+        if target is not out:
+            h, w = out.shape[1:3]
+            out[...] = target[:, self.pt:self.pt + h, self.pl:self.pl + w]
+
     def cells(self, x):
         """``x`` (padded as needed) viewed as (N, OH, OW, C, kh, kw): every window."""
         (sh, sw), (oh, ow) = self.strides, (self.oh, self.ow)
@@ -187,13 +205,9 @@ def _col2im_numpy(cells, out, geo):
     """``out`` (images, H, W, C) = the rows of ``cells`` (images * OH * OW, kh * kw * C)
     added onto the pixels they were read from (the adjoint of im2col)."""
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    images, h, w, c = out.shape
+    images, c = out.shape[0], out.shape[3]
     cells = cells.reshape(images, oh, ow, kh, kw, c)
-    target = out
-    if geo.padded:
-        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
-        target = _scratch("pad", size, out.dtype).reshape(
-            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target = geo.padded_target(out)
     disjoint = kh <= sh and kw <= sw  # no pixel in two windows: assign, don't add
     if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
         target[...] = 0  # some pixels are in no window, or in several
@@ -204,28 +218,21 @@ def _col2im_numpy(cells, out, geo):
                 dst[...] = cells[:, :, :, i, j]
             else:
                 dst += cells[:, :, :, i, j]
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
 
 
 def _col2im_planes(planes, out, geo):
     """As ``_col2im_numpy``, from the transposed layout (kh * kw * C, images * OH * OW)."""
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    images, h, w, c = out.shape
-    target = out
-    if geo.padded:
-        size = images * (h + sum(geo.pad[0])) * (w + sum(geo.pad[1])) * c
-        target = _scratch("pad", size, out.dtype).reshape(
-            images, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c)
+    target = geo.padded_target(out)
     target[...] = 0
-    planes = planes.reshape(kh, kw, c, images, oh, ow)
+    planes = planes.reshape(kh, kw, out.shape[3], out.shape[0], oh, ow)
     for i in range(kh):
         for j in range(kw):
             dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-            for ch in range(c):
+            for ch in range(out.shape[3]):
                 dst[..., ch] += planes[i, j, ch]
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
 
 
 # -- the convolution and its two adjoints -------------------------------------------------
@@ -315,8 +322,12 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
         rows = (stop - first) * rows_per_image
         g_rows = g2[first * rows_per_image:stop * rows_per_image]
         if c < FEW_CHANNELS:  # a plane per (i, j, c): each added as a whole strided image
-            planes = _scratch("columns", rows * k, dtype).reshape(k, rows)
-            _col2im_planes(np.matmul(w2t.T, g_rows.T, out=planes), out[first:stop], geo)
+            planes = np.matmul(w2t.T, g_rows.T,
+                               out=_scratch("columns", rows * k, dtype).reshape(k, rows))
+            if kernels is not None:
+                kernels.col2im_planes(planes, out[first:stop], *geo.args, geo.oh, geo.ow)
+            else:
+                _col2im_planes(planes, out[first:stop], geo)
             continue
         cells = np.matmul(g_rows, w2t, out=_scratch("columns", rows * k, dtype).reshape(rows, k))
         if kernels is not None:
@@ -339,10 +350,10 @@ def _winograd(geo, dtype, c, co):
 # -- max pooling ------------------------------------------------------------------------
 
 
-def _pool_cells(x, geo):
+def _pool_cells(x, geo, value=-np.inf):
     """The ``kh * kw`` cells of every window as strided views (N, OH, OW, C), row-major,
-    of ``x`` padded with -inf (which never wins a window that holds a real cell)."""
-    x = geo.pad_input(x, -np.inf)
+    of ``x`` padded with ``value`` (-inf never wins a window that holds a real cell)."""
+    x = geo.pad_input(x, value)
     (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
     return [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
             for i in range(kh) for j in range(kw)]
@@ -415,8 +426,60 @@ def _max_pool_backprop_numpy(g, x, geo, out):
             np.multiply(g, hit, out=dst)
         else:
             dst += np.multiply(g, hit, out=share)
-    if target is not out:
-        out[...] = target[:, geo.pt:geo.pt + h, geo.pl:geo.pl + w]
+    geo.crop_into(target, out)
+    return out
+
+
+# -- average pooling --------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _avg_counts(x_shape, ksize, strides, padding, dtype):
+    """How many real cells each window covers, (1, OH, OW, 1) of ``dtype`` (read-only)."""
+    geo = _Geometry(x_shape, ksize, strides, padding)
+    rows, cols = ([min(o * s - p + k, size) - max(o * s - p, 0) for o in range(count)]
+                  for count, s, p, k, size in ((geo.oh, strides[0], geo.pt, ksize[0], geo.h),
+                                               (geo.ow, strides[1], geo.pl, ksize[1], geo.w)))
+    counts = np.multiply.outer(np.array(rows), np.array(cols)).astype(dtype)[None, :, :, None]
+    counts.flags.writeable = False
+    return counts
+
+
+def avg_pool_forward(x, ksize, strides, padding, out=None):
+    """The mean over the real cells of each window of NHWC ``x`` (TF1's ``avg_pool``)."""
+    geo = _Geometry(x.shape, ksize, strides, padding)
+    out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
+    kernels = _kernels(x.dtype)
+    if kernels is not None:
+        kernels.avg_pool(np.ascontiguousarray(x), out, *geo.args)
+        return out
+    cells = _pool_cells(x, geo, 0.0)
+    np.copyto(out, cells[0])
+    for cell in cells[1:]:
+        np.add(out, cell, out=out)
+    np.divide(out, _avg_counts(x.shape, geo.ksize, geo.strides, padding, x.dtype), out=out)
+    return out
+
+
+def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
+    """The gradient of ``avg_pool``: each window's ``g`` over its count, spread over it."""
+    geo = _Geometry(tuple(x_shape), ksize, strides, padding)
+    _expect("avg_pool_grad", "gradient", g.shape, (geo.n, geo.oh, geo.ow, x_shape[3]))
+    out = _output(out, tuple(x_shape), g.dtype, g)
+    kernels = _kernels(g.dtype)
+    if kernels is not None:
+        kernels.avg_pool_grad(np.ascontiguousarray(g), out, *geo.args)
+        return out
+    share = _scratch("share", g.size, g.dtype).reshape(g.shape)
+    np.divide(g, _avg_counts(tuple(x_shape), geo.ksize, geo.strides, padding, g.dtype),
+              out=share)
+    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
+    target = geo.padded_target(out)
+    target[...] = 0
+    for i in range(kh):
+        for j in range(kw):
+            target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += share
+    geo.crop_into(target, out)
     return out
 
 
@@ -467,10 +530,36 @@ def max_pool_grad(xp, ksize, strides, padding):
         g, x, ksize, strides, padding, out))
 
 
+def avg_pool(xp, ksize, strides, padding):
+    return _writes_out(lambda x, out=None: avg_pool_forward(x, ksize, strides, padding, out))
+
+
+def avg_pool_grad(xp, ksize, strides, padding):
+    return _writes_out(lambda g, x_like, out=None: avg_pool_backprop(
+        g, x_like.shape, ksize, strides, padding, out))
+
+
+def image_layout(xp, perm):
+    """NCHW <-> NHWC as a copy into the plan's buffer: the kernels around it then see
+    contiguous arrays (a transposed view would be copied by each of them, or slow
+    them down)."""
+    def run(x, out=None):
+        view = x.transpose(perm)
+        out = _output(out, view.shape, x.dtype, x)
+        np.copyto(out, view)
+        return out
+
+    run.accepts_out = run.reads_whole_inputs = True
+    return run
+
+
 LOWERINGS = {
     "conv2d": conv2d,
     "conv2d_backprop_input": conv2d_backprop_input,
     "conv2d_backprop_filter": conv2d_backprop_filter,
     "max_pool": max_pool,
     "max_pool_grad": max_pool_grad,
+    "avg_pool": avg_pool,
+    "avg_pool_grad": avg_pool_grad,
+    "image_layout": image_layout,
 }

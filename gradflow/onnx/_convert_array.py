@@ -22,7 +22,7 @@ def _reshape(m, node, ins):
     return m.add("Reshape", [ins[0], m.const(shape)], node.name, **extra)
 
 
-@converts("transpose")
+@converts("transpose", "image_layout")  # image_layout: NCHW <-> NHWC around convolutions
 def _transpose(m, node, ins):
     return m.add("Transpose", ins, node.name, perm=[int(p) for p in node.attrs["perm"]])
 

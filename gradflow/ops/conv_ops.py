@@ -321,15 +321,18 @@ register("avg_pool_grad", _avg_pool_grad_impl, lambda s, d, **a: (s[1], d[0]),
 # -- public functions -------------------------------------------------------------------
 
 
-def _pair(value, what):
-    """TF1's strides/ksize: an int, a pair, or a list of 4 whose batch and channel are 1."""
+def _pair(value, what, data_format="NHWC"):
+    """TF1's strides/ksize: an int, a pair, or a list of 4 in ``data_format`` order whose
+    batch and channel entries are 1."""
     if isinstance(value, int):
         return (value, value)
     value = tuple(int(v) for v in value)
     if len(value) == 4:
-        if value[0] != 1 or value[3] != 1:
-            raise ValueError(f"{what} {value}: the batch and channel entries must be 1")
-        return value[1:3]
+        spatial = value[2:4] if data_format == "NCHW" else value[1:3]
+        if value[0] != 1 or value[1 if data_format == "NCHW" else 3] != 1:
+            raise ValueError(f"{what} {value}: the batch and channel entries must be 1 "
+                             f"({data_format})")
+        return spatial
     if len(value) == 2:
         return value
     if len(value) == 1:
@@ -341,25 +344,66 @@ def _check_format(padding, data_format, what):
     padding = str(padding).upper()
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"{what}: padding must be 'SAME' or 'VALID', got {padding!r}")
-    if data_format != "NHWC":
-        raise NotImplementedError(f"{what}: only data_format='NHWC' is supported")
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError(f"{what}: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     return padding
+
+
+# NCHW runs through the NHWC ops between two "image_layout" transposes (each the
+# other's gradient). They are ops of their own, not "transpose", so that a backend can
+# write them as contiguous copies into the plan's buffers (the NumPy backend does: its
+# convolution and pooling kernels then read and write contiguous NHWC arrays).
+_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _layout_infer(shapes, in_dtypes, perm):
+    if len(shapes[0]) != 4:
+        raise ValueError(f"image_layout needs a rank-4 image batch, got {tuple(shapes[0])}")
+    return tuple(shapes[0][p] for p in perm), in_dtypes[0]
+
+
+register("image_layout", lambda xp, x, perm: xp.permute_dims(x, perm), _layout_infer,
+         grad=lambda n, g: [apply("image_layout", [g], perm=_TO_NCHW
+                                  if n.attrs["perm"] == _TO_NHWC else _TO_NHWC)])
+
+
+def _to_nhwc(x, data_format, what):
+    """``x`` in NHWC: transposed from NCHW when ``data_format`` says so."""
+    if data_format != "NCHW":
+        return x
+    if x.shape is not None and len(x.shape) != 4:
+        raise ValueError(f"{what}: '{x.name}' must have rank 4 (NCHW), got shape "
+                         f"{tuple(x.shape)}")
+    return apply("image_layout", [x], perm=_TO_NHWC)
+
+
+def _from_nhwc(y, data_format, name):
+    """The NHWC result ``y`` in ``data_format``, named ``name``."""
+    return y if data_format != "NCHW" else apply("image_layout", [y], name=name,
+                                                   perm=_TO_NCHW)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
            data_format="NHWC", dilations=None, name=None, filters=None):
-    """2-D convolution of NHWC ``input`` with an HWIO ``filter`` (TF1 ``tf.nn.conv2d``).
+    """2-D convolution of ``input`` with an HWIO ``filter`` (TF1 ``tf.nn.conv2d``).
+
+    ``input`` is NHWC, or NCHW with ``data_format="NCHW"`` (then ``strides`` of 4
+    entries are in NCHW order too, and the result is NCHW); the filter is HWIO in both.
 
     >>> y = gf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")
+    >>> y = gf.nn.conv2d(x_nchw, w, strides=[1, 1, 2, 2], padding="SAME", data_format="NCHW")
     """
     filter = filters if filter is None else filter  # noqa: A001
     padding = _check_format(padding, data_format, "conv2d")
-    if dilations is not None and set(_pair(dilations, "dilations")) != {1}:
+    if dilations is not None and set(_pair(dilations, "dilations", data_format)) != {1}:
         raise NotImplementedError("conv2d: dilations other than 1 are not supported")
     x = convert_to_tensor(input)
     w = convert_to_tensor(filter, like=x)
-    return apply("conv2d", [x, w], name=name or "Conv2D",
-                 strides=_pair(strides, "strides"), padding=padding)
+    nchw = data_format == "NCHW"
+    y = apply("conv2d", [_to_nhwc(x, data_format, "conv2d"), w],
+              name="Conv2D_NHWC" if nchw else name or "Conv2D",
+              strides=_pair(strides, "strides", data_format), padding=padding)
+    return _from_nhwc(y, data_format, name or "Conv2D")
 
 
 def _no_dilation(dilations, what):
@@ -372,6 +416,9 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
                      filters=None, dilations=None):
     """The transpose of ``conv2d`` (its gradient in its input; TF1
     ``tf.nn.conv2d_transpose``), sometimes called deconvolution.
+
+    With ``data_format="NCHW"`` the value, ``output_shape``, ``strides`` (of 4
+    entries) and the result are all in NCHW order.
 
     ``value`` is NHWC ``[batch, height, width, in_channels]``; ``filter`` is
     ``[kh, kw, out_channels, in_channels]`` (the filter of the conv2d this one
@@ -392,9 +439,11 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
         raise ValueError("conv2d_transpose needs value, filter, output_shape and strides")
     padding = _check_format(padding, data_format, "conv2d_transpose")
     _no_dilation(dilations, "conv2d_transpose")
-    g = convert_to_tensor(value)
+    g = _to_nhwc(convert_to_tensor(value), data_format, "conv2d_transpose")
     w = convert_to_tensor(filter, like=g)
-    strides = _pair(strides, "strides")
+    strides = _pair(strides, "strides", data_format)
+    if data_format == "NCHW":
+        output_shape = _shape_to_nhwc(output_shape)
     static = static_value(output_shape)
     if static is not None:
         shape, dims = tuple(int(d) for d in static.reshape(-1)), None
@@ -405,8 +454,29 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
     if len(shape) != 4:
         raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NHWC), got "
                          f"{len(shape)}: {shape}")
-    return _conv2d_transpose(g, w, tuple(None if d is None else int(d) for d in shape), dims,
-                             strides, padding, name)
+    inner = "conv2d_transpose_NHWC" if data_format == "NCHW" else name
+    y = _conv2d_transpose(g, w, tuple(None if d is None else int(d) for d in shape), dims,
+                          strides, padding, inner)
+    return _from_nhwc(y, data_format, name or "conv2d_transpose")
+
+
+def _shape_to_nhwc(shape):
+    """An NCHW ``output_shape`` (a list of ints and scalar tensors, or a 1-D int tensor)
+    in NHWC order."""
+    from gradflow.ops.index_ops import gather
+    from gradflow.ops.registry import Tensor
+
+    if isinstance(shape, Tensor):
+        if shape.shape is not None and shape.shape != (4,) and len(shape.shape) == 1 \
+                and shape.shape[0] is not None:
+            raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NCHW), "
+                             f"got {shape.shape[0]}")
+        return gather(shape, list(_TO_NHWC))
+    shape = list(shape.reshape(-1)) if hasattr(shape, "reshape") else list(shape)
+    if len(shape) != 4:
+        raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NCHW), got "
+                         f"{len(shape)}: {shape}")
+    return [shape[i] for i in _TO_NHWC]
 
 
 def _conv2d_transpose(g, w, shape, dims, strides, padding, name):
@@ -476,22 +546,32 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
 
 def _pool(op, value, ksize, strides, padding, data_format, name):
     padding = _check_format(padding, data_format, op)
-    x = convert_to_tensor(value)
-    return apply(op, [x], name=name, ksize=_pair(ksize, "ksize"),
-                 strides=_pair(strides, "strides"), padding=padding)
+    x = _to_nhwc(convert_to_tensor(value), data_format, op)
+    y = apply(op, [x], name=f"{name}_NHWC" if data_format == "NCHW" else name,
+              ksize=_pair(ksize, "ksize", data_format),
+              strides=_pair(strides, "strides", data_format), padding=padding)
+    return _from_nhwc(y, data_format, name)
 
 
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
     """Max over each window; SAME padding never wins (TF1 ``tf.nn.max_pool``).
 
-    The gradient goes to the first maximum of a window (row-major) on ties.
+    The gradient goes to the first maximum of a window (row-major) on ties. With
+    ``data_format="NCHW"``, ``value``, ``ksize``/``strides`` (of 4 entries) and the
+    result are NCHW.
+
+    >>> p = gf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
     """
     return _pool("max_pool", value if input is None else input, ksize, strides, padding,
                  data_format, name or "MaxPool")
 
 
 def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
-    """Mean over each window's real cells (padding not counted, as TF1 ``tf.nn.avg_pool``)."""
+    """Mean over each window's real cells (padding not counted, as TF1 ``tf.nn.avg_pool``);
+    ``data_format`` as in ``max_pool``.
+
+    >>> p = gf.nn.avg_pool(h, [1, 1, 3, 3], [1, 1, 2, 2], "VALID", data_format="NCHW")
+    """
     return _pool("avg_pool", value if input is None else input, ksize, strides, padding,
                  data_format, name or "AvgPool")
 

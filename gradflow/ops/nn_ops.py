@@ -211,18 +211,37 @@ def l2_loss(t, name=None):
     return reduce_sum(t * t, name=name) * 0.5
 
 
-def bias_add(value, bias, name=None):
-    """``value + bias`` where ``bias`` is 1-D and matches the last axis of ``value``."""
+def bias_add(value, bias, data_format=None, name=None):
+    """``value + bias`` where ``bias`` is 1-D and matches the channel axis of ``value``:
+    the last (``data_format`` None or ``"NHWC"``/``"N...C"``), or axis 1 (``"NCHW"``/
+    ``"NC..."``, TF1's channels-first layouts; ``value`` of known rank).
+
+    >>> y = gf.nn.bias_add(conv, b, data_format="NCHW")  # b has conv.shape[1] entries
+    """
+    from gradflow.ops.array_ops import reshape
+
     value = convert_to_tensor(value)
     bias = convert_to_tensor(bias, like=value)
+    if data_format not in (None, "NHWC", "N...C", "NCHW", "NC..."):
+        raise ValueError(f"bias_add: data_format must be 'NHWC', 'N...C', 'NCHW' or 'NC...', "
+                         f"got {data_format!r}")
     if bias.shape is not None and len(bias.shape) != 1:
         raise ValueError(f"bias_add: bias '{bias.name}' must be 1-D, got shape "
                          f"{tuple(bias.shape)}")
-    if value.shape is not None and None not in (value.shape[-1:] + bias.shape) and \
-            value.shape[-1] != bias.shape[0]:
-        raise ValueError(f"bias_add: bias '{bias.name}' has {bias.shape[0]} entries, the last "
-                         f"axis of '{value.name}' has {value.shape[-1]}")
-    return value + bias
+    first = data_format in ("NCHW", "NC...")
+    if first and (value.shape is None or len(value.shape) < 2):
+        raise ValueError(f"bias_add: with data_format {data_format!r}, '{value.name}' must "
+                         f"have a known rank of 2 or more, got shape {value.shape}")
+    axis = 1 if first else -1
+    channels = None if value.shape is None else value.shape[axis]
+    entries = None if bias.shape is None else bias.shape[0]
+    if None not in (channels, entries) and channels != entries:
+        where = "axis 1" if first else "the last axis"
+        raise ValueError(f"bias_add: bias '{bias.name}' has {bias.shape[0]} entries, {where} "
+                         f"of '{value.name}' has {channels}")
+    if first:
+        bias = reshape(bias, (-1,) + (1,) * (len(value.shape) - 2))
+    return value + bias if name is None else add(value, bias, name=name)
 
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
