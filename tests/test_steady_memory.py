@@ -11,18 +11,23 @@ any array of these steps: an op that allocated its result would show its size.
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow.backends import threads
 from gradflow.executor import compile_plan
 from gradflow.passes.ir import user_node
 
-# What a step's Python objects take at most (measured: 0.3-3.6 KB per op), against
-# the smallest array of a step below: 256 x 10 float32 logits, 10 KB.
+# What an op may allocate: its Python objects (measured: 0.3-3.6 KB per op; a
+# convolution's views of its blocks: up to 10 KB at batch 256) and small scratch of
+# its kernels (numba's row buffers), against the smallest array of a step below,
+# 256 x 10 float32 logits (10 KB): at most 4 KB, or 1/16 of the op's result.
 PER_OP_LIMIT = 4096
+SHARE_LIMIT = 16
 BATCH = 256
 
 
@@ -117,13 +122,25 @@ def _allocations_per_op(name):
     return took, plan.schedule
 
 
+def _result_bytes(node):
+    if node.shape is None or None in tuple(node.shape) or node.dtype is None:
+        return 0
+    return math.prod(node.shape) * node.dtype.as_numpy_dtype().itemsize
+
+
 @pytest.mark.parametrize("name", sorted(NETWORKS))
-def test_a_steady_training_step_allocates_no_arrays(name):
-    took, schedule = _allocations_per_op(name)
+def test_a_steady_training_step_allocates_no_arrays(name, monkeypatch):
+    monkeypatch.setenv("GRADFLOW_THREADS", "1")  # no look at /proc/stat during the step
+    threads.reset()
+    try:
+        took, schedule = _allocations_per_op(name)
+    finally:
+        threads.reset()
     assert took, "the traced step recorded no op"
-    worst = [(size, f"{n.opdef.name} '{user_node(n).name}'") for size, n in took[:3]]
-    assert took[0][0] < PER_OP_LIMIT, f"ops that allocated: {worst}"
-    assert schedule.arena_bytes > 0
+    over = [(size, f"{n.opdef.name} '{user_node(n).name}'") for size, n in took
+            if size >= max(PER_OP_LIMIT, _result_bytes(n) // SHARE_LIMIT)]
+    assert not over, f"ops that allocated: {over[:3]}"
+    assert schedule.arena_bytes > 0 and schedule.replayable
 
 
 

@@ -120,7 +120,7 @@ class _Geometry:
     def blocks(self, bytes_per_image):
         """``(first, stop)`` image ranges of at most ``BLOCK_BYTES`` of columns each."""
         step = max(1, BLOCK_BYTES // max(1, bytes_per_image))
-        return [(i, min(i + step, self.n)) for i in range(0, self.n, step)]
+        return ((i, min(i + step, self.n)) for i in range(0, self.n, step))  # lazily
 
     def pad_input(self, x, value=0.0):
         """``x`` with the padding of the windows (``value``), in a scratch buffer."""
