@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_steady_memory import NETWORKS
+from test_steady_memory import NETWORKS, session_of
 
 import gradflow as gf
 from gradflow.capture import WARM_RUNS
@@ -22,14 +22,8 @@ STEPS = WARM_RUNS + 4
 
 
 def _train(name, backend, capture=None, steps=STEPS):
-    graph = gf.Graph()
-    with graph.as_default():
-        gf.set_random_seed(0)
-        train, feed = NETWORKS[name]()
-        init = gf.global_variables_initializer()
-        variables = gf.global_variables()
-    with gf.Session(graph=graph, backend=backend, capture=capture) as sess:
-        sess.run(init)
+    sess, train, feed, variables = session_of(name, backend=backend, capture=capture)
+    with sess:
         for _ in range(steps):
             sess.run(train, feed)
         plans = [p for p in sess._plans.values() if hasattr(p, "captured")]

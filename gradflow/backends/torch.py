@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.backends.base import Backend
+from gradflow.backends.base import Backend, call_in_turn
+from gradflow.backends.torch_out import LOWERINGS as OUT_LOWERINGS
 from gradflow.ops.index_ops import _as_index, bind_gather_grad, is_run_time_key, resolve_key
 from gradflow.ops.registry import add_lowering
 
@@ -91,6 +92,27 @@ class TorchBackend(Backend):
     def copy(self, array):
         return array.clone()
 
+    def accepts_out(self, fn):
+        return getattr(fn, "accepts_out", False)
+
+    def overwrites_inputs_safely(self, fn):
+        return getattr(fn, "elementwise_out", False)
+
+    def empty(self, shape, dtype):
+        import torch
+
+        return torch.empty(shape, dtype=_TORCH_DTYPES[np.dtype(dtype)], device=self.device)
+
+    def copy_into(self, array, value):
+        array.copy_(self.asarray(value) if isinstance(value, np.ndarray) else value)
+
+    def fused(self, program, bind):
+        """The members in turn, each writing into ``out=`` where it can (``torch_out``)."""
+        return call_in_turn(program, [bind(m) for m in program.members],
+                            lambda fn: getattr(fn, "elementwise_out", False),
+                            lambda dest, value: dest.copy_(value),
+                            keeps=self.accepts_out)
+
     def synchronize(self):
         import torch
 
@@ -100,8 +122,22 @@ class TorchBackend(Backend):
 
 # this backend's own kernels, on the ops' records (OpDef.lowerings["torch"])
 for _op, _lower in (("gather_grad", bind_gather_grad(_scatter_add_rows)),
-                    ("getitem", _getitem), ("getitem_grad", _getitem_grad)):
+                    ("getitem", _getitem), ("getitem_grad", _getitem_grad),
+                    *OUT_LOWERINGS.items()):
     add_lowering(_op, TorchBackend.name, _lower)
+
+
+class _TorchDtypes(dict):
+    """NumPy dtype -> torch dtype, looked up once per dtype."""
+
+    def __missing__(self, dtype):
+        import torch
+
+        self[dtype] = torch.from_numpy(np.empty(0, dtype)).dtype
+        return self[dtype]
+
+
+_TORCH_DTYPES = _TorchDtypes()
 
 
 def unavailable_reason(device=None):
