@@ -34,7 +34,6 @@ import math
 import numpy as np
 
 from gradflow.backends.base import call_in_turn, generated_function
-from gradflow.backends.halves import runner
 from gradflow.backends.numba_support import get_numba, load_kernel
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
@@ -232,36 +231,20 @@ def _kernel_caller(program, kernel, kinds, shape, split):
     dests = [f"d{j}" for j in range(len(outs))]
     full = [i for i, kind in enumerate(kinds) if kind == "full"]
     none = (-1,) * len(outs)
-    env.update(plain=kernel(none), variant=kernel, over=_over(full), NONE=none,
-               go=runner(list(kinds) + ["full"] * len(outs), rows, cols, split is not None),
-               go_over=_runner_over(kinds, rows, cols, split is not None))
+    env.update(plain=kernel(none), variant=kernel, over=_over(full), NONE=none)
     # an output written over a full input (an update in place, an arena buffer reused)
     # takes the kernel that writes it there
     lines += [f"o = over(({', '.join(params)},), ({', '.join(dests)},))",
-              f"if o == NONE: go(plain, ({', '.join(params + dests)},))",
+              f"if o == NONE: plain({rows}, {cols}, {', '.join(params + dests)})",
               "else:",
-              f"    go_over(o)(variant(o), ({', '.join(params)}, "
-              f"*[d for d, i in zip(({', '.join(dests)},), o) if i < 0]))"]
+              f"    variant(o)({rows}, {cols}, {', '.join(params)}, "
+              f"*[d for d, i in zip(({', '.join(dests)},), o) if i < 0])"]
     for j in range(len(outs)):
         lines.append(f"if d{j} is not y{j}: copyto(y{j}, d{j})")
     run = generated_function(params, lines, outs, env, "<gradflow-kernel-call>")
     run.accepts_out = True
     run.elementwise_out = True  # each element's inputs are read before it is written
     return run
-
-
-def _runner_over(kinds, rows, cols, two_d):
-    """``go_over(o)``: the ``halves.runner`` of the kernel variant writing over ``o``."""
-    made = {}
-
-    def go_over(o):
-        go = made.get(o)
-        if go is None:
-            go = made[o] = runner(list(kinds) + ["full"] * sum(i < 0 for i in o), rows, cols,
-                                  two_d)
-        return go
-
-    return go_over
 
 
 def _over(full):
