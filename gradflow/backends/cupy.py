@@ -30,6 +30,8 @@ class CupyBackend(Backend):
         super().__init__(xp, device, overrides)
         self._stream = None
         self.overrides.setdefault("matmul", cupy_emit.lower_matmul(self))
+        for op, lower in cupy_emit.conv_lowerings(self).items():
+            self.overrides.setdefault(op, lower)
 
     @property
     def stream(self):

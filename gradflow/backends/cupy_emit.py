@@ -11,9 +11,10 @@ captured as one CUDA graph.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
   ``Matmul`` (``gradflow.backends.nvmath_matmul``): one plan per set of buffers,
   kept while the buffers are (in a steady or captured run they always are), FP32
-  unless the session allows TF32. CuPy 14 refuses cuBLAS calls during stream capture,
-  so without nvmath-python matmuls go through ``cupy.matmul`` and plans run
-  uncaptured.
+  unless the session allows TF32. **Convolutions** are im2col into kept buffers and
+  one such product each (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN).
+  CuPy 14 refuses cuBLAS calls during stream capture, so without nvmath-python
+  matmuls go through ``cupy.matmul`` and plans run uncaptured.
 - **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream
   with the memory the capture allocates taken from a pool of its own, kept with the
   graph: a value that is not in the arena keeps its address on every replay. Host
@@ -26,6 +27,7 @@ captured, uncaptured and NumPy runs.
 
 from __future__ import annotations
 
+from gradflow.backends import im2col_conv
 from gradflow.backends.base import call_in_turn
 from gradflow.backends.cuda_kernels import print_kernel
 from gradflow.backends.nvmath_matmul import PlannedMatmul
@@ -69,38 +71,59 @@ def fused_kernel(program, bind, cupy):
     return run
 
 
-def lower_matmul(backend):
-    """``matmul`` on CuPy: planned nvmath products into ``out``, else ``cupy.matmul``."""
+def planned_matmul(backend):
+    """``mm(a, b, out, transpose_a, transpose_b)``: the product of 2-D CuPy arrays into
+    ``out`` through a planned nvmath ``Matmul`` per set of buffers (kept while they
+    are; a steady or captured run reuses them), else through ``cupy.matmul``."""
     missing = nvmath_missing()
+    plans = {}
 
+    def mm(a, b, out, transpose_a, transpose_b):
+        import cupy
+
+        if missing is not None or a.ndim != 2 or b.ndim != 2 \
+                or str(a.dtype) not in ("float32", "float64") \
+                or a.dtype != b.dtype or out.dtype != a.dtype:
+            return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
+        key = (a.data.ptr, a.strides, b.data.ptr, b.strides, out.data.ptr, a.shape, b.shape,
+               transpose_a, transpose_b)
+        plan = plans.get(key)
+        if plan is None:
+            if len(plans) >= MAX_MATMUL_PLANS:
+                for old in plans.values():
+                    old.free()
+                plans.clear()
+            plan = plans[key] = PlannedMatmul(
+                a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
+                allow_tf32=backend.allow_tf32, stream=cupy.cuda.get_current_stream())
+        return plan.execute()
+
+    return mm
+
+
+def lower_matmul(backend):
+    """``matmul`` on CuPy: planned nvmath products into ``out`` (``planned_matmul``)."""
     def lower(xp, transpose_a, transpose_b):
         import cupy
 
-        plans = {}
+        mm = planned_matmul(backend)
 
         def matmul(a, b, out=None):
-            if missing is not None or out is None or a.ndim != 2 or b.ndim != 2 \
-                    or str(a.dtype) not in ("float32", "float64") \
-                    or a.dtype != b.dtype or out.dtype != a.dtype:
-                return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b,
-                                   out=out)
-            key = (a.data.ptr, a.strides, b.data.ptr, b.strides, out.data.ptr, a.shape, b.shape)
-            plan = plans.get(key)
-            if plan is None:
-                if len(plans) >= MAX_MATMUL_PLANS:
-                    for old in plans.values():
-                        old.free()
-                    plans.clear()
-                plan = plans[key] = PlannedMatmul(
-                    a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
-                    allow_tf32=backend.allow_tf32, stream=cupy.cuda.get_current_stream())
-            return plan.execute()
+            if out is None:
+                return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+            return mm(a, b, out, transpose_a, transpose_b)
 
         matmul.accepts_out = True
         matmul.reads_whole_inputs = True
         return matmul
 
     return lower
+
+
+def conv_lowerings(backend):
+    """``conv2d`` and its gradients on CuPy: im2col into kept buffers, products through
+    ``planned_matmul`` (``gradflow.backends.im2col_conv``)."""
+    return im2col_conv.conv_lowerings(backend.empty, planned_matmul(backend))
 
 
 class CudaGraphCapturer:

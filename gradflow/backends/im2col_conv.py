@@ -1,0 +1,140 @@
+"""Convolutions (NHWC) as im2col into kept buffers plus one matrix product each, written
+against any array module whose arrays take slice assignment: the CuPy backend's
+convolutions (CuPy 14 has no cuDNN), with their products through the planned nvmath
+matmuls of the plan (``cupy_emit``), so that a convolution captures in a CUDA graph.
+
+``conv_lowerings(empty, matmul)`` gives the lowerings of ``conv2d`` and its two
+gradients: ``empty(shape, dtype)`` makes an array of the module,
+``matmul(a, b, out, transpose_a, transpose_b)`` writes the product of two 2-D arrays
+into ``out``. The padded input, the column matrix and the column gradient are kept
+on the bound function, one set per shape: the same addresses on every run. The
+tests run these very functions on NumPy against the reference convolution.
+
+Forward: ``cols (N*OH*OW, KH*KW*C) @ w (KH*KW*C, CO)``; filter gradient:
+``cols^T @ g``; input gradient: ``g @ w^T`` added back onto the pixels each window
+read (col2im), one strided slice per filter tap.
+"""
+
+from __future__ import annotations
+
+from gradflow.ops.conv_ops import window_geometry
+
+
+class _Geometry:
+    def __init__(self, x_shape, ksize, strides, padding):
+        self.n, self.h, self.w, self.c = x_shape
+        self.kh, self.kw = ksize
+        self.sh, self.sw = strides
+        self.oh, self.ow, (pt, pb), (pl, pr) = window_geometry(x_shape, ksize, strides, padding)
+        self.pt, self.pl = pt, pl
+        self.padded_shape = (self.n, self.h + pt + pb, self.w + pl + pr, self.c)
+        self.padded = self.padded_shape != tuple(x_shape)
+        self.rows = self.n * self.oh * self.ow
+        self.k = self.kh * self.kw * self.c
+
+    def tap(self, i, j):
+        """The slice of the padded input that filter tap ``(i, j)`` reads."""
+        return (slice(None), slice(i, i + (self.oh - 1) * self.sh + 1, self.sh),
+                slice(j, j + (self.ow - 1) * self.sw + 1, self.sw), slice(None))
+
+    def interior(self):
+        return (slice(None), slice(self.pt, self.pt + self.h),
+                slice(self.pl, self.pl + self.w), slice(None))
+
+
+class _Kept(dict):
+    """Arrays kept per (role, shape, dtype), made with ``empty`` the first time."""
+
+    def __init__(self, empty):
+        super().__init__()
+        self.empty = empty
+
+    def get_array(self, role, shape, dtype):
+        key = (role, tuple(shape), str(dtype))
+        array = self.get(key)
+        if array is None:
+            array = self[key] = self.empty(tuple(shape), dtype)
+        return array
+
+
+def _columns(kept, x, geo):
+    """The im2col matrix of ``x`` (kept): rows (n, oy, ox), columns (i, j, c)."""
+    source = x
+    if geo.padded:
+        source = kept.get_array("padded", geo.padded_shape, x.dtype)
+        source[...] = 0
+        source[geo.interior()] = x
+    cols = kept.get_array("columns", (geo.n, geo.oh, geo.ow, geo.kh, geo.kw, geo.c), x.dtype)
+    for i in range(geo.kh):
+        for j in range(geo.kw):
+            cols[:, :, :, i, j, :] = source[geo.tap(i, j)]
+    return cols.reshape(geo.rows, geo.k)
+
+
+def conv_lowerings(empty, matmul):
+    """``{op name: lower(xp, strides, padding)}`` for ``conv2d`` and its gradients."""
+
+    def conv2d(xp, strides, padding):
+        kept = _Kept(empty)
+
+        def forward(x, w, out=None):
+            kh, kw, c, co = w.shape
+            geo = _Geometry(tuple(x.shape), (kh, kw), strides, padding)
+            if out is None:
+                out = empty((geo.n, geo.oh, geo.ow, co), x.dtype)
+            if geo.rows and co:
+                matmul(_columns(kept, x, geo), w.reshape(geo.k, co), out.reshape(geo.rows, co),
+                       False, False)
+            return out
+
+        return _writes_out(forward)
+
+    def backprop_filter(xp, strides, padding):
+        kept = _Kept(empty)
+
+        def filter_grad(x, g, w_like, out=None):
+            kh, kw, c, co = w_like.shape
+            geo = _Geometry(tuple(x.shape), (kh, kw), strides, padding)
+            if out is None:
+                out = empty(tuple(w_like.shape), g.dtype)
+            if geo.rows == 0:
+                out[...] = 0
+                return out
+            matmul(_columns(kept, x, geo), g.reshape(geo.rows, co), out.reshape(geo.k, co),
+                   True, False)
+            return out
+
+        return _writes_out(filter_grad)
+
+    def backprop_input(xp, strides, padding):
+        kept = _Kept(empty)
+
+        def input_grad(g, w, x_like, out=None):
+            kh, kw, c, co = w.shape
+            geo = _Geometry(tuple(x_like.shape), (kh, kw), strides, padding)
+            if out is None:
+                out = empty(tuple(x_like.shape), g.dtype)
+            target = kept.get_array("padded", geo.padded_shape, g.dtype) if geo.padded else out
+            target[...] = 0
+            if geo.rows and co:
+                cells = kept.get_array("cells", (geo.rows, geo.k), g.dtype)
+                matmul(g.reshape(geo.rows, co), w.reshape(geo.k, co), cells, False, True)
+                taps = cells.reshape(geo.n, geo.oh, geo.ow, geo.kh, geo.kw, geo.c)
+                for i in range(geo.kh):
+                    for j in range(geo.kw):
+                        target[geo.tap(i, j)] += taps[:, :, :, i, j, :]
+            if geo.padded:
+                out[...] = target[geo.interior()]
+            return out
+
+        return _writes_out(input_grad)
+
+    return {"conv2d": conv2d, "conv2d_backprop_filter": backprop_filter,
+            "conv2d_backprop_input": backprop_input}
+
+
+def _writes_out(fn):
+    fn.accepts_out = True
+    fn.reads_whole_inputs = True
+    return fn
+
