@@ -11,9 +11,11 @@ memory on every replay, so the session copies them out.
 
 A capturer is an object with ``capture(plan, run) -> (values, replay, executed)``
 (``run()`` runs the plan once; ``replay()`` repeats it and returns its fetched
-values; ``executed`` says whether capturing ran it too) and
-``check(schedule)``, raising ``NotCapturable`` with the reason where it cannot
-capture that schedule. The CuPy backend's captures a CUDA graph on its stream;
+values; ``executed`` says whether capturing ran it too), ``check(schedule)``,
+raising ``NotCapturable`` with the reason where it cannot capture that schedule,
+and ``checks_feeds_first``: whether run-time checks (labels in range) are made on
+the feeds before each replay instead of inside it (a device graph cannot raise).
+The CuPy backend's captures a CUDA graph on its stream;
 ``RecordingCapturer`` is the CPU's: it records every op call of the run and
 replays the calls, which repeats the run only if every value lives in the same
 memory on every run (``Schedule.replayable``), the property a CUDA graph needs.
@@ -30,6 +32,7 @@ import re
 import sys
 
 from gradflow.executor import raise_closed
+from gradflow.passes.ir import user_node
 
 log = logging.getLogger("gradflow.capture")
 
@@ -45,9 +48,11 @@ class NotCapturable(Exception):
 
 class RecordingCapturer:
     """The CPU's capture: record each op call of one run (its function, its argument
-    arrays and output buffers) and replay by making the same calls again."""
+    arrays and output buffers) and replay by making the same calls again (run-time
+    checks included: they are calls like the others)."""
 
     executes = True
+    checks_feeds_first = False
 
     def check(self, schedule):
         if not schedule.replayable:
@@ -120,11 +125,17 @@ class CapturedRun:
                                     "the session (a native fetch?): its updates must be "
                                     "written in place")
         env.update({k: _store_reader(take.keywords["var"]) for k, take in takers.items()})
+        checks = _feed_checks(schedule, plan) if capturer.checks_feeds_first else {}
+        self.checks = [(env[key], index) for key, index in checks.items()]
+        for check, index in self.checks:  # this run's feeds too
+            check(feeds[index])
+        env.update({key: _passed for key in checks})
         try:
             values, self._replay, executed = capturer.capture(
                 plan, lambda: plan.fn(self.inputs, store))
         finally:
             env.update(takers)
+            env.update({key: fn for key, (fn, _) in zip(checks, self.checks)})
         # the arrays the capture reads and writes: a replay is valid while the store
         # holds these very arrays (a run of another plan may give a variable a new one)
         self.pinned = [(var, store.get(var)) for var in dict.fromkeys(plan.variables)]
@@ -144,6 +155,8 @@ class CapturedRun:
             for var, array in self.pinned:
                 if store.get(var) is not array:
                     return None
+            for check, index in self.checks:  # a device graph cannot raise: check first
+                check(feeds[index])
             self._copy_in(feeds)
             return self._replay()
 
@@ -158,6 +171,29 @@ def _check_fetches(schedule):
         if var is not None and var in updated:
             raise NotCapturable(f"the run fetches variable '{var.name}', which it updates "
                                 "in place")
+
+
+def _feed_checks(schedule, plan):
+    """``{plan step key: feed index}`` of the run-time checks of fed values, which a
+    device graph cannot make: the replay makes them on the feeds before launching it.
+    A check of a computed value makes the plan uncapturable."""
+    position = schedule.position
+    fed = {t: i for i, t in enumerate(plan.fed)}
+    checks = {}
+    for node in schedule.checks:
+        source = node.inputs[0] if len(node.inputs) == 1 else None
+        if source not in fed:
+            origin = user_node(node)
+            raise NotCapturable(f"{node.opdef.name} '{origin.name}' (created at "
+                                f"{origin.source}) checks a computed value at run time, "
+                                "which a device graph cannot do")
+        checks[f"F{position[node]}"] = fed[source]
+    return checks
+
+
+def _passed(value):
+    """A check inside the captured graph: its value, checked before the replay."""
+    return value
 
 
 def _store_reader(var):

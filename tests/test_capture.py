@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.capture import WARM_RUNS
+from gradflow.capture import WARM_RUNS, RecordingCapturer
 
 
 def _mlp(dropout=False):
@@ -133,3 +133,32 @@ def test_threads_replaying_one_capture_lose_no_update(capture):
         for t in threads:
             t.join()
         np.testing.assert_array_equal(sess.run(v), np.full((4, 4), 800, np.float32))
+
+
+class _ChecksFirst(RecordingCapturer):
+    """The recording capture with a device graph's rule: checks run on the feeds before
+    each replay, not inside it."""
+
+    checks_feeds_first = True
+
+
+def test_a_bad_label_fails_before_the_replay_and_changes_nothing(monkeypatch):
+    graph, x, y, loss, train, init = _mlp()
+    batches = _batches(WARM_RUNS + 3)
+    with gf.Session(graph=graph, capture=True) as sess:
+        monkeypatch.setattr(sess.backend, "capturer", _ChecksFirst)
+        sess.run(init)
+        for bx, by in batches:
+            sess.run(train, {x: bx, y: by})
+        plan = next(p for p in sess._plans.values() if getattr(p, "captured", None))
+        assert plan.captured.checks
+        variables = graph.get_collection(gf.GraphKeys.GLOBAL_VARIABLES)
+        before = [sess.run(v) for v in variables]
+        bad = batches[0][1].copy()
+        bad[3] = 7
+        with pytest.raises(gf.errors.InvalidArgumentError, match="7"):
+            sess.run(train, {x: batches[0][0], y: bad})
+        for v, old in zip(variables, before):
+            np.testing.assert_array_equal(sess.run(v), old)
+        sess.run(train, {x: batches[0][0], y: batches[0][1]})  # and it still replays
+        assert plan.captured is not None

@@ -130,6 +130,7 @@ class CudaGraphCapturer:
     """Captures a plan's run on ``stream`` as one CUDA graph (``gradflow.capture``)."""
 
     executes = False
+    checks_feeds_first = True
 
     def __init__(self, stream):
         self.stream = stream
