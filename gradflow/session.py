@@ -147,7 +147,9 @@ class Session:
                 self._initialize_missing(plan.variables)
                 plan.initialized = True
             try:
-                if self._running is None:
+                if self._running is None and not self.capture:
+                    values = plan.fn(feeds, self._store)
+                elif self._running is None:
                     values = self._run_plan(plan, feeds, tracing)
                 else:
                     with self._running():
