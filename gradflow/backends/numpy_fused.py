@@ -231,12 +231,13 @@ def _kernel_caller(program, kernel, kinds, shape, split):
     dests = [f"d{j}" for j in range(len(outs))]
     full = [i for i, kind in enumerate(kinds) if kind == "full"]
     none = (-1,) * len(outs)
-    env.update(plain=kernel(none), variant=kernel, over=_over(full), NONE=none)
+    env.update(plain=kernel(none), variant=kernel, over=_over(full))
     # an output written over a full input (an update in place, an arena buffer reused)
     # takes the kernel that writes it there
-    lines += [f"o = over(({', '.join(params)},), ({', '.join(dests)},))",
-              f"if o == NONE: plain({rows}, {cols}, {', '.join(params + dests)})",
+    apart = " and ".join(f"{d} is not a{i}" for d in dests for i in full) or "True"
+    lines += [f"if {apart}: plain({rows}, {cols}, {', '.join(params + dests)})",
               "else:",
+              f"    o = over(({', '.join(params)},), ({', '.join(dests)},))",
               f"    variant(o)({rows}, {cols}, {', '.join(params)}, "
               f"*[d for d, i in zip(({', '.join(dests)},), o) if i < 0])"]
     for j in range(len(outs)):
