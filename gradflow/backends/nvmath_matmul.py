@@ -82,8 +82,14 @@ class PlannedMatmul:
         self._mm = None
         if 0 in op_a.shape or 0 in op_b.shape:
             return  # filled directly by execute
+        self._copies = False  # the product comes back in nvmath's array, copied into out
         if self.on_gpu:
-            self._mm = _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream)
+            try:
+                self._mm = _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream)
+            except Exception:  # an in-place product that cuBLASLt refuses: copy the result
+                self._mm = _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream,
+                                        inplace=False)
+                self._copies = True
         else:
             self._mm = _cpu_matmul(op_a, op_b, out, bias, num_threads)
 
@@ -114,7 +120,9 @@ class PlannedMatmul:
         if self._mm is None:
             self.out[...] = 0 if self.bias is None else self.bias
         elif self.on_gpu:
-            self._mm.execute(stream=self.stream)
+            result = self._mm.execute(stream=self.stream)
+            if self._copies:
+                self.out.T[...] = result  # out.T is the problem's column-major result
         else:
             if self.bias is not None:
                 self.out[...] = self.bias
@@ -144,14 +152,17 @@ def _cpu_matmul(op_a, op_b, out, bias, num_threads):
     return mm
 
 
-def _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream):
+def _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream, inplace=True):
     from nvmath.linalg.advanced import Matmul, MatmulComputeType, MatmulEpilog
 
-    options = {"inplace": True}
+    options = {"inplace": True} if inplace else {}
     if allow_tf32 and str(out.dtype) == "float32":
         options["compute_type"] = MatmulComputeType.COMPUTE_32F_FAST_TF32
     # out.T = op(b).T @ op(a).T: column-major out.T, bias along its rows
-    mm = Matmul(op_b.T, op_a.T, c=out.T, beta=0.0, options=options, stream=stream)
+    if inplace:
+        mm = Matmul(op_b.T, op_a.T, c=out.T, beta=0.0, options=options, stream=stream)
+    else:  # the reference's form: a result array of nvmath's own
+        mm = Matmul(op_b.T, op_a.T, options=options, stream=stream)
     if bias is None:
         mm.plan(stream=stream)
     else:
