@@ -100,7 +100,7 @@ class Schedule:
 
     def describe(self) -> str:
         """The schedule as text: one line per step, then the arena's buffers and the
-        replay verdict."""
+        replay verdicts."""
         out = [f"plan: {len(self.order)} steps, arena {len(self.slots)} buffers, "
                f"{self.arena_bytes:,} bytes"]
         for step, node in enumerate(self.order):
@@ -109,8 +109,10 @@ class Schedule:
             out.append(f"  {step:3d} {self._step_text(node)}")
         for k, (dtype, size) in enumerate(self.slots):
             out.append(f"  buffer {k}: {size:,} x {dtype.name}")
-        out.append("  replayable: yes" if self.replayable
-                   else f"  replayable: no, {self.why_not_replayable()}")
+        out.append("  capturable as one device graph: yes" if self.capturable
+                   else f"  capturable as one device graph: no, {self.replay_blocker}")
+        out.append("  replayable call by call: yes" if self.replayable
+                   else f"  replayable call by call: no, {self.why_not_replayable()}")
         return "\n".join(out)
 
     def _step_text(self, node):
