@@ -215,7 +215,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     dies_at = {}
     for value, step in schedule.last_use.items():
         dies_at.setdefault(step, []).append(value)
-    keep = set(targets)
+    keep = schedule.keep  # fetched values and assignments: never deleted early
     stacks, part_of, arena = schedule.stacks, schedule.part_of, schedule.arena
     recycled, in_place = schedule.recycled, schedule.in_place
     position = schedule.position
@@ -298,11 +298,10 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
                 value = f"copy({value})"
             line = f"{var} = {value}"
             writes.append((node.attrs["var"], var))
-            keep.add(node)
         elif node.opdef is FUSED_OUTPUT:
             line = f"{var} = {names[node.inputs[0]]}[{node.attrs['index']}]"
         elif node in stacks:  # its parts are in its buffer already
-            env["copyto"] = np.copyto
+            env["copyto"] = backend.copy_to
             line = f"{var} = {buffer(node, step)}"
             for part, _, _ in stacks[node]:  # unless an op returned a new array after all
                 rows = buffer(part, position[part])

@@ -38,15 +38,26 @@ class Backend:
         """A copy of a backend array, for values the session must own."""
         return self.xp.asarray(array, copy=True)
 
-    def accepts_out(self, fn) -> bool:
-        """Whether the bound op function ``fn`` can write its result into ``out=``."""
+    def is_ufunc(self, fn) -> bool:
+        """Whether ``fn`` is one of the library's own single-output ufuncs, which write
+        into ``out=``, also over one of their inputs (NumPy's, CuPy's)."""
         return False
+
+    def accepts_out(self, fn) -> bool:
+        """Whether the bound op function ``fn`` can write its result into ``out=``: a
+        ufunc, or a lowering marked ``accepts_out``."""
+        return self.is_ufunc(fn) or getattr(fn, "accepts_out", False)
 
     def overwrites_inputs_safely(self, fn) -> bool:
         """Whether ``fn`` (which accepts ``out=``) gives the right result when ``out`` is
         one of its inputs of the same shape: elementwise code that reads each element
-        before writing it. Lets a variable's update be written over the variable."""
-        return False
+        before writing it (a ufunc, or a lowering marked ``elementwise_out``). Lets a
+        variable's update be written over the variable."""
+        return self.is_ufunc(fn) or getattr(fn, "elementwise_out", False)
+
+    # ``copy_to(dest, value)`` copies a value into an array, for backends that plan
+    # buffers (``empty``); None where the backend plans none.
+    copy_to = None
 
     def empty(self, shape, dtype):
         """An uninitialized array (for backends whose ``accepts_out`` can be true)."""
@@ -55,8 +66,16 @@ class Backend:
     def fused(self, program, bind):
         """The callable of a fused elementwise node (``gradflow.passes.fusion``):
         ``bind(member)`` gives each member op's own function; this default calls them
-        in turn. Backends with a kernel compiler override it."""
-        return call_in_turn(program, [bind(m) for m in program.members])
+        in turn (``in_turn``). Backends with a kernel compiler override it."""
+        return self.in_turn(program, [bind(m) for m in program.members])
+
+    def in_turn(self, program, fns):
+        """A fused program as its members' functions called in turn, writing into the
+        plan's buffers where this backend plans them (``copy_to``)."""
+        if self.copy_to is None:
+            return call_in_turn(program, fns)
+        return call_in_turn(program, fns, self.overwrites_inputs_safely, self.copy_to,
+                            keeps=self.accepts_out)
 
     # Whether Session captures its plans by default (gradflow.capture), and whether
     # float32 matmuls may use TF32 (GPU backends; Session(allow_tf32=True)).
@@ -81,6 +100,23 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<gradflow backend {self.name} device={self.device}>"
+
+
+class KeptArrays(dict):
+    """Arrays a lowering keeps between calls, one per (role, shape, dtype), made with
+    ``empty`` the first time: the same memory on every steady run, so that the run
+    allocates nothing and a captured graph's addresses hold."""
+
+    def __init__(self, empty):
+        super().__init__()
+        self.empty = empty
+
+    def get_array(self, role, shape, dtype):
+        key = (role, tuple(shape), str(dtype))
+        array = self.get(key)
+        if array is None:
+            array = self[key] = self.empty(tuple(shape), dtype)
+        return array
 
 
 def call_in_turn(program, fns, writes_out=None, copyto=None, keeps=None):

@@ -48,16 +48,16 @@ class CupyBackend(Backend):
     def capturer(self):
         return cupy_emit.CudaGraphCapturer(self.stream)
 
-    def accepts_out(self, fn):
+    def is_ufunc(self, fn):
         import cupy
 
-        return (isinstance(fn, cupy.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
+        return isinstance(fn, cupy.ufunc) and fn.nout == 1
 
-    def overwrites_inputs_safely(self, fn):
+    @staticmethod
+    def copy_to(dest, value):
         import cupy
 
-        return (isinstance(fn, cupy.ufunc) and fn.nout == 1) or getattr(
-            fn, "elementwise_out", False)
+        cupy.copyto(dest, value, casting="unsafe")
 
     def empty(self, shape, dtype):
         import cupy
@@ -76,7 +76,8 @@ class CupyBackend(Backend):
     def fused(self, program, bind):
         import cupy
 
-        return cupy_emit.fused_kernel(program, bind, cupy)
+        return cupy_emit.fused_kernel(program, [bind(m) for m in program.members], cupy,
+                                      self.in_turn)
 
     def random_source(self, session, node):
         """The device's draw of ``node`` (``cupy_random``), or None for the host's."""

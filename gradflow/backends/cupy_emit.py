@@ -28,7 +28,6 @@ captured, uncaptured and NumPy runs.
 from __future__ import annotations
 
 from gradflow.backends import im2col_conv
-from gradflow.backends.base import call_in_turn
 from gradflow.backends.cuda_kernels import print_kernel
 from gradflow.backends.nvmath_matmul import PlannedMatmul
 from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
@@ -37,17 +36,15 @@ from gradflow.capture import NotCapturable
 MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no steady state
 
 
-def fused_kernel(program, bind, cupy):
-    """The callable of a fused node: one generated ElementwiseKernel, or the members in
-    turn where the printer declines."""
+def fused_kernel(program, fns, cupy, in_turn):
+    """The callable of a fused node: one generated ElementwiseKernel, or its members'
+    functions ``fns`` in turn (``in_turn``) where the printer declines."""
     shape = program.members[program.outputs[-1]].shape
     printed = None
     if shape is not None and None not in tuple(shape):
         printed = print_kernel(program, shape)
     if printed is None:
-        return call_in_turn(program, [bind(m) for m in program.members],
-                            lambda fn: isinstance(fn, cupy.ufunc) and fn.nout == 1,
-                            lambda dest, value: cupy.copyto(dest, value, casting="unsafe"))
+        return in_turn(program, fns)
     kernel = cupy.ElementwiseKernel(printed.in_params, printed.out_params, printed.operation,
                                     printed.name, preamble=printed.preamble,
                                     options=printed.options)

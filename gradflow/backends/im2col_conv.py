@@ -17,6 +17,7 @@ read (col2im), one strided slice per filter tap.
 
 from __future__ import annotations
 
+from gradflow.backends.base import KeptArrays
 from gradflow.ops.conv_ops import window_geometry
 
 
@@ -42,21 +43,6 @@ class _Geometry:
                 slice(self.pl, self.pl + self.w), slice(None))
 
 
-class _Kept(dict):
-    """Arrays kept per (role, shape, dtype), made with ``empty`` the first time."""
-
-    def __init__(self, empty):
-        super().__init__()
-        self.empty = empty
-
-    def get_array(self, role, shape, dtype):
-        key = (role, tuple(shape), str(dtype))
-        array = self.get(key)
-        if array is None:
-            array = self[key] = self.empty(tuple(shape), dtype)
-        return array
-
-
 def _columns(kept, x, geo):
     """The im2col matrix of ``x`` (kept): rows (n, oy, ox), columns (i, j, c)."""
     source = x
@@ -75,7 +61,7 @@ def conv_lowerings(empty, matmul):
     """``{op name: lower(xp, strides, padding)}`` for ``conv2d`` and its gradients."""
 
     def conv2d(xp, strides, padding):
-        kept = _Kept(empty)
+        kept = KeptArrays(empty)
 
         def forward(x, w, out=None):
             kh, kw, c, co = w.shape
@@ -90,7 +76,7 @@ def conv_lowerings(empty, matmul):
         return _writes_out(forward)
 
     def backprop_filter(xp, strides, padding):
-        kept = _Kept(empty)
+        kept = KeptArrays(empty)
 
         def filter_grad(x, g, w_like, out=None):
             kh, kw, c, co = w_like.shape
@@ -107,7 +93,7 @@ def conv_lowerings(empty, matmul):
         return _writes_out(filter_grad)
 
     def backprop_input(xp, strides, padding):
-        kept = _Kept(empty)
+        kept = KeptArrays(empty)
 
         def input_grad(g, w, x_like, out=None):
             kh, kw, c, co = w.shape

@@ -7,7 +7,7 @@ import math
 import array_api_compat.numpy as xp
 import numpy as np
 
-from gradflow.backends.base import Backend
+from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
 from gradflow.backends.numpy_out import LOWERINGS as OUT_LOWERINGS
@@ -23,8 +23,9 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
     """``out[indices[k]] += rows[k]`` over zeros, deterministically and faster than
     ``np.add.at`` (which is slow on 2-D rows): a one-hot matrix product while that
     matrix is small and the rows are finite, else sort the rows by index and sum each
-    run with ``np.add.reduceat``. With ``out`` (``(num_rows, row size)``) and a
-    ``scratch`` dict, the product path allocates nothing after its first call."""
+    run with ``np.add.reduceat``. With ``out`` (``(num_rows, row size)``) and
+    ``scratch`` (``KeptArrays``), the product path allocates nothing after its first
+    call."""
     count = indices.shape[0]
     if count == 0:
         if out is None:
@@ -37,11 +38,11 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
         if scratch is None:
             one_hot = (np.arange(num_rows)[:, None] == indices[None, :]).astype(rows.dtype)
             return one_hot @ rows
-        key = (num_rows, count, rows.dtype)
-        if key not in scratch:
-            scratch[key] = (np.arange(num_rows)[:, None], np.empty((num_rows, count), bool),
-                            np.empty((num_rows, count), rows.dtype))
-        positions, hits, one_hot = scratch[key]
+        if ("positions", num_rows) not in scratch:
+            scratch["positions", num_rows] = np.arange(num_rows)[:, None]
+        positions = scratch["positions", num_rows]
+        hits = scratch.get_array("hits", (num_rows, count), np.bool_)
+        one_hot = scratch.get_array("one_hot", (num_rows, count), rows.dtype)
         np.equal(positions, indices[None, :], out=hits)
         np.copyto(one_hot, hits, casting="unsafe")
         return np.matmul(one_hot, rows, out=out)
@@ -58,17 +59,14 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
 def _all_finite(rows, scratch):
     if scratch is None:
         return bool(np.isfinite(rows).all())
-    key = ("finite", rows.shape)
-    if key not in scratch:
-        scratch[key] = np.empty(rows.shape, bool)
-    return bool(np.isfinite(rows, out=scratch[key]).all())
+    return bool(np.isfinite(rows, out=scratch.get_array("finite", rows.shape, np.bool_)).all())
 
 
 def _lower_gather_grad(xp_, axis, validate=True):
     """``gather_grad`` into ``out=`` for the common case (axis 0: an embedding's
     gradient), through the product path's kept buffers; the op's impl otherwise."""
     general = bind_gather_grad(_scatter_add_rows)(xp_, axis, validate)
-    scratch = {}
+    scratch = KeptArrays(np.empty)
 
     def gather_grad(g, indices, params, out=None):
         if out is None or axis != 0:
@@ -113,18 +111,16 @@ class NumpyBackend(Backend):
     def copy(self, array):
         return np.array(array, copy=True)
 
-    def accepts_out(self, fn):
-        return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(fn, "accepts_out", False)
+    def is_ufunc(self, fn):
+        return isinstance(fn, np.ufunc) and fn.nout == 1
 
-    def overwrites_inputs_safely(self, fn):
-        # a ufunc writing over its own input keeps its vectorized loops; so does a fused
-        # kernel, which takes an output over an input as one array
-        return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(
-            fn, "elementwise_out", False)
+    @staticmethod
+    def copy_to(dest, value):
+        np.copyto(dest, value, casting="unsafe")
 
     def fused(self, program, bind):
         shape = program.members[program.outputs[-1]].shape
-        return lower_fused(program, bind, shape)
+        return lower_fused(program, [bind(m) for m in program.members], shape, self.in_turn)
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from gradflow.backends.base import call_in_turn, generated_function
+from gradflow.backends.base import generated_function
 from gradflow.backends.numba_support import get_numba, load_kernel
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
@@ -45,9 +45,9 @@ MIN_KERNEL_SIZE = 2048
 LONG_PROGRAM = 32
 
 
-def lower_fused(program, bind, shape):
-    """The callable of one fused node of static shape ``shape`` (None dims allowed)."""
-    fns = [bind(m) for m in program.members]
+def lower_fused(program, fns, shape, in_turn):
+    """The callable of one fused node of static shape ``shape`` (None dims allowed), its
+    members' functions ``fns``: a kernel, or ``in_turn(program, fns)``."""
     if len(fns) == 1 and isinstance(fns[0], np.ufunc):
         return fns[0]  # already one pass that writes into out=
     kernel = None
@@ -58,18 +58,7 @@ def lower_fused(program, bind, shape):
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))
     if kernel is not None:
         return kernel
-    return _ufunc_sequence(program, fns)
-
-
-def _ufunc_sequence(program, fns):
-    """The members' own NumPy functions in turn; outputs go into ``out=``."""
-    def elementwise(fn):  # safe to write over an input: an output may be one
-        return (isinstance(fn, np.ufunc) and fn.nout == 1) or getattr(
-            fn, "elementwise_out", False)
-
-    return call_in_turn(program, fns, elementwise,
-                        lambda dest, value: np.copyto(dest, value, casting="unsafe"),
-                        keeps=lambda fn: elementwise(fn) or getattr(fn, "accepts_out", False))
+    return in_turn(program, fns)
 
 
 def _expressions(program):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow.backends.base import KeptArrays
 from gradflow.backends.threads import uses_blas
 
 SWAP_MAX_ROWS = 64
@@ -54,7 +55,7 @@ def lower_matmul(xp, transpose_a, transpose_b):
 
         return matmul_at
 
-    swapped = {}  # the swapped product's buffer per shape, when it writes into out=
+    kept = KeptArrays(np.empty)  # the swapped product's buffer, when it writes into out=
 
     @_writes_out
     def matmul_bt(a, b, out=None):  # a @ b.T
@@ -62,10 +63,7 @@ def lower_matmul(xp, transpose_a, transpose_b):
                 and a.shape[0] <= SWAP_MAX_ROWS and a.shape[1] >= SWAP_MIN_INNER:
             if out is None:
                 return np.ascontiguousarray(np.matmul(b, a.T).T)
-            key = (b.shape[0], a.shape[0], out.dtype)
-            product = swapped.get(key)
-            if product is None:
-                product = swapped[key] = np.empty(key[:2], out.dtype)
+            product = kept.get_array("swapped", (b.shape[0], a.shape[0]), out.dtype)
             np.copyto(out, np.matmul(b, a.T, out=product).T)
             return out
         return np.matmul(a, np.swapaxes(b, -1, -2), out=out)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow.backends.base import KeptArrays
 from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import _gather_impl, _one_hot_impl
 from gradflow.ops.nn_ops import _log_softmax_impl
@@ -28,26 +29,17 @@ def _writes_out(fn, reads_whole=False, elementwise=False):
     return fn
 
 
-def scratch(cache, key, shape, dtype):
-    """The array of ``shape`` and ``dtype`` kept in ``cache`` under ``key``, made once."""
-    array = cache.get(key)
-    if array is None:
-        array = cache[key] = np.empty(shape, dtype)
-    return array
-
-
 def lower_log_softmax(xp, axis):
-    cache = {}
+    kept = KeptArrays(np.empty)
 
     def log_softmax(x, out=None):
         if out is None:
             return _log_softmax_impl(np, x, axis)
         reduced = list(x.shape)
         reduced[axis] = 1
-        key = (x.shape, x.dtype)
-        top = scratch(cache, ("max",) + key, tuple(reduced), x.dtype)
-        total = scratch(cache, ("sum",) + key, tuple(reduced), x.dtype)
-        exps = scratch(cache, ("exp",) + key, x.shape, x.dtype)
+        top = kept.get_array("max", reduced, x.dtype)
+        total = kept.get_array("sum", reduced, x.dtype)
+        exps = kept.get_array("exp", x.shape, x.dtype)
         np.max(x, axis=axis, keepdims=True, out=top)
         np.subtract(x, top, out=out)  # reads x element by element: out may be x
         np.exp(out, out=exps)
@@ -60,12 +52,12 @@ def lower_log_softmax(xp, axis):
 
 def lower_one_hot(xp, depth, on_value, off_value, dtype):
     positions = np.arange(depth, dtype=np.int64)  # compared in int64: no wrap-around
-    cache = {}
+    kept = KeptArrays(np.empty)
 
     def one_hot(indices, out=None):
         if out is None:
             return _one_hot_impl(np, indices, depth, on_value, off_value, dtype)
-        hot = scratch(cache, indices.shape, out.shape, np.bool_)
+        hot = kept.get_array("hot", out.shape, np.bool_)
         np.equal(indices[..., None], positions, out=hot)
         if on_value == 1 and off_value == 0:
             np.copyto(out, hot, casting="unsafe")
@@ -78,13 +70,13 @@ def lower_one_hot(xp, depth, on_value, off_value, dtype):
 
 
 def lower_where(xp):
-    cache = {}
+    kept = KeptArrays(np.empty)
 
     def where(condition, x, y, out=None):
         if out is None:
             return np.where(condition, x, y)
         if out is x:  # the plan computes it over its dying input x
-            unmet = scratch(cache, condition.shape, condition.shape, np.bool_)
+            unmet = kept.get_array("unmet", condition.shape, np.bool_)
             np.copyto(out, y, where=np.logical_not(condition, out=unmet))
             return out
         if out is not y:

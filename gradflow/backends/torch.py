@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.backends.base import Backend, call_in_turn
+from gradflow.backends.base import Backend
 from gradflow.backends.torch_out import LOWERINGS as OUT_LOWERINGS
 from gradflow.ops.index_ops import _as_index, bind_gather_grad, is_run_time_key, resolve_key
 from gradflow.ops.registry import add_lowering
@@ -92,11 +92,9 @@ class TorchBackend(Backend):
     def copy(self, array):
         return array.clone()
 
-    def accepts_out(self, fn):
-        return getattr(fn, "accepts_out", False)
-
-    def overwrites_inputs_safely(self, fn):
-        return getattr(fn, "elementwise_out", False)
+    @staticmethod
+    def copy_to(dest, value):
+        dest.copy_(value)
 
     def empty(self, shape, dtype):
         import torch
@@ -105,13 +103,6 @@ class TorchBackend(Backend):
 
     def copy_into(self, array, value):
         array.copy_(self.asarray(value) if isinstance(value, np.ndarray) else value)
-
-    def fused(self, program, bind):
-        """The members in turn, each writing into ``out=`` where it can (``torch_out``)."""
-        return call_in_turn(program, [bind(m) for m in program.members],
-                            lambda fn: getattr(fn, "elementwise_out", False),
-                            lambda dest, value: dest.copy_(value),
-                            keeps=self.accepts_out)
 
     def synchronize(self):
         import torch
