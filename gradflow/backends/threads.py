@@ -183,10 +183,10 @@ def refresh():
         mode, fixed = _setting()
         if mode == "off":
             return
-        cores = allowed_cores()
-        if mode == "fixed":
+        if mode == "fixed":  # no file read: a fixed count costs nothing after the first call
             _apply(fixed)
             return
+        cores = allowed_cores()
         sample = _sample()
         before, _state["sample"] = _state["sample"], sample
         if sample is None:
