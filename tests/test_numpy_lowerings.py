@@ -7,7 +7,7 @@ import pytest
 
 import gradflow as gf
 from gradflow.backends import get as get_backend
-from gradflow.backends import numpy_matmul, numpy_rnn, numpy_windows
+from gradflow.backends import numpy_matmul, numpy_rnn, numpy_windows, onednn
 from gradflow.backends.numba_support import get_numba
 from gradflow.ops import rnn_ops
 from gradflow.ops.array_ops import _matmul_impl
@@ -64,12 +64,16 @@ def test_lstm_lowerings(batch_c):
 # -- convolution and max pooling (numpy_windows, numpy_conv_numba, numpy_conv_winograd) -----
 
 
-@pytest.fixture(params=["numba", "numpy"])
+@pytest.fixture(params=["onednn", "numba", "numpy"])
 def window_path(request, monkeypatch):
-    """Run the window lowerings with their compiled kernels, or on NumPy alone (as
-    without numba or with GRADFLOW_NUMBA=0)."""
+    """Run the window lowerings with float32 convolutions through oneDNN, with their
+    compiled kernels, or on NumPy alone (as without numba or with GRADFLOW_NUMBA=0)."""
+    if request.param == "onednn" and not onednn.available():
+        pytest.skip("oneDNN (onednn-cpu-gomp) is not installed")
     if request.param == "numba" and get_numba() is None:
         pytest.skip("numba is not installed")
+    if request.param != "onednn":
+        monkeypatch.setattr(numpy_windows, "ONEDNN", False)
     if request.param == "numpy":
         monkeypatch.setattr(numpy_windows, "_kernels", lambda dtype: None)
     return request.param

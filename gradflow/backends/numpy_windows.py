@@ -31,6 +31,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from gradflow.backends import onednn_conv
 from gradflow.backends.numba_support import get_numba
 from gradflow.backends.threads import uses_blas
 from gradflow.ops.conv_ops import window_geometry
@@ -42,6 +43,8 @@ BLOCK_BYTES = 4 << 20
 FEW_CHANNELS = 16
 # Whether 3x3 stride-1 convolutions may take the Winograd path (where numba is).
 WINOGRAD = True
+# Whether float32 convolutions go through oneDNN where it is installed (``onednn_conv``).
+ONEDNN = True
 _COMPILED = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -246,6 +249,15 @@ def _point_conv(x, geo):
     return np.ascontiguousarray(x).reshape(-1, x.shape[3])
 
 
+def _onednn(kind, a, b, out, geo, x_shape, w_shape):
+    """``out`` after oneDNN's ``kind`` pass (``onednn_conv``), or None where it does not
+    apply (then nothing was written)."""
+    if not ONEDNN:
+        return None
+    return onednn_conv.convolve(kind, a, b, out, x_shape, w_shape, (geo.oh, geo.ow),
+                                geo.strides, (geo.pt, geo.pl), (geo.pad[0][1], geo.pad[1][1]))
+
+
 def conv_forward(x, w, strides, padding, out=None):
     """``conv2d`` of NHWC ``x`` and HWIO ``w``: im2col and a product, per block
     (written into ``out`` where that fits)."""
@@ -255,6 +267,8 @@ def conv_forward(x, w, strides, padding, out=None):
     dtype = np.result_type(x, w)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
+    if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co)) is not None:
+        return out
     wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.forward(x, w, geo, out, _scratch)
@@ -278,6 +292,8 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, out=None):
     dtype = np.result_type(x, g)
     x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
     out = _output(out, w_shape, dtype, x, g)
+    if _onednn("filter", x, g, out, geo, x.shape, w_shape) is not None:
+        return out
     wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_filter(x, g, geo, out, _scratch)
@@ -307,6 +323,8 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
     dtype = np.result_type(g, w)
     g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, tuple(x_shape), dtype, g, w)
+    if _onednn("input", g, w, out, geo, x_shape, w.shape) is not None:
+        return out
     wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_input(g, w, geo, out, _scratch)

@@ -16,6 +16,14 @@ follows the cores this process may run on and that no other process is using:
   most every ``INTERVAL`` seconds, when a lowering that calls the BLAS starts
   (:func:`refresh`): a few microseconds every quarter second.
 
+OpenMP's pool (oneDNN's convolutions, ``onednn_conv``) gets the same count, and
+while it is in use (a kernel of it ran in the last ``OPENMP_HOLD`` seconds) the BLAS
+gets one thread: two pools on two cores spin against each other (OpenBLAS's idle
+threads spin about 0.1 s after each product, on the cores OpenMP's threads wait
+for), and the step of a CNN with both took 60 ms where it takes 35 ms this way
+(deep-MNIST at batch 50, ``benchmarks/conv.py``). One pool does the heavy
+products; the CNN's dense layers then multiply on one thread.
+
 ``GRADFLOW_THREADS`` overrides it: a number fixes the count (``1`` for one BLAS
 thread, whatever the load), ``off`` leaves the BLAS's own setting alone, and
 ``auto`` (or unset) is the policy above. numba's kernels in gradflow are
@@ -43,10 +51,13 @@ INTERVAL = 0.25
 # thread that shares its core costs far more (whole scheduling slices per barrier)
 # than one thread too few (at most half of a product on 2 cores).
 BUSY_SHARE = 0.25
+# Seconds after the last OpenMP kernel during which the BLAS keeps to one thread.
+OPENMP_HOLD = 1.0
 _ENV = "GRADFLOW_THREADS"
 
 _lock = threading.Lock()
-_state = {"next": 0.0, "sample": None, "threads": None, "blas": None}
+_state = {"next": 0.0, "sample": None, "threads": None, "blas": None, "blas_threads": None,
+          "openmp_seen": -OPENMP_HOLD}
 
 
 def allowed_cores() -> int:
@@ -164,15 +175,45 @@ def _blas():
 
 
 def _apply(count):
-    if count != _state["threads"]:
+    _state["threads"] = count
+    blas = 1 if openmp_in_use() else count
+    if blas != _state["blas_threads"]:
         for lib in _blas():
-            lib.set_num_threads(count)
-        _state["threads"] = count
+            lib.set_num_threads(blas)
+        _state["blas_threads"] = blas
+
+
+def most():
+    """The largest thread count gradflow may choose here: a fixed ``GRADFLOW_THREADS``,
+    else the cores of this process's affinity (OpenMP primitives size their scratch
+    memory for it when they are made)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    mode, fixed = _setting()
+    return max(cores, fixed) if mode == "fixed" else cores
+
+
+def openmp_in_use():
+    """Whether an OpenMP kernel ran in the last ``OPENMP_HOLD`` seconds (the BLAS is then
+    kept to one thread)."""
+    return time.monotonic() - _state["openmp_seen"] < OPENMP_HOLD
+
+
+def openmp_ran():
+    """Note that an OpenMP kernel just ran (called by ``onednn_conv``): the BLAS keeps to
+    one thread from the next :func:`refresh` until ``OPENMP_HOLD`` seconds after the
+    last such call."""
+    now = time.monotonic()
+    if now - _state["openmp_seen"] >= OPENMP_HOLD:
+        _state["next"] = 0.0  # decide again at the next refresh
+    _state["openmp_seen"] = now
 
 
 def refresh():
-    """Set the BLAS thread count to the free cores, if ``INTERVAL`` has passed since the
-    last look (else return at once). Called by the NumPy lowerings that multiply."""
+    """Set the thread counts to the free cores, if ``INTERVAL`` has passed since the last
+    look (else return at once). Called by the NumPy lowerings that multiply."""
     now = time.monotonic()
     if now < _state["next"]:
         return
@@ -198,15 +239,22 @@ def refresh():
 
 
 def current():
-    """The BLAS thread count gradflow last set (None before the first :func:`refresh`,
-    or with ``GRADFLOW_THREADS=off``)."""
+    """The thread count gradflow last chose for its pools (None before the first
+    :func:`refresh`, or with ``GRADFLOW_THREADS=off``): OpenMP's, and the BLAS's
+    unless OpenMP is in use (:func:`blas_current`)."""
     return _state["threads"]
+
+
+def blas_current():
+    """The thread count gradflow last set for the BLAS (None as for :func:`current`)."""
+    return _state["blas_threads"]
 
 
 def reset():
     """Forget the last look, so that the next :func:`refresh` decides afresh (tests)."""
     with _lock:
-        _state.update(next=0.0, sample=None, threads=None)
+        _state.update(next=0.0, sample=None, threads=None, blas_threads=None,
+                      openmp_seen=-OPENMP_HOLD)
 
 
 def uses_blas(fn):

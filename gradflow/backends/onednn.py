@@ -1,0 +1,274 @@
+"""oneDNN on the NumPy backend, where it is installed: the library, and primitives
+that run on NumPy arrays where they lie.
+
+oneDNN (the library under PyTorch's and TensorFlow's CPU convolutions) generates
+its kernels for the machine at run time. gradflow calls its C API through
+``ctypes`` (no compiler, no Python binding needed): the ``onednn-cpu-gomp`` wheel
+(``pip install gradflow[fast]``) puts ``libdnnl.so.3`` in ``<prefix>/lib``;
+``GRADFLOW_ONEDNN`` may name another copy, and ``GRADFLOW_ONEDNN=0`` turns oneDNN
+off. Where it is off, absent or will not load, ``api()`` is None and the callers
+(``onednn_conv``, ``onednn_matmul``) leave the work to NumPy and OpenBLAS.
+
+Its threads are an OpenMP pool; ``threads`` sizes it to the free cores and keeps
+OpenBLAS to one thread while it is in use, so that one pool does the heavy work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import logging
+import os
+import sys
+import threading
+
+import numpy as np
+
+from gradflow.backends import threads
+
+_log = logging.getLogger("gradflow.onednn")
+_ENV = "GRADFLOW_ONEDNN"
+
+# from oneDNN 3.x's dnnl_types.h / dnnl_common_types.h
+OK = 0
+_CPU = 1
+_IN_ORDER = 1
+F32 = 3
+TAG_ANY = 1  # the primitive chooses
+SCRATCHPAD_USER = 1
+QUERY_SCRATCHPAD_MD = 136
+QUERY_IMPL_INFO = 8
+QUERY_EXEC_ARG_MD = 255
+ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_SCRATCHPAD = 1, 17, 33, 80
+ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS = 129, 145, 161
+
+Dims = ctypes.c_int64 * 12
+P = ctypes.c_void_p
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", P)]
+
+
+class OneDNNError(RuntimeError):
+    """A oneDNN call failed (its status code and the call are in the message)."""
+
+
+def _library_path():
+    """``GRADFLOW_ONEDNN`` if it names a file, else ``libdnnl.so.3`` beside Python's
+    prefix (where pip puts the wheel's library), else the loader's search path."""
+    named = os.environ.get(_ENV, "").strip()
+    if named and named not in ("0", "1", "off", "on"):
+        return named
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        path = os.path.join(prefix, "lib", "libdnnl.so.3")
+        if os.path.exists(path):
+            return path
+    return "libdnnl.so.3"
+
+
+class Api:
+    """The loaded library, its CPU engine, and OpenMP's thread count setter."""
+
+    def __init__(self, path):
+        self.lib = lib = ctypes.CDLL(path)
+        lib.dnnl_primitive_desc_query_md.restype = P
+        lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+        lib.dnnl_memory_desc_get_size.argtypes = [P]
+        lib.dnnl_memory_desc_equal.argtypes = [P, P]
+        # gradflow keeps its own primitives; the library's cache of them is destroyed at
+        # exit, after OpenMP's threads, and crashed there (1 run in 5 under pytest)
+        self.check("dnnl_set_primitive_cache_capacity", 0)
+        self.engine = P()
+        self.check("dnnl_engine_create", ctypes.byref(self.engine), _CPU, 0)
+        self.local = threading.local()  # each thread's stream and thread count
+        # the OpenMP runtime oneDNN runs on (the one already loaded under that name)
+        omp = ctypes.CDLL("libgomp.so.1")
+        self.set_threads, self.get_threads = omp.omp_set_num_threads, omp.omp_get_max_threads
+
+    def check(self, name, *args):
+        status = getattr(self.lib, name)(*args)
+        if status != OK:
+            raise OneDNNError(f"oneDNN: {name} returned status {status}")
+
+    def stream(self, cap, marks_openmp=True):
+        """This thread's stream, with OpenMP's thread count (per calling thread) set to
+        the cores gradflow may use, at most ``cap``, the count the primitive was made
+        for (``making``); ``marks_openmp``: tell ``threads`` that the pool is in use (it
+        then keeps the BLAS to one thread)."""
+        local = self.local
+        stream = getattr(local, "stream", None)
+        if stream is None:
+            stream = local.stream = P()
+            self.check("dnnl_stream_create", ctypes.byref(stream), self.engine, _IN_ORDER)
+            local.threads = None
+        count = min(threads.current() or self.get_threads(), cap)
+        if count != local.threads:
+            self.set_threads(count)
+            local.threads = count
+        if marks_openmp:
+            threads.openmp_ran()
+        return stream
+
+    @contextlib.contextmanager
+    def making(self):
+        """Make primitives in this block for the most threads gradflow may choose
+        (``threads.most``): a primitive sizes its scratch memory for OpenMP's count when
+        it is made, and running it on more threads writes past that memory. Yields the
+        count."""
+        before = self.get_threads()
+        self.set_threads(max(before, threads.most()))
+        try:
+            yield self.get_threads()
+        finally:
+            self.set_threads(before)
+
+    def primitive(self, pd):
+        primitive = P()
+        self.check("dnnl_primitive_create", ctypes.byref(primitive), pd)
+        return primitive
+
+    def reorder(self, from_desc, to_desc):
+        """A primitive that copies an array of layout ``from_desc`` into ``to_desc``."""
+        pd = P()
+        self.check("dnnl_reorder_primitive_desc_create", ctypes.byref(pd), from_desc,
+                   self.engine, to_desc, self.engine, None)
+        try:
+            return self.primitive(pd)
+        finally:
+            self.lib.dnnl_primitive_desc_destroy(pd)
+
+    def clone(self, desc):
+        """A copy of a descriptor a primitive descriptor owns (None for none)."""
+        if not desc:
+            return None
+        copy = P()
+        self.check("dnnl_memory_desc_clone", ctypes.byref(copy), P(desc))
+        return copy
+
+    def memory(self, desc):
+        """A memory object of layout ``desc`` with no data yet."""
+        memory = P()
+        self.check("dnnl_memory_create", ctypes.byref(memory), desc, self.engine, None)
+        return memory
+
+    def memory_desc(self, dims, tag=None, strides=None):
+        """A float32 layout of logical ``dims``: by format ``tag``, or by ``strides`` (in
+        elements)."""
+        desc = P()
+        if strides is None:
+            self.check("dnnl_memory_desc_create_with_tag", ctypes.byref(desc), len(dims),
+                       Dims(*dims), F32, tag)
+        else:
+            self.check("dnnl_memory_desc_create_with_strides", ctypes.byref(desc), len(dims),
+                       Dims(*dims), F32, Dims(*strides))
+        return desc
+
+    def user_scratchpad(self):
+        """Primitive attributes asking for the scratch memory to come from the caller."""
+        attr = P()
+        self.check("dnnl_primitive_attr_create", ctypes.byref(attr))
+        self.check("dnnl_primitive_attr_set_scratchpad_mode", attr, SCRATCHPAD_USER)
+        return attr
+
+    def described(self, pd):
+        """``(implementation name, scratch layout or None if it needs none)`` of primitive
+        descriptor ``pd``."""
+        info = ctypes.c_char_p()
+        self.check("dnnl_primitive_desc_query", pd, QUERY_IMPL_INFO, 0, ctypes.byref(info))
+        scratch = self.lib.dnnl_primitive_desc_query_md(pd, QUERY_SCRATCHPAD_MD, 0)
+        if scratch and not self.lib.dnnl_memory_desc_get_size(scratch):
+            scratch = None
+        return info.value.decode(), self.clone(scratch)
+
+
+@functools.lru_cache(maxsize=None)
+def api():
+    """The library, or None where it is off, absent or fails to start (said once)."""
+    if os.environ.get(_ENV, "").strip().lower() in ("0", "off"):
+        return None
+    path = _library_path()
+    try:
+        return Api(path)
+    except (OSError, AttributeError, OneDNNError) as e:
+        _log.debug("oneDNN not used (%s): %s", path, e)
+        return None
+
+
+def available() -> bool:
+    """Whether convolutions and large products may go through oneDNN in this process."""
+    return api() is not None
+
+
+# Each buffer of a thread is twice the size oneDNN asks for, then CANARY bytes checked
+# after each call: oneDNN 3.2's 1x1 stride-2 filter gradient on two threads wrote 10,864
+# bytes of scratch after asking for 10,272 (it corrupted the heap, and crashed 1 run in 3).
+CANARY = 64
+_CANARY_BYTE = 0x5A
+
+
+class Steps:
+    """Primitives run in turn on the arrays of one call.
+
+    ``steps`` is ``[(primitive, [(arg id, layout, role)])]``: each argument is a
+    memory object of that layout whose data is the call's array of that role (``a``,
+    ``b``, ``out``) or a buffer of the calling thread (the roles in ``buffers``,
+    ``{role: bytes}``: oneDNN's scratch, a reordered filter). Each thread has its own
+    memory objects and buffers, so threads may run the same steps at once.
+    ``cap``: the OpenMP thread count they were made for (``Api.making``), which they
+    never exceed; ``marks_openmp``: whether running them counts as OpenMP being in use
+    (``threads``).
+    """
+
+    def __init__(self, api_, steps, buffers, cap, marks_openmp=True):
+        self.api, self.steps, self.cap, self.marks_openmp = api_, steps, cap, marks_openmp
+        self.buffers = {role: size for role, size in buffers.items() if size}
+        self.local = threading.local()
+
+    def _thread_state(self):
+        local = self.local
+        if getattr(local, "args", None) is None:
+            made = {}
+
+            def memory(desc, role):  # one memory object per (layout, array)
+                key = (desc.value, role)
+                if key not in made:
+                    made[key] = self.api.memory(desc)
+                return made[key]
+
+            local.args = [(primitive, (_Arg * len(args))(
+                *(_Arg(arg, memory(desc, role)) for arg, desc, role in args)))
+                for primitive, args in self.steps]
+            local.memories = [(memory_, role) for (_, role), memory_ in made.items()]
+            local.buffers = {}
+            for role, size in self.buffers.items():
+                buf = np.empty(2 * size + CANARY, np.uint8)
+                buf[-CANARY:] = _CANARY_BYTE
+                local.buffers[role] = buf
+        return local
+
+    def __call__(self, a, b, out):
+        """Run the steps on C-ordered (or strided, as their layouts say) float32 arrays
+        ``a`` and ``b`` into ``out``; returns ``out``."""
+        api_, local = self.api, self._thread_state()
+        arrays = dict(local.buffers, a=a, b=b, out=out)
+        set_handle = api_.lib.dnnl_memory_set_data_handle
+        for memory, role in local.memories:
+            status = set_handle(memory, P(arrays[role].ctypes.data))
+            if status != OK:
+                raise OneDNNError(f"oneDNN: dnnl_memory_set_data_handle returned {status}")
+        stream = api_.stream(self.cap, self.marks_openmp)
+        for primitive, args in local.args:
+            api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
+        api_.check("dnnl_stream_wait", stream)
+        for role, buf in local.buffers.items():
+            if not (buf[-CANARY:] == _CANARY_BYTE).all():
+                raise OneDNNError(f"oneDNN wrote past twice the {role} memory it asked for")
+        return out
+
+    def __del__(self):
+        for primitive, _ in getattr(self, "steps", ()):
+            self.api.lib.dnnl_primitive_destroy(primitive)
+        # layouts and per-thread memory objects are small and live as long as the
+        # process's caches of steps

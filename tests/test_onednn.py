@@ -1,0 +1,245 @@
+"""oneDNN on the NumPy backend (``gradflow.backends.onednn``, ``onednn_conv``,
+``onednn_matmul``): the three convolution passes against the float64 reference, from
+several threads at once; large products on the same pool while it is in use, with
+OpenBLAS kept to one thread meanwhile; and the way back to im2col and OpenBLAS where
+oneDNN is off or missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from gradflow.backends import (
+    numpy_matmul,
+    numpy_windows,
+    onednn,
+    onednn_conv,
+    onednn_matmul,
+    threads,
+)
+from gradflow.ops.conv_ops import window_geometry
+
+pytestmark = pytest.mark.skipif(not onednn.available(),
+                                reason="oneDNN (onednn-cpu-gomp) is not installed or loads not")
+
+
+def _case(rng, shape, ksize, co, strides, padding):
+    x = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal(ksize + (shape[3], co), dtype=np.float32)
+    oh, ow, ph, pw = window_geometry(shape, ksize, strides, padding)
+    g = rng.standard_normal((shape[0], oh, ow, co), dtype=np.float32)
+    geometry = (x.shape, w.shape, (oh, ow), strides, (ph[0], pw[0]), (ph[1], pw[1]))
+    return x, w, g, geometry
+
+
+def _reference(x, w, g, strides, padding):
+    """The three passes in float64 through im2col."""
+    x, w, g = (a.astype(np.float64) for a in (x, w, g))
+    return (numpy_windows.conv_forward(x, w, strides, padding),
+            numpy_windows.conv_backprop_input(g, w, x.shape, strides, padding),
+            numpy_windows.conv_backprop_filter(x, g, w.shape, strides, padding))
+
+
+def _passes(x, w, g, geometry):
+    """The three passes through oneDNN, each into a new float32 array."""
+    out = [np.full(g.shape, np.nan, np.float32), np.full(x.shape, np.nan, np.float32),
+           np.full(w.shape, np.nan, np.float32)]
+    for kind, a, b, o in zip(("forward", "input", "filter"), (x, g, x), (w, w, g), out):
+        assert onednn_conv.convolve(kind, a, b, o, *geometry) is o, kind
+    return out
+
+
+CASES = [((2, 14, 14, 32), (5, 5), 64, (1, 1), "SAME"),
+         ((3, 28, 28, 1), (5, 5), 32, (1, 1), "SAME"),
+         ((2, 13, 11, 3), (3, 3), 8, (2, 2), "VALID"),
+         ((2, 9, 9, 3), (7, 7), 5, (3, 3), "SAME"),
+         ((1, 10, 10, 4), (1, 1), 6, (2, 2), "SAME"),
+         ((2, 11, 11, 2), (4, 3), 3, (3, 1), "VALID")]
+
+
+@pytest.mark.parametrize("shape,ksize,co,strides,padding", CASES)
+def test_the_three_passes_match_the_float64_reference(shape, ksize, co, strides, padding):
+    rng = np.random.default_rng(0)
+    x, w, g, geometry = _case(rng, shape, ksize, co, strides, padding)
+    got = _passes(x, w, g, geometry)
+    for kind, a, want in zip(("forward", "input", "filter"), got, _reference(
+            x, w, g, strides, padding)):
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(a, want, rtol=0, atol=2e-6 * scale, err_msg=kind)
+
+
+def test_the_numpy_lowerings_use_it_for_float32_and_not_for_float64():
+    rng = np.random.default_rng(1)
+    x, w, g, geometry = _case(rng, (2, 14, 14, 32), (5, 5), 64, (1, 1), "SAME")
+    onednn_conv.convolution.cache_clear()
+    numpy_windows.conv_forward(x, w, (1, 1), "SAME")
+    numpy_windows.conv_forward(x.astype(np.float64), w.astype(np.float64), (1, 1), "SAME")
+    assert onednn_conv.convolution.cache_info().currsize == 1
+    implementation = onednn_conv.convolution("forward", *geometry)[1]
+    assert "gemm" not in implementation  # a direct kernel, not im2col
+
+
+def test_threads_share_a_primitive():
+    """Each thread has its own memory objects and scratch: no thread sees another's
+    arrays."""
+    rng = np.random.default_rng(2)
+    x, w, g, geometry = _case(rng, (4, 14, 14, 32), (5, 5), 64, (1, 1), "SAME")
+    want = _passes(x, w, g, geometry)
+    failures = []
+
+    def train(seed):
+        scale = np.float32(seed + 1)
+        for _ in range(20):
+            got = _passes(x * scale, w, g, geometry)
+            for kind, a, b in zip(("forward", "input", "filter"), got, want):
+                b = b if kind == "input" else b * scale
+                if not np.allclose(a, b, rtol=1e-4, atol=1e-3 * float(np.abs(b).max())):
+                    failures.append((seed, kind))
+
+    workers = [threading.Thread(target=train, args=(i,)) for i in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not failures
+
+
+def _in_a_fresh_process(env, code):
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return run.stdout + run.stderr
+
+
+def test_off_or_missing_means_im2col():
+    code = ("import logging; logging.basicConfig(level=logging.DEBUG)\n"
+            "import numpy as np\n"
+            "from gradflow.backends import onednn, numpy_windows\n"
+            "x = np.ones((1, 5, 5, 2), np.float32); w = np.ones((3, 3, 2, 4), np.float32)\n"
+            "y = numpy_windows.conv_forward(x, w, (1, 1), 'SAME')\n"
+            "print('available', onednn.available(), float(y[0, 2, 2, 0]))\n")
+    assert "available False 18.0" in _in_a_fresh_process({"GRADFLOW_ONEDNN": "0"}, code)
+    missing = _in_a_fresh_process({"GRADFLOW_ONEDNN": "/nowhere/libdnnl.so.3"}, code)
+    assert "available False 18.0" in missing
+    assert "oneDNN not used (/nowhere/libdnnl.so.3)" in missing
+
+
+@pytest.fixture
+def fixed_two_threads(monkeypatch):
+    monkeypatch.setenv("GRADFLOW_THREADS", "2")
+    threads.reset()
+    yield
+    threads.reset()
+
+
+def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(fixed_two_threads,
+                                                                     monkeypatch):
+    monkeypatch.setattr(threads, "OPENMP_HOLD", 0.3)
+    threads.reset()
+    threads.refresh()
+    assert (threads.current(), threads.blas_current()) == (2, 2)
+    rng = np.random.default_rng(3)
+    x, w, _, _ = _case(rng, (2, 8, 8, 4), (3, 3), 8, (1, 1), "SAME")
+    numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)  # refresh, then the OpenMP kernel
+    assert threads.openmp_in_use()
+    numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)
+    assert (threads.current(), threads.blas_current()) == (2, 1)
+    deadline = __import__("time").monotonic() + 0.35
+    while __import__("time").monotonic() < deadline:
+        pass
+    assert not threads.openmp_in_use()
+    threads.reset()
+    threads.refresh()
+    assert threads.blas_current() == 2
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, False), (True, False),
+                                                     (False, True), (True, True)])
+def test_large_products_go_to_onednn_only_while_its_pool_is_in_use(transpose_a, transpose_b,
+                                                                   fixed_two_threads,
+                                                                   monkeypatch):
+    rng = np.random.default_rng(4)
+    m, k, n = 64, 256, 160
+    a = rng.standard_normal((k, m) if transpose_a else (m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if transpose_b else (k, n), dtype=np.float32)
+    want = (a.T if transpose_a else a).astype(np.float64) @ (b.T if transpose_b else b)
+    matmul = numpy_matmul.lower_matmul(np, transpose_a, transpose_b)
+    monkeypatch.setattr(onednn_matmul, "MIN_MACS", 1)
+    calls = []
+    real = onednn_matmul.matmul_steps
+    monkeypatch.setattr(onednn_matmul, "matmul_steps", lambda *key: calls.append(key) or real(*key))
+    for in_use in (False, True):
+        monkeypatch.setattr(threads, "openmp_in_use", lambda: in_use)
+        out = np.full((m, n), np.nan, np.float32)
+        assert matmul(a, b, out=out) is out
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-4 * float(np.abs(want).max()))
+        assert bool(calls) == in_use
+    assert matmul(a, b, out=None).shape == (m, n)  # a recycled buffer may be missing
+    assert matmul(a.astype(np.float64), b.astype(np.float64)).dtype == np.float64  # OpenBLAS
+
+
+def test_a_cnn_trains_alike_with_and_without_onednn():
+    """The same three steps of a small CNN (convolutions, a dense layer, Adam) from the
+    same weights, with oneDNN and with im2col and OpenBLAS: the same losses."""
+    import gradflow as gf
+
+    def losses(use_onednn):
+        old = numpy_windows.ONEDNN
+        numpy_windows.ONEDNN = use_onednn
+        try:
+            graph = gf.Graph()
+            with graph.as_default():
+                gf.set_random_seed(0)
+                x = gf.placeholder(gf.float32, [None, 12, 12, 3])
+                y = gf.placeholder(gf.int64, [None])
+                h = gf.layers.conv2d(x, 16, 5, padding="same", activation=gf.nn.relu)
+                h = gf.layers.max_pooling2d(h, 2, 2)
+                h = gf.layers.conv2d(h, 32, 3, activation=gf.nn.relu)
+                logits = gf.layers.dense(gf.layers.flatten(h), 10)
+                loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=y, logits=logits))
+                train = gf.train.AdamOptimizer(1e-2).minimize(loss)
+                init = gf.global_variables_initializer()
+            rng = np.random.default_rng(5)
+            feed = {x: rng.random((16, 12, 12, 3), dtype=np.float32),
+                    y: rng.integers(0, 10, 16)}
+            with gf.Session(graph=graph) as sess:
+                sess.run(init)
+                return [sess.run([loss, train], feed)[0] for _ in range(3)]
+        finally:
+            numpy_windows.ONEDNN = old
+
+    onednn_conv.convolution.cache_clear()
+    with_onednn = losses(True)
+    assert onednn_conv.convolution.cache_info().currsize > 0
+    np.testing.assert_allclose(with_onednn, losses(False), rtol=1e-4)
+
+
+def test_a_primitive_that_writes_past_its_memory_is_dropped(caplog):
+    """Each thread's scratch has slack and a canary after it; a primitive found to have
+    written there is never used again, and im2col computes the result instead."""
+    rng = np.random.default_rng(6)
+    x, w, g, geometry = _case(rng, (2, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
+    key = ("forward",) + tuple(tuple(v) for v in geometry)
+    steps = onednn_conv.convolution(*key)[0]
+    want = _reference(x, w, g, (1, 1), "SAME")[0]
+    numpy_windows.conv_forward(x, w, (1, 1), "SAME")
+    buffers = steps._thread_state().buffers
+    assert buffers, "the primitive has a buffer of the thread"
+    role = next(iter(buffers))
+    buffers[role][-1] ^= 0xFF  # as if oneDNN had written past twice what it asked for
+    try:
+        with caplog.at_level("WARNING", logger="gradflow.onednn"):
+            got = numpy_windows.conv_forward(x, w, (1, 1), "SAME")
+        assert key in onednn_conv._dropped
+        assert f"wrote past twice the {role} memory" in caplog.text
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * float(np.abs(want).max()))
+        assert onednn_conv.convolve("forward", x, w, np.empty_like(got), *geometry) is None
+    finally:
+        onednn_conv._dropped.discard(key)
+        buffers[role][-1] ^= 0xFF
