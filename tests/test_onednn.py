@@ -80,7 +80,7 @@ def test_the_numpy_lowerings_use_it_for_float32_and_not_for_float64():
     numpy_windows.conv_forward(x, w, (1, 1), "SAME")
     numpy_windows.conv_forward(x.astype(np.float64), w.astype(np.float64), (1, 1), "SAME")
     assert onednn_conv.convolution.cache_info().currsize == 1
-    implementation = onednn_conv.convolution("forward", *geometry)[1]
+    implementation = onednn_conv.convolution("forward", *geometry, 2)[1]
     assert "gemm" not in implementation  # a direct kernel, not im2col
 
 
@@ -225,7 +225,7 @@ def test_a_primitive_that_writes_past_its_memory_is_dropped(caplog):
     written there is never used again, and im2col computes the result instead."""
     rng = np.random.default_rng(6)
     x, w, g, geometry = _case(rng, (2, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
-    key = ("forward",) + tuple(tuple(v) for v in geometry)
+    key = ("forward",) + tuple(tuple(v) for v in geometry) + (onednn.api().thread_count(),)
     steps = onednn_conv.convolution(*key)[0]
     want = _reference(x, w, g, (1, 1), "SAME")[0]
     numpy_windows.conv_forward(x, w, (1, 1), "SAME")

@@ -92,18 +92,16 @@ class Api:
         if status != OK:
             raise OneDNNError(f"oneDNN: {name} returned status {status}")
 
-    def stream(self, cap, marks_openmp=True):
+    def stream(self, count, marks_openmp=True):
         """This thread's stream, with OpenMP's thread count (per calling thread) set to
-        the cores gradflow may use, at most ``cap``, the count the primitive was made
-        for (``making``); ``marks_openmp``: tell ``threads`` that the pool is in use (it
-        then keeps the BLAS to one thread)."""
+        ``count``; ``marks_openmp``: tell ``threads`` that the pool is in use (it then
+        keeps the BLAS to one thread)."""
         local = self.local
         stream = getattr(local, "stream", None)
         if stream is None:
             stream = local.stream = P()
             self.check("dnnl_stream_create", ctypes.byref(stream), self.engine, _IN_ORDER)
             local.threads = None
-        count = min(threads.current() or self.get_threads(), cap)
         if count != local.threads:
             self.set_threads(count)
             local.threads = count
@@ -111,16 +109,20 @@ class Api:
             threads.openmp_ran()
         return stream
 
+    def thread_count(self):
+        """The threads a primitive made now should use: gradflow's count for its pools
+        (``threads``), else OpenMP's own."""
+        return threads.current() or self.get_threads()
+
     @contextlib.contextmanager
-    def making(self):
-        """Make primitives in this block for the most threads gradflow may choose
-        (``threads.most``): a primitive sizes its scratch memory for OpenMP's count when
-        it is made, and running it on more threads writes past that memory. Yields the
-        count."""
+    def making(self, count):
+        """Make primitives in this block for ``count`` threads: a primitive takes OpenMP's
+        count when it is made, runs on that many threads whatever the count later, and
+        sizes its scratch memory for them."""
         before = self.get_threads()
-        self.set_threads(max(before, threads.most()))
+        self.set_threads(count)
         try:
-            yield self.get_threads()
+            yield
         finally:
             self.set_threads(before)
 
@@ -216,13 +218,13 @@ class Steps:
     ``b``, ``out``) or a buffer of the calling thread (the roles in ``buffers``,
     ``{role: bytes}``: oneDNN's scratch, a reordered filter). Each thread has its own
     memory objects and buffers, so threads may run the same steps at once.
-    ``cap``: the OpenMP thread count they were made for (``Api.making``), which they
-    never exceed; ``marks_openmp``: whether running them counts as OpenMP being in use
+    ``count``: the OpenMP thread count they were made for (``Api.making``);
+    ``marks_openmp``: whether running them counts as OpenMP being in use
     (``threads``).
     """
 
-    def __init__(self, api_, steps, buffers, cap, marks_openmp=True):
-        self.api, self.steps, self.cap, self.marks_openmp = api_, steps, cap, marks_openmp
+    def __init__(self, api_, steps, buffers, count, marks_openmp=True):
+        self.api, self.steps, self.count, self.marks_openmp = api_, steps, count, marks_openmp
         self.buffers = {role: size for role, size in buffers.items() if size}
         self.local = threading.local()
 
@@ -258,7 +260,7 @@ class Steps:
             status = set_handle(memory, P(arrays[role].ctypes.data))
             if status != OK:
                 raise OneDNNError(f"oneDNN: dnnl_memory_set_data_handle returned {status}")
-        stream = api_.stream(self.cap, self.marks_openmp)
+        stream = api_.stream(self.count, self.marks_openmp)
         for primitive, args in local.args:
             api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
         api_.check("dnnl_stream_wait", stream)

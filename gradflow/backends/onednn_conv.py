@@ -6,7 +6,8 @@ GFLOP/s on the 2-core VM (all three passes), where im2col plus OpenBLAS reaches
 140. Data stays where NumPy has it (NHWC images, HWIO filters, the plan's ``out=``
 buffers); oneDNN's scratch memory is a buffer of the calling thread, so a steady
 step allocates nothing here. Each (pass, geometry) gets its primitives once
-(``convolution``). Anything oneDNN is not there for (float64, a geometry without
+(``convolution``), for the threads gradflow lets it use then (``threads``: fewer
+when other processes hold cores). Anything oneDNN is not there for (float64, a geometry without
 an implementation) returns None and the caller takes the im2col path, which is also
 the reference the tests compare against.
 
@@ -47,9 +48,9 @@ _FORWARD_TRAINING = 64
 _DIRECT = 1
 
 
-def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, cap):
-    """``(Steps, implementation name)`` of one pass of one convolution geometry, made
-    for at most ``cap`` threads (``Api.making``).
+def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count):
+    """``(Steps, implementation name)`` of one pass of one convolution geometry on
+    ``count`` threads (made in ``Api.making(count)``).
 
     ``kind`` is ``"forward"`` (reads the images ``a`` and the filter ``b``, writes the
     output), ``"input"`` (reads the output gradient and the filter, writes the
@@ -111,21 +112,21 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
     elif own_layout:
         steps.append((api.reorder(chosen, hwio), [(ARG_SRC, chosen, "internal"),
                                                  (ARG_DST, hwio, "out")]))
-    return onednn.Steps(api, steps, buffers, cap), implementation
+    return onednn.Steps(api, steps, buffers, count), implementation
 
 
 @functools.lru_cache(maxsize=256)
-def convolution(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
-    """The kept ``(Steps, implementation)`` of this pass and geometry
-    (``convolution_steps``), or None where oneDNN is not there or has no
+def convolution(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count):
+    """The kept ``(Steps, implementation)`` of this pass and geometry on ``count``
+    threads (``convolution_steps``), or None where oneDNN is not there or has no
     implementation of it."""
     api = onednn.api()
     if api is None:
         return None
     try:
-        with api.making() as cap:
+        with api.making(count):
             return convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l,
-                                     pad_r, cap)
+                                     pad_r, count)
     except onednn.OneDNNError as e:
         _log.debug("oneDNN has no %s convolution for %s * %s: %s", kind, x_shape, w_shape, e)
         return None
@@ -137,8 +138,11 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
     if out.dtype != np.float32 or a.dtype != np.float32 or b.dtype != np.float32 \
             or 0 in x_shape or 0 in w_shape:
         return None
+    api = onednn.api()
+    if api is None:
+        return None
     key = (kind, tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
-           tuple(pad_r))
+           tuple(pad_r), api.thread_count())
     found = None if key in _dropped else convolution(*key)
     if found is None:
         return None

@@ -32,10 +32,10 @@ MIN_MACS = 1 << 21
 
 
 @functools.lru_cache(maxsize=256)
-def matmul_steps(a_shape, a_strides, b_shape, b_strides):
-    """The kept ``onednn.Steps`` of ``a @ b`` into a C-ordered result, for operands of
-    these shapes and strides (in elements), or None where oneDNN is not there or
-    has no implementation."""
+def matmul_steps(a_shape, a_strides, b_shape, b_strides, count):
+    """The kept ``onednn.Steps`` of ``a @ b`` into a C-ordered result on ``count``
+    threads, for operands of these shapes and strides (in elements), or None where
+    oneDNN is not there or has no implementation."""
     api = onednn.api()
     if api is None:
         return None
@@ -45,7 +45,7 @@ def matmul_steps(a_shape, a_strides, b_shape, b_strides):
     dst = api.memory_desc((m, n), strides=(n, 1))
     attr, pd = api.user_scratchpad(), P()
     try:
-        with api.making() as cap:
+        with api.making(count):
             api.check("dnnl_matmul_primitive_desc_create", ctypes.byref(pd), api.engine, src,
                       weights, None, dst, attr)
             primitive = api.primitive(pd)
@@ -63,7 +63,7 @@ def matmul_steps(a_shape, a_strides, b_shape, b_strides):
         args.append((ARG_SCRATCHPAD, scratch, "scratch"))
         buffers["scratch"] = api.lib.dnnl_memory_desc_get_size(scratch)
     # products follow the convolutions' use of the pool, never keep it in use themselves
-    return onednn.Steps(api, [(primitive, args)], buffers, cap, marks_openmp=False)
+    return onednn.Steps(api, [(primitive, args)], buffers, count, marks_openmp=False)
 
 
 def _plain(x):
@@ -86,7 +86,11 @@ def product(a, b, out=None):
     elif out.shape != (m, n) or out.dtype != np.float32 or not out.flags.c_contiguous \
             or np.may_share_memory(out, a) or np.may_share_memory(out, b):
         return None
-    key = (a.shape, tuple(s // 4 for s in a.strides), b.shape, tuple(s // 4 for s in b.strides))
+    api = onednn.api()
+    if api is None:
+        return None
+    key = (a.shape, tuple(s // 4 for s in a.strides), b.shape, tuple(s // 4 for s in b.strides),
+           api.thread_count())
     steps = None if key in _dropped else matmul_steps(*key)
     if steps is None:
         return None

@@ -183,18 +183,6 @@ def _apply(count):
         _state["blas_threads"] = blas
 
 
-def most():
-    """The largest thread count gradflow may choose here: a fixed ``GRADFLOW_THREADS``,
-    else the cores of this process's affinity (OpenMP primitives size their scratch
-    memory for it when they are made)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    mode, fixed = _setting()
-    return max(cores, fixed) if mode == "fixed" else cores
-
-
 def openmp_in_use():
     """Whether an OpenMP kernel ran in the last ``OPENMP_HOLD`` seconds (the BLAS is then
     kept to one thread)."""
