@@ -11,9 +11,6 @@ against 76 us swapped; with an inner dimension of 10, the logits' gradient
 times the last layer, the swap doubled the time, and at 128 rows it gained
 nothing). Everything else is ``np.matmul`` on the views.
 
-While oneDNN's OpenMP pool is in use (a CNN's convolutions), large float32 products
-go to oneDNN on the same pool (``onednn_matmul``).
-
 Every variant writes into ``out=`` when the plan gives it a buffer, so the
 products of a training step reuse the plan's memory instead of fresh pages.
 Such a buffer is never one of the product's own inputs (``reads_whole_inputs``:
@@ -24,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.backends import onednn_matmul
 from gradflow.backends.base import KeptArrays
 from gradflow.backends.threads import uses_blas
 
@@ -39,30 +35,23 @@ def _writes_out(fn):
     return fn
 
 
-def _product(a, b, out):
-    """``a @ b`` into ``out``: through oneDNN while its pool is in use and the product is
-    large (``onednn_matmul``), else NumPy's matmul."""
-    done = onednn_matmul.product(a, b, out)
-    return done if done is not None else np.matmul(a, b, out=out)
-
-
 def lower_matmul(xp, transpose_a, transpose_b):
     if not transpose_a and not transpose_b:
         @_writes_out
         def matmul(a, b, out=None):
-            return _product(a, b, out)
+            return np.matmul(a, b, out=out)
 
         return matmul
     if transpose_a and transpose_b:
         @_writes_out
         def matmul_at_bt(a, b, out=None):
-            return _product(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out)
+            return np.matmul(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out=out)
 
         return matmul_at_bt
     if transpose_a:
         @_writes_out
         def matmul_at(a, b, out=None):
-            return _product(np.swapaxes(a, -1, -2), b, out)
+            return np.matmul(np.swapaxes(a, -1, -2), b, out=out)
 
         return matmul_at
 
@@ -70,9 +59,6 @@ def lower_matmul(xp, transpose_a, transpose_b):
 
     @_writes_out
     def matmul_bt(a, b, out=None):  # a @ b.T
-        done = onednn_matmul.product(a, np.swapaxes(b, -1, -2), out)
-        if done is not None:
-            return done
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0] \
                 and a.shape[0] <= SWAP_MAX_ROWS and a.shape[1] >= SWAP_MIN_INNER:
             if out is None:

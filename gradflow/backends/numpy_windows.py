@@ -31,7 +31,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from gradflow.backends import onednn_conv, threads
+from gradflow.backends import onednn_conv
 from gradflow.backends.numba_support import get_numba
 from gradflow.backends.threads import uses_blas
 from gradflow.ops.conv_ops import window_geometry
@@ -249,12 +249,10 @@ def _point_conv(x, geo):
     return np.ascontiguousarray(x).reshape(-1, x.shape[3])
 
 
-def _onednn(kind, a, b, out, geo, x_shape, w_shape, wino):
+def _onednn(kind, a, b, out, geo, x_shape, w_shape):
     """``out`` after oneDNN's ``kind`` pass (``onednn_conv``), or None where it does not
-    apply (then nothing was written). On one thread Winograd (``wino``, where it
-    applies) goes first: 2.25x fewer multiplications beat oneDNN's direct kernels
-    there (3x3 64 -> 64, batch 64: 8.5-9.6 against 10.8-11.5 ms), not on two."""
-    if not ONEDNN or (wino is not None and threads.current() == 1):
+    apply (then nothing was written)."""
+    if not ONEDNN:
         return None
     return onednn_conv.convolve(kind, a, b, out, x_shape, w_shape, (geo.oh, geo.ow),
                                 geo.strides, (geo.pt, geo.pl), (geo.pad[0][1], geo.pad[1][1]))
@@ -269,9 +267,9 @@ def conv_forward(x, w, strides, padding, out=None):
     dtype = np.result_type(x, w)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
-    wino = _winograd(geo, dtype, c, co)
-    if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co), wino) is not None:
+    if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co)) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.forward(x, w, geo, out, _scratch)
     w2 = w.reshape(kh * kw * c, co)
@@ -294,9 +292,9 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, out=None):
     dtype = np.result_type(x, g)
     x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
     out = _output(out, w_shape, dtype, x, g)
-    wino = _winograd(geo, dtype, c, co)
-    if _onednn("filter", x, g, out, geo, x.shape, w_shape, wino) is not None:
+    if _onednn("filter", x, g, out, geo, x.shape, w_shape) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_filter(x, g, geo, out, _scratch)
     g2 = g.reshape(-1, co)
@@ -325,9 +323,9 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
     dtype = np.result_type(g, w)
     g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, tuple(x_shape), dtype, g, w)
-    wino = _winograd(geo, dtype, c, co)
-    if _onednn("input", g, w, out, geo, x_shape, w.shape, wino) is not None:
+    if _onednn("input", g, w, out, geo, x_shape, w.shape) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_input(g, w, geo, out, _scratch)
     w2t = w.reshape(kh * kw * c, co).T

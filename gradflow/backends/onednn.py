@@ -6,11 +6,12 @@ its kernels for the machine at run time. gradflow calls its C API through
 ``ctypes`` (no compiler, no Python binding needed): the ``onednn-cpu-gomp`` wheel
 (``pip install gradflow[fast]``) puts ``libdnnl.so.3`` in ``<prefix>/lib``;
 ``GRADFLOW_ONEDNN`` may name another copy, and ``GRADFLOW_ONEDNN=0`` turns oneDNN
-off. Where it is off, absent or will not load, ``api()`` is None and the callers
-(``onednn_conv``, ``onednn_matmul``) leave the work to NumPy and OpenBLAS.
+off. Where it is off, absent or will not load, ``api()`` is None and the caller
+(``onednn_conv``) leaves the work to im2col, NumPy and OpenBLAS.
 
 Its threads are an OpenMP pool; ``threads`` sizes it to the free cores and keeps
-OpenBLAS to one thread while it is in use, so that one pool does the heavy work.
+OpenBLAS to one thread while it is in use, so that two pools never spin against
+each other.
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ class Api:
         if status != OK:
             raise OneDNNError(f"oneDNN: {name} returned status {status}")
 
-    def stream(self, count, marks_openmp=True):
+    def stream(self, count):
         """This thread's stream, with OpenMP's thread count (per calling thread) set to
-        ``count``; ``marks_openmp``: tell ``threads`` that the pool is in use (it then
-        keeps the BLAS to one thread)."""
+        ``count``; tells ``threads`` that the pool is in use (it then keeps the BLAS to
+        one thread)."""
         local = self.local
         stream = getattr(local, "stream", None)
         if stream is None:
@@ -105,8 +106,7 @@ class Api:
         if count != local.threads:
             self.set_threads(count)
             local.threads = count
-        if marks_openmp:
-            threads.openmp_ran()
+        threads.openmp_ran()
         return stream
 
     def thread_count(self):
@@ -199,7 +199,7 @@ def api():
 
 
 def available() -> bool:
-    """Whether convolutions and large products may go through oneDNN in this process."""
+    """Whether float32 convolutions may go through oneDNN in this process."""
     return api() is not None
 
 
@@ -218,13 +218,11 @@ class Steps:
     ``b``, ``out``) or a buffer of the calling thread (the roles in ``buffers``,
     ``{role: bytes}``: oneDNN's scratch, a reordered filter). Each thread has its own
     memory objects and buffers, so threads may run the same steps at once.
-    ``count``: the OpenMP thread count they were made for (``Api.making``);
-    ``marks_openmp``: whether running them counts as OpenMP being in use
-    (``threads``).
+    ``count``: the OpenMP thread count they were made for (``Api.making``).
     """
 
-    def __init__(self, api_, steps, buffers, count, marks_openmp=True):
-        self.api, self.steps, self.count, self.marks_openmp = api_, steps, count, marks_openmp
+    def __init__(self, api_, steps, buffers, count):
+        self.api, self.steps, self.count = api_, steps, count
         self.buffers = {role: size for role, size in buffers.items() if size}
         self.local = threading.local()
 
@@ -260,7 +258,7 @@ class Steps:
             status = set_handle(memory, P(arrays[role].ctypes.data))
             if status != OK:
                 raise OneDNNError(f"oneDNN: dnnl_memory_set_data_handle returned {status}")
-        stream = api_.stream(self.count, self.marks_openmp)
+        stream = api_.stream(self.count)
         for primitive, args in local.args:
             api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
         api_.check("dnnl_stream_wait", stream)

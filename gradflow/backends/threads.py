@@ -21,8 +21,9 @@ while it is in use (a kernel of it ran in the last ``OPENMP_HOLD`` seconds) the 
 gets one thread: two pools on two cores spin against each other (OpenBLAS's idle
 threads spin about 0.1 s after each product, on the cores OpenMP's threads wait
 for), and the step of a CNN with both took 60 ms where it takes 35 ms this way
-(deep-MNIST at batch 50, ``benchmarks/conv.py``). One pool does the heavy
-products; the CNN's dense layers then multiply on one thread.
+(deep-MNIST at batch 50, ``benchmarks/conv.py``). The CNN's dense layers then
+multiply on one thread; OpenBLAS gives the same bits on any count, so this changes
+the time of a run, never its numbers.
 
 ``GRADFLOW_THREADS`` overrides it: a number fixes the count (``1`` for one BLAS
 thread, whatever the load), ``off`` leaves the BLAS's own setting alone, and
@@ -57,7 +58,7 @@ _ENV = "GRADFLOW_THREADS"
 
 _lock = threading.Lock()
 _state = {"next": 0.0, "sample": None, "threads": None, "blas": None, "blas_threads": None,
-          "openmp_seen": -OPENMP_HOLD}
+          "openmp_seen": -OPENMP_HOLD, "cores": None}
 
 
 def allowed_cores() -> int:
@@ -183,6 +184,13 @@ def _apply(count):
         _state["blas_threads"] = blas
 
 
+def cores():
+    """``allowed_cores()`` as of the last look (it reads files: not on every call)."""
+    if _state["cores"] is None:
+        _state["cores"] = allowed_cores()
+    return _state["cores"]
+
+
 def openmp_in_use():
     """Whether an OpenMP kernel ran in the last ``OPENMP_HOLD`` seconds (the BLAS is then
     kept to one thread)."""
@@ -190,7 +198,7 @@ def openmp_in_use():
 
 
 def openmp_ran():
-    """Note that an OpenMP kernel just ran (called by ``onednn_conv``): the BLAS keeps to
+    """Note that an OpenMP kernel just ran (called by ``onednn``): the BLAS keeps to
     one thread from the next :func:`refresh` until ``OPENMP_HOLD`` seconds after the
     last such call."""
     now = time.monotonic()
@@ -215,7 +223,7 @@ def refresh():
         if mode == "fixed":  # no file read: a fixed count costs nothing after the first call
             _apply(fixed)
             return
-        cores = allowed_cores()
+        cores = _state["cores"] = allowed_cores()
         sample = _sample()
         before, _state["sample"] = _state["sample"], sample
         if sample is None:
@@ -242,7 +250,7 @@ def reset():
     """Forget the last look, so that the next :func:`refresh` decides afresh (tests)."""
     with _lock:
         _state.update(next=0.0, sample=None, threads=None, blas_threads=None,
-                      openmp_seen=-OPENMP_HOLD)
+                      openmp_seen=-OPENMP_HOLD, cores=None)
 
 
 def uses_blas(fn):
