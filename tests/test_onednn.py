@@ -135,9 +135,11 @@ def fixed_two_threads(monkeypatch):
     threads.reset()
 
 
-def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(fixed_two_threads,
-                                                                     monkeypatch):
+def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch):
     monkeypatch.setattr(threads, "OPENMP_HOLD", 0.3)
+    monkeypatch.setenv("GRADFLOW_THREADS", "auto")
+    monkeypatch.setattr(threads, "allowed_cores", lambda: 2)
+    monkeypatch.setattr(threads, "_sample", lambda: None)  # as if no other process ran
     threads.reset()
     threads.refresh()
     assert (threads.current(), threads.blas_current()) == (2, 2)
@@ -154,6 +156,12 @@ def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(fixed_two_th
     threads.reset()
     threads.refresh()
     assert threads.blas_current() == 2
+    monkeypatch.setenv("GRADFLOW_THREADS", "2")  # a fixed count is exactly that, always
+    numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)
+    threads.reset()
+    numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)
+    assert threads.openmp_in_use() and (threads.current(), threads.blas_current()) == (2, 2)
+    threads.reset()
 
 
 def test_the_same_bits_on_one_thread_and_on_two(monkeypatch):

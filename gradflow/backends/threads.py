@@ -22,8 +22,12 @@ gets one thread: two pools on two cores spin against each other (OpenBLAS's idle
 threads spin about 0.1 s after each product, on the cores OpenMP's threads wait
 for), and the step of a CNN with both took 60 ms where it takes 35 ms this way
 (deep-MNIST at batch 50, ``benchmarks/conv.py``). The CNN's dense layers then
-multiply on one thread; OpenBLAS gives the same bits on any count, so this changes
-the time of a run, never its numbers.
+multiply on one thread.
+
+OpenBLAS's bits differ between one and two threads for some shapes (16 x 784 x 512
+did), so under ``auto`` a run's last bits can follow the load; a fixed count
+(below) gives every pool exactly that count, always, for runs that must repeat
+bit for bit.
 
 ``GRADFLOW_THREADS`` overrides it: a number fixes the count (``1`` for one BLAS
 thread, whatever the load), ``off`` leaves the BLAS's own setting alone, and
@@ -175,9 +179,9 @@ def _blas():
     return _state["blas"]
 
 
-def _apply(count):
+def _apply(count, fixed=False):
     _state["threads"] = count
-    blas = 1 if openmp_in_use() else count
+    blas = 1 if openmp_in_use() and not fixed else count
     if blas != _state["blas_threads"]:
         for lib in _blas():
             lib.set_num_threads(blas)
@@ -221,7 +225,7 @@ def refresh():
         if mode == "off":
             return
         if mode == "fixed":  # no file read: a fixed count costs nothing after the first call
-            _apply(fixed)
+            _apply(fixed, fixed=True)
             return
         cores = _state["cores"] = allowed_cores()
         sample = _sample()
