@@ -19,6 +19,7 @@ from gradflow.backends import (
     numpy_windows,
     onednn,
     onednn_conv,
+    openmp,
     threads,
 )
 from gradflow.ops.conv_ops import window_geometry
@@ -128,7 +129,11 @@ def test_off_or_missing_means_im2col():
     assert "oneDNN not used (/nowhere/libdnnl.so.3)" in missing
 
 
-def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch):
+@pytest.mark.parametrize("shared", [False, True])
+def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch, shared):
+    """Two pools: the BLAS keeps to one thread while OpenMP's is in use. One pool (the
+    BLAS's jobs on OpenMP's threads): it keeps the count."""
+    monkeypatch.setattr(openmp, "shared", lambda: shared)
     monkeypatch.setattr(threads, "OPENMP_HOLD", 0.3)
     monkeypatch.setenv("GRADFLOW_THREADS", "auto")
     monkeypatch.setattr(threads, "allowed_cores", lambda: 2)
@@ -141,7 +146,7 @@ def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch)
     numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)  # refresh, then the OpenMP kernel
     assert threads.openmp_in_use()
     numpy_windows.conv2d(np, (1, 1), "SAME")(x, w)
-    assert (threads.current(), threads.blas_current()) == (2, 1)
+    assert (threads.current(), threads.blas_current()) == (2, 2 if shared else 1)
     time.sleep(0.35)
     assert not threads.openmp_in_use()
     threads.reset()

@@ -9,9 +9,10 @@ its kernels for the machine at run time. gradflow calls its C API through
 off. Where it is off, absent or will not load, ``api()`` is None and the caller
 (``onednn_conv``) leaves the work to im2col, NumPy and OpenBLAS.
 
-Its threads are an OpenMP pool; ``threads`` sizes it to the free cores and keeps
-OpenBLAS to one thread while it is in use, so that two pools never spin against
-each other.
+Its threads are an OpenMP pool; ``threads`` sizes it to the free cores. OpenBLAS
+and numba's kernels run on the same pool where ``openmp.shared()``; elsewhere
+``threads`` keeps OpenBLAS to one thread while oneDNN's pool is in use, so that two
+pools never spin against each other.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import threading
 
 import numpy as np
 
-from gradflow.backends import threads
+from gradflow.backends import openmp, threads
 
 _log = logging.getLogger("gradflow.onednn")
 _ENV = "GRADFLOW_ONEDNN"
@@ -106,6 +107,7 @@ class Api:
         if count != local.threads:
             self.set_threads(count)
             local.threads = count
+        openmp.started()
         threads.openmp_ran()
         return stream
 
@@ -185,9 +187,14 @@ class Api:
         return info.value.decode(), self.clone(scratch)
 
 
-@functools.lru_cache(maxsize=None)
 def api():
-    """The library, or None where it is off, absent or fails to start (said once)."""
+    """The library, or None where it is off, absent or fails to start (said once), or
+    in a child forked after OpenMP started (``openmp.usable``)."""
+    return _api() if openmp.usable() else None
+
+
+@functools.lru_cache(maxsize=None)
+def _api():
     if os.environ.get(_ENV, "").strip().lower() in ("0", "off"):
         return None
     path = _library_path()

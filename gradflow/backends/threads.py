@@ -16,13 +16,14 @@ follows the cores this process may run on and that no other process is using:
   most every ``INTERVAL`` seconds, when a lowering that calls the BLAS starts
   (:func:`refresh`): a few microseconds every quarter second.
 
-OpenMP's pool (oneDNN's convolutions, ``onednn_conv``) gets the same count, and
-while it is in use (a kernel of it ran in the last ``OPENMP_HOLD`` seconds) the BLAS
-gets one thread: two pools on two cores spin against each other (OpenBLAS's idle
-threads spin about 0.1 s after each product, on the cores OpenMP's threads wait
-for), and the step of a CNN with both took 60 ms where it takes 35 ms this way
-(deep-MNIST at batch 50, ``benchmarks/conv.py``). The CNN's dense layers then
-multiply on one thread.
+OpenMP's pool (oneDNN's convolutions, ``onednn_conv``; numba's parallel kernels)
+gets the same count. Where OpenBLAS runs its jobs on that pool too
+(``openmp.shared()``, the usual case) that is all. Elsewhere, while OpenMP's pool is
+in use (a kernel of it ran in the last ``OPENMP_HOLD`` seconds) the BLAS gets one
+thread: two pools on two cores spin against each other (OpenBLAS's idle threads
+spin about 0.1 s after each product, on the cores OpenMP's threads wait for), and
+the step of a CNN with both took 60 ms where it takes 35 ms this way (deep-MNIST at
+batch 50, ``benchmarks/conv.py``).
 
 OpenBLAS's bits differ between one and two threads for some shapes (16 x 784 x 512
 did), so under ``auto`` a run's last bits can follow the load; a fixed count
@@ -31,9 +32,8 @@ bit for bit.
 
 ``GRADFLOW_THREADS`` overrides it: a number fixes the count (``1`` for one BLAS
 thread, whatever the load), ``off`` leaves the BLAS's own setting alone, and
-``auto`` (or unset) is the policy above. numba's kernels in gradflow are
-single-threaded (``parallel=True`` measured slower beside OpenBLAS's threads,
-see ``numpy_fused``), so numba never starts a pool of its own.
+``auto`` (or unset) is the policy above. numba's large kernels run on the same count
+(:func:`team`) where the pool is shared; elsewhere they run on one thread.
 
 Example::
 
@@ -49,6 +49,8 @@ import math
 import os
 import threading
 import time
+
+from gradflow.backends import openmp
 
 # Seconds between two looks at how busy the other processes keep the cores.
 INTERVAL = 0.25
@@ -179,9 +181,14 @@ def _blas():
     return _state["blas"]
 
 
+def blas_libraries():
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
+    return _blas()
+
+
 def _apply(count, fixed=False):
     _state["threads"] = count
-    blas = 1 if openmp_in_use() and not fixed else count
+    blas = 1 if openmp_in_use() and not fixed and not openmp.shared() else count
     if blas != _state["blas_threads"]:
         for lib in _blas():
             lib.set_num_threads(blas)
@@ -243,6 +250,17 @@ def current():
     :func:`refresh`, or with ``GRADFLOW_THREADS=off``): OpenMP's, and the BLAS's
     unless OpenMP is in use (:func:`blas_current`)."""
     return _state["threads"]
+
+
+def team():
+    """The threads a parallel kernel (``numpy_fused``) should run on now: the count
+    chosen for the pools (refreshed when a look is due), at most numba's
+    ``NUMBA_NUM_THREADS``; 1 in a child forked after OpenMP started."""
+    if time.monotonic() >= _state["next"]:
+        refresh()
+    if not openmp.usable():
+        return 1
+    return max(1, min(_state["threads"] or cores(), openmp.numba_threads()))
 
 
 def blas_current():
