@@ -40,10 +40,12 @@ def lower_log_softmax(xp, axis):
         top = kept.get_array("max", reduced, x.dtype)
         total = kept.get_array("sum", reduced, x.dtype)
         exps = kept.get_array("exp", x.shape, x.dtype)
-        np.max(x, axis=axis, keepdims=True, out=top)
+        # the ufuncs' own reductions: np.max and np.sum call them after a few microseconds
+        # of argument handling, which is most of the time for a classifier's small rows
+        np.maximum.reduce(x, axis=axis, keepdims=True, out=top)
         np.subtract(x, top, out=out)  # reads x element by element: out may be x
         np.exp(out, out=exps)
-        np.sum(exps, axis=axis, keepdims=True, out=total)
+        np.add.reduce(exps, axis=axis, keepdims=True, out=total)
         np.log(total, out=total)
         return np.subtract(out, total, out=out)
 
