@@ -181,6 +181,29 @@ def test_kernel_broadcast_patterns(dtype):
 
 
 @needs_numba
+@pytest.mark.parametrize("shape", [(4, 8, 10, 12), (16, 32, 20, 20)])
+def test_kernel_reads_an_nchw_bias_that_repeats_along_the_rows(shape):
+    """An NCHW bias (C, 1, 1) repeats along the rows (N*C) of the kernel's (rows, cols)
+    view: read as element ``r % C``. The larger shape runs the parallel kernel too."""
+    rng = np.random.default_rng(4)
+    n, c, h, w = shape
+    values = {"x": rng.standard_normal(shape).astype(np.float32),
+              "b": rng.standard_normal(c).astype(np.float32),
+              "row": rng.standard_normal((h, w)).astype(np.float32)}
+    ph = {k: gf.placeholder(gf.float32, v.shape) for k, v in values.items()}
+    y = gf.nn.relu(gf.nn.bias_add(ph["x"], ph["b"], data_format="NCHW") * 0.5 - ph["row"])
+    feed = {ph[k]: v for k, v in values.items()}
+    expect = np.maximum((values["x"] + values["b"][:, None, None]) * 0.5 - values["row"], 0)
+    calls = []
+    original = numpy_fused._kernel_caller
+    with gf.Session() as sess, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(numpy_fused, "_kernel_caller", lambda *a: calls.append(a) or original(*a))
+        got = sess.run(y, feed)
+    assert calls and "cycle" in calls[0][2], "the bias was not read by a kernel"
+    np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-6)
+
+
+@needs_numba
 def test_kernel_reads_a_non_contiguous_feed():
     base = np.arange(64 * 80, dtype=np.float32).reshape(64, 80) / 1000
     x = gf.placeholder(gf.float32, (80, 64))

@@ -81,10 +81,12 @@ def _expressions(program):
     return lines
 
 
-def _patterns(program, shape):
+def _patterns(program, shape, cycles=False):
     """``(split, [pattern per input])``: how each input is indexed when the output is
     seen as ``(rows, cols)`` split before axis ``split`` (``None`` split: flat), or
-    ``("none", None)`` if some input broadcasts in another way."""
+    ``("none", None)`` if some input broadcasts in another way. With ``cycles`` an
+    input may also repeat along the rows (``"cycle"``: row ``r`` reads element ``r``
+    modulo its size), as an NCHW bias of shape ``(C, 1, 1)`` does."""
     rank = len(shape)
     kinds = []
     for inp in _inputs(program):
@@ -100,12 +102,14 @@ def _patterns(program, shape):
                     if all(d == 1 for d in s[:p]) and s[p:] == shape[p:]}
             cols = {p for p in range(rank + 1)
                     if s[:p] == shape[:p] and all(d == 1 for d in s[p:])}
-            kinds.append(("split", (rows, cols)))
+            repeats = {q for q in range(1, rank + 1) if cycles and all(d == 1 for d in s[q:])
+                       and any(all(d == 1 for d in s[:p]) and s[p:q] == shape[p:q]
+                               for p in range(q))} - cols
+            kinds.append(("split", (rows, cols, repeats)))
     splits = None
     for kind, options in kinds:
         if kind == "split":
-            rows, cols = options
-            here = rows | cols
+            here = set().union(*options)
             splits = here if splits is None else splits & here
     if splits is None:
         return None, [k for k, _ in kinds]
@@ -115,7 +119,8 @@ def _patterns(program, shape):
     out = []
     for kind, options in kinds:
         if kind == "split":
-            out.append("row" if split in options[0] else "col")
+            out.append("row" if split in options[0] else "col" if split in options[1]
+                       else "cycle")
         else:
             out.append(kind)
     return split, out
@@ -137,7 +142,7 @@ def _numba_kernel(program, shape):
     lines = _expressions(program)
     if lines is None:
         return None
-    split, kinds = _patterns(program, shape)
+    split, kinds = _patterns(program, shape, cycles=True)
     if split == "none":
         return None
     variants = {}
@@ -173,21 +178,23 @@ def _kernel_source(program, kinds, two_d, lines, over=None, team=False, threaded
     params = ", ".join(["T"] * team + ["R", "C"] + [f"x{i}" for i in range(n)] + outs)
     rows = "numba.prange(R)" if threaded else "range(R)"
     full = "(R, C)" if two_d else "R"
-    views = {"full": full, "row": "C", "col": "R"}
+    views = {"full": full, "row": "C", "col": "R", "cycle": "x{i}.size"}
     body = []
     for i, kind in enumerate(kinds):
         body.append(f"s{i} = x{i}.reshape(1)[0]" if kind == "scalar"
-                    else f"x{i} = x{i}.reshape({views[kind]})")
+                    else f"x{i} = x{i}.reshape({views[kind].format(i=i)})")
+        if kind == "cycle":
+            body.append(f"m{i} = x{i}.size")
     body += [f"{y} = {y}.reshape({full})" for y in outs]
     if two_d:
         body += [f"for r in {rows}:", "    for c in range(C):"]
         indent = "        "
-        index = {"full": "[r, c]", "row": "[c]", "col": "[r]"}
+        index = {"full": "[r, c]", "row": "[c]", "col": "[r]", "cycle": "[r % m{i}]"}
     else:
         body.append(f"for r in {rows}:")
         indent = "    "
         index = {"full": "[r]"}
-    reads = [f"a{i} = s{i}" if kind == "scalar" else f"a{i} = x{i}{index[kind]}"
+    reads = [f"a{i} = s{i}" if kind == "scalar" else f"a{i} = x{i}{index[kind].format(i=i)}"
              for i, kind in enumerate(kinds)]
     writes = [f"{f'x{over[j]}' if over[j] >= 0 else f'y{j}'}{index['full']} = t{k}"
               for j, k in enumerate(program.outputs)]

@@ -177,8 +177,10 @@ def _set_up():
         callback = _compile(gomp)
     except Exception as err:  # llvmlite missing, or it rejects the IR
         return _refuse(f"the callback did not compile ({type(err).__name__}: {err})")
-    # a product called inside an OpenMP region (nested) still gets a whole team
-    gomp.omp_set_max_active_levels(4)
+    # a product called inside an OpenMP region (nested) still gets a whole team: its jobs
+    # wait for each other, so one thread running them in turn would never finish
+    if gomp.omp_get_max_active_levels() < 2:
+        gomp.omp_set_max_active_levels(2)
     for setter in setters:
         setter(ctypes.c_void_p(callback))
     _state["setters"] = setters
