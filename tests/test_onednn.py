@@ -238,3 +238,21 @@ def test_a_primitive_that_writes_past_its_memory_is_dropped(caplog):
     finally:
         onednn_conv._dropped.discard(key)
         buffers[role][-1] ^= 0xFF
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0)])
+def test_reorder_copies_a_transpose(perm):
+    """NCHW <-> NHWC copies above ONEDNN_PERMUTE_SIZE go through oneDNN's reorder: the
+    very values of NumPy's transpose (a copy, so the same bits)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 16, 19, 23)).astype(np.float32)
+    assert x.size >= numpy_windows.ONEDNN_PERMUTE_SIZE
+    out = np.empty(x.transpose(perm).shape, np.float32)
+    got = onednn_conv.permute(x, perm, out)
+    if not onednn.available():
+        assert got is None
+        pytest.skip("oneDNN is not installed")
+    assert got is out
+    np.testing.assert_array_equal(out, x.transpose(perm))
+    np.testing.assert_array_equal(numpy_windows.image_layout(np, perm)(x), x.transpose(perm))
+    assert onednn_conv.permute(x.astype(np.float64), perm, out) is None  # float32 only
