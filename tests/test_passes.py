@@ -325,6 +325,27 @@ def test_identities_are_removed():
     assert add.inputs == (x, y) and sub.inputs == (x, y)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict"])
+def test_an_nchw_pool_read_by_an_nchw_conv_skips_the_two_layout_copies(backend):
+    """Each NCHW op runs its NHWC kernel between two layout copies; the pool's copy back
+    to NCHW and the convolution's copy to NHWC cancel (in the gradient too)."""
+    rng = np.random.default_rng(0)
+    x = gf.placeholder(gf.float32, (2, 3, 8, 8))
+    w = gf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    pooled = gf.nn.max_pool(x, [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW")
+    y = gf.nn.conv2d(pooled, w, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    loss = gf.reduce_sum(y * y)
+    (gw, gx) = gf.gradients(loss, [w, x])
+    graph = PlanGraph([y, gw, gx], [x])
+    before = len(_computed(graph, "image_layout"))
+    rewrite_algebra(graph)
+    assert len(_computed(graph, "image_layout")) == before - 4
+    (conv,) = _computed(graph, "conv2d")
+    assert conv.inputs[0].opdef.name == "max_pool"
+    feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    _assert_same(*_both(backend, [y, gw, gx], feed), rtol=1e-5, atol=1e-5)
+
+
 def test_identities_that_would_change_shape_or_value_stay():
     x = gf.placeholder(gf.float32, (3,))
     u = gf.placeholder(gf.float32, (None,))  # its one dimension may be 1 at run time

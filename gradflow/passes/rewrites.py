@@ -5,6 +5,8 @@
 - A ``transpose`` of the last two axes feeding a ``matmul`` becomes the matmul's
   ``transpose_a`` / ``transpose_b``: the matmul reads the untransposed input
   (the transpose stays only if something else reads it).
+- An NCHW -> NHWC layout copy of an NHWC -> NCHW one (an NCHW pool's output read by
+  an NCHW convolution, each run through the NHWC kernels) is the NHWC value itself.
 - ``negative(negative(x))`` is ``x``; ``x - negative(y)`` is ``x + y``,
   ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
 - A ``concat`` along the rows of ``gather(params, indices_k)`` (rows of one embedding
@@ -166,6 +168,14 @@ def _negative(node, inputs, graph):
     return None
 
 
+def _image_layout(node, inputs, graph):
+    (y,) = inputs
+    if _computed(y, "image_layout") and not y.control_inputs and not node.control_inputs \
+            and tuple(y.attrs["perm"][p] for p in node.attrs["perm"]) == (0, 1, 2, 3):
+        return y.inputs[0]
+    return None
+
+
 def _add(node, inputs, graph):
     a, b = inputs
     if _computed(b, "negative"):  # a + (-y) = a - y
@@ -300,6 +310,7 @@ RULES = {
     "lstm_gates_grad": _lstm_gates_grad,
     "matmul": _matmul,
     "negative": _negative,
+    "image_layout": _image_layout,
     "add": _add,
     "subtract": _subtract,
     "multiply": _multiply,
