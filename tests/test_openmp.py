@@ -129,3 +129,13 @@ def test_a_forked_child_runs_without_openmp():
     assert child.split()[1:3] == ["False", "False"]
     np.testing.assert_allclose(float(child.split()[3]), float(lines[-1].split()[1]),
                                rtol=1e-5)
+
+
+@pytest.mark.skipif(numba_support.get_numba() is None, reason="numba is not installed")
+def test_without_an_openblas_callback_the_pools_stay_apart(monkeypatch):
+    """An OpenBLAS older than 0.3.27 (or one built with OpenMP) has no callback: nothing
+    is set up, and the reason is kept for ``why_not``."""
+    monkeypatch.setattr(openmp, "_openblas_setters", lambda: [])
+    monkeypatch.setitem(openmp._state, "why", None)
+    assert openmp._set_up() is False
+    assert "no OpenBLAS with pthreads and a threads callback" in openmp.why_not()
