@@ -167,6 +167,11 @@ def _set_up():
         return _refuse(f"libgomp.so.1 does not load ({err})")
     if gomp.omp_get_dynamic():
         return _refuse("OMP_DYNAMIC is on: a team could be smaller than its jobs")
+    from gradflow.backends import threads
+
+    if gomp.omp_get_thread_limit() < threads.allowed_cores():
+        return _refuse("OMP_THREAD_LIMIT is below the cores: a team could be smaller than "
+                       "its jobs")
     setters = _openblas_setters()
     if not setters:
         return _refuse("no OpenBLAS with pthreads and a threads callback is loaded")
