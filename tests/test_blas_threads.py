@@ -24,7 +24,7 @@ def restore_blas(monkeypatch):
     yield
     threads.reset()
     with_counts = {lib["filepath"]: lib["num_threads"] for lib in before}
-    for lib in threads._blas():
+    for lib in threads.blas_libraries():
         lib.set_num_threads(with_counts.get(lib.filepath, lib.num_threads))
 
 
@@ -48,7 +48,7 @@ def test_allowed_cores_follow_the_users_omp_setting(monkeypatch):
 
 
 def test_fixed_setting_sets_the_blas(monkeypatch):
-    if not threads._blas():
+    if not threads.blas_libraries():
         pytest.skip("threadpoolctl finds no BLAS under NumPy here")
     monkeypatch.setenv("GRADFLOW_THREADS", "1")
     threads.reset()

@@ -32,6 +32,7 @@ own threads, runs numba's kernels on one thread, and leaves oneDNN alone
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import threading
@@ -135,8 +136,10 @@ def shared():
     return _state["shared"] and not _state["forked"]
 
 
+@functools.lru_cache(maxsize=None)
 def numba_threads():
-    """numba's most threads (``NUMBA_NUM_THREADS``): a kernel's team is no larger."""
+    """numba's most threads (``NUMBA_NUM_THREADS``, fixed when numba loads): a kernel's
+    team is no larger."""
     from gradflow.backends.numba_support import get_numba
 
     numba = get_numba()

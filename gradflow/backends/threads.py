@@ -169,7 +169,7 @@ def _runnable_free(cores):
     return max(1, min(cores, cores - (running - 1)))
 
 
-def _blas():
+def blas_libraries():
     """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
     if _state["blas"] is None:
         try:
@@ -181,16 +181,11 @@ def _blas():
     return _state["blas"]
 
 
-def blas_libraries():
-    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
-    return _blas()
-
-
 def _apply(count, fixed=False):
     _state["threads"] = count
     blas = 1 if openmp_in_use() and not fixed and not openmp.shared() else count
     if blas != _state["blas_threads"]:
-        for lib in _blas():
+        for lib in blas_libraries():
             lib.set_num_threads(blas)
         _state["blas_threads"] = blas
 
