@@ -59,6 +59,8 @@ def lower_one_hot(xp, depth, on_value, off_value, dtype):
     def one_hot(indices, out=None):
         if out is None:
             return _one_hot_impl(np, indices, depth, on_value, off_value, dtype)
+        if out.dtype == np.bool_ and on_value == 1 and off_value == 0:
+            return np.equal(indices[..., None], positions, out=out)  # a loss's mask
         hot = kept.get_array("hot", out.shape, np.bool_)
         np.equal(indices[..., None], positions, out=hot)
         if on_value == 1 and off_value == 0:
@@ -137,6 +139,20 @@ def lower_gather(xp, axis, validate=True):
     return _writes_out(gather, reads_whole=True)
 
 
+def lower_check_label_range(xp, depth, message):
+    impl = REGISTRY["check_label_range"].impl
+
+    def check_label_range(labels):
+        # the ufuncs' reductions straight away: a few microseconds less than the
+        # namespace's min and max, on a batch's labels where that is most of the time
+        if labels.size and (np.minimum.reduce(labels, axis=None) < 0
+                            or np.maximum.reduce(labels, axis=None) >= depth):
+            impl(np, labels, depth, message)  # raises, with the offending label
+        return labels
+
+    return check_label_range
+
+
 def _lower_reduction(reduce, impl):
     def lower(xp, axes, keepdims):
         def reduction(x, out=None):
@@ -149,8 +165,8 @@ def _lower_reduction(reduce, impl):
     return lower
 
 
-def _sum(x, axis, keepdims, out):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype, out=out)
+def _sum(x, axis, keepdims, out):  # np.sum's own reduction, without its argument handling
+    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype, out=out)
 
 
 LOWERINGS = {
@@ -161,9 +177,10 @@ LOWERINGS = {
     "concat": lower_concat,
     "gather": lower_gather,
     "reduce_sum": _lower_reduction(_sum, REGISTRY["reduce_sum"].impl),
-    "reduce_max": _lower_reduction(np.max, REGISTRY["reduce_max"].impl),
-    "reduce_min": _lower_reduction(np.min, REGISTRY["reduce_min"].impl),
+    "reduce_max": _lower_reduction(np.maximum.reduce, REGISTRY["reduce_max"].impl),
+    "reduce_min": _lower_reduction(np.minimum.reduce, REGISTRY["reduce_min"].impl),
     "log_softmax": lower_log_softmax,
+    "check_label_range": lower_check_label_range,
     "one_hot": lower_one_hot,
     "where": lower_where,
 }
