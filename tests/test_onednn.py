@@ -162,8 +162,9 @@ def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch,
 
 def test_the_same_bits_on_one_thread_and_on_two(monkeypatch):
     """The thread count follows the load; the numbers must not: the forward pass and
-    the input gradient give the same bits on any count, and the filter gradient always
-    runs on the cores the process may use."""
+    the input gradient give the same bits on any count, and the filter gradient sums
+    fixed parts of the batch (or, without llvmlite, runs on the cores the process may
+    use)."""
     rng = np.random.default_rng(7)
     x, w, g, geometry = _case(rng, (16, 14, 14, 32), (3, 3), 64, (1, 1), "SAME")
     runs = []
@@ -256,3 +257,69 @@ def test_reorder_copies_a_transpose(perm):
     np.testing.assert_array_equal(out, x.transpose(perm))
     np.testing.assert_array_equal(numpy_windows.image_layout(np, perm)(x), x.transpose(perm))
     assert onednn_conv.permute(x.astype(np.float64), perm, out) is None  # float32 only
+
+
+@pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
+@pytest.mark.parametrize("batch", [1, 5, 16])
+def test_the_filter_gradient_in_parts_gives_the_same_bits_on_any_team(batch):
+    """Each part of the batch on one thread, the parts added in order: a team of one,
+    two or three threads gives the same bits, and they match the reference."""
+    rng = np.random.default_rng(8)
+    x, w, g, geometry = _case(rng, (batch, 14, 14, 8), (5, 5), 16, (1, 1), "SAME")
+    parts = onednn_conv.filter_parts(*geometry, 2)
+    assert len(parts.bounds) - 1 == min(2, batch)
+    runs = [parts(x, g, np.full(w.shape, np.nan, np.float32), team) for team in (1, 2, 3)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run, runs[0])
+    want = _reference(x, w, g, (1, 1), "SAME")[2]
+    np.testing.assert_allclose(runs[0], want, rtol=0, atol=2e-6 * float(np.abs(want).max()))
+
+
+@pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
+def test_the_filter_gradient_in_parts_from_several_threads():
+    """Each calling thread has its own memory objects, streams and part sums."""
+    rng = np.random.default_rng(9)
+    x, w, g, geometry = _case(rng, (6, 10, 10, 4), (3, 3), 8, (1, 1), "SAME")
+    parts = onednn_conv.filter_parts(*geometry, 2)
+    want = parts(x, g, np.empty(w.shape, np.float32), 2).copy()
+    failures = []
+
+    def train(seed):
+        scale = np.float32(seed + 1)
+        for _ in range(30):
+            got = parts(x * scale, g, np.empty(w.shape, np.float32), 2)
+            if not np.allclose(got, want * scale, rtol=1e-5, atol=1e-4):
+                failures.append(seed)
+
+    workers = [threading.Thread(target=train, args=(i,)) for i in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not failures
+
+
+@pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
+def test_a_part_that_writes_past_its_memory_is_dropped(caplog):
+    """A part whose scratch canary is overwritten: the parts are never used again for
+    that geometry, and im2col computes the gradient."""
+    rng = np.random.default_rng(10)
+    x, w, g, geometry = _case(rng, (4, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
+    key = ("filter parts",) + tuple(tuple(v) for v in geometry) + (threads.cores(),)
+    out = np.empty(w.shape, np.float32)
+    assert onednn_conv.convolve("filter", x, g, out, *geometry) is out
+    states = onednn_conv.filter_parts(*key[1:]).team._thread_state().states
+    buffers = next((s.buffers for s in states[::-1] if s.buffers), None)
+    assert buffers, "the parts have buffers of the thread"
+    role = next(iter(buffers))
+    buffers[role][-1] ^= 0xFF
+    try:
+        with caplog.at_level("WARNING", logger="gradflow.onednn"):
+            got = numpy_windows.conv_backprop_filter(x, g, w.shape, (1, 1), "SAME")
+        assert key in onednn_conv._dropped
+        assert f"wrote past twice the {role} memory" in caplog.text
+        want = _reference(x, w, g, (1, 1), "SAME")[2]
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * float(np.abs(want).max()))
+    finally:
+        onednn_conv._dropped.discard(key)
+        buffers[role][-1] ^= 0xFF

@@ -12,7 +12,10 @@ off. Where it is off, absent or will not load, ``api()`` is None and the caller
 Its threads are an OpenMP pool; ``threads`` sizes it to the free cores. OpenBLAS
 and numba's kernels run on the same pool where ``openmp.shared()``; elsewhere
 ``threads`` keeps OpenBLAS to one thread while oneDNN's pool is in use, so that two
-pools never spin against each other.
+pools never spin against each other. :class:`Parts` runs several one-thread
+primitives as one OpenMP team (a function compiled with llvmlite, as the BLAS
+callback of ``openmp`` is): a sum split into fixed parts then gives the same bits
+on a team of any size.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import types
 
 import numpy as np
 
@@ -224,8 +228,8 @@ class Steps:
     memory object of that layout whose data is the call's array of that role (``a``,
     ``b``, ``out``) or a buffer of the calling thread (the roles in ``buffers``,
     ``{role: bytes}``: oneDNN's scratch, a reordered filter). Each thread has its own
-    memory objects and buffers, so threads may run the same steps at once.
-    ``count``: the OpenMP thread count they were made for (``Api.making``).
+    memory objects and buffers (a :meth:`state`), so threads may run the same steps at
+    once. ``count``: the OpenMP thread count they were made for (``Api.making``).
     """
 
     def __init__(self, api_, steps, buffers, count):
@@ -233,45 +237,61 @@ class Steps:
         self.buffers = {role: size for role, size in buffers.items() if size}
         self.local = threading.local()
 
+    def state(self):
+        """New memory objects and buffers for these steps: ``.args``, one
+        ``(primitive, arguments)`` per step; ``.memories``, ``[(memory, role)]``;
+        ``.buffers``, ``{role: array}``."""
+        made = {}
+
+        def memory(desc, role):  # one memory object per (layout, array)
+            key = (desc.value, role)
+            if key not in made:
+                made[key] = self.api.memory(desc)
+            return made[key]
+
+        state = types.SimpleNamespace()
+        state.args = [(primitive, (_Arg * len(args))(
+            *(_Arg(arg, memory(desc, role)) for arg, desc, role in args)))
+            for primitive, args in self.steps]
+        state.memories = [(memory_, role) for (_, role), memory_ in made.items()]
+        state.buffers = {}
+        for role, size in self.buffers.items():
+            buf = np.empty(2 * size + CANARY, np.uint8)
+            buf[-CANARY:] = _CANARY_BYTE
+            state.buffers[role] = buf
+        return state
+
     def _thread_state(self):
         local = self.local
-        if getattr(local, "args", None) is None:
-            made = {}
+        if getattr(local, "state", None) is None:
+            local.state = self.state()
+        return local.state
 
-            def memory(desc, role):  # one memory object per (layout, array)
-                key = (desc.value, role)
-                if key not in made:
-                    made[key] = self.api.memory(desc)
-                return made[key]
+    def bind(self, state, a, b, out):
+        """Point ``state``'s memory objects at the arrays of one call."""
+        arrays = dict(state.buffers, a=a, b=b, out=out)
+        set_handle = self.api.lib.dnnl_memory_set_data_handle
+        for memory, role in state.memories:
+            status = set_handle(memory, P(arrays[role].ctypes.data))
+            if status != OK:
+                raise OneDNNError(f"oneDNN: dnnl_memory_set_data_handle returned {status}")
 
-            local.args = [(primitive, (_Arg * len(args))(
-                *(_Arg(arg, memory(desc, role)) for arg, desc, role in args)))
-                for primitive, args in self.steps]
-            local.memories = [(memory_, role) for (_, role), memory_ in made.items()]
-            local.buffers = {}
-            for role, size in self.buffers.items():
-                buf = np.empty(2 * size + CANARY, np.uint8)
-                buf[-CANARY:] = _CANARY_BYTE
-                local.buffers[role] = buf
-        return local
+    @staticmethod
+    def check_buffers(state):
+        for role, buf in state.buffers.items():
+            if not (buf[-CANARY:] == _CANARY_BYTE).all():
+                raise OneDNNError(f"oneDNN wrote past twice the {role} memory it asked for")
 
     def __call__(self, a, b, out):
         """Run the steps on C-ordered (or strided, as their layouts say) float32 arrays
         ``a`` and ``b`` into ``out``; returns ``out``."""
-        api_, local = self.api, self._thread_state()
-        arrays = dict(local.buffers, a=a, b=b, out=out)
-        set_handle = api_.lib.dnnl_memory_set_data_handle
-        for memory, role in local.memories:
-            status = set_handle(memory, P(arrays[role].ctypes.data))
-            if status != OK:
-                raise OneDNNError(f"oneDNN: dnnl_memory_set_data_handle returned {status}")
+        api_, state = self.api, self._thread_state()
+        self.bind(state, a, b, out)
         stream = api_.stream(self.count)
-        for primitive, args in local.args:
+        for primitive, args in state.args:
             api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
         api_.check("dnnl_stream_wait", stream)
-        for role, buf in local.buffers.items():
-            if not (buf[-CANARY:] == _CANARY_BYTE).all():
-                raise OneDNNError(f"oneDNN wrote past twice the {role} memory it asked for")
+        self.check_buffers(state)
         return out
 
     def __del__(self):
@@ -279,3 +299,163 @@ class Steps:
             self.api.lib.dnnl_primitive_destroy(primitive)
         # layouts and per-thread memory objects are small and live as long as the
         # process's caches of steps
+
+
+# Parts run as one OpenMP team: thread t of a team of T runs parts t, t + T, ...; each
+# part's steps in turn on its own stream, each call's status kept for the caller.
+_PARTS_IR = r"""
+%step = type { ptr, i64, ptr }
+%part = type { ptr, i64, ptr, ptr }
+%team = type { i64, ptr, ptr, ptr }
+declare void @GOMP_parallel(ptr, ptr, i32, i32)
+declare i32 @omp_get_thread_num()
+declare i32 @omp_get_num_threads()
+declare void @omp_set_num_threads(i32)
+
+define void @gradflow_parts_worker(ptr %t) {
+entry:
+  %np = getelementptr %team, ptr %t, i32 0, i32 0
+  %n = load i64, ptr %np
+  %pp = getelementptr %team, ptr %t, i32 0, i32 1
+  %parts = load ptr, ptr %pp
+  %ep = getelementptr %team, ptr %t, i32 0, i32 2
+  %execute = load ptr, ptr %ep
+  %wp = getelementptr %team, ptr %t, i32 0, i32 3
+  %wait = load ptr, ptr %wp
+  call void @omp_set_num_threads(i32 1)
+  %first32 = call i32 @omp_get_thread_num()
+  %first = sext i32 %first32 to i64
+  %size32 = call i32 @omp_get_num_threads()
+  %size = sext i32 %size32 to i64
+  br label %next_part
+next_part:
+  %i = phi i64 [ %first, %entry ], [ %i_next, %part_done ]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %part_start, label %done
+part_start:
+  %part = getelementptr %part, ptr %parts, i64 %i
+  %sp = getelementptr %part, ptr %part, i32 0, i32 0
+  %stream = load ptr, ptr %sp
+  %cp = getelementptr %part, ptr %part, i32 0, i32 1
+  %count = load i64, ptr %cp
+  %stp = getelementptr %part, ptr %part, i32 0, i32 2
+  %steps = load ptr, ptr %stp
+  %rp = getelementptr %part, ptr %part, i32 0, i32 3
+  %status = load ptr, ptr %rp
+  br label %next_step
+next_step:
+  %s = phi i64 [ 0, %part_start ], [ %s_next, %step ]
+  %more_steps = icmp slt i64 %s, %count
+  br i1 %more_steps, label %step, label %part_done
+step:
+  %st = getelementptr %step, ptr %steps, i64 %s
+  %prp = getelementptr %step, ptr %st, i32 0, i32 0
+  %primitive = load ptr, ptr %prp
+  %nap = getelementptr %step, ptr %st, i32 0, i32 1
+  %nargs64 = load i64, ptr %nap
+  %nargs = trunc i64 %nargs64 to i32
+  %ap = getelementptr %step, ptr %st, i32 0, i32 2
+  %args = load ptr, ptr %ap
+  %r = call i32 %execute(ptr %primitive, ptr %stream, i32 %nargs, ptr %args)
+  %slot = getelementptr i32, ptr %status, i64 %s
+  store i32 %r, ptr %slot
+  %s_next = add i64 %s, 1
+  br label %next_step
+part_done:
+  %w = call i32 %wait(ptr %stream)
+  %wslot = getelementptr i32, ptr %status, i64 %count
+  store i32 %w, ptr %wslot
+  %i_next = add i64 %i, %size
+  br label %next_part
+done:
+  ret void
+}
+
+define void @gradflow_run_parts(ptr %t, i32 %threads) {
+  call void @GOMP_parallel(ptr @gradflow_parts_worker, ptr %t, i32 %threads, i32 0)
+  ret void
+}
+"""
+
+
+class _Step(ctypes.Structure):
+    _fields_ = [("primitive", P), ("nargs", ctypes.c_int64), ("args", P)]
+
+
+class _Part(ctypes.Structure):
+    _fields_ = [("stream", P), ("count", ctypes.c_int64), ("steps", P), ("status", P)]
+
+
+class _Team(ctypes.Structure):
+    _fields_ = [("parts", ctypes.c_int64), ("table", P), ("execute", P), ("wait", P)]
+
+
+@functools.lru_cache(maxsize=None)
+def _parts_runner():
+    """``run(team, threads)`` (the compiled ``gradflow_run_parts``), or None without
+    llvmlite."""
+    try:
+        address = openmp.compile_ir(_PARTS_IR, "gradflow_run_parts")
+    except Exception as err:  # llvmlite missing, or it rejects the IR
+        _log.debug("oneDNN parts run on one thread each in turn: %s", err)
+        return None
+    return ctypes.CFUNCTYPE(None, ctypes.POINTER(_Team), ctypes.c_int)(address)
+
+
+def parts_available():
+    """Whether :class:`Parts` can run (llvmlite compiles its team)."""
+    return _parts_runner() is not None
+
+
+class Parts:
+    """Several :class:`Steps`, each made for one thread, run as one OpenMP team of any
+    size: thread ``t`` of ``T`` runs parts ``t, t + T, ...``. Each part runs on one
+    thread whatever the team, so its bits never depend on the team's size. Each
+    calling thread has its own memory objects, buffers and streams (kept, as
+    :class:`Steps` keeps its memory objects, as long as the process's caches).
+    Needs llvmlite (:func:`parts_available`)."""
+
+    def __init__(self, api_, parts):
+        self.api, self.parts = api_, parts
+        self.local = threading.local()
+        self.run = _parts_runner()
+
+    def _thread_state(self):
+        local = self.local
+        if getattr(local, "states", None) is None:
+            api_ = self.api
+            states = [steps.state() for steps in self.parts]
+            streams = []
+            for _ in self.parts:
+                stream = P()
+                api_.check("dnnl_stream_create", ctypes.byref(stream), api_.engine, _IN_ORDER)
+                streams.append(stream)
+            tables = [(_Step * len(state.args))(*(
+                _Step(primitive, len(args), ctypes.cast(args, P))
+                for primitive, args in state.args)) for state in states]
+            statuses = [(ctypes.c_int * (len(state.args) + 1))() for state in states]
+            parts = (_Part * len(states))(*(
+                _Part(stream, len(table), ctypes.cast(table, P), ctypes.cast(status, P))
+                for stream, table, status in zip(streams, tables, statuses)))
+            team = _Team(len(states), ctypes.cast(parts, P),
+                         ctypes.cast(api_.lib.dnnl_primitive_execute, P),
+                         ctypes.cast(api_.lib.dnnl_stream_wait, P))
+            # the ctypes objects the team's pointers lead to live as long as it does
+            local.keep = (streams, tables, parts)
+            local.states, local.statuses, local.team = states, statuses, team
+        return local
+
+    def __call__(self, arrays, threads_):
+        """Run part ``k`` on ``arrays[k]`` (its ``(a, b, out)``) on a team of
+        ``threads_`` threads."""
+        local = self._thread_state()
+        for steps, state, (a, b, out) in zip(self.parts, local.states, arrays):
+            steps.bind(state, a, b, out)
+        openmp.started()
+        threads.openmp_ran()
+        self.run(ctypes.byref(local.team), threads_)
+        for status in local.statuses:
+            if any(status):
+                raise OneDNNError(f"oneDNN: a part's steps returned statuses {list(status)}")
+        for state in local.states:
+            Steps.check_buffers(state)

@@ -8,9 +8,13 @@ buffers); oneDNN's scratch memory is a buffer of the calling thread, so a steady
 step allocates nothing here. Each (pass, geometry) gets its primitives once
 (``convolution``), for the threads gradflow lets it use then (``threads``: fewer
 when other processes hold cores). The forward pass and the input gradient give the
-same bits on any count; the filter gradient does not (it sums the images in one
-part per thread), so it always runs on the cores the process may use: a run's
-numbers never depend on the load. Anything oneDNN is not there for (float64, a geometry without
+same bits on any count. oneDNN's threaded filter gradient does not (it sums the
+images in one part per thread), so gradflow splits the batch itself into fixed
+parts, one per core the process may use, computes each part on one thread, and
+adds the parts in order (``FilterParts``): the parts run as one OpenMP team as
+large as the load allows, and the bits never depend on the load. Without llvmlite
+(which compiles that team) the filter gradient runs oneDNN's own threads on every
+allowed core instead. Anything oneDNN is not there for (float64, a geometry without
 an implementation) returns None and the caller takes the im2col path, which is also
 the reference the tests compare against.
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import threading
 
 import numpy as np
 
@@ -144,20 +149,69 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
     api = onednn.api()
     if api is None:
         return None
-    # the filter gradient sums over the images in one part per thread: its bits depend
-    # on the count, so it always takes the cores the process may use, whatever the load
-    count = threads.cores() if kind == "filter" else api.thread_count()
-    key = (kind, tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
-           tuple(pad_r), count)
-    found = None if key in _dropped else convolution(*key)
-    if found is None:
+    geometry = (tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
+                tuple(pad_r))
+    if kind == "filter" and onednn.parts_available():
+        # fixed parts of the batch, as many as the cores the process may use, each on
+        # one thread, by a team as large as the load allows: the same bits on any team
+        key, count = ("filter parts",) + geometry + (threads.cores(),), api.thread_count()
+        found = None if key in _dropped else filter_parts(*key[1:])
+        run = None if found is None else lambda x, g, o: found(x, g, o, count)
+    else:
+        # oneDNN's own threaded filter gradient sums the images in one part per thread:
+        # its bits depend on the count, so it takes the cores the process may use
+        count = threads.cores() if kind == "filter" else api.thread_count()
+        key = (kind,) + geometry + (count,)
+        found = None if key in _dropped else convolution(*key)
+        run = None if found is None else found[0]
+    if run is None:
         return None
     try:
-        return found[0](np.ascontiguousarray(a), np.ascontiguousarray(b), out)
+        return run(np.ascontiguousarray(a), np.ascontiguousarray(b), out)
     except onednn.OneDNNError as e:  # never trusted again; im2col writes all of out
         _log.warning("%s convolution %s dropped: %s", kind, key[1:], e)
         _dropped.add(key)
         return None
+
+
+class FilterParts:
+    """The filter gradient as a sum of fixed parts of the batch (``bounds``), each
+    part's gradient computed on one thread (``onednn.Parts``) and the parts added in
+    order: the bits depend on the parts, never on the team that runs them. Part 0
+    writes into ``out``; the others into arrays of the calling thread."""
+
+    def __init__(self, api, bounds, parts):
+        self.bounds, self.team = bounds, onednn.Parts(api, parts)
+        self.local = threading.local()
+
+    def __call__(self, x, g, out, threads_):
+        sums = getattr(self.local, "sums", None)
+        if sums is None:  # out's shape is the geometry's filter shape
+            sums = self.local.sums = [np.empty(out.shape, np.float32)
+                                      for _ in self.bounds[2:]]
+        outs = [out] + sums
+        self.team([(x[lo:hi], g[lo:hi], o) for lo, hi, o in
+                   zip(self.bounds, self.bounds[1:], outs)], min(threads_, len(outs)))
+        for part in sums:
+            np.add(out, part, out=out)
+        return out
+
+
+@functools.lru_cache(maxsize=256)
+def filter_parts(x_shape, w_shape, out_hw, strides, pad_l, pad_r, parts):
+    """The kept ``FilterParts`` of this geometry in ``parts`` parts (fewer for a smaller
+    batch), or None where oneDNN has no one-thread filter gradient for a part."""
+    n = x_shape[0]
+    parts = max(1, min(parts, n))
+    bounds = [n * k // parts for k in range(parts + 1)]
+    steps = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        found = convolution("filter", (hi - lo,) + tuple(x_shape[1:]), w_shape, out_hw,
+                            strides, pad_l, pad_r, 1)
+        if found is None:
+            return None
+        steps.append(found[0])
+    return FilterParts(onednn.api(), bounds, steps)
 
 
 # geometries whose primitives misbehaved (``convolve``)

@@ -106,7 +106,7 @@ _SETTERS = ("scipy_openblas_set_threads_callback_function64_",
 
 _lock = threading.Lock()
 _state = {"decided": False, "shared": False, "started": False, "forked": False,
-          "setters": [], "engine": None, "why": None}
+          "setters": [], "why": None}
 
 
 def _off():
@@ -231,19 +231,34 @@ def _omp_layer(numba):
 
 
 def _compile(gomp):
+    return compile_ir(_IR, "gradflow_blas_callback", gomp)
+
+
+_engines = []  # compiled code lives as long as its engine: for good
+_compiling = threading.Lock()
+
+
+def compile_ir(ir, name, gomp=None):
+    """The address of function ``name`` of LLVM IR module ``ir`` (text), compiled for
+    this machine with llvmlite; the IR may call ``GOMP_parallel``,
+    ``omp_get_thread_num``, ``omp_get_num_threads`` and ``omp_set_num_threads``.
+    Raises ImportError without llvmlite, RuntimeError where it rejects the IR."""
     import llvmlite.binding as llvm
 
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    for name in ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"):
-        llvm.add_symbol(name, ctypes.cast(getattr(gomp, name), ctypes.c_void_p).value)
-    module = llvm.parse_assembly(_IR)
-    module.verify()
-    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    _state["engine"] = engine  # the code lives as long as the engine: for good
-    return engine.get_function_address("gradflow_blas_callback")
+    gomp = gomp or ctypes.CDLL("libgomp.so.1")
+    with _compiling:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        for symbol in ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads",
+                       "omp_set_num_threads"):
+            llvm.add_symbol(symbol, ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value)
+        module = llvm.parse_assembly(ir)
+        module.verify()
+        machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        _engines.append(engine)
+        return engine.get_function_address(name)
 
 
 def _in_child():
