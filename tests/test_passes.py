@@ -18,7 +18,9 @@ from gradflow.passes import PlanGraph, PlanNode
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
+from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.rewrites import rewrite_algebra
+from gradflow.passes.shape_noops import drop_shape_noops
 
 
 def _ops(graph):
@@ -597,3 +599,74 @@ def test_an_embedding_lstm_reads_one_lookup_for_both_of_its_batches(backend):
     _assert_same(got, want, rtol=1e-5, atol=1e-6)
     got, want = _both(backend, grads + [loss], feed)
     _assert_same(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _nchw_block(rng, pool=True):
+    """conv -> bias -> ReLU -> (max pool) -> conv, all NCHW, with its loss."""
+    x = gf.placeholder(gf.float32, (2, 3, 8, 8))
+    w1 = gf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    b1 = gf.Variable(rng.standard_normal(4).astype(np.float32))
+    w2 = gf.Variable(rng.standard_normal((3, 3, 4, 5)).astype(np.float32))
+    h = gf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    h = gf.nn.relu(gf.nn.bias_add(h, b1, data_format="NCHW") * 0.5)
+    if pool:
+        h = gf.nn.max_pool(h, [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW")
+    y = gf.nn.conv2d(h, w2, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    loss = gf.reduce_sum(y * y)
+    return x, y, gf.gradients(loss, [w1, b1, w2, x])
+
+
+@pytest.mark.parametrize("pool", [True, False])
+def test_layout_copies_sink_past_the_bias_and_relu_between_nchw_layers(backend, pool):
+    """The bias add, scaling and ReLU between two NCHW layers run in NHWC: the copies
+    around them cancel, forward and backward, and the numbers stay."""
+    rng = np.random.default_rng(1)
+    x, y, grads = _nchw_block(rng, pool)
+    graph = PlanGraph([y] + grads, [x])
+    drop_shape_noops(graph)
+    before = len(_computed(graph, "image_layout"))
+    rewrite_algebra(graph)
+    unsunk = len(_computed(graph, "image_layout"))
+    sink_layouts(graph)
+    rewrite_algebra(graph)
+    after = len(_computed(graph, "image_layout"))
+    # what is left: x to NHWC, the fetched y to NCHW, y's gradient back to NHWC (y * y
+    # reads the fetched y: it stays NCHW), and the gradient in x to NCHW
+    assert after == 4 < unsunk <= before
+    for relu in _computed(graph, "relu"):
+        assert tuple(relu.shape) == (2, 8, 8, 4)  # NHWC
+    feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    _assert_same(*_both(backend, [y] + grads, feed), rtol=1e-5, atol=1e-4)
+
+
+def test_layout_copies_stay_where_an_input_broadcasts_along_two_axes():
+    x = gf.placeholder(gf.float32, (2, 3, 4, 4))
+    w = gf.Variable(np.ones((1, 1, 3, 3), np.float32))
+    h = gf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    y = gf.nn.relu(h + np.ones((3, 4, 1), np.float32))  # channels and rows: not moved
+    graph = PlanGraph([y], [x])
+    sink_layouts(graph)
+    (add,) = _computed(graph, "add")
+    assert add.inputs[0].opdef.name == "image_layout"
+
+
+def test_an_nchw_output_flattened_in_nhwc_order_skips_both_copies(backend):
+    """``transpose(nchw, [0, 2, 3, 1])`` of an NCHW pool's output (a dense layer's input
+    in NHWC order) is the pool's NHWC value; its gradient's copy back cancels too."""
+    rng = np.random.default_rng(2)
+    x = gf.placeholder(gf.float32, (2, 3, 8, 8))
+    w = gf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    d = gf.Variable(rng.standard_normal((64, 2)).astype(np.float32))
+    h = gf.nn.relu(gf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format="NCHW"))
+    h = gf.nn.avg_pool(h, [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW")
+    y = gf.matmul(gf.reshape(gf.transpose(h, [0, 2, 3, 1]), [-1, 64]), d)
+    grads = gf.gradients(gf.reduce_sum(y * y), [w, x])
+    graph = PlanGraph([y] + grads, [x])
+    sink_layouts(graph)
+    rewrite_algebra(graph)
+    (reshape,) = [n for n in _computed(graph, "reshape") if n.inputs[0].opdef.name != "variable"]
+    assert reshape.inputs[0].opdef.name == "avg_pool"
+    assert not _computed(graph, "transpose")
+    assert len(_computed(graph, "image_layout")) == 2  # x in, its gradient out
+    feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    _assert_same(*_both(backend, [y] + grads, feed), rtol=1e-5, atol=1e-4)

@@ -14,6 +14,7 @@ from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
@@ -22,8 +23,9 @@ from gradflow.passes.shape_noops import drop_shape_noops
 # shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
 # each reader, and CSE can merge what reads them only once they are gone. Batching finds
 # the gradient code's row stacks before the rewrites turn stacks of lookups into lookups.
+# Layout copies sink past elementwise ops before the rewrites cancel the pairs they form.
 PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, batch_matmuls,
-          rewrite_algebra, fuse_lstm_steps, fuse_elementwise]
+          sink_layouts, rewrite_algebra, fuse_lstm_steps, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

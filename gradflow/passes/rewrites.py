@@ -6,7 +6,9 @@
   ``transpose_a`` / ``transpose_b``: the matmul reads the untransposed input
   (the transpose stays only if something else reads it).
 - An NCHW -> NHWC layout copy of an NHWC -> NCHW one (an NCHW pool's output read by
-  an NCHW convolution, each run through the NHWC kernels) is the NHWC value itself.
+  an NCHW convolution, each run through the NHWC kernels) is the NHWC value itself;
+  so is a ``transpose`` that undoes a layout copy (an NCHW output flattened in NHWC
+  order for a dense layer), and a layout copy that undoes a ``transpose``.
 - ``negative(negative(x))`` is ``x``; ``x - negative(y)`` is ``x + y``,
   ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
 - A ``concat`` along the rows of ``gather(params, indices_k)`` (rows of one embedding
@@ -49,6 +51,14 @@ MAX_SCANNED = 1 << 16
 
 def rewrite_algebra(graph) -> None:
     """Apply the rules of the module docstring over ``graph`` (a PlanGraph)."""
+    apply_rules(graph, lambda node: RULES.get(node.opdef.name))
+
+
+def apply_rules(graph, rule_for) -> None:
+    """One sweep over ``graph`` in order, replacing each computed node for which
+    ``rule_for(node)`` gives a rule ``rule(node, inputs, graph)`` by the node that rule
+    returns (None: kept). Rules see the inputs as already replaced, so a rule's result
+    can meet the next rule."""
     order = graph.nodes()
     fetched, known = set(graph.outputs), set(order)
     mapping, made = {}, {}  # made: the new nodes (a dict keeps their order)
@@ -61,7 +71,7 @@ def rewrite_algebra(graph) -> None:
     for node in order:
         if not isinstance(node, PlanNode) or node.opdef.kind != "compute":
             continue
-        rule = RULES.get(node.opdef.name)
+        rule = rule_for(node)
         result = None if rule is None else rule(node, [current(i) for i in node.inputs], graph)
         if result is None:
             continue
@@ -70,10 +80,18 @@ def rewrite_algebra(graph) -> None:
             continue  # removing a fetched node would share its value with another
         mapping[node] = result
         if new:
-            made.update((i, True) for i in result.inputs  # a new node a rule made for it
-                        if isinstance(i, PlanNode) and i not in known)
-            made[result] = True
+            _note_made(result, known, made)
     graph.replace(mapping, extra=list(made))
+
+
+def _note_made(result, known, made):
+    """Note ``result`` and the new nodes a rule made for it (its inputs, theirs...)."""
+    pending = [result]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, PlanNode) and node not in known and node not in made:
+            made[node] = True
+            pending.extend(node.inputs)
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -168,10 +186,20 @@ def _negative(node, inputs, graph):
     return None
 
 
+def _permutation(node):
+    """The axes ``node`` permutes its input by, if it is a layout copy or a transpose the
+    plan computes (with no control inputs), else None."""
+    if (_computed(node, "image_layout") or _computed(node, "transpose")) \
+            and not node.control_inputs and node.attrs.get("perm") is not None:
+        return tuple(node.attrs["perm"])
+    return None
+
+
 def _image_layout(node, inputs, graph):
     (y,) = inputs
-    if _computed(y, "image_layout") and not y.control_inputs and not node.control_inputs \
-            and tuple(y.attrs["perm"][p] for p in node.attrs["perm"]) == (0, 1, 2, 3):
+    outer, inner = _permutation(node), _permutation(y)
+    if outer is not None and inner is not None and len(outer) == len(inner) \
+            and tuple(inner[p] for p in outer) == tuple(range(len(outer))):
         return y.inputs[0]
     return None
 
@@ -311,6 +339,7 @@ RULES = {
     "matmul": _matmul,
     "negative": _negative,
     "image_layout": _image_layout,
+    "transpose": _image_layout,
     "add": _add,
     "subtract": _subtract,
     "multiply": _multiply,

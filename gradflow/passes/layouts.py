@@ -1,0 +1,154 @@
+"""Layout sinking: elementwise ops between NCHW layers run in NHWC.
+
+An NCHW convolution or pool runs the NHWC kernels between two ``image_layout``
+copies (``gradflow.ops.conv_ops``). The bias add and activation between a
+convolution and a pool then run on the NCHW copy, and the pool copies it back:
+two copies of every activation forward, two of every gradient backward. This
+pass moves each copy past the elementwise ops that read it:
+
+- ``e(image_layout(x, P), ..., b)``, an elementwise op whose full-shape inputs are
+  all copies by the same permutation ``P`` and whose other inputs broadcast along
+  at most one axis (a channel bias, a scalar), becomes ``image_layout(e(x, ...,
+  b'), P)``, with ``b'`` the same values reshaped to broadcast along that axis in
+  ``x``'s layout;
+- ``unbroadcast(image_layout(y, P), b)`` (a bias's gradient) becomes
+  ``reshape_like(unbroadcast(y, b'), b)``.
+
+``rewrite_algebra`` then cancels each copy that meets its inverse (the pool's),
+and copies nothing reads any more are gone. Elementwise ops give the same values
+in either layout; a bias gradient sums the same terms in another order.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gradflow.ops.registry import REGISTRY
+from gradflow.passes.elementwise import is_elementwise
+from gradflow.passes.rewrites import apply_rules
+
+
+def sink_layouts(graph) -> None:
+    """Apply the rules of the module docstring over ``graph`` (a PlanGraph), where each
+    copy they move is read by nothing that keeps it (see :func:`_moves_freely`)."""
+    readers, fetched = graph.consumers(), set(graph.outputs)
+    replaced = {}  # node -> the node standing for it, as the sweep goes
+    stands_for = {}  # and back
+
+    def current(node):
+        while node in replaced:
+            node = replaced[node]
+        return node
+
+    def original(node):  # the node of the graph as it was that ``node`` stands for
+        while node in stands_for:
+            node = stands_for[node]
+        return node
+
+    def moves_freely(copy, node):
+        """Whether the copy ``copy`` that ``node`` reads would be needed by nothing once
+        ``node`` reads its source: not fetched, and read only by ``node``, by copies
+        back (they cancel) or by elementwise ops that may move it too."""
+        source = original(copy)
+        if source in fetched or copy in fetched:
+            return False
+        perm = _copy_perm(copy)
+        for reader in readers.get(source, ()):
+            if reader is node or _copy_perm(reader) == _inverse(perm):
+                continue
+            full = [current(i) for i in reader.inputs
+                    if tuple(i.shape or ()) == tuple(reader.shape or (None,))]
+            if reader.opdef.scalar is None or not all(_copy_perm(i) == perm for i in full):
+                return False
+        return True
+
+    def rule_for(node):
+        rule = _unbroadcast if node.opdef.name == "unbroadcast" else \
+            _elementwise if node.opdef.scalar is not None else None
+        if rule is None:
+            return None
+
+        def apply(node, inputs, graph):
+            result = rule(node, inputs, moves_freely)
+            if result is not None:
+                replaced[node], stands_for[result] = result, node
+            return result
+
+        return apply
+
+    apply_rules(graph, rule_for)
+
+
+def _inverse(perm):
+    return tuple(perm.index(a) for a in range(len(perm)))
+
+
+def _copy_perm(node):
+    """The permutation of ``node`` if it is a layout copy the plan computes, else None."""
+    if node.opdef.kind == "compute" and node.opdef.name == "image_layout" \
+            and not node.control_inputs:
+        return tuple(node.attrs["perm"])
+    return None
+
+
+def _static(shape):
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _one_axis(shape):
+    """Whether a static ``shape`` of rank 4 or less has at most one dimension above 1."""
+    return _static(shape) and len(shape) <= 4 and sum(d != 1 for d in shape) <= 1
+
+
+def _in_source_layout(node, b, perm):
+    """``b`` (a one-axis broadcast in the copy's layout) reshaped to broadcast the same
+    way in the source layout, or ``b`` itself where it is one element."""
+    shape = (1,) * (4 - len(b.shape)) + tuple(b.shape)
+    if math.prod(shape) == 1:
+        return b
+    source = [1] * 4
+    for k, p in enumerate(perm):  # axis k of the copy is axis perm[k] of its source
+        source[p] = shape[k]
+    return _made(node, "reshape", [b], {"shape": tuple(source)}, tuple(source), b.dtype,
+                 f"{b.name}/in_source_layout")
+
+
+def _made(node, op, inputs, attrs, shape, dtype, name=None):
+    from gradflow.passes.ir import PlanNode
+
+    return PlanNode.standing_for(node, REGISTRY[op], inputs, attrs, shape=shape,
+                                 dtype=dtype, name=name)
+
+
+def _elementwise(node, inputs, moves_freely):
+    if not is_elementwise(node) or not _static(node.shape) or len(node.shape) != 4 \
+            or node.control_inputs:
+        return None
+    copies = [_copy_perm(x) if tuple(x.shape or ()) == tuple(node.shape) else None
+              for x in inputs]
+    perms = set(copies) - {None}
+    if len(perms) != 1 or not all(c is not None or _one_axis(x.shape)
+                                  for x, c in zip(inputs, copies)):
+        return None
+    (perm,) = perms
+    if not all(moves_freely(x, node) for x, c in zip(inputs, copies) if c is not None):
+        return None
+    moved = [x.inputs[0] if c is not None else _in_source_layout(node, x, perm)
+             for x, c in zip(inputs, copies)]
+    source_shape = tuple(node.shape[perm.index(a)] for a in range(4))
+    inner = _made(node, node.opdef.name, moved, node.attrs, source_shape, node.dtype,
+                  f"{node.name}/in_source_layout")
+    return _made(node, "image_layout", [inner], {"perm": perm}, tuple(node.shape),
+                 node.dtype)
+
+
+def _unbroadcast(node, inputs, moves_freely):
+    g, like = inputs
+    perm = _copy_perm(g)
+    if perm is None or node.control_inputs or not _one_axis(like.shape) \
+            or not _static(g.shape) or len(g.shape) != 4:
+        return None
+    target = _in_source_layout(node, like, perm)
+    summed = _made(node, "unbroadcast", [g.inputs[0], target], {}, tuple(target.shape),
+                   node.dtype, f"{node.name}/in_source_layout")
+    return _made(node, "reshape_like", [summed, like], {}, tuple(like.shape), node.dtype)
