@@ -109,7 +109,10 @@ def _in_source_layout(node, b, perm):
     source = [1] * 4
     for k, p in enumerate(perm):  # axis k of the copy is axis perm[k] of its source
         source[p] = shape[k]
-    return _made(node, "reshape", [b], {"shape": tuple(source)}, tuple(source), b.dtype,
+    # without the leading ones: a bias of shape (C,) is what the kernels read fastest
+    # (a row; and unbroadcast sums down to it as a matrix's columns)
+    source = tuple(source[next(a for a, d in enumerate(source) if d != 1):])
+    return _made(node, "reshape", [b], {"shape": source}, source, b.dtype,
                  f"{b.name}/in_source_layout")
 
 
