@@ -151,9 +151,11 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
         return None
     geometry = (tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
                 tuple(pad_r))
-    if kind == "filter" and onednn.parts_available():
+    if kind == "filter" and x_shape[0] >= threads.cores() > 1 and onednn.parts_available():
         # fixed parts of the batch, as many as the cores the process may use, each on
         # one thread, by a team as large as the load allows: the same bits on any team
+        # (a smaller batch takes oneDNN's threads below: a part per image would leave
+        # cores idle)
         key, count = ("filter parts",) + geometry + (threads.cores(),), api.thread_count()
         found = None if key in _dropped else filter_parts(*key[1:])
         run = None if found is None else lambda x, g, o: found(x, g, o, count)
