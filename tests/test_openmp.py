@@ -139,3 +139,29 @@ def test_without_an_openblas_callback_the_pools_stay_apart(monkeypatch):
     monkeypatch.setitem(openmp._state, "why", None)
     assert openmp._set_up() is False
     assert "no OpenBLAS with pthreads and a threads callback" in openmp.why_not()
+
+
+@needs_pool
+@pytest.mark.parametrize("ksize,strides,padding", [((2, 2), (2, 2), "VALID"),
+                                                   ((3, 3), (2, 2), "SAME")])
+def test_pooling_on_a_team_gives_the_bits_of_one_thread(monkeypatch, ksize, strides, padding):
+    """Max and average pooling and their gradients above PARALLEL_SIZE split the images
+    over the team: the same bits as on one thread, NaN and ties included."""
+    from gradflow.backends import numpy_windows
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 3, (9, 30, 30, 64)).astype(np.float32)  # many ties
+    x[0, 0, 0, :4] = np.nan
+    assert x.size >= numpy_fused.PARALLEL_SIZE
+    oh, ow = (15, 15)
+    g = rng.standard_normal((9, oh, ow, 64)).astype(np.float32)
+    teams, runs = [], []
+    for team in (1, 2):
+        monkeypatch.setattr(threads, "team", lambda team=team: teams.append(team) or team)
+        runs.append([numpy_windows.max_pool_forward(x, ksize, strides, padding),
+                     numpy_windows.max_pool_backprop(g, x, ksize, strides, padding),
+                     numpy_windows.avg_pool_forward(x, ksize, strides, padding),
+                     numpy_windows.avg_pool_backprop(g, x.shape, ksize, strides, padding)])
+    assert set(teams) == {1, 2}
+    for got, want in zip(runs[1], runs[0]):
+        np.testing.assert_array_equal(got, want)

@@ -4,7 +4,9 @@ This module imports numba, so it is imported only once ``get_numba()`` has
 found it. Every kernel is single-threaded: the matrix products between them
 run on OpenBLAS's threads, which keep spinning for a while after each call,
 and a second pool of threads fighting them for the cores made the kernels
-slower than running alone. The im2col copy is not here: NumPy's copy of a
+slower than running alone. Where OpenBLAS and numba share OpenMP's pool
+(``openmp.shared()``), the pooling kernels also run on a team (``*_team``: a
+share of the images per thread, so the same bits). The im2col copy is not here: NumPy's copy of a
 strided view is faster than a compiled loop.
 
 The inner loops run over one channel vector (a 1-D view and a ``range``
@@ -71,11 +73,11 @@ def col2im_planes(planes, out, kh, kw, sh, sw, pt, pl, oh, ow):
 
 
 @_jit
-def max_pool(x, out, kh, kw, sh, sw, pt, pl):
-    """The max over each window; as ``np.maximum``, a NaN in a window wins."""
-    images = x.shape[0]
+def max_pool(x, out, kh, kw, sh, sw, pt, pl, n0, n1):
+    """The max over each window of images ``n0:n1``; as ``np.maximum``, a NaN in a
+    window wins."""
     oh, ow = out.shape[1], out.shape[2]
-    for n in range(images):
+    for n in range(n0, n1):
         for oy in range(oh):
             for ox in range(ow):
                 _window_max(x, n, oy, ox, out[n, oy, ox], kh, kw, sh, sw, pt, pl)
@@ -104,16 +106,16 @@ def _window_max(x, n, oy, ox, top, kh, kw, sh, sw, pt, pl):
 
 
 @_jit
-def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl):
+def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, n0, n1):
     """``out`` (the shape of ``x``) = the sum over windows of each window's ``g`` at its
     first maximum (row-major; a padding cell, worth -inf, takes its turn and drops
-    its share)."""
-    images, h, w, c = x.shape
+    its share), for images ``n0:n1``."""
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
     oh, ow = g.shape[1], g.shape[2]
-    out[...] = 0
+    out[n0:n1] = 0
     top = np.empty(c, x.dtype)
     open_ = np.empty(c, np.uint8)  # 1 until the window's maximum is found
-    for n in range(images):
+    for n in range(n0, n1):
         for oy in range(oh):
             for ox in range(ow):
                 for ch in range(c):
@@ -144,11 +146,12 @@ def _span(o, s, p, k, size):
 
 
 @_jit
-def avg_pool(x, out, kh, kw, sh, sw, pt, pl):
-    """The mean over the real (unpadded) cells of each window, summed row-major."""
-    images, h, w, c = x.shape
+def avg_pool(x, out, kh, kw, sh, sw, pt, pl, n0, n1):
+    """The mean over the real (unpadded) cells of each window, summed row-major, for
+    images ``n0:n1``."""
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
     oh, ow = out.shape[1], out.shape[2]
-    for n in range(images):
+    for n in range(n0, n1):
         for oy in range(oh):
             y0, y1 = _span(oy, sh, pt, kh, h)
             for ox in range(ow):
@@ -167,13 +170,13 @@ def avg_pool(x, out, kh, kw, sh, sw, pt, pl):
 
 
 @_jit
-def avg_pool_grad(g, out, kh, kw, sh, sw, pt, pl):
+def avg_pool_grad(g, out, kh, kw, sh, sw, pt, pl, n0, n1):
     """``out`` (the input's shape) = each window's ``g`` divided by its count of real
-    cells, added onto those cells."""
-    images, h, w, c = out.shape
+    cells, added onto those cells, for images ``n0:n1``."""
+    h, w, c = out.shape[1], out.shape[2], out.shape[3]
     oh, ow = g.shape[1], g.shape[2]
-    out[...] = 0
-    for n in range(images):
+    out[n0:n1] = 0
+    for n in range(n0, n1):
         for oy in range(oh):
             y0, y1 = _span(oy, sh, pt, kh, h)
             for ox in range(ow):
@@ -196,10 +199,10 @@ def _max4(a, b, c, d):
 
 
 @_jit
-def max_pool_2x2(x, out):
-    """``max_pool`` of 2x2 windows at stride 2 without padding."""
-    images, oh, ow, c = out.shape
-    for n in range(images):
+def max_pool_2x2(x, out, n0, n1):
+    """``max_pool`` of 2x2 windows at stride 2 without padding, images ``n0:n1``."""
+    oh, ow, c = out.shape[1], out.shape[2], out.shape[3]
+    for n in range(n0, n1):
         for oy in range(oh):
             for ox in range(ow):
                 a, b = x[n, 2 * oy, 2 * ox], x[n, 2 * oy, 2 * ox + 1]
@@ -210,12 +213,13 @@ def max_pool_2x2(x, out):
 
 
 @_jit
-def max_pool_grad_2x2(g, x, out):
-    """``max_pool_grad`` of 2x2 windows at stride 2 without padding; writes every
-    cell of every window (the rows and columns no window covers are left alone)."""
-    images, oh, ow, c = g.shape
+def max_pool_grad_2x2(g, x, out, n0, n1):
+    """``max_pool_grad`` of 2x2 windows at stride 2 without padding, images ``n0:n1``;
+    writes every cell of every window (the rows and columns no window covers are left
+    alone)."""
+    oh, ow, c = g.shape[1], g.shape[2], g.shape[3]
     first = np.empty(c, np.int8)  # which cell of the window is its first maximum
-    for n in range(images):
+    for n in range(n0, n1):
         for oy in range(oh):
             for ox in range(ow):
                 y, z = 2 * oy, 2 * ox
@@ -230,6 +234,56 @@ def max_pool_grad_2x2(g, x, out):
                                          out[n, y + 1, z + 1])):
                     for ch in range(c):
                         dst[ch] = grad[ch] if first[ch] == k else 0
+
+
+# -- the pooling kernels on a team of threads (OpenMP's shared pool: ``numpy_windows``):
+# part p of `parts` takes its share of the images; each image is one thread's, so the
+# bits are those of one thread.
+
+_team_jit = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+
+
+@_team_jit
+def max_pool_team(parts, x, out, kh, kw, sh, sw, pt, pl):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        max_pool(x, out, kh, kw, sh, sw, pt, pl, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def max_pool_grad_team(parts, g, x, out, kh, kw, sh, sw, pt, pl):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, n * p // parts,
+                      n * (p + 1) // parts)
+
+
+@_team_jit
+def avg_pool_team(parts, x, out, kh, kw, sh, sw, pt, pl):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        avg_pool(x, out, kh, kw, sh, sw, pt, pl, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def avg_pool_grad_team(parts, g, out, kh, kw, sh, sw, pt, pl):
+    n = out.shape[0]
+    for p in numba.prange(parts):
+        avg_pool_grad(g, out, kh, kw, sh, sw, pt, pl, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def max_pool_2x2_team(parts, x, out):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        max_pool_2x2(x, out, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def max_pool_grad_2x2_team(parts, g, x, out):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        max_pool_grad_2x2(g, x, out, n * p // parts, n * (p + 1) // parts)
 
 
 # -- Winograd F(2x2, 3x3) transforms (``numpy_conv_winograd``) ---------------------------

@@ -31,8 +31,9 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from gradflow.backends import onednn_conv
+from gradflow.backends import onednn_conv, openmp, threads
 from gradflow.backends.numba_support import get_numba
+from gradflow.backends.numpy_fused import PARALLEL_SIZE
 from gradflow.backends.threads import uses_blas
 from gradflow.ops.conv_ops import window_geometry
 
@@ -384,6 +385,18 @@ def _is_2x2(geo):
     return geo.ksize == (2, 2) and geo.strides == (2, 2) and not geo.padded
 
 
+def _pool(kernels, name, size, *args):
+    """Run pooling kernel ``name`` of ``kernels`` over all images of ``args`` (the
+    first array's batch): on a team of the free cores where OpenMP's pool is shared
+    and the images hold ``PARALLEL_SIZE`` values or more, else on this thread."""
+    team = threads.team() if size >= PARALLEL_SIZE and openmp.shared() else 1
+    if team > 1:
+        get_numba().set_num_threads(team)
+        getattr(kernels, name + "_team")(team, *args)
+    else:
+        getattr(kernels, name)(*args, 0, args[0].shape[0])
+
+
 def max_pool_forward(x, ksize, strides, padding, out=None):
     """The max over each window of NHWC ``x``; as ``np.maximum``, a NaN wins."""
     geo = _Geometry(x.shape, ksize, strides, padding)
@@ -393,9 +406,9 @@ def max_pool_forward(x, ksize, strides, padding, out=None):
         return _maximum(_pool_cells(x, geo), out)
     x = np.ascontiguousarray(x)
     if _is_2x2(geo):
-        kernels.max_pool_2x2(x, out)
+        _pool(kernels, "max_pool_2x2", x.size, x, out)
     else:
-        kernels.max_pool(x, out, *geo.args)
+        _pool(kernels, "max_pool", x.size, x, out, *geo.args)
     return out
 
 
@@ -411,11 +424,11 @@ def max_pool_backprop(g, x, ksize, strides, padding, out=None):
     x = np.ascontiguousarray(x, dtype)
     g = np.ascontiguousarray(g, dtype)
     if _is_2x2(geo):
-        kernels.max_pool_grad_2x2(g, x, out)
+        _pool(kernels, "max_pool_grad_2x2", x.size, g, x, out)
         out[:, 2 * geo.oh:] = 0  # the odd last row and column no window covers
         out[:, :, 2 * geo.ow:] = 0
     else:
-        kernels.max_pool_grad(g, x, out, *geo.args)
+        _pool(kernels, "max_pool_grad", x.size, g, x, out, *geo.args)
     return out
 
 
@@ -472,7 +485,7 @@ def avg_pool_forward(x, ksize, strides, padding, out=None):
     out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
     kernels = _kernels(x.dtype)
     if kernels is not None:
-        kernels.avg_pool(np.ascontiguousarray(x), out, *geo.args)
+        _pool(kernels, "avg_pool", x.size, np.ascontiguousarray(x), out, *geo.args)
         return out
     cells = _pool_cells(x, geo, 0.0)
     np.copyto(out, cells[0])
@@ -489,7 +502,7 @@ def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
     out = _output(out, tuple(x_shape), g.dtype, g)
     kernels = _kernels(g.dtype)
     if kernels is not None:
-        kernels.avg_pool_grad(np.ascontiguousarray(g), out, *geo.args)
+        _pool(kernels, "avg_pool_grad", out.size, np.ascontiguousarray(g), out, *geo.args)
         return out
     share = _scratch("share", g.size, g.dtype).reshape(g.shape)
     np.divide(g, _avg_counts(tuple(x_shape), geo.ksize, geo.strides, padding, g.dtype),
