@@ -101,12 +101,17 @@ def test_threads_share_a_primitive():
                 if not np.allclose(a, b, rtol=1e-4, atol=1e-3 * float(np.abs(b).max())):
                     failures.append((seed, kind))
 
-    workers = [threading.Thread(target=train, args=(i,)) for i in range(4)]
+    _in_threads(train, 4)
+    assert not failures
+
+
+def _in_threads(fn, count):
+    """``fn(i)`` on ``count`` threads at once, ``i`` each thread's number."""
+    workers = [threading.Thread(target=fn, args=(i,)) for i in range(count)]
     for t in workers:
         t.start()
     for t in workers:
         t.join()
-    assert not failures
 
 
 def _in_a_fresh_process(env, code):
@@ -291,11 +296,7 @@ def test_the_filter_gradient_in_parts_from_several_threads():
             if not np.allclose(got, want * scale, rtol=1e-5, atol=1e-4):
                 failures.append(seed)
 
-    workers = [threading.Thread(target=train, args=(i,)) for i in range(4)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
+    _in_threads(train, 4)
     assert not failures
 
 
