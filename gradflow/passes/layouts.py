@@ -25,12 +25,14 @@ import math
 
 from gradflow.ops.registry import REGISTRY
 from gradflow.passes.elementwise import is_elementwise
+from gradflow.passes.ir import PlanNode
 from gradflow.passes.rewrites import apply_rules
 
 
 def sink_layouts(graph) -> None:
-    """Apply the rules of the module docstring over ``graph`` (a PlanGraph), where each
-    copy they move is read by nothing that keeps it (see :func:`_moves_freely`)."""
+    """Apply the rules of the module docstring over ``graph`` (a PlanGraph). An
+    elementwise op moves a copy only where nothing else keeps that copy: moving it
+    would otherwise add a copy of the op's result where there was none."""
     readers, fetched = graph.consumers(), set(graph.outputs)
     replaced = {}  # node -> the node standing for it, as the sweep goes
     stands_for = {}  # and back
@@ -56,10 +58,14 @@ def sink_layouts(graph) -> None:
         for reader in readers.get(source, ()):
             if reader is node or _copy_perm(reader) == _inverse(perm):
                 continue
-            full = [current(i) for i in reader.inputs
-                    if tuple(i.shape or ()) == tuple(reader.shape or (None,))]
-            if reader.opdef.scalar is None or not all(_copy_perm(i) == perm for i in full):
-                return False
+            if reader.opdef.scalar is not None and reader.shape is not None:
+                full = [current(i) for i in reader.inputs
+                        if tuple(i.shape or ()) == tuple(reader.shape)]
+                if all(_copy_perm(i) == perm for i in full):
+                    continue
+            elif reader.opdef.name == "unbroadcast" and _one_axis(reader.inputs[1].shape):
+                continue  # a bias gradient: it reads the source too (below)
+            return False
         return True
 
     def rule_for(node):
@@ -117,8 +123,6 @@ def _in_source_layout(node, b, perm):
 
 
 def _made(node, op, inputs, attrs, shape, dtype, name=None):
-    from gradflow.passes.ir import PlanNode
-
     return PlanNode.standing_for(node, REGISTRY[op], inputs, attrs, shape=shape,
                                  dtype=dtype, name=name)
 
@@ -146,6 +150,7 @@ def _elementwise(node, inputs, moves_freely):
 
 
 def _unbroadcast(node, inputs, moves_freely):
+    # reading the source instead of the copy never adds a copy: no moves_freely check
     g, like = inputs
     perm = _copy_perm(g)
     if perm is None or node.control_inputs or not _one_axis(like.shape) \
