@@ -306,7 +306,8 @@ def test_a_part_that_writes_past_its_memory_is_dropped(caplog):
     that geometry, and im2col computes the gradient."""
     rng = np.random.default_rng(10)
     x, w, g, geometry = _case(rng, (4, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
-    key = ("filter parts",) + tuple(tuple(v) for v in geometry) + (threads.cores(),)
+    key = ("filter parts",) + tuple(tuple(v) for v in geometry) + (
+        threads.cores() * onednn_conv.PARTS_PER_CORE,)
     out = np.empty(w.shape, np.float32)
     assert onednn_conv.convolve("filter", x, g, out, *geometry) is out
     states = onednn_conv.filter_parts(*key[1:]).team._thread_state().states

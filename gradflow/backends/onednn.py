@@ -301,15 +301,14 @@ class Steps:
         # process's caches of steps
 
 
-# Parts run as one OpenMP team: thread t of a team of T runs parts t, t + T, ...; each
-# part's steps in turn on its own stream, each call's status kept for the caller.
+# Parts run as one OpenMP team: each thread takes the next part not yet taken (an atomic
+# counter) until none is left, so a thread that the scheduler holds back takes fewer;
+# each part's steps run in turn on its own stream, each call's status kept.
 _PARTS_IR = r"""
 %step = type { ptr, i64, ptr }
 %part = type { ptr, i64, ptr, ptr }
-%team = type { i64, ptr, ptr, ptr }
+%team = type { i64, ptr, ptr, ptr, i64 }
 declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare i32 @omp_get_thread_num()
-declare i32 @omp_get_num_threads()
 declare void @omp_set_num_threads(i32)
 
 define void @gradflow_parts_worker(ptr %t) {
@@ -323,13 +322,10 @@ entry:
   %wp = getelementptr %team, ptr %t, i32 0, i32 3
   %wait = load ptr, ptr %wp
   call void @omp_set_num_threads(i32 1)
-  %first32 = call i32 @omp_get_thread_num()
-  %first = sext i32 %first32 to i64
-  %size32 = call i32 @omp_get_num_threads()
-  %size = sext i32 %size32 to i64
+  %cp0 = getelementptr %team, ptr %t, i32 0, i32 4
   br label %next_part
 next_part:
-  %i = phi i64 [ %first, %entry ], [ %i_next, %part_done ]
+  %i = atomicrmw add ptr %cp0, i64 1 monotonic
   %more = icmp slt i64 %i, %n
   br i1 %more, label %part_start, label %done
 part_start:
@@ -365,7 +361,6 @@ part_done:
   %w = call i32 %wait(ptr %stream)
   %wslot = getelementptr i32, ptr %status, i64 %count
   store i32 %w, ptr %wslot
-  %i_next = add i64 %i, %size
   br label %next_part
 done:
   ret void
@@ -387,7 +382,8 @@ class _Part(ctypes.Structure):
 
 
 class _Team(ctypes.Structure):
-    _fields_ = [("parts", ctypes.c_int64), ("table", P), ("execute", P), ("wait", P)]
+    _fields_ = [("parts", ctypes.c_int64), ("table", P), ("execute", P), ("wait", P),
+                ("taken", ctypes.c_int64)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -409,7 +405,7 @@ def parts_available():
 
 class Parts:
     """Several :class:`Steps`, each made for one thread, run as one OpenMP team of any
-    size: thread ``t`` of ``T`` runs parts ``t, t + T, ...``. Each part runs on one
+    size: each thread takes the next part not yet taken. Each part runs on one
     thread whatever the team, so its bits never depend on the team's size. Each
     calling thread has its own memory objects, buffers and streams (kept, as
     :class:`Steps` keeps its memory objects, as long as the process's caches).
@@ -453,6 +449,7 @@ class Parts:
             steps.bind(state, a, b, out)
         openmp.started()
         threads.openmp_ran()
+        local.team.taken = 0
         self.run(ctypes.byref(local.team), threads_)
         for status in local.statuses:
             if any(status):
