@@ -280,3 +280,35 @@ def test_row_column_and_scalar_inputs(dtype, tmp_path):
         nodes = _fused_programs([y], [x, row, col, s], None)
         assert len(nodes) == 1
         _check_programs(nodes, tmp_path, dtype, {"full", "row", "col", "scalar"})
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cols", [1, 10, 65])
+def test_the_log_softmax_row_kernel_matches_numpy(dtype, cols, tmp_path):
+    """The CuPy row kernel's text (``cuda_rows``), run by g++ as a grid of 3 blocks,
+    in place too, against the op's NumPy function: NaN, infinities and large values
+    in some rows."""
+    from gradflow.backends import cuda_rows
+    from gradflow.ops.nn_ops import _log_softmax_impl
+
+    source, name = cuda_rows.log_softmax_source(dtype)
+    lib = build(source, str(tmp_path))
+    rng = np.random.default_rng(cols)
+    x = (rng.standard_normal((7, cols)) * 20).astype(dtype)
+    x[1, 0] = np.nan
+    x[2, :] = -np.inf
+    x[3, -1] = np.inf
+    x[4, :] = 1e30 if dtype == "float32" else 1e300
+    with np.errstate(invalid="ignore"):
+        want = _log_softmax_impl(np, x, -1)
+    for in_place in (False, True):
+        y = x.copy() if in_place else np.full_like(x, 7.0)
+        launch(lib, name, [x.copy() if not in_place else y, y, 7, cols], blocks=3)
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(y[~finite & ~np.isnan(want)],
+                                      want[~finite & ~np.isnan(want)])
+        tiny = np.finfo(dtype).eps
+        np.testing.assert_allclose(y[finite], want[finite], rtol=8 * tiny, atol=8 * tiny)
+    assert cuda_rows.log_softmax_source("float16") is None

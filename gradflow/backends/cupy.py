@@ -109,8 +109,9 @@ class CupyBackend(Backend):
         self.device.synchronize()
 
 
-# this backend's own kernel, on the op's record (OpDef.lowerings["cupy"])
+# this backend's own kernels, on the ops' records (OpDef.lowerings["cupy"])
 add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows))
+add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 
 
 def unavailable_reason(device=None):

@@ -8,6 +8,8 @@ captured as one CUDA graph.
   members' scalar expressions (``gradflow.backends.cuda_kernels``, whose text the
   tests compile with the host C++ compiler); a group the printer declines calls its
   members in turn.
+- **log_softmax** over a row of up to 4,096 values is one row kernel
+  (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
   ``Matmul`` (``gradflow.backends.nvmath_matmul``): one plan per set of buffers,
   kept while the buffers are (in a steady or captured run they always are), FP32
@@ -27,11 +29,14 @@ captured, uncaptured and NumPy runs.
 
 from __future__ import annotations
 
-from gradflow.backends import im2col_conv
-from gradflow.backends.cuda_kernels import print_kernel
+import numpy as np
+
+from gradflow.backends import cuda_rows, im2col_conv
+from gradflow.backends.cuda_kernels import OPTIONS, print_kernel
 from gradflow.backends.nvmath_matmul import PlannedMatmul
 from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.capture import NotCapturable
+from gradflow.ops.registry import REGISTRY
 
 MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no steady state
 
@@ -115,6 +120,43 @@ def lower_matmul(backend):
         return matmul
 
     return lower
+
+
+def lower_log_softmax(xp, axis):
+    """``log_softmax`` on CuPy: one row kernel (``gradflow.backends.cuda_rows``) over the
+    last axis of C-ordered float32/float64 rows of at most ``MAX_COLUMNS``, into
+    ``out``; anything else through the op's own CuPy functions."""
+    import cupy
+
+    impl = REGISTRY["log_softmax"].impl
+    kernels = {}
+
+    def log_softmax(x, out=None):
+        cols = x.shape[-1] if x.ndim else 0
+        kernel = None
+        if axis in (-1, x.ndim - 1) and x.size and 0 < cols <= cuda_rows.MAX_COLUMNS \
+                and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+            kernel = kernels.get(x.dtype.name)
+            if kernel is None:
+                printed = cuda_rows.log_softmax_source(x.dtype.name)
+                kernel = kernels[x.dtype.name] = False if printed is None else \
+                    cupy.RawKernel(printed[0], printed[1], options=OPTIONS)
+        if not kernel:
+            y = impl(xp, x, axis)
+            if out is None:
+                return y
+            cupy.copyto(out, y)
+            return out
+        y = cupy.empty_like(x) if out is None else out
+        rows = x.size // cols
+        kernel((max(1, min(1024, (rows + 127) // 128)),), (128,),
+               (x, y, np.int64(rows), np.int64(cols)))
+        return y
+
+    log_softmax.accepts_out = True  # as the NumPy lowering: out may be x (row by row)
+    log_softmax.reads_whole_inputs = False
+    log_softmax.elementwise_out = False
+    return log_softmax
 
 
 def conv_lowerings(backend):
