@@ -61,8 +61,9 @@ ORDERING = {"top_k", "argmax", "argmin", "in_top_k", "sort", "argsort", "max_poo
 # l2_normalize whose epsilon dominates; a cond reference that computes both branches; the
 # weighted cross-entropy reference, which gives inf - inf = NaN for an infinite logit
 # where gradflow's (TF1's) stable form gives the loss's limit, inf; cond_true, whose
-# predicate sum(x * x) >= 0 is false for a NaN, so the other branch rightly runs)
-FINITE_REFERENCES = {"l2_normalize_epsilon", "cond_two_outputs", "cond_true",
+# predicate sum(x * x) >= 0 is false for a NaN, so the other branch rightly runs; case,
+# whose predicates on sum(y) are both false for a NaN, so its default rightly runs)
+FINITE_REFERENCES = {"l2_normalize_epsilon", "cond_two_outputs", "cond_true", "case",
                      "weighted_cross_entropy_with_logits",
                      "weighted_cross_entropy_targets_scalar_weight"}
 
