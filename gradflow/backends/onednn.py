@@ -105,15 +105,26 @@ class Api:
         local = self.local
         stream = getattr(local, "stream", None)
         if stream is None:
-            stream = local.stream = P()
-            self.check("dnnl_stream_create", ctypes.byref(stream), self.engine, _IN_ORDER)
+            stream = local.stream = self.new_stream()
             local.threads = None
         if count != local.threads:
             self.set_threads(count)
             local.threads = count
+        self.pool_in_use()
+        return stream
+
+    def new_stream(self):
+        """A new in-order CPU stream."""
+        stream = P()
+        self.check("dnnl_stream_create", ctypes.byref(stream), self.engine, _IN_ORDER)
+        return stream
+
+    @staticmethod
+    def pool_in_use():
+        """Tell ``openmp`` (a forked child keeps off OpenMP) and ``threads`` (the BLAS
+        keeps to one thread where the pools are apart) that OpenMP's threads run now."""
         openmp.started()
         threads.openmp_ran()
-        return stream
 
     def thread_count(self):
         """The threads a primitive made now should use: gradflow's count for its pools
@@ -421,11 +432,7 @@ class Parts:
         if getattr(local, "states", None) is None:
             api_ = self.api
             states = [steps.state() for steps in self.parts]
-            streams = []
-            for _ in self.parts:
-                stream = P()
-                api_.check("dnnl_stream_create", ctypes.byref(stream), api_.engine, _IN_ORDER)
-                streams.append(stream)
+            streams = [api_.new_stream() for _ in self.parts]
             tables = [(_Step * len(state.args))(*(
                 _Step(primitive, len(args), ctypes.cast(args, P))
                 for primitive, args in state.args)) for state in states]
@@ -447,8 +454,7 @@ class Parts:
         local = self._thread_state()
         for steps, state, (a, b, out) in zip(self.parts, local.states, arrays):
             steps.bind(state, a, b, out)
-        openmp.started()
-        threads.openmp_ran()
+        self.api.pool_in_use()
         local.team.taken = 0
         self.run(ctypes.byref(local.team), threads_)
         for status in local.statuses:

@@ -248,7 +248,8 @@ def current():
 
 
 def team():
-    """The threads a parallel kernel (``numpy_fused``) should run on now: the count
+    """The threads a parallel kernel (``numpy_fused``, the pooling kernels of
+    ``numpy_windows``) should run on now: the count
     chosen for the pools (refreshed when a look is due), at most numba's
     ``NUMBA_NUM_THREADS``; 1 in a child forked after OpenMP started."""
     if time.monotonic() >= _state["next"]:
