@@ -1,12 +1,21 @@
 #!/bin/sh
 # Run gradflow's GPU tests and benchmarks/gpu.py on a CUDA machine that cannot download,
-# and keep the logs (pytest_gpu.log, benchmark_gpu.log, versions.txt, install.log).
+# each phase under its own time limit, and keep the logs:
+#   versions.txt, install.log
+#   pytest_gpu_new.log   the GPU-only test files (capture, generated kernels, random
+#                        numbers, nvmath matmuls, the benchmark script), one test at most
+#                        GPU_TEST_TIMEOUT s (default 90)
+#   benchmark_gpu.log    benchmarks/gpu.py with GPU_BENCH_ARGS (default "--seconds 0.5")
+#   pytest_gpu.log       every other test marked gpu (the cupy backend's op tests)
+#
 #   benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]
-# GPU_BENCH_ARGS (default "--seconds 0.5") go to benchmarks/gpu.py, which gets at most
-# GPU_BENCH_TIMEOUT seconds (default 300).
-# WHEEL_DIR (default .whl, a copy of ../shared/device-wheels carried into the checkout)
-# holds the wheels the machine lacks (array-api-compat, array-api-strict, nvmath-python);
-# they go to a private --target folder, gradflow itself is imported from the checkout.
+#
+# Limits in seconds: GPU_NEW_TIMEOUT (default 150), GPU_BENCH_TIMEOUT (150),
+# GPU_REST_TIMEOUT (240). The op tests run in GPU_WORKERS pytest-xdist workers (default 8)
+# when pytest-xdist is installed. WHEEL_DIR (default .whl, a copy of
+# ../shared/device-wheels carried into the checkout) holds the wheels the machine lacks
+# (array-api-compat, array-api-strict, nvmath-python); they go to a private --target
+# folder, gradflow itself is imported from the checkout.
 set -u
 LOGS=${1:?usage: benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]}
 WHEELS=${2:-.whl}
@@ -14,17 +23,37 @@ mkdir -p "$LOGS"
 SITE=$(mktemp -d /tmp/gradflow-gpu-site.XXXXXX)
 python3 -m pip install -q --no-index --no-deps --target "$SITE" "$WHEELS"/*.whl \
   > "$LOGS/install.log" 2>&1 || { echo "installing the wheels failed: $LOGS/install.log"; exit 1; }
-export PYTHONPATH="$SITE:$PWD"
+export PYTHONPATH="$SITE:$PWD" PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, \
-'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"; } > "$LOGS/versions.txt" 2>&1
-python3 -m pytest -q -m gpu -p no:cacheprovider -rs tests > "$LOGS/pytest_gpu.log" 2>&1
-status=$?
-tail -3 "$LOGS/pytest_gpu.log"
+'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
+  python3 -c "import nvmath; print('nvmath', nvmath.__version__)"; } > "$LOGS/versions.txt" 2>&1
+cat "$LOGS/versions.txt"
+
+per_test=""
+python3 -c "import pytest_timeout" 2>/dev/null && per_test="--timeout=${GPU_TEST_TIMEOUT:-90}"
+NEW="tests/test_capture_gpu.py tests/test_cuda_kernels_gpu.py tests/test_cupy_random_gpu.py \
+tests/test_nvmath_matmul_gpu.py tests/test_gpu_benchmark.py"
+# shellcheck disable=SC2086 - NEW and per_test are lists of arguments
+timeout "${GPU_NEW_TIMEOUT:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs $per_test \
+  -s $NEW > "$LOGS/pytest_gpu_new.log" 2>&1
+new=$?
+echo "GPU-only tests exited $new:"; tail -3 "$LOGS/pytest_gpu_new.log"
+
 # shellcheck disable=SC2086 - GPU_BENCH_ARGS is a list of arguments
-timeout "${GPU_BENCH_TIMEOUT:-300}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
+timeout "${GPU_BENCH_TIMEOUT:-150}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
   > "$LOGS/benchmark_gpu.log" 2>&1
 bench=$?
 echo "benchmarks/gpu.py exited $bench: $LOGS/benchmark_gpu.log"
-[ "$status" -ne 0 ] && exit "$status"
-exit $bench
+
+workers=""
+python3 -c "import xdist" 2>/dev/null && workers="-n ${GPU_WORKERS:-8}"
+ignore=""
+for f in $NEW; do ignore="$ignore --ignore=$f"; done
+# shellcheck disable=SC2086 - workers, per_test and ignore are lists of arguments
+timeout "${GPU_REST_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
+  $workers $per_test $ignore tests > "$LOGS/pytest_gpu.log" 2>&1
+rest=$?
+echo "other GPU tests exited $rest:"; tail -3 "$LOGS/pytest_gpu.log"
+for s in $new $rest $bench; do [ "$s" -ne 0 ] && exit "$s"; done
+exit 0

@@ -107,13 +107,13 @@ class CapturedRun:
     """``plan`` captured by ``capturer`` from the run of ``feeds`` (see the module doc).
     Raises ``NotCapturable`` where it cannot be."""
 
-    def __init__(self, plan, backend, capturer, feeds, store):
+    def __init__(self, plan, backend, capturer, inputs, store):
         schedule = plan.schedule
         capturer.check(schedule)
         _check_fetches(schedule)
         self.backend = backend
-        self.inputs = [backend.empty(tuple(f.shape), f.dtype) for f in feeds]
-        self._copy_in(feeds)
+        self.inputs = inputs  # holding this run's feeds already
+        feeds = inputs
         env = plan.fn.__globals__
         takers = {k: f for k, f in env.items() if k[0] == "I" and _STEP.fullmatch(k)}
         for take in takers.values():
@@ -217,17 +217,43 @@ def run_captured(session, plan, feeds):
         plan.captured, plan.runs = None, 0
     if plan.capture_failure is not None:
         return None
+    backend = session.backend
+    capturer = backend.capturer()
+    try:
+        if plan.runs == 0:
+            capturer.check(plan.schedule)
+        # the warm runs read the feeds from the arrays the capture will read, so that
+        # whatever is planned per buffer (a matmul) is planned before capturing
+        inputs = _fixed_inputs(plan, backend, feeds)
+    except NotCapturable as err:
+        return _uncaptured(plan, err)
     plan.runs += 1
     if plan.runs <= WARM_RUNS:
-        return None
+        return plan.fn(inputs, session._store)
     try:
-        captured = CapturedRun(plan, session.backend, session.backend.capturer(), feeds,
-                               session._store)
+        plan.captured = CapturedRun(plan, backend, capturer, inputs, session._store)
     except Exception as err:  # the plan stays as it was: uncaptured
-        reason = str(err) if isinstance(err, NotCapturable) else \
-            f"capturing failed: {type(err).__name__}: {err}"
-        plan.capture_failure = reason
-        log.debug("plan %s runs uncaptured: %s", plan.filename, reason)
-        return None
-    plan.captured = captured
-    return captured.first_values
+        return _uncaptured(plan, err)
+    return plan.captured.first_values
+
+
+def _uncaptured(plan, err):
+    """Note why ``plan`` runs uncaptured from now on; None (the caller runs it)."""
+    reason = str(err) if isinstance(err, NotCapturable) else \
+        f"capturing failed: {type(err).__name__}: {err}"
+    plan.capture_failure = reason
+    log.debug("plan %s runs uncaptured: %s", plan.filename, reason)
+    return None
+
+
+def _fixed_inputs(plan, backend, feeds):
+    """The plan's own input arrays (made on its first run), holding ``feeds``."""
+    inputs = getattr(plan, "capture_inputs", None)
+    if inputs is None or any(tuple(a.shape) != tuple(f.shape) or a.dtype != f.dtype
+                             for a, f in zip(inputs, feeds)):
+        if inputs is not None:
+            raise NotCapturable("its feeds change shape from run to run")
+        inputs = plan.capture_inputs = [backend.empty(tuple(f.shape), f.dtype) for f in feeds]
+    for array, value in zip(inputs, feeds):
+        backend.copy_into(array, value)
+    return inputs

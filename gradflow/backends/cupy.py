@@ -18,8 +18,11 @@ def _scatter_add_rows(xp, rows, indices, num_rows):
 
 
 class CupyBackend(Backend):
-    """CuPy on one CUDA device. Every run happens on the backend's own non-blocking
-    stream (``running``), so captured replays and uncaptured runs stay in order; the
+    """CuPy on one CUDA device. Every run happens on the backend's own stream
+    (``running``), so captured replays and uncaptured runs stay in order. It is a
+    blocking stream (it waits for, and is waited for by, the legacy default stream)
+    so that a copy made outside a run (an initial value, a restored checkpoint, a
+    fetch) is ordered with the runs without an explicit synchronization; the
     schedule's arena, fused kernels, planned matmuls and graph capture are in
     ``gradflow.backends.cupy_emit``."""
 
@@ -39,7 +42,7 @@ class CupyBackend(Backend):
 
         if self._stream is None:
             with self.device:
-                self._stream = cupy.cuda.Stream(non_blocking=True)
+                self._stream = cupy.cuda.Stream()
         return self._stream
 
     def running(self):
@@ -100,6 +103,8 @@ class CupyBackend(Backend):
     def to_numpy(self, array):
         import cupy
 
+        if isinstance(array, cupy.ndarray):
+            return array.get(stream=self.stream)  # waits for the runs that wrote it
         return cupy.asnumpy(array)
 
     def copy(self, array):

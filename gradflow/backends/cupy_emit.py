@@ -73,10 +73,17 @@ def fused_kernel(program, fns, cupy, in_turn):
     return run
 
 
+def _op(x, transpose):
+    """``x`` with its last two axes swapped where ``transpose`` (batched matrices too)."""
+    return x.swapaxes(-1, -2) if transpose else x
+
+
 def planned_matmul(backend):
     """``mm(a, b, out, transpose_a, transpose_b)``: the product of 2-D CuPy arrays into
     ``out`` through a planned nvmath ``Matmul`` per set of buffers (kept while they
-    are; a steady or captured run reuses them), else through ``cupy.matmul``."""
+    are; a steady or captured run reuses them), else through ``cupy.matmul``. A plan
+    is made outside a capture only: meeting new buffers while capturing raises
+    ``NotCapturable`` (planning may allocate and synchronize)."""
     missing = nvmath_missing()
     plans = {}
 
@@ -86,18 +93,22 @@ def planned_matmul(backend):
         if missing is not None or a.ndim != 2 or b.ndim != 2 \
                 or str(a.dtype) not in ("float32", "float64") \
                 or a.dtype != b.dtype or out.dtype != a.dtype:
-            return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
+            return cupy.matmul(_op(a, transpose_a), _op(b, transpose_b), out=out)
         key = (a.data.ptr, a.strides, b.data.ptr, b.strides, out.data.ptr, a.shape, b.shape,
                transpose_a, transpose_b)
         plan = plans.get(key)
         if plan is None:
+            stream = cupy.cuda.get_current_stream()
+            if stream.is_capturing():
+                raise NotCapturable("a matmul met buffers it has no plan for while capturing")
             if len(plans) >= MAX_MATMUL_PLANS:
                 for old in plans.values():
-                    old.free()
+                    if not old.captured:  # a captured graph still runs it
+                        old.free()
                 plans.clear()
             plan = plans[key] = PlannedMatmul(
                 a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
-                allow_tf32=backend.allow_tf32, stream=cupy.cuda.get_current_stream())
+                allow_tf32=backend.allow_tf32, stream=stream)
         return plan.execute()
 
     return mm
@@ -112,7 +123,7 @@ def lower_matmul(backend):
 
         def matmul(a, b, out=None):
             if out is None:
-                return cupy.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+                return cupy.matmul(_op(a, transpose_a), _op(b, transpose_b))
             return mm(a, b, out, transpose_a, transpose_b)
 
         matmul.accepts_out = True
@@ -190,8 +201,13 @@ class CudaGraphCapturer:
             stream.begin_capture()
             try:
                 values = run()
-            finally:
-                graph = stream.end_capture()
+            except BaseException:
+                try:  # an invalidated capture still has to end; its error is not the cause
+                    stream.end_capture()
+                except Exception:
+                    pass
+                raise
+            graph = stream.end_capture()
 
         def replay():
             graph.launch(stream)

@@ -80,6 +80,7 @@ class PlannedMatmul:
         op_a = a.T if transpose_a else a
         op_b = b.T if transpose_b else b
         self._mm = None
+        self.captured = False  # executed inside a CUDA graph capture
         if 0 in op_a.shape or 0 in op_b.shape:
             return  # filled directly by execute
         self._copies = False  # the product comes back in nvmath's array, copied into out
@@ -120,6 +121,7 @@ class PlannedMatmul:
         if self._mm is None:
             self.out[...] = 0 if self.bias is None else self.bias
         elif self.on_gpu:
+            self.captured = self.captured or _stream(self.stream).is_capturing()
             result = self._mm.execute(stream=self.stream)
             if self._copies:
                 self.out.T[...] = result  # out.T is the problem's column-major result
@@ -132,6 +134,11 @@ class PlannedMatmul:
     def free(self):
         """Release nvmath's plan and workspace; the object cannot execute afterwards."""
         if self._mm is not None:
+            if self.captured:
+                # nvmath would wait for the event its last execution recorded, which a
+                # capture recorded into its graph (not a real event): wait for the stream
+                _stream(self.stream).synchronize()
+                self._mm.last_compute_event = None
             self._mm.free()
             self._mm = None
 
@@ -140,6 +147,15 @@ class PlannedMatmul:
 
     def __exit__(self, *exc):
         self.free()
+
+
+def _stream(stream):
+    """``stream``, or CuPy's current stream where it is None (nvmath's default)."""
+    if stream is not None:
+        return stream
+    import cupy
+
+    return cupy.cuda.get_current_stream()
 
 
 def _cpu_matmul(op_a, op_b, out, bias, num_threads):

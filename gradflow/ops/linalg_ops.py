@@ -66,7 +66,9 @@ def _tensordot_grad(n, g):
 
 
 register("tensordot",
-         lambda xp, a, b, axes_a, axes_b: xp.tensordot(a, b, axes=(list(axes_a), list(axes_b))),
+         # no axes as 0: CuPy refuses ([], []) when an operand is a scalar
+         lambda xp, a, b, axes_a, axes_b: xp.tensordot(
+             a, b, axes=(list(axes_a), list(axes_b)) if axes_a else 0),
          _tensordot_infer, grad=_tensordot_grad)
 
 
