@@ -27,9 +27,11 @@ the plan (``plan.capture_failure``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
+import threading
 
 from gradflow.executor import raise_closed
 from gradflow.passes.ir import user_node
@@ -175,13 +177,17 @@ def _check_fetches(schedule):
 
 def _feed_checks(schedule, plan):
     """``{plan step key: feed index}`` of the run-time checks of fed values, which a
-    device graph cannot make: the replay makes them on the feeds before launching it.
+    device graph cannot make: the replay makes them on the feeds before launching it
+    (a check of each element, of a feed reshaped or transposed, on the feed itself).
     A check of a computed value makes the plan uncapturable."""
     position = schedule.position
     fed = {t: i for i, t in enumerate(plan.fed)}
     checks = {}
     for node in schedule.checks:
         source = node.inputs[0] if len(node.inputs) == 1 else None
+        if node.opdef.checks_elements:  # the labels of a reshaped feed: check the feed
+            while source is not None and source not in fed and source.opdef.rearranges:
+                source = source.inputs[0]
         if source not in fed:
             origin = user_node(node)
             raise NotCapturable(f"{node.opdef.name} '{origin.name}' (created at "
@@ -203,6 +209,53 @@ def _store_reader(var):
         return store[var]
 
     return take
+
+
+class CaptureGate:
+    """Keeps a device stream to one thread while it captures. A thread works on the
+    device inside ``run()`` (a session run, a copy in or out); ``exclusive()`` yields
+    True, and makes the others wait at ``run()`` until it ends, only where no other
+    thread is inside ``run()``. Whatever a thread enqueued during another's capture
+    would be captured with it, or end it with an error.
+
+    The capturing thread holds the session's store lock first, so a thread that waits
+    here while holding that lock (a Saver) cannot be waited for by the capture.
+    """
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._inside = {}  # thread id -> depth of its nested run() blocks
+        self._capturer = None
+
+    @contextlib.contextmanager
+    def run(self):
+        me = threading.get_ident()
+        with self._changed:
+            while self._capturer not in (None, me):
+                self._changed.wait()
+            self._inside[me] = self._inside.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                depth = self._inside.pop(me) - 1
+                if depth:
+                    self._inside[me] = depth
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        me = threading.get_ident()
+        with self._changed:
+            alone = all(thread == me for thread in self._inside)
+            if alone:
+                self._capturer = me
+        try:
+            yield alone
+        finally:
+            if alone:
+                with self._changed:
+                    self._capturer = None
+                    self._changed.notify_all()
 
 
 def run_captured(session, plan, feeds):
@@ -230,10 +283,16 @@ def run_captured(session, plan, feeds):
     plan.runs += 1
     if plan.runs <= WARM_RUNS:
         return plan.fn(inputs, session._store)
-    try:
-        plan.captured = CapturedRun(plan, backend, capturer, inputs, session._store)
-    except Exception as err:  # the plan stays as it was: uncaptured
-        return _uncaptured(plan, err)
+    gate = getattr(backend, "gate", None)
+    with session.store_lock, gate.exclusive() if gate else contextlib.nullcontext(True) \
+            as alone:
+        if alone:
+            try:
+                plan.captured = CapturedRun(plan, backend, capturer, inputs, session._store)
+            except Exception as err:  # the plan stays as it was: uncaptured
+                return _uncaptured(plan, err)
+    if plan.captured is None:  # another thread is using the device: capture at a later run
+        return plan.fn(inputs, session._store)
     return plan.captured.first_values
 
 

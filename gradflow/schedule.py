@@ -433,9 +433,10 @@ def recyclable_assign_sources(order, takes_out, keep):
 
 def updated_in_place(order, recycled, can, last_use):
     """``{value: held}`` for the values assigned to a variable that can be written over
-    the variable's own array at commit: the variable's ``read_current`` (if the plan
-    reads it) is not read after the op that writes the value, and where that op reads
-    it (``held``), the backend's function tolerates its output over that input."""
+    the variable's own array at commit: neither the variable's value at the run's start
+    nor its ``read_current`` (where the plan reads them) is read after the op that
+    writes the value, and where that op reads one (``held``), the backend's function
+    tolerates its output over that input."""
     position = {node: step for step, node in enumerate(order)}
     current = {n.attrs["var"]: n for n in order if n.opdef.kind == "read_current"}
     done = {}  # writer -> the step of its last output (a multi-output kernel's outputs)
@@ -444,11 +445,11 @@ def updated_in_place(order, recycled, can, last_use):
     out = {}
     for value, var in recycled.items():
         writer = value.inputs[0] if value.opdef is FUSED_OUTPUT else value
-        read = current.get(var)
-        last = -1 if read is None else last_use.get(read, -1)
-        if last < position[writer]:
+        reads = (current.get(var), var if var in position else None)
+        late = [r for r in reads if r is not None and last_use.get(r, -1) >= position[writer]]
+        if not late:
             out[value] = 0
-        elif last <= done[writer] and read in writer.inputs \
-                and can.overwrites_input(writer):
+        elif len(late) == 1 and last_use[late[0]] <= done[writer] \
+                and late[0] in writer.inputs and can.overwrites_input(writer):
             out[value] = 1
     return out

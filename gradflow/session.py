@@ -122,6 +122,13 @@ class Session:
         """
         if self._closed:
             raise_closed()
+        gate = getattr(self.backend, "gate", None)
+        if gate is None:
+            return self._run(fetches, feed_dict, options, run_metadata, output)
+        with gate.run():  # no other thread's device work while a plan is captured
+            return self._run(fetches, feed_dict, options, run_metadata, output)
+
+    def _run(self, fetches, feed_dict, options, run_metadata, output):
         flat, rebuild = self._fetch_list(fetches)
         feed_items = list(feed_dict.items()) if feed_dict else []
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches

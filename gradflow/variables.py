@@ -114,6 +114,7 @@ class Variable(Tensor):
         # slots made under ``control_dependencies(UPDATE_OPS)``
         with graph.control_dependencies(None):
             self.initializer = state_ops.assign(self, init, name=self.name + "/Initializer")
+        _draw_initial_values_on_host(init)
 
     def __repr__(self) -> str:
         return f"<gf.Variable '{self.name}' shape={tuple(self.shape)} dtype={self.dtype.name}>"
@@ -233,6 +234,21 @@ initialize_local_variables = local_variables_initializer
 
 
 # -- initializers: each builds the tensor that gives a variable its first value ---
+
+
+def _draw_initial_values_on_host(value):
+    """Mark the random ops that ``value`` is computed from (up to variables) as drawn on
+    the host on every backend, so that every backend starts from the same weights (a
+    GPU backend draws its other random numbers on the device)."""
+    stack, seen = [value], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.opdef.kind == "variable":
+            continue
+        seen.add(id(node))
+        if node.opdef.kind == "random":
+            node.host_draw = True
+        stack.extend(node.inputs)
 
 
 class Initializer:

@@ -36,3 +36,12 @@ def fresh_graph():
     gf.reset_default_graph()
     yield
     gf.reset_default_graph()
+
+
+def draws_reference(backend):
+    """The backend whose random numbers ``backend``'s must equal with the same seeds:
+    NumPy's (the host's), except for cupy, which draws uniform numbers on the device
+    (Philox: reproducible from the seeds, but not the host's numbers) and is compared
+    with a second session of its own. Variables' initial values are host-drawn on
+    every backend."""
+    return "cupy" if backend == "cupy" else "numpy"

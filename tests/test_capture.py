@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.capture import WARM_RUNS, RecordingCapturer
+from gradflow.capture import WARM_RUNS, CaptureGate, RecordingCapturer
 
 
-def _mlp(dropout=False):
+def _mlp(dropout=False, rearranged_labels=False):
     graph = gf.Graph()
     with graph.as_default():
         gf.set_random_seed(3)
@@ -25,8 +25,10 @@ def _mlp(dropout=False):
         if dropout:
             h = gf.nn.dropout(h, 0.5)
         logits = gf.layers.dense(h, 4)
+        labels = gf.reshape(gf.transpose(gf.reshape(y, [-1, 1])), [-1]) \
+            if rearranged_labels else y  # a check of these is one of the fed labels
         loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=y, logits=logits))
+            labels=labels, logits=logits))
         train = gf.train.AdamOptimizer(0.01).minimize(loss)
         init = gf.global_variables_initializer()
     return graph, x, y, loss, train, init
@@ -142,8 +144,9 @@ class _ChecksFirst(RecordingCapturer):
     checks_feeds_first = True
 
 
-def test_a_bad_label_fails_before_the_replay_and_changes_nothing(monkeypatch):
-    graph, x, y, loss, train, init = _mlp()
+@pytest.mark.parametrize("rearranged", [False, True])
+def test_a_bad_label_fails_before_the_replay_and_changes_nothing(monkeypatch, rearranged):
+    graph, x, y, loss, train, init = _mlp(rearranged_labels=rearranged)
     batches = _batches(WARM_RUNS + 3)
     with gf.Session(graph=graph, capture=True) as sess:
         monkeypatch.setattr(sess.backend, "capturer", _ChecksFirst)
@@ -162,3 +165,52 @@ def test_a_bad_label_fails_before_the_replay_and_changes_nothing(monkeypatch):
             np.testing.assert_array_equal(sess.run(v), old)
         sess.run(train, {x: batches[0][0], y: batches[0][1]})  # and it still replays
         assert plan.captured is not None
+
+
+def test_a_capture_waits_for_no_thread_and_holds_the_others_back():
+    gate = CaptureGate()
+    inside, release, order = threading.Event(), threading.Event(), []
+
+    def other():
+        with gate.run():
+            inside.set()
+            release.wait(5)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    inside.wait(5)
+    with gate.run(), gate.exclusive() as alone:
+        assert not alone  # another thread is inside run(): no capture now
+    release.set()
+    worker.join(5)
+
+    def late():
+        with gate.run():
+            order.append("other thread")
+
+    with gate.run(), gate.exclusive() as alone:
+        assert alone
+        worker = threading.Thread(target=late)
+        worker.start()
+        worker.join(0.2)
+        order.append("capture")  # the other thread waited for the capture to end
+    worker.join(5)
+    assert order == ["capture", "other thread"]
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_a_value_read_at_the_start_survives_an_update_of_its_variable(capture):
+    """``scaled`` is read after the run has added to ``w``, but is made from the value
+    ``w`` had when the run started (TF1): the update cannot be written over that array,
+    in a captured run either (a capture writes its updates in place)."""
+    w = gf.Variable(np.array([1.0, -2.0]), name="w")
+    x = gf.placeholder(gf.float64, ())
+    train = w.assign_add(gf.constant([0.5, 0.25], gf.float64))
+    scaled = w * x
+    with gf.control_dependencies([train]):
+        out = scaled * 3.0
+    with gf.Session(capture=capture) as sess:
+        sess.run(gf.global_variables_initializer())
+        for n in range(WARM_RUNS + 3):
+            start = np.array([1.0, -2.0]) + n * np.array([0.5, 0.25])
+            np.testing.assert_array_equal(sess.run(out, {x: 2.0}), start * 2.0 * 3.0)

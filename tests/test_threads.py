@@ -208,7 +208,11 @@ def test_threads_running_an_lstm_plan_get_their_own_results(backend):
             for _ in range(3):
                 for i, f in enumerate(feeds[k]):
                     for got, want in zip(sess.run([loss] + grads, {ids: f}), expected[k][i]):
-                        np.testing.assert_array_equal(got, want)
+                        if backend == "cupy":  # the embedding gradient adds rows with
+                            # atomics on the GPU, in whatever order the threads come
+                            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+                        else:
+                            np.testing.assert_array_equal(got, want)
 
         _run_threads(work)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradflow.backends import cupy_emit, cupy_random
 from gradflow.backends.base import Backend
+from gradflow.capture import CaptureGate
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
 
@@ -32,6 +33,7 @@ class CupyBackend(Backend):
     def __init__(self, xp, device=None, overrides=None):
         super().__init__(xp, device, overrides)
         self._stream = None
+        self.gate = CaptureGate()  # copies in and out wait while a thread captures
         self.overrides.setdefault("matmul", cupy_emit.lower_matmul(self))
         for op, lower in cupy_emit.conv_lowerings(self).items():
             self.overrides.setdefault(op, lower)
@@ -71,10 +73,11 @@ class CupyBackend(Backend):
     def copy_into(self, array, value):
         import cupy
 
-        if isinstance(value, cupy.ndarray):
-            cupy.copyto(array, value)
-        else:
-            array.set(value, stream=self.stream)
+        with self.gate.run():
+            if isinstance(value, cupy.ndarray):
+                cupy.copyto(array, value)
+            else:
+                array.set(value, stream=self.stream)
 
     def fused(self, program, bind):
         import cupy
@@ -92,7 +95,7 @@ class CupyBackend(Backend):
     def asarray(self, host):
         import cupy
 
-        with self.device:
+        with self.gate.run(), self.device:
             return cupy.asarray(host)
 
     def is_native(self, value):
@@ -103,9 +106,10 @@ class CupyBackend(Backend):
     def to_numpy(self, array):
         import cupy
 
-        if isinstance(array, cupy.ndarray):
+        if not isinstance(array, cupy.ndarray):
+            return cupy.asnumpy(array)
+        with self.gate.run():
             return array.get(stream=self.stream)  # waits for the runs that wrote it
-        return cupy.asnumpy(array)
 
     def copy(self, array):
         return array.copy()

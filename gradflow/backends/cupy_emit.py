@@ -78,6 +78,15 @@ def _op(x, transpose):
     return x.swapaxes(-1, -2) if transpose else x
 
 
+def _alias(x):
+    """A new array object over ``x``'s memory that does not refer to ``x``: a kept plan
+    keeps the memory alive without counting as a holder of a variable's array (the
+    executor updates a variable in place only where nothing else holds its array)."""
+    import cupy
+
+    return cupy.ndarray(x.shape, x.dtype, x.data, strides=x.strides)
+
+
 def planned_matmul(backend):
     """``mm(a, b, out, transpose_a, transpose_b)``: the product of 2-D CuPy arrays into
     ``out`` through a planned nvmath ``Matmul`` per set of buffers (kept while they
@@ -107,8 +116,8 @@ def planned_matmul(backend):
                         old.free()
                 plans.clear()
             plan = plans[key] = PlannedMatmul(
-                a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
-                allow_tf32=backend.allow_tf32, stream=stream)
+                _alias(a), _alias(b), _alias(out), transpose_a=transpose_a,
+                transpose_b=transpose_b, allow_tf32=backend.allow_tf32, stream=stream)
         return plan.execute()
 
     return mm

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends import device_random
+from gradflow.passes.ir import user_node
 
 THREADS = 256
 _MODULES = {}  # (device id, dtype) -> cupy.RawModule
@@ -100,9 +101,12 @@ def _checked(dtype, what):
 
 
 def draws_on_device(node):
-    """Whether ``random_source`` draws ``node``'s numbers on the device."""
+    """Whether ``random_source`` draws ``node``'s numbers on the device: uniform float
+    draws, except those of variables' initial values (``host_draw``: every backend
+    starts from the same weights)."""
     return node.attrs.get("dist") == "random_uniform" and node.dtype is not None \
-        and str(node.dtype.name) in device_random.DTYPES
+        and str(node.dtype.name) in device_random.DTYPES \
+        and not getattr(user_node(node), "host_draw", False)
 
 
 def random_source(session, node):

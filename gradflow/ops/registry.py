@@ -48,6 +48,11 @@ class OpDef:
     - ``value_shape(values, attrs)``: its output shape from its inputs' values, where its
       shape rule cannot know it (``batch_zeros``).
     - ``check``: a computed op that exists to check a value at run time (never folded away).
+    - ``checks_elements``: a ``check`` whose verdict depends on each element alone (a
+      label range, NaN or infinity), so checking a reshaped or transposed value is
+      checking the value it was made from (a captured run checks the feed instead).
+    - ``rearranges``: its result holds exactly its first input's elements, in another
+      shape or order (``reshape``, ``transpose``).
     - ``pass_through``: returns its one input unchanged (common-subexpression elimination
       sees through it).
     - ``shape_noop``: a shape op that does nothing once its output has its first input's
@@ -81,6 +86,8 @@ class OpDef:
     shape_only_inputs: tuple = ()
     value_shape: Optional[Callable] = field(default=None, compare=False)
     check: bool = False
+    checks_elements: bool = False
+    rearranges: bool = False
     pass_through: bool = False
     shape_noop: bool = False
     view: bool = False
