@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import math
 import os
 import sys
@@ -394,6 +395,12 @@ def main(argv=None):
         print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
         return NO_GPU_EXIT
     print(header())
+    # each plan's capture, or why it runs uncaptured, as a line under the row it ran in
+    capture_log = logging.getLogger("gradflow.capture")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("    (capture) %(message)s"))
+    capture_log.addHandler(handler)
+    capture_log.setLevel(logging.DEBUG)
     print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
           f"{'host ms':>9}", flush=True)
     compile_too = not args.skip_compile

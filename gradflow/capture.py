@@ -293,6 +293,7 @@ def run_captured(session, plan, feeds):
                 return _uncaptured(plan, err)
     if plan.captured is None:  # another thread is using the device: capture at a later run
         return plan.fn(inputs, session._store)
+    log.debug("plan %s is captured", plan.filename)
     return plan.captured.first_values
 
 
