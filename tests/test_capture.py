@@ -214,3 +214,15 @@ def test_a_value_read_at_the_start_survives_an_update_of_its_variable(capture):
         for n in range(WARM_RUNS + 3):
             start = np.array([1.0, -2.0]) + n * np.array([0.5, 0.25])
             np.testing.assert_array_equal(sess.run(out, {x: 2.0}), start * 2.0 * 3.0)
+
+
+def test_a_draw_shaped_like_a_fed_batch_knows_its_shape_in_the_batchs_plan():
+    """Dropout on an unknown batch draws numbers shaped like its input: the plan made
+    for a fed batch knows that shape, so it is not a reason to run uncaptured."""
+    x = gf.placeholder(gf.float32, (None, 8))
+    y = gf.nn.dropout(gf.nn.relu(x), 0.5)
+    with gf.Session() as sess:
+        sess.run(y, {x: np.ones((4, 8), np.float32)})
+        plan = next(p for p in sess._plans.values() if getattr(p, "specialized", False))
+        draws = [n for n in plan.schedule.order if n.opdef.kind == "random"]
+        assert draws and all(tuple(n.shape) == (4, 8) for n in draws)

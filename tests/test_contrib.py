@@ -134,6 +134,7 @@ def test_fully_connected_on_several_unknown_leading_dims(backend):
 @pytest.mark.parametrize("optimizer", ["SGD", gf.train.GradientDescentOptimizer,
                                        lambda lr: gf.train.GradientDescentOptimizer(lr)])
 def test_optimize_loss_runs_a_step_and_returns_the_loss(optimizer, backend):
+    pytest.importorskip("tensorboardX", reason="summaries=['loss'] are built with tensorboardX")
     w = gf.Variable(np.array([3.0, -4.0]), name="w")
     loss = gf.reduce_sum(w * w)
     step = gf.train.get_or_create_global_step()

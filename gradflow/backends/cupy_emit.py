@@ -17,14 +17,17 @@ captured as one CUDA graph.
   one such product each (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN).
   CuPy 14 refuses cuBLAS calls during stream capture, so without nvmath-python
   matmuls go through ``cupy.matmul`` and plans run uncaptured.
-- **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream
-  with the memory the capture allocates taken from a pool of its own, kept with the
-  graph: a value that is not in the arena keeps its address on every replay. Host
+- **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream;
+  the memory the capture allocates comes from CuPy's allocator (where the warm runs
+  had theirs) and is kept with the graph: a value that is not in the arena keeps its
+  address on every replay. Host
   work inside a run (an id check reading a value back) fails the capture, and the
   plan runs uncaptured, saying why (``gradflow.capture``).
 
-Written before a GPU run could check it: the GPU tests (``-m gpu``) compare
-captured, uncaptured and NumPy runs.
+First run on a GPU (an H200) on 2026-11-26: the MLP step is captured and its GPU
+tests (``-m gpu``: captured, uncaptured and NumPy runs compared) pass; the capture's
+allocator (above) changed after that run, to let the CNN step's matmuls keep their
+planned buffers, and has not met a GPU since.
 """
 
 from __future__ import annotations
@@ -204,9 +207,18 @@ class CudaGraphCapturer:
     def capture(self, plan, run):
         import cupy
 
-        pool = cupy.cuda.MemoryPool()  # the capture's own memory, kept with its graph
+        # What the run allocates comes from the usual allocator, so that a value the warm
+        # runs placed at some address is placed there again (a matmul is planned on its
+        # buffers' addresses), and is kept with the graph, never handed out again.
+        allocate, kept = cupy.cuda.get_allocator(), []
+
+        def malloc(size):
+            memory = allocate(size)
+            kept.append(memory)
+            return memory
+
         stream = self.stream
-        with stream, cupy.cuda.using_allocator(pool.malloc):
+        with stream, cupy.cuda.using_allocator(malloc):
             stream.begin_capture()
             try:
                 values = run()
@@ -222,5 +234,5 @@ class CudaGraphCapturer:
             graph.launch(stream)
             return values
 
-        replay.keep = (graph, pool, values)
+        replay.keep = (graph, kept, values)
         return values, replay, False

@@ -25,8 +25,15 @@ def _constant_infer(shapes, in_dtypes, value, dtype):
 register("placeholder", None, _placeholder_infer, grad=None, kind="placeholder")
 register("constant", None, _constant_infer, grad=None, kind="constant")
 register("variable", None, _placeholder_infer, grad=None, kind="variable")
-register("random", None, lambda s, d, shape, dtype, **params: (shape, dtype),
-         grad=None, kind="random")
+def _random_infer(shapes, in_dtypes, shape, dtype, **params):
+    """``shape``, or, for a draw shaped like its input, each dimension the input knows."""
+    like = shapes[0] if shapes else None
+    if like is None or shape is None or len(like) != len(shape):
+        return shape, dtype
+    return tuple(s if s is not None else k for s, k in zip(shape, like)), dtype
+
+
+register("random", None, _random_infer, grad=None, kind="random")
 register("group", None, lambda s, d: (None, None), grad=None, kind="group")
 
 

@@ -70,7 +70,7 @@ def fold_constants(graph) -> None:
                 values[node] = value
                 after[node] = tuple(node.control_inputs)
             continue
-        if refine and isinstance(node, PlanNode) and node.opdef.kind == "compute" \
+        if refine and isinstance(node, PlanNode) and node.opdef.kind in ("compute", "random") \
                 and node.shape is not None and not node.shape.is_fully_defined():
             node.shape = _refined_shape(node, graph, values)
         folded = _fold(node, graph, values, after, claimed, sources)

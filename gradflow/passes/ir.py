@@ -147,7 +147,9 @@ def specialized_shape(node, shapes):
     from gradflow.ops.registry import _infer
 
     known = node.shape
-    if node.opdef.kind != "compute" or (known is not None and known.is_fully_defined()):
+    kind = node.opdef.kind
+    shaped_by_inputs = kind == "compute" or (kind == "random" and node.inputs)
+    if not shaped_by_inputs or (known is not None and known.is_fully_defined()):
         return known
     inputs = [_ShapeView(i, shapes) for i in node.inputs]
     try:
