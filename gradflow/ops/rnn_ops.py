@@ -73,16 +73,35 @@ def _grad_infer(shapes, in_dtypes, wrt):
 # -- a = lstm_gates(z): sigmoid(x) = tanh(x / 2) / 2 + 1/2, so one tanh does all four ---
 
 
+_KEPT = {}  # the gate vectors and masks on each library, device and dtype, made once
+
+
+def _kept(xp, like, key, make):
+    """``make()`` (host arrays) as arrays of ``like``'s library, device and dtype, made
+    on the first call for ``key`` and kept: no host-to-device copy in a steady run (a
+    captured CUDA graph cannot make one)."""
+    full = (id(xp), str(_device(like)), str(like.dtype), key)
+    arrays = _KEPT.get(full)
+    if arrays is None:
+        arrays = _KEPT[full] = [xp.asarray(v, dtype=like.dtype, device=_device(like))
+                                for v in make()]
+    return arrays
+
+
 def _gate_vectors(xp, z, forget_bias):
     """``scale, shift, mul, add`` with ``a = tanh(z * scale + shift) * mul + add``."""
-    units = z.shape[-1] // 4
+    return _kept(xp, z, ("gates", z.shape[-1], forget_bias),
+                 lambda: _host_gate_vectors(z.shape[-1] // 4, forget_bias))
+
+
+def _host_gate_vectors(units, forget_bias):
     half = np.full(4 * units, 0.5)
     scale, mul, add = half.copy(), half.copy(), half.copy()
     scale[units:2 * units] = mul[units:2 * units] = 1.0
     add[units:2 * units] = 0.0
     shift = np.zeros(4 * units)
     shift[2 * units:3 * units] = 0.5 * forget_bias
-    return [xp.asarray(v, dtype=z.dtype, device=_device(z)) for v in (scale, shift, mul, add)]
+    return scale, shift, mul, add
 
 
 def _lstm_gates_impl(xp, z, forget_bias):
@@ -90,24 +109,14 @@ def _lstm_gates_impl(xp, z, forget_bias):
     return xp.tanh(z * scale + shift) * mul + add
 
 
-def _lstm_gates_lower(xp, forget_bias):
-    cache = {}
-
-    def gates(z):
-        key = (z.shape[-1], z.dtype)
-        if key not in cache:
-            cache[key] = _gate_vectors(xp, z, forget_bias)
-        scale, shift, mul, add = cache[key]
-        return xp.tanh(z * scale + shift) * mul + add
-
-    return gates
-
-
 def _j_mask(xp, a):
-    units = a.shape[-1] // 4
-    mask = np.zeros(4 * units)
-    mask[units:2 * units] = 1.0
-    return xp.asarray(mask, dtype=a.dtype, device=_device(a))
+    def make():
+        units = a.shape[-1] // 4
+        mask = np.zeros(4 * units)
+        mask[units:2 * units] = 1.0
+        return [mask]
+
+    return _kept(xp, a, ("j mask", a.shape[-1]), make)[0]
 
 
 def _lstm_gates_grad_impl(xp, g, a):  # (1 - a)(a + m): a (1 - a) for sigmoids, 1 - a^2 for tanh
@@ -201,7 +210,7 @@ def _gates_second_order(n, gout):
     return gradients(first, [g, a], grad_ys=gout)
 
 
-register("lstm_gates", _lstm_gates_impl, _gates_infer, lower=_lstm_gates_lower,
+register("lstm_gates", _lstm_gates_impl, _gates_infer,
          grad=lambda n, g: [apply("lstm_gates_grad", [g, n])], exact_grad=True)
 register("lstm_gates_grad", _lstm_gates_grad_impl,
          lambda s, d: (_gates_infer([s[1]], d[1:]))[0:1] + (rules.same_dtype(d),),
