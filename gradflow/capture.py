@@ -33,8 +33,11 @@ import re
 import sys
 import threading
 
-from gradflow.executor import raise_closed
+from gradflow.errors import GradflowError
+from gradflow.executor import bind, node_error, raise_closed
+from gradflow.ops.index_checks import IndexOutOfRange, check_ids
 from gradflow.passes.ir import user_node
+from gradflow.schedule import is_multi
 
 log = logging.getLogger("gradflow.capture")
 
@@ -126,18 +129,27 @@ class CapturedRun:
                 raise NotCapturable(f"the array of variable '{var.name}' is held outside "
                                     "the session (a native fetch?): its updates must be "
                                     "written in place")
-        env.update({k: _store_reader(take.keywords["var"]) for k, take in takers.items()})
         checks = _feed_checks(schedule, plan) if capturer.checks_feeds_first else {}
         self.checks = [(env[key], index) for key, index in checks.items()]
-        for check, index in self.checks:  # this run's feeds too
-            check(feeds[index])
+        id_checks = _id_checks(schedule, plan) if capturer.checks_feeds_first else {}
+        self.id_checks = list(id_checks.values())
+        self._check(feeds)  # this run's feeds too
+        unchecked = {key: bind(backend, node, {**node.attrs, "validate": False})
+                     for key, (node, *_) in id_checks.items()}
+        for key, fn in unchecked.items():  # the plan passes out= to the one it bound
+            if backend.accepts_out(fn) != backend.accepts_out(env[key]):
+                raise NotCapturable(f"{id_checks[key][0].opdef.name} binds differently "
+                                    "without its check of ids")
+        replaced = {key: env[key] for key in list(checks) + list(unchecked)}
+        env.update({k: _store_reader(take.keywords["var"]) for k, take in takers.items()})
         env.update({key: _passed for key in checks})
+        env.update(unchecked)
         try:
             values, self._replay, executed = capturer.capture(
                 plan, lambda: plan.fn(self.inputs, store))
         finally:
             env.update(takers)
-            env.update({key: fn for key, (fn, _) in zip(checks, self.checks)})
+            env.update(replaced)
         # the arrays the capture reads and writes: a replay is valid while the store
         # holds these very arrays (a run of another plan may give a variable a new one)
         self.pinned = [(var, store.get(var)) for var in dict.fromkeys(plan.variables)]
@@ -157,10 +169,19 @@ class CapturedRun:
             for var, array in self.pinned:
                 if store.get(var) is not array:
                     return None
-            for check, index in self.checks:  # a device graph cannot raise: check first
-                check(feeds[index])
+            self._check(feeds)  # a device graph cannot raise: check first
             self._copy_in(feeds)
             return self._replay()
+
+    def _check(self, feeds):
+        for check, index in self.checks:
+            check(feeds[index])
+        xp = self.backend.xp
+        for node, program, size in self.id_checks:
+            try:
+                check_ids(xp, program(feeds), size)
+            except IndexOutOfRange as err:  # as the op itself would have reported it
+                raise node_error(node, err) from None
 
 
 def _check_fetches(schedule):
@@ -195,6 +216,62 @@ def _feed_checks(schedule, plan):
                                 "which a device graph cannot do")
         checks[f"F{position[node]}"] = fed[source]
     return checks
+
+
+def _id_checks(schedule, plan):
+    """``{plan step key: (node, program, size)}`` of the ops that check their ids
+    themselves (``OpDef.id_check``): before each replay, ``program(feeds)`` computes the
+    ids from the feeds (the plan's own steps: slices, concatenations, reshapes; integer
+    values only) and they are checked. Ids computed from anything but feeds and
+    constants make the plan uncapturable."""
+    found = {}
+    for node in schedule.order:
+        spec = node.opdef.id_check(node) if node.opdef.id_check else None
+        if spec is None:
+            continue
+        at, size = spec
+        program = _integer_program(node.inputs[at], schedule, plan)
+        if program is None or size is None:
+            origin = user_node(node)
+            raise NotCapturable(f"{node.opdef.name} '{origin.name}' (created at "
+                                f"{origin.source}) checks ids computed in the run, which "
+                                "a device graph cannot do")
+        found[f"F{schedule.position[node]}"] = (node, program, size)
+    return found
+
+
+def _integer_program(target, schedule, plan):
+    """``program(feeds)``: the value of ``target`` computed again from the feeds by the
+    plan's own steps, where every step on the way is an integer computation of feeds
+    and constants; else None."""
+    env, position = plan.fn.__globals__, schedule.position
+    fed = {t: i for i, t in enumerate(plan.fed)}
+    needed, stack = set(), [target]
+    while stack:
+        node = stack.pop()
+        if node in needed or node in fed:
+            continue
+        kind = node.opdef.kind
+        if kind == "constant" and f"C{position.get(node)}" in env:
+            needed.add(node)
+            continue
+        if kind != "compute" or node.dtype is None or not node.dtype.is_integer \
+                or is_multi(node) or f"F{position.get(node)}" not in env:
+            return None
+        needed.add(node)
+        stack.extend(node.inputs)
+    steps = [n for n in schedule.order if n in needed]
+
+    def program(feeds):
+        values = {t: feeds[i] for t, i in fed.items()}
+        for node in steps:
+            if node.opdef.kind == "constant":
+                values[node] = env[f"C{position[node]}"]
+            else:
+                values[node] = env[f"F{position[node]}"](*[values[i] for i in node.inputs])
+        return values[target]
+
+    return program
 
 
 def _passed(value):
@@ -289,6 +366,8 @@ def run_captured(session, plan, feeds):
         if alone:
             try:
                 plan.captured = CapturedRun(plan, backend, capturer, inputs, session._store)
+            except GradflowError:  # this run's feeds failed a check: the user's error
+                raise
             except Exception as err:  # the plan stays as it was: uncaptured
                 return _uncaptured(plan, err)
     if plan.captured is None:  # another thread is using the device: capture at a later run

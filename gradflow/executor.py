@@ -97,13 +97,15 @@ def _missing_feed(node, fetches):
         f"the placeholder was created at {node.source}")
 
 
-def _bind(backend, node):
+def bind(backend, node, attrs=None):
+    """The backend's callable for ``node`` (its attrs, or ``attrs`` in their place)."""
     if node.opdef is FUSED:
-        return backend.fused(node.attrs["program"], lambda member: _bind(backend, member))
+        return backend.fused(node.attrs["program"], lambda member: bind(backend, member))
+    attrs = node.attrs if attrs is None else attrs
     lower = backend.overrides.get(node.opdef.name) or node.opdef.lowerings.get(backend.name)
     if lower:
-        return lower(backend.xp, **node.attrs)
-    return node.opdef.bind(backend.xp, node.attrs)
+        return lower(backend.xp, **attrs)
+    return node.opdef.bind(backend.xp, attrs)
 
 
 class _Bound:
@@ -198,7 +200,7 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
         targets = optimize(fetches, fed, feed_shapes).outputs
     order, commit_start = run_order(targets, fed_set)
     backend = session.backend
-    fns = {node: _bind(backend, node) for node in order
+    fns = {node: bind(backend, node) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
     # a call op binds from the user's node: its inputs sit at the same positions
     fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
@@ -410,6 +412,27 @@ def _random_source(session, node, fetched):
     if node.inputs:  # the shape comes from the input's value at run time
         return lambda like: asarray(draw_host(rng, attrs, like.shape))
     return lambda: asarray(draw_host(rng, attrs))
+
+
+def node_error(node, err):
+    """The error a run reports for ``err``, raised by the step of ``node``: naming the
+    node, its inputs, its static shape and the user's line that built it."""
+    inputs = ", ".join(f"'{i.name}'" for i in node.inputs) or "none"
+    if _out_of_memory(err):
+        return ResourceExhaustedError(
+            f"{node.type} '{node.name}' ran out of memory: {err} (inputs: {inputs}; "
+            f"static shape {node.shape}; created at {node.source})")
+    return InvalidArgumentError(
+        f"{node.type} '{node.name}' failed at run time: {err} (inputs: {inputs}; "
+        f"static shape {node.shape}; created at {node.source})")
+
+
+def _out_of_memory(err) -> bool:
+    """Whether ``err`` says the array library could not allocate (NumPy's MemoryError,
+    torch's RuntimeError from its allocator, CUDA's out-of-memory errors)."""
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "can't allocate memory" in text \
+        or "out of memory" in text
 
 
 def node_at_failure(plan, tb):

@@ -17,6 +17,7 @@ from gradflow.executor import (
     compile_plan,
     is_feedable,
     node_at_failure,
+    node_error,
     raise_closed,
 )
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
@@ -356,16 +357,7 @@ class Session:
         if isinstance(err, GradflowError):  # gradflow's own errors name the culprit, and
             return err  # OutOfRangeError must reach the user as it is (end of a data set)
         node = node_at_failure(plan, err.__traceback__)
-        if node is None:
-            return err
-        inputs = ", ".join(f"'{i.name}'" for i in node.inputs) or "none"
-        if _out_of_memory(err):
-            return ResourceExhaustedError(
-                f"{node.type} '{node.name}' ran out of memory: {err} (inputs: {inputs}; "
-                f"static shape {node.shape}; created at {node.source})")
-        return InvalidArgumentError(
-            f"{node.type} '{node.name}' failed at run time: {err} (inputs: {inputs}; "
-            f"static shape {node.shape}; created at {node.source})")
+        return err if node is None else node_error(node, err)
 
     # -- variables -------------------------------------------------------------
     def _initialize_missing(self, variables):
@@ -411,14 +403,6 @@ class Session:
                 entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
             rng = self._rngs[node] = np.random.default_rng(entropy)
         return rng
-
-
-def _out_of_memory(err) -> bool:
-    """Whether ``err`` says the array library could not allocate (NumPy's MemoryError,
-    torch's RuntimeError from its allocator, CUDA's out-of-memory errors)."""
-    text = str(err).lower()
-    return isinstance(err, MemoryError) or "can't allocate memory" in text \
-        or "out of memory" in text
 
 
 def _record_trace(plan, run_metadata, backend):

@@ -226,3 +226,45 @@ def test_a_draw_shaped_like_a_fed_batch_knows_its_shape_in_the_batchs_plan():
         plan = next(p for p in sess._plans.values() if getattr(p, "specialized", False))
         draws = [n for n in plan.schedule.order if n.opdef.kind == "random"]
         assert draws and all(tuple(n.shape) == (4, 8) for n in draws)
+
+
+def _embedding_steps(capture, monkeypatch, feeds):
+    """``(losses or error messages, table, plan)`` of an Adam step on the rows that
+    columns of fed ids pick, with the device graph's capture rule on NumPy."""
+    graph = gf.Graph()
+    with graph.as_default():
+        ids = gf.placeholder(gf.int64, (None, 3), name="ids")
+        table = gf.Variable(np.arange(20.0).reshape(10, 2), name="table")
+        rows = [gf.nn.embedding_lookup(table, ids[:, t]) for t in range(3)]
+        loss = gf.reduce_sum(gf.square(gf.concat(rows, 0)))
+        train = gf.train.AdamOptimizer(0.01).minimize(loss)
+        init = gf.global_variables_initializer()
+    out = []
+    with gf.Session(graph=graph, capture=capture) as sess:
+        monkeypatch.setattr(sess.backend, "capturer", _ChecksFirst)
+        sess.run(init)
+        for feed in feeds:
+            try:
+                out.append(sess.run([loss, train], {ids: feed})[0])
+            except gf.errors.InvalidArgumentError as err:
+                out.append(str(err))
+        plan = next((p for p in sess._plans.values() if getattr(p, "captured", None)), None)
+        return out, sess.run(table), plan
+
+
+def test_ids_picked_from_a_feed_are_checked_before_the_replay(monkeypatch):
+    """A gather checks its ids itself; a device graph cannot raise, so the replay checks
+    the fed ids first (through the slice that picks them), with the error the op gives,
+    and the bad step changes nothing."""
+    rng = np.random.default_rng(0)
+    feeds = [rng.integers(0, 10, (4, 3)) for _ in range(WARM_RUNS + 4)]
+    bad = feeds[1].copy()
+    bad[2, 1] = 10
+    feeds.insert(WARM_RUNS + 2, bad)
+    got, table, plan = _embedding_steps(True, monkeypatch, feeds)
+    want, want_table, _ = _embedding_steps(False, monkeypatch, feeds)
+    assert plan is not None and plan.captured.id_checks, plan and plan.capture_failure
+    assert isinstance(got[WARM_RUNS + 2], str) and "] = 10 is not in [0, 10)" in \
+        got[WARM_RUNS + 2]
+    assert got == want  # the same losses, and the same error message
+    np.testing.assert_array_equal(table, want_table)

@@ -130,8 +130,10 @@ def lower_concat(xp, axis):
 
 def lower_gather(xp, axis, validate=True):
     def gather(params, indices, out=None):
-        if out is None or not validate:
+        if out is None:
             return _gather_impl(np, params, indices, axis, validate)
+        if not validate:  # NumPy's own rule for the ids, as the unchecked gather has
+            return np.take(params, indices, axis=axis, out=out)
         check_ids(np, indices, params.shape[axis])
         # "clip" once the ids are checked: take's default "raise" copies through a buffer
         return np.take(params, indices, axis=axis, out=out, mode="clip")

@@ -644,12 +644,25 @@ def _gather_attrs(n):
     return {"axis": n.attrs["axis"], "validate": n.attrs.get("validate", True)}
 
 
+def _id_check_against(params_at):
+    """``id_check`` of a gather (``params_at`` 0) or its gradient (2): the ids are input
+    1, checked against the size of the gathered axis."""
+    def id_check(n):
+        if not n.attrs.get("validate", True):
+            return None
+        shape = n.inputs[params_at].shape
+        return 1, None if shape is None else shape[n.attrs["axis"]]
+
+    return id_check
+
+
 register("gather", _gather_impl, _gather_infer,
          grad=lambda n, g: [apply("gather_grad", [g, n.inputs[1], n.inputs[0]],
-                                  **_gather_attrs(n)), None])
+                                  **_gather_attrs(n)), None],
+         id_check=_id_check_against(0))
 register("gather_grad", gather_grad_impl, lambda s, d, axis, validate=True: (s[2], d[0]),
          grad=lambda n, g: [apply("gather", [g, n.inputs[1]], **_gather_attrs(n)), None, None],
-         shape_only_inputs=(2,))
+         shape_only_inputs=(2,), id_check=_id_check_against(2))
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):

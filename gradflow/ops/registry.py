@@ -53,6 +53,11 @@ class OpDef:
       checking the value it was made from (a captured run checks the feed instead).
     - ``rearranges``: its result holds exactly its first input's elements, in another
       shape or order (``reshape``, ``transpose``).
+    - ``id_check(node)``: for an op that checks integer ids itself (its ``validate``
+      attr: ``gather``), ``(input position, size)`` where ``node`` checks that the ids
+      there lie in ``[0, size)`` (size None when unknown), else None. A device graph
+      cannot raise, so a capture makes that check before each replay and captures the
+      op bound with ``validate=False``.
     - ``pass_through``: returns its one input unchanged (common-subexpression elimination
       sees through it).
     - ``shape_noop``: a shape op that does nothing once its output has its first input's
@@ -88,6 +93,7 @@ class OpDef:
     check: bool = False
     checks_elements: bool = False
     rearranges: bool = False
+    id_check: Optional[Callable] = field(default=None, compare=False)
     pass_through: bool = False
     shape_noop: bool = False
     view: bool = False
