@@ -3,7 +3,8 @@
 A plan whose schedule is capturable (``gradflow.schedule``: no host-side random
 draws, no host code, fixed shapes, every variable updated in place) is captured
 once, after ``WARM_RUNS`` ordinary runs have taken its buffers and compiled its
-kernels: its feeds are copied into fixed input arrays, the run is captured by the
+kernels (they read the feeds from the fixed input arrays the capture reads, so that
+what is planned per buffer is planned for those): the run is captured by the
 backend's ``capturer()``, and every later run copies the new feeds into those
 arrays and replays the capture, all under the session's store lock (a run still
 sees all or none of another run's updates). The fetched values live in the same
@@ -13,8 +14,10 @@ A capturer is an object with ``capture(plan, run) -> (values, replay, executed)`
 (``run()`` runs the plan once; ``replay()`` repeats it and returns its fetched
 values; ``executed`` says whether capturing ran it too), ``check(schedule)``,
 raising ``NotCapturable`` with the reason where it cannot capture that schedule,
-and ``checks_feeds_first``: whether run-time checks (labels in range) are made on
-the feeds before each replay instead of inside it (a device graph cannot raise).
+and ``checks_feeds_first``: whether run-time checks (labels in range, a gather's
+ids) are made on the feeds before each replay instead of inside it (a device graph
+cannot raise). A backend with a ``gate`` (``CaptureGate``) captures only while no
+other thread works on its device.
 The CuPy backend's captures a CUDA graph on its stream;
 ``RecordingCapturer`` is the CPU's: it records every op call of the run and
 replays the calls, which repeats the run only if every value lives in the same

@@ -41,8 +41,9 @@ def test_captured_and_uncaptured_runs_agree_with_numpy(name):
         np.testing.assert_allclose(b, ref, rtol=2e-3, atol=2e-4)
 
 
-def test_the_mlp_step_is_captured():
-    _, plans = _train("mlp", "cupy", capture=True)
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_the_training_step_is_captured(name):
+    _, plans = _train(name, "cupy", capture=True)
     assert any(p.captured is not None for p in plans), [p.capture_failure for p in plans]
 
 
