@@ -639,6 +639,31 @@ def test_layout_copies_sink_past_the_bias_and_relu_between_nchw_layers(backend, 
     _assert_same(*_both(backend, [y] + grads, feed), rtol=1e-5, atol=1e-4)
 
 
+def test_a_forward_op_and_its_gradient_reading_one_copy_move_together(backend):
+    """``x * scale`` (batch norm at inference) and its gradient in ``scale``, ``g * x``,
+    both read the conv's copy; the gradient's ``g`` becomes a copy only once the forward
+    ops have moved. Both move, and the copies are those of the block without them."""
+    rng = np.random.default_rng(3)
+    x = gf.placeholder(gf.float32, (2, 3, 8, 8))
+    w = gf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    scale = gf.Variable(rng.standard_normal((1, 4, 1, 1)).astype(np.float32))
+    h = gf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    h = gf.nn.relu(h * scale + 0.25)
+    y = gf.nn.max_pool(h, [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW")
+    grads = gf.gradients(gf.reduce_sum(y), [w, scale])
+    graph = PlanGraph(grads, [x])
+    drop_shape_noops(graph)
+    rewrite_algebra(graph)
+    unsunk = len(_computed(graph, "image_layout"))
+    sink_layouts(graph)
+    rewrite_algebra(graph)
+    # left: x to NHWC, the pool's output to NCHW for the sum, and the sum's gradient
+    # back (one sweep that moves an op only with its readers left all 7)
+    assert len(_computed(graph, "image_layout")) == 3 < unsunk == 7
+    feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    _assert_same(*_both(backend, grads, feed), rtol=1e-5, atol=1e-4)
+
+
 def test_layout_copies_stay_where_an_input_broadcasts_along_two_axes():
     x = gf.placeholder(gf.float32, (2, 3, 4, 4))
     w = gf.Variable(np.ones((1, 1, 3, 3), np.float32))

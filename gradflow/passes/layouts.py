@@ -14,8 +14,11 @@ pass moves each copy past the elementwise ops that read it:
 - ``unbroadcast(image_layout(y, P), b)`` (a bias's gradient) becomes
   ``reshape_like(unbroadcast(y, b'), b)``.
 
-``rewrite_algebra`` then cancels each copy that meets its inverse (the pool's),
-and copies nothing reads any more are gone. Elementwise ops give the same values
+An op moves only where the copy it reads is needed by nothing else afterwards. The
+ops that can all move together are found first (``_movable``): a forward op and the
+gradient op that reads the same copy (``x * scale`` and ``g * x``) each wait for the
+other in a single sweep. ``rewrite_algebra`` then cancels each copy that meets its
+inverse (the pool's), and copies nothing reads any more are gone. Elementwise ops give the same values
 in either layout; a bias gradient sums the same terms in another order.
 """
 
@@ -34,6 +37,7 @@ def sink_layouts(graph) -> None:
     elementwise op moves a copy only where nothing else keeps that copy: moving it
     would otherwise add a copy of the op's result where there was none."""
     readers, fetched = graph.consumers(), set(graph.outputs)
+    movable = _movable(graph.nodes(), readers, fetched)
     replaced = {}  # node -> the node standing for it, as the sweep goes
     stands_for = {}  # and back
 
@@ -56,7 +60,7 @@ def sink_layouts(graph) -> None:
             return False
         perm = _copy_perm(copy)
         for reader in readers.get(source, ()):
-            if reader is node or _copy_perm(reader) == _inverse(perm):
+            if reader is node or reader in movable or _copy_perm(reader) == _inverse(perm):
                 continue
             if reader.opdef.scalar is not None and reader.shape is not None:
                 full = [current(i) for i in reader.inputs
@@ -83,6 +87,48 @@ def sink_layouts(graph) -> None:
         return apply
 
     apply_rules(graph, rule_for)
+
+
+def _movable(nodes, readers, fetched):
+    """The elementwise ops that can all move together: each one's full-shape inputs are
+    layout copies by one permutation or ops of the set with that permutation, its other
+    inputs one-axis broadcasts, and every reader of a copy that one of them reads is in
+    the set, a copy back or a bias gradient. The largest such set, so that a forward op
+    and the gradient op that reads the same copy (which can move only once the forward
+    op has) move together, where one sweep would move neither."""
+    candidates = {n for n in nodes if n.opdef.scalar is not None and is_elementwise(n)
+                  and _static(n.shape) and len(n.shape) == 4 and not n.control_inputs}
+    while True:
+        perms = {}
+        changed = True
+        while changed:  # each candidate's permutation, from its copies and candidates
+            changed = False
+            for n in candidates:
+                found = set()
+                for i in n.inputs:
+                    if tuple(i.shape or ()) != tuple(n.shape):
+                        continue
+                    found |= {_copy_perm(i)} if _copy_perm(i) else perms.get(i, set())
+                if found - perms.get(n, set()):
+                    perms[n] = perms.get(n, set()) | found
+                    changed = True
+        keep = set()
+        for n in candidates:
+            full = [i for i in n.inputs if tuple(i.shape or ()) == tuple(n.shape)]
+            if len(perms.get(n, ())) == 1 and all(
+                    _copy_perm(i) or i in candidates for i in full) and all(
+                    _one_axis(i.shape) for i in n.inputs if i not in full):
+                keep.add(n)
+        for copy in {i for n in keep for i in n.inputs if _copy_perm(i)}:
+            perm = _copy_perm(copy)
+            if copy in fetched or not all(
+                    r in keep or _copy_perm(r) == _inverse(perm)
+                    or (r.opdef.name == "unbroadcast" and _one_axis(r.inputs[1].shape))
+                    for r in readers.get(copy, ())):
+                keep -= set(readers.get(copy, ()))
+        if keep == candidates:
+            return keep
+        candidates = keep
 
 
 def _inverse(perm):
