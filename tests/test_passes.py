@@ -8,6 +8,7 @@ the same numbers, gradients and training steps on every backend.
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 import pytest
@@ -662,6 +663,36 @@ def test_a_forward_op_and_its_gradient_reading_one_copy_move_together(backend):
     assert len(_computed(graph, "image_layout")) == 3 < unsunk == 7
     feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
     _assert_same(*_both(backend, grads, feed), rtol=1e-5, atol=1e-4)
+
+
+def test_nchw_batch_norm_in_training_keeps_no_copy_of_its_own(backend):
+    """Batch norm in training (moments summed over N, H and W, its gradient broadcasting
+    channel values, every gradient op after the moving averages' updates): the block
+    keeps the big copies of the same block without batch norm, and the numbers stay."""
+    rng = np.random.default_rng(4)
+
+    def block(norm):
+        gf.set_random_seed(4)  # the same initial weights in both sessions of _both
+        x = gf.placeholder(gf.float32, (2, 3, 8, 8))
+        h = gf.layers.conv2d(x, 4, 3, padding="same", data_format="channels_first")
+        if norm:
+            h = gf.layers.batch_normalization(h, axis=1, training=True)
+        h = gf.layers.max_pooling2d(gf.nn.relu(h), 2, 2, data_format="channels_first")
+        with gf.control_dependencies(gf.get_collection(gf.GraphKeys.UPDATE_OPS)):
+            grads = gf.gradients(gf.reduce_sum(h * h), gf.trainable_variables() + [x])
+        graph = PlanGraph(grads, [x])
+        drop_shape_noops(graph)
+        sink_layouts(graph)
+        rewrite_algebra(graph)
+        big = [n for n in _computed(graph, "image_layout") if math.prod(n.shape) > 4]
+        return x, grads, len(big)
+
+    _, _, plain = block(False)
+    gf.reset_default_graph()
+    x, grads, normed = block(True)
+    assert normed == plain
+    feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    _assert_same(*_both(backend, grads, feed), rtol=1e-4, atol=1e-4)
 
 
 def test_layout_copies_stay_where_an_input_broadcasts_along_two_axes():

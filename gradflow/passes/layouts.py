@@ -12,14 +12,26 @@ pass moves each copy past the elementwise ops that read it:
   b'), P)``, with ``b'`` the same values reshaped to broadcast along that axis in
   ``x``'s layout;
 - ``unbroadcast(image_layout(y, P), b)`` (a bias's gradient) becomes
-  ``reshape_like(unbroadcast(y, b'), b)``.
+  ``reshape_like(unbroadcast(y, b'), b)``;
+- ``reduce_sum(image_layout(x, P), axes, keepdims=True)`` (or ``reduce_mean``) with a
+  one-axis result (batch norm's moments) becomes ``image_layout(reduce_sum(x, axes'),
+  P)``, a copy of a few values;
+- an elementwise op of one-axis values broadcast to the full shape
+  (``broadcast_like(b, x) * c``, a channel sum's gradient) becomes
+  ``broadcast_like(b * c, x)``, and an op that reads such a broadcast takes ``b``
+  itself, which broadcasts in the op all the same.
+
+A moved op keeps its control inputs (TF1's batch norm puts every gradient op after
+the moving averages' updates), and a copy that runs after other nodes counts as a
+copy only for readers that run after them too.
 
 An op moves only where the copy it reads is needed by nothing else afterwards. The
 ops that can all move together are found first (``_movable``): a forward op and the
 gradient op that reads the same copy (``x * scale`` and ``g * x``) each wait for the
 other in a single sweep. ``rewrite_algebra`` then cancels each copy that meets its
-inverse (the pool's), and copies nothing reads any more are gone. Elementwise ops give the same values
-in either layout; a bias gradient sums the same terms in another order.
+inverse (the pool's), and copies nothing reads any more are gone. Elementwise ops
+give the same values in either layout; a bias gradient or a channel's sum (batch
+norm's moments) sums the same terms in another order.
 """
 
 from __future__ import annotations
@@ -58,22 +70,28 @@ def sink_layouts(graph) -> None:
         source = original(copy)
         if source in fetched or copy in fetched:
             return False
-        perm = _copy_perm(copy)
+        perm = _copy_perm(copy, node)
         for reader in readers.get(source, ()):
             if reader is node or reader in movable or _copy_perm(reader) == _inverse(perm):
                 continue
             if reader.opdef.scalar is not None and reader.shape is not None:
                 full = [current(i) for i in reader.inputs
                         if tuple(i.shape or ()) == tuple(reader.shape)]
-                if all(_copy_perm(i) == perm for i in full):
+                if all(_copy_perm(i, reader) == perm for i in full):
                     continue
             elif reader.opdef.name == "unbroadcast" and _one_axis(reader.inputs[1].shape):
                 continue  # a bias gradient: it reads the source too (below)
+            elif _sums_to_one_axis(reader, copy):
+                continue  # a channel's sum (batch norm's moments): it reads the source too
+            elif _broadcast_of_one_axis(reader) and all(
+                    r in movable for r in readers.get(reader, ())):
+                continue  # reads only the copy's shape, and its readers take its value
             return False
         return True
 
     def rule_for(node):
         rule = _unbroadcast if node.opdef.name == "unbroadcast" else \
+            _reduction if node.opdef.name in _SUMS else \
             _elementwise if node.opdef.scalar is not None else None
         if rule is None:
             return None
@@ -97,7 +115,8 @@ def _movable(nodes, readers, fetched):
     and the gradient op that reads the same copy (which can move only once the forward
     op has) move together, where one sweep would move neither."""
     candidates = {n for n in nodes if n.opdef.scalar is not None and is_elementwise(n)
-                  and _static(n.shape) and len(n.shape) == 4 and not n.control_inputs}
+                  and _static(n.shape) and len(n.shape) == 4
+                  and not _broadcast_values(n)}
     while True:
         perms = {}
         changed = True
@@ -108,22 +127,26 @@ def _movable(nodes, readers, fetched):
                 for i in n.inputs:
                     if tuple(i.shape or ()) != tuple(n.shape):
                         continue
-                    found |= {_copy_perm(i)} if _copy_perm(i) else perms.get(i, set())
+                    found |= {_copy_perm(i, n)} if _copy_perm(i, n) else perms.get(i, set())
                 if found - perms.get(n, set()):
                     perms[n] = perms.get(n, set()) | found
                     changed = True
         keep = set()
         for n in candidates:
-            full = [i for i in n.inputs if tuple(i.shape or ()) == tuple(n.shape)]
+            full = [i for i in n.inputs if tuple(i.shape or ()) == tuple(n.shape)
+                    and not _broadcast_of_one_axis(i) and not _broadcast_values(i)]
             if len(perms.get(n, ())) == 1 and all(
-                    _copy_perm(i) or i in candidates for i in full) and all(
-                    _one_axis(i.shape) for i in n.inputs if i not in full):
+                    _copy_perm(i, n) or i in candidates for i in full) and all(
+                    _one_axis(_value_shape(i)) for i in n.inputs if i not in full):
                 keep.add(n)
-        for copy in {i for n in keep for i in n.inputs if _copy_perm(i)}:
-            perm = _copy_perm(copy)
+        for copy, reader in {(i, n) for n in keep for i in n.inputs if _copy_perm(i, n)}:
+            perm = _copy_perm(copy, reader)
             if copy in fetched or not all(
                     r in keep or _copy_perm(r) == _inverse(perm)
                     or (r.opdef.name == "unbroadcast" and _one_axis(r.inputs[1].shape))
+                    or _sums_to_one_axis(r, copy)
+                    or (_broadcast_of_one_axis(r) and r not in fetched
+                        and all(q in keep for q in readers.get(r, ())))
                     for r in readers.get(copy, ())):
                 keep -= set(readers.get(copy, ()))
         if keep == candidates:
@@ -131,16 +154,65 @@ def _movable(nodes, readers, fetched):
         candidates = keep
 
 
+def _broadcast_of_one_axis(node):
+    """Whether ``node`` is ``broadcast_like(b, like)`` of a one-axis ``b`` (the gradient
+    of a channel's sum): it reads only ``like``'s shape."""
+    return node.opdef.name == "broadcast_like" and _one_axis(node.inputs[0].shape)
+
+
+def _broadcast_values(node, inputs=None):
+    """Whether the elementwise ``node`` reads broadcast one-axis values (or ops of them,
+    which the sweep makes broadcasts) and otherwise only one-axis values: its result is
+    one-axis too, broadcast."""
+    if node.opdef.scalar is None:
+        return False
+    inputs = node.inputs if inputs is None else inputs
+    spread = [_broadcast_of_one_axis(i) or _broadcast_values(i) for i in inputs]
+    return any(spread) and all(s or _one_axis(i.shape) for s, i in zip(spread, inputs)) \
+        and _one_axis(_broadcast_shape([_value_shape(i) for i in inputs]))
+
+
+def _broadcast_shape(shapes):
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    return tuple(max(d) for d in zip(*padded))
+
+
+def _value_shape(node):
+    """The shape of the one-axis value ``node`` broadcasts (``_broadcast_of_one_axis``,
+    ``_broadcast_values``), else its own."""
+    if _broadcast_of_one_axis(node):
+        return node.inputs[0].shape
+    if _broadcast_values(node):
+        return _broadcast_shape([_value_shape(i) for i in node.inputs])
+    return node.shape
+
+
+_SUMS = ("reduce_sum", "reduce_mean")
+
+
+def _sums_to_one_axis(node, x):
+    """Whether ``node``, reading ``x``, reduces a layout copy to a one-axis result and
+    keeps its dims (a channel's sum or mean, as in batch norm's moments)."""
+    return node.opdef.name in _SUMS and bool(node.attrs.get("keepdims")) \
+        and node.attrs.get("axes") is not None and _copy_perm(x, node) is not None \
+        and _one_axis(node.shape)
+
+
 def _inverse(perm):
     return tuple(perm.index(a) for a in range(len(perm)))
 
 
-def _copy_perm(node):
-    """The permutation of ``node`` if it is a layout copy the plan computes, else None."""
-    if node.opdef.kind == "compute" and node.opdef.name == "image_layout" \
-            and not node.control_inputs:
-        return tuple(node.attrs["perm"])
-    return None
+def _copy_perm(node, reader=None):
+    """The permutation of ``node`` if it is a layout copy the plan computes, else None.
+    A copy that runs after other nodes (``control_inputs``) counts only for a ``reader``
+    that runs after them too: reading the copy's source keeps that order."""
+    if node.opdef.kind != "compute" or node.opdef.name != "image_layout":
+        return None
+    if node.control_inputs and (reader is None or not set(node.control_inputs)
+                                <= set(reader.control_inputs)):
+        return None
+    return tuple(node.attrs["perm"])
 
 
 def _static(shape):
@@ -168,16 +240,26 @@ def _in_source_layout(node, b, perm):
                  f"{b.name}/in_source_layout")
 
 
-def _made(node, op, inputs, attrs, shape, dtype, name=None):
+def _made(node, op, inputs, attrs, shape, dtype, name=None, after=()):
+    """A node standing for ``node``; ``after``: its control inputs (the moved op keeps
+    those of ``node``: it still runs after what ``node`` ran after)."""
     return PlanNode.standing_for(node, REGISTRY[op], inputs, attrs, shape=shape,
-                                 dtype=dtype, name=name)
+                                 dtype=dtype, name=name, control_inputs=after)
 
 
 def _elementwise(node, inputs, moves_freely):
-    if not is_elementwise(node) or not _static(node.shape) or len(node.shape) != 4 \
-            or node.control_inputs:
+    if not is_elementwise(node) or not _static(node.shape) or len(node.shape) != 4:
         return None
-    copies = [_copy_perm(x) if tuple(x.shape or ()) == tuple(node.shape) else None
+    if _broadcast_values(node, inputs):  # (b * c broadcast like x) -> broadcast of b * c
+        small = [x.inputs[0] if _broadcast_of_one_axis(x) else x for x in inputs]
+        like = next(x.inputs[1] for x in inputs if _broadcast_of_one_axis(x))
+        shape = _broadcast_shape([x.shape for x in small])
+        inner = _made(node, node.opdef.name, small, node.attrs, shape, node.dtype,
+                      f"{node.name}/of_one_axis", after=node.control_inputs)
+        return _made(node, "broadcast_like", [inner, like], {}, tuple(node.shape), node.dtype)
+    # a one-axis value broadcast to the full shape broadcasts in the op all the same
+    inputs = [x.inputs[0] if _broadcast_of_one_axis(x) else x for x in inputs]
+    copies = [_copy_perm(x, node) if tuple(x.shape or ()) == tuple(node.shape) else None
               for x in inputs]
     perms = set(copies) - {None}
     if len(perms) != 1 or not all(c is not None or _one_axis(x.shape)
@@ -190,7 +272,21 @@ def _elementwise(node, inputs, moves_freely):
              for x, c in zip(inputs, copies)]
     source_shape = tuple(node.shape[perm.index(a)] for a in range(4))
     inner = _made(node, node.opdef.name, moved, node.attrs, source_shape, node.dtype,
-                  f"{node.name}/in_source_layout")
+                  f"{node.name}/in_source_layout", after=node.control_inputs)
+    return _made(node, "image_layout", [inner], {"perm": perm}, tuple(node.shape),
+                 node.dtype)
+
+
+def _reduction(node, inputs, moves_freely):
+    # reading the source instead of the copy never adds a copy: no moves_freely check
+    (x,) = inputs
+    perm = _copy_perm(x, node)
+    if not _sums_to_one_axis(node, x) or not _static(x.shape) or len(x.shape) != 4:
+        return None
+    axes = tuple(sorted(perm[a % 4] for a in node.attrs["axes"]))  # the source's axes
+    shape = tuple(1 if a in axes else d for a, d in enumerate(x.inputs[0].shape))
+    inner = _made(node, node.opdef.name, [x.inputs[0]], {**node.attrs, "axes": axes},
+                  shape, node.dtype, f"{node.name}/in_source_layout", after=node.control_inputs)
     return _made(node, "image_layout", [inner], {"perm": perm}, tuple(node.shape),
                  node.dtype)
 
@@ -198,11 +294,11 @@ def _elementwise(node, inputs, moves_freely):
 def _unbroadcast(node, inputs, moves_freely):
     # reading the source instead of the copy never adds a copy: no moves_freely check
     g, like = inputs
-    perm = _copy_perm(g)
-    if perm is None or node.control_inputs or not _one_axis(like.shape) \
+    perm = _copy_perm(g, node)
+    if perm is None or not _one_axis(like.shape) \
             or not _static(g.shape) or len(g.shape) != 4:
         return None
     target = _in_source_layout(node, like, perm)
     summed = _made(node, "unbroadcast", [g.inputs[0], target], {}, tuple(target.shape),
-                   node.dtype, f"{node.name}/in_source_layout")
+                   node.dtype, f"{node.name}/in_source_layout", after=node.control_inputs)
     return _made(node, "reshape_like", [summed, like], {}, tuple(like.shape), node.dtype)

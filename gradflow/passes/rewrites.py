@@ -186,20 +186,23 @@ def _negative(node, inputs, graph):
     return None
 
 
-def _permutation(node):
+def _permutation(node, ordered=False):
     """The axes ``node`` permutes its input by, if it is a layout copy or a transpose the
-    plan computes (with no control inputs), else None."""
+    plan computes (with no control inputs, unless ``ordered``: the caller keeps them),
+    else None."""
     if (_computed(node, "image_layout") or _computed(node, "transpose")) \
-            and not node.control_inputs and node.attrs.get("perm") is not None:
+            and (ordered or not node.control_inputs) and node.attrs.get("perm") is not None:
         return tuple(node.attrs["perm"])
     return None
 
 
 def _image_layout(node, inputs, graph):
     (y,) = inputs
-    outer, inner = _permutation(node), _permutation(y)
+    outer, inner = _permutation(node, True), _permutation(y, True)
     if outer is not None and inner is not None and len(outer) == len(inner) \
             and tuple(inner[p] for p in outer) == tuple(range(len(outer))):
+        if node.control_inputs or y.control_inputs:  # the source, after the same nodes
+            return _like(node, "identity", [y.inputs[0]], {}, [y])
         return y.inputs[0]
     return None
 
