@@ -49,7 +49,8 @@ def sink_layouts(graph) -> None:
     elementwise op moves a copy only where nothing else keeps that copy: moving it
     would otherwise add a copy of the op's result where there was none."""
     readers, fetched = graph.consumers(), set(graph.outputs)
-    movable = _movable(graph.nodes(), readers, fetched)
+    memo = {}  # node -> the one-axis value it broadcasts, or None (_spread_shape)
+    movable = _movable(graph.nodes(), readers, fetched, memo)
     replaced = {}  # node -> the node standing for it, as the sweep goes
     stands_for = {}  # and back
 
@@ -97,7 +98,7 @@ def sink_layouts(graph) -> None:
             return None
 
         def apply(node, inputs, graph):
-            result = rule(node, inputs, moves_freely)
+            result = rule(node, inputs, moves_freely, memo)
             if result is not None:
                 replaced[node], stands_for[result] = result, node
             return result
@@ -107,38 +108,35 @@ def sink_layouts(graph) -> None:
     apply_rules(graph, rule_for)
 
 
-def _movable(nodes, readers, fetched):
+def _movable(nodes, readers, fetched, memo):
     """The elementwise ops that can all move together: each one's full-shape inputs are
     layout copies by one permutation or ops of the set with that permutation, its other
     inputs one-axis broadcasts, and every reader of a copy that one of them reads is in
     the set, a copy back or a bias gradient. The largest such set, so that a forward op
     and the gradient op that reads the same copy (which can move only once the forward
     op has) move together, where one sweep would move neither."""
-    candidates = {n for n in nodes if n.opdef.scalar is not None and is_elementwise(n)
-                  and _static(n.shape) and len(n.shape) == 4
-                  and not _broadcast_values(n)}
+    order = [n for n in nodes if n.opdef.scalar is not None and is_elementwise(n)
+             and _static(n.shape) and len(n.shape) == 4 and _spread_shape(n, memo) is None]
+    candidates = set(order)
     while True:
-        perms = {}
-        changed = True
-        while changed:  # each candidate's permutation, from its copies and candidates
-            changed = False
-            for n in candidates:
-                found = set()
-                for i in n.inputs:
-                    if tuple(i.shape or ()) != tuple(n.shape):
-                        continue
-                    found |= {_copy_perm(i, n)} if _copy_perm(i, n) else perms.get(i, set())
-                if found - perms.get(n, set()):
-                    perms[n] = perms.get(n, set()) | found
-                    changed = True
-        keep = set()
-        for n in candidates:
-            full = [i for i in n.inputs if tuple(i.shape or ()) == tuple(n.shape)
-                    and not _broadcast_of_one_axis(i) and not _broadcast_values(i)]
-            if len(perms.get(n, ())) == 1 and all(
-                    _copy_perm(i, n) or i in candidates for i in full) and all(
-                    _one_axis(_value_shape(i)) for i in n.inputs if i not in full):
+        perms, keep = {}, set()
+        for n in order:  # inputs first: one pass gives each op its permutation
+            if n not in candidates:
+                continue
+            found, ok = set(), True
+            for i in n.inputs:
+                spread = _spread_shape(i, memo)
+                if tuple(i.shape or ()) != tuple(n.shape) or spread is not None:
+                    ok = ok and _one_axis(spread or i.shape)
+                elif _copy_perm(i, n):
+                    found.add(_copy_perm(i, n))
+                elif i in keep:
+                    found |= perms[i]
+                else:
+                    ok = False
+            if ok and len(found) == 1:
                 keep.add(n)
+                perms[n] = found
         for copy, reader in {(i, n) for n in keep for i in n.inputs if _copy_perm(i, n)}:
             perm = _copy_perm(copy, reader)
             if copy in fetched or not all(
@@ -160,32 +158,40 @@ def _broadcast_of_one_axis(node):
     return node.opdef.name == "broadcast_like" and _one_axis(node.inputs[0].shape)
 
 
-def _broadcast_values(node, inputs=None):
-    """Whether the elementwise ``node`` reads broadcast one-axis values (or ops of them,
-    which the sweep makes broadcasts) and otherwise only one-axis values: its result is
-    one-axis too, broadcast."""
-    if node.opdef.scalar is None:
-        return False
-    inputs = node.inputs if inputs is None else inputs
-    spread = [_broadcast_of_one_axis(i) or _broadcast_values(i) for i in inputs]
-    return any(spread) and all(s or _one_axis(i.shape) for s, i in zip(spread, inputs)) \
-        and _one_axis(_broadcast_shape([_value_shape(i) for i in inputs]))
+def _spread_shape(node, memo):
+    """The shape of the one-axis value that ``node`` holds broadcast to a larger shape:
+    a ``broadcast_like`` of a one-axis value (a channel sum's gradient), or an
+    elementwise op of such values and other one-axis values; else None. ``memo`` keeps
+    each node's answer (a plan reads a value many times)."""
+    if node not in memo:
+        memo[node] = None
+        if _broadcast_of_one_axis(node):
+            memo[node] = tuple(node.inputs[0].shape)
+        elif node.opdef.scalar is not None and node.inputs:
+            memo[node] = _spread_of(node.inputs, memo)
+    return memo[node]
+
+
+def _spread_of(inputs, memo):
+    """The one-axis shape of an elementwise op of ``inputs``, where at least one of them
+    is a broadcast one-axis value (``_spread_shape``) and the others are one-axis."""
+    shapes, spread = [], False
+    for i in inputs:
+        if i.shape is None:
+            return None
+        s = None if _one_axis(i.shape) else _spread_shape(i, memo)
+        if s is None and not _one_axis(i.shape):
+            return None
+        spread = spread or s is not None
+        shapes.append(tuple(i.shape) if s is None else s)
+    shape = _broadcast_shape(shapes) if spread else None
+    return shape if shape is not None and _one_axis(shape) else None
 
 
 def _broadcast_shape(shapes):
     rank = max(len(s) for s in shapes)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
     return tuple(max(d) for d in zip(*padded))
-
-
-def _value_shape(node):
-    """The shape of the one-axis value ``node`` broadcasts (``_broadcast_of_one_axis``,
-    ``_broadcast_values``), else its own."""
-    if _broadcast_of_one_axis(node):
-        return node.inputs[0].shape
-    if _broadcast_values(node):
-        return _broadcast_shape([_value_shape(i) for i in node.inputs])
-    return node.shape
 
 
 _SUMS = ("reduce_sum", "reduce_mean")
@@ -247,10 +253,11 @@ def _made(node, op, inputs, attrs, shape, dtype, name=None, after=()):
                                  dtype=dtype, name=name, control_inputs=after)
 
 
-def _elementwise(node, inputs, moves_freely):
+def _elementwise(node, inputs, moves_freely, memo):
     if not is_elementwise(node) or not _static(node.shape) or len(node.shape) != 4:
         return None
-    if _broadcast_values(node, inputs):  # (b * c broadcast like x) -> broadcast of b * c
+    if _spread_of(inputs, memo) is not None and all(  # (b * c broadcast like x)
+            _broadcast_of_one_axis(x) or _one_axis(x.shape) for x in inputs):
         small = [x.inputs[0] if _broadcast_of_one_axis(x) else x for x in inputs]
         like = next(x.inputs[1] for x in inputs if _broadcast_of_one_axis(x))
         shape = _broadcast_shape([x.shape for x in small])
@@ -277,7 +284,7 @@ def _elementwise(node, inputs, moves_freely):
                  node.dtype)
 
 
-def _reduction(node, inputs, moves_freely):
+def _reduction(node, inputs, moves_freely, memo):
     # reading the source instead of the copy never adds a copy: no moves_freely check
     (x,) = inputs
     perm = _copy_perm(x, node)
@@ -291,7 +298,7 @@ def _reduction(node, inputs, moves_freely):
                  node.dtype)
 
 
-def _unbroadcast(node, inputs, moves_freely):
+def _unbroadcast(node, inputs, moves_freely, memo):
     # reading the source instead of the copy never adds a copy: no moves_freely check
     g, like = inputs
     perm = _copy_perm(g, node)
