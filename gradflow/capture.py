@@ -133,7 +133,7 @@ class CapturedRun:
                                     "the session (a native fetch?): its updates must be "
                                     "written in place")
         checks = _feed_checks(schedule, plan) if capturer.checks_feeds_first else {}
-        self.checks = [(env[key], index) for key, index in checks.items()]
+        self.checks = [(env[key], program) for key, program in checks.items()]
         id_checks = _id_checks(schedule, plan) if capturer.checks_feeds_first else {}
         self.id_checks = list(id_checks.values())
         self._check(feeds)  # this run's feeds too
@@ -177,8 +177,8 @@ class CapturedRun:
             return self._replay()
 
     def _check(self, feeds):
-        for check, index in self.checks:
-            check(feeds[index])
+        for check, program in self.checks:
+            check(program(feeds))
         xp = self.backend.xp
         for node, program, size in self.id_checks:
             try:
@@ -200,24 +200,20 @@ def _check_fetches(schedule):
 
 
 def _feed_checks(schedule, plan):
-    """``{plan step key: feed index}`` of the run-time checks of fed values, which a
-    device graph cannot make: the replay makes them on the feeds before launching it
-    (a check of each element, of a feed reshaped or transposed, on the feed itself).
-    A check of a computed value makes the plan uncapturable."""
-    position = schedule.position
-    fed = {t: i for i, t in enumerate(plan.fed)}
+    """``{plan step key: program}`` of the run-time checks, which a device graph cannot
+    make: the replay makes each on ``program(feeds)``, its checked value computed from
+    the feeds (``_feed_program``: labels reshaped or transposed, say) before launching
+    it. A check of a value computed any other way makes the plan uncapturable."""
     checks = {}
     for node in schedule.checks:
-        source = node.inputs[0] if len(node.inputs) == 1 else None
-        if node.opdef.checks_elements:  # the labels of a reshaped feed: check the feed
-            while source is not None and source not in fed and source.opdef.rearranges:
-                source = source.inputs[0]
-        if source not in fed:
+        program = _feed_program(node.inputs[0], schedule, plan) \
+            if len(node.inputs) == 1 else None
+        if program is None:
             origin = user_node(node)
             raise NotCapturable(f"{node.opdef.name} '{origin.name}' (created at "
                                 f"{origin.source}) checks a computed value at run time, "
                                 "which a device graph cannot do")
-        checks[f"F{position[node]}"] = fed[source]
+        checks[f"F{schedule.position[node]}"] = program
     return checks
 
 
@@ -233,7 +229,7 @@ def _id_checks(schedule, plan):
         if spec is None:
             continue
         at, size = spec
-        program = _integer_program(node.inputs[at], schedule, plan)
+        program = _feed_program(node.inputs[at], schedule, plan)
         if program is None or size is None:
             origin = user_node(node)
             raise NotCapturable(f"{node.opdef.name} '{origin.name}' (created at "
@@ -243,10 +239,10 @@ def _id_checks(schedule, plan):
     return found
 
 
-def _integer_program(target, schedule, plan):
+def _feed_program(target, schedule, plan):
     """``program(feeds)``: the value of ``target`` computed again from the feeds by the
-    plan's own steps, where every step on the way is an integer computation of feeds
-    and constants; else None."""
+    plan's own steps, where ``target`` is a feed or every step on the way is an integer
+    computation (ids, labels: cheap) of feeds and constants; else None."""
     env, position = plan.fn.__globals__, schedule.position
     fed = {t: i for i, t in enumerate(plan.fed)}
     needed, stack = set(), [target]

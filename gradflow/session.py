@@ -68,6 +68,7 @@ class Session:
         self.capture = getattr(self.backend, "captures", False) if capture is None \
             else bool(capture)
         self._running = self.backend.running  # a context for each run, or None
+        self._gate = getattr(self.backend, "gate", None)  # a CaptureGate, or None
         self._store = VariableStore()
         self._plans: dict = {}
         self._constants: dict = {}
@@ -123,10 +124,9 @@ class Session:
         """
         if self._closed:
             raise_closed()
-        gate = getattr(self.backend, "gate", None)
-        if gate is None:
+        if self._gate is None:
             return self._run(fetches, feed_dict, options, run_metadata, output)
-        with gate.run():  # no other thread's device work while a plan is captured
+        with self._gate.run():  # no other thread's device work while a plan is captured
             return self._run(fetches, feed_dict, options, run_metadata, output)
 
     def _run(self, fetches, feed_dict, options, run_metadata, output):

@@ -370,7 +370,7 @@ def _reshape_infer(shapes, in_dtypes, shape):
 
 register("reshape", _reshape_impl, _reshape_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1),
-         shape_noop=True, rearranges=True)
+         shape_noop=True)
 register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
          lambda s, d: (s[1], d[0]),
          grad=lambda n, g: [reshape_like(g, n.inputs[0]), None],
@@ -414,7 +414,7 @@ def _expand_infer(shapes, in_dtypes, axes):
 
 
 register("expand_dims", _expand_impl, _expand_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True, rearranges=True)
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -447,7 +447,7 @@ def _squeeze_impl(xp, x, axes):
 
 
 register("squeeze", _squeeze_impl, _squeeze_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True, rearranges=True)
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
 
 
 def run_time_axes(x, axis, what):
@@ -500,8 +500,7 @@ def _transpose_grad(n, g):  # undo the permutation (a reversal, perm None, undoe
 
 register("transpose",
          lambda xp, x, perm: xp.permute_dims(x, _reversed_axes(x.ndim) if perm is None else perm),
-         _transpose_infer, grad=_transpose_grad, view=True,
-         rearranges=True)
+         _transpose_infer, grad=_transpose_grad, view=True)
 
 
 def transpose(a, perm=None, name=None):

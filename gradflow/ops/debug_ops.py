@@ -52,7 +52,7 @@ def _check_numerics_grad(node, g):
 
 
 register("check_numerics", _check_numerics_impl, _check_numerics_infer,
-         grad=_check_numerics_grad, check=True, checks_elements=True)
+         grad=_check_numerics_grad, check=True)
 
 
 def check_numerics(tensor, message, name=None):

@@ -48,11 +48,6 @@ class OpDef:
     - ``value_shape(values, attrs)``: its output shape from its inputs' values, where its
       shape rule cannot know it (``batch_zeros``).
     - ``check``: a computed op that exists to check a value at run time (never folded away).
-    - ``checks_elements``: a ``check`` whose verdict depends on each element alone (a
-      label range, NaN or infinity), so checking a reshaped or transposed value is
-      checking the value it was made from (a captured run checks the feed instead).
-    - ``rearranges``: its result holds exactly its first input's elements, in another
-      shape or order (``reshape``, ``transpose``).
     - ``id_check(node)``: for an op that checks integer ids itself (its ``validate``
       attr: ``gather``), ``(input position, size)`` where ``node`` checks that the ids
       there lie in ``[0, size)`` (size None when unknown), else None. A device graph
@@ -91,8 +86,6 @@ class OpDef:
     shape_only_inputs: tuple = ()
     value_shape: Optional[Callable] = field(default=None, compare=False)
     check: bool = False
-    checks_elements: bool = False
-    rearranges: bool = False
     id_check: Optional[Callable] = field(default=None, compare=False)
     pass_through: bool = False
     shape_noop: bool = False

@@ -72,7 +72,7 @@ def _same_infer(shapes, in_dtypes):
 
 
 register("identity", _identity_impl, _same_infer, grad=lambda n, g: [g],
-         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, rearranges=True)
+         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True)
 register("stop_gradient", _identity_impl, _same_infer, grad=lambda n, g: [None],
          lower=lambda xp: _identity_impl.__get__(xp), pass_through=True)
 
