@@ -1,6 +1,9 @@
-"""NumPy lowering of ``matmul`` with a transposed operand.
+"""NumPy lowering of ``matmul``, with or without a transposed operand.
 
-OpenBLAS is markedly slower on ``g @ b.T`` with few rows in ``g`` and a wide
+A float32 product of two matrices large enough goes to oneDNN where it is
+installed (``onednn_matmul``: faster than OpenBLAS on the products of training
+steps, and it reads a transposed operand in place). The rest goes to NumPy.
+There, OpenBLAS is markedly slower on ``g @ b.T`` with few rows in ``g`` and a wide
 ``b`` (the backward ``dgates @ kernel.T`` of an RNN step: 32 x 512 times
 512 x 192) than on the same product computed as ``(b @ g.T).T``; the result
 is then copied to C order, which costs little next to the product. The swap
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow.backends import onednn_matmul
 from gradflow.backends.base import KeptArrays
 from gradflow.backends.threads import uses_blas
 
@@ -35,23 +39,30 @@ def _writes_out(fn):
     return fn
 
 
+def _product(a, b, out):
+    """``a @ b`` (views of the operands, transposed as the op says) into ``out``:
+    oneDNN's for float32 matrices large enough, else NumPy's."""
+    done = onednn_matmul.multiply(a, b, out)
+    return np.matmul(a, b, out=out) if done is None else done
+
+
 def lower_matmul(xp, transpose_a, transpose_b):
     if not transpose_a and not transpose_b:
         @_writes_out
         def matmul(a, b, out=None):
-            return np.matmul(a, b, out=out)
+            return _product(a, b, out)
 
         return matmul
     if transpose_a and transpose_b:
         @_writes_out
         def matmul_at_bt(a, b, out=None):
-            return np.matmul(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out=out)
+            return _product(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out)
 
         return matmul_at_bt
     if transpose_a:
         @_writes_out
         def matmul_at(a, b, out=None):
-            return np.matmul(np.swapaxes(a, -1, -2), b, out=out)
+            return _product(np.swapaxes(a, -1, -2), b, out)
 
         return matmul_at
 
@@ -59,6 +70,9 @@ def lower_matmul(xp, transpose_a, transpose_b):
 
     @_writes_out
     def matmul_bt(a, b, out=None):  # a @ b.T
+        done = onednn_matmul.multiply(a, np.swapaxes(b, -1, -2), out)
+        if done is not None:
+            return done
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] < b.shape[0] \
                 and a.shape[0] <= SWAP_MAX_ROWS and a.shape[1] >= SWAP_MIN_INNER:
             if out is None:

@@ -1,0 +1,120 @@
+"""oneDNN's matrix products on the NumPy backend (``gradflow.backends.onednn_matmul``):
+every transposition the ``matmul`` op lowers against the float64 product, into a
+plan's buffer and into a new array, from several threads at once; and NumPy for what
+oneDNN is not there for (small products, float64, stacks of matrices, odd strides)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.backends import numpy_matmul, onednn, onednn_matmul
+
+pytestmark = pytest.mark.skipif(not onednn.available(),
+                                reason="oneDNN (onednn-cpu-gomp) is not installed or loads not")
+
+SHAPES = [(64, 784, 512), (50, 3136, 256), (300, 129, 257), (7, 1000, 1000)]
+
+
+def _operand(rng, rows, cols, transposed):
+    """A float32 ``rows x cols`` matrix, as the transposed view of a C-ordered array
+    when ``transposed``."""
+    if transposed:
+        return rng.standard_normal((cols, rows), dtype=np.float32).T
+    return rng.standard_normal((rows, cols), dtype=np.float32)
+
+
+@pytest.mark.parametrize("m, k, n", SHAPES)
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_every_transposition_matches_the_float64_product(m, k, n, ta, tb):
+    rng = np.random.default_rng(m + n)
+    a, b = _operand(rng, m, k, ta), _operand(rng, k, n, tb)
+    assert m * k * n >= onednn_matmul.MIN_WORK
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-5 * np.sqrt(k) * float(np.abs(want).max())
+    out = np.full((m, n), np.nan, np.float32)
+    assert onednn_matmul.multiply(a, b, out) is out
+    np.testing.assert_allclose(out, want, rtol=0, atol=tol)
+    fresh = onednn_matmul.multiply(a, b)
+    assert fresh.flags.c_contiguous and fresh.dtype == np.float32
+    np.testing.assert_array_equal(fresh, out)
+    # the lowering of the op, which is handed the untransposed arrays
+    lowered = numpy_matmul.lower_matmul(np, ta, tb)
+    given = (a.T if ta else a, b.T if tb else b)
+    np.testing.assert_array_equal(lowered(*given, out=np.empty((m, n), np.float32)), out)
+    np.testing.assert_array_equal(lowered(*given), out)
+
+
+def test_numpy_takes_what_onednn_is_not_there_for():
+    rng = np.random.default_rng(3)
+    a, b = _operand(rng, 64, 784, False), _operand(rng, 784, 512, False)
+    small = _operand(rng, 16, 16, False)
+    assert onednn_matmul.multiply(small, small) is None  # below MIN_WORK
+    assert onednn_matmul.multiply(a.astype(np.float64), b.astype(np.float64)) is None
+    assert onednn_matmul.multiply(np.stack([a, a]), b) is None
+    assert onednn_matmul.multiply(a[:, ::2], b[::2]) is None  # no axis of unit stride
+    assert onednn_matmul.multiply(a, b, np.empty((512, 64), np.float32).T) is None
+    assert onednn_matmul.multiply(a, b[::-1]) is None
+    # and the lowering gives NumPy's product for them
+    lowered = numpy_matmul.lower_matmul(np, False, False)
+    np.testing.assert_allclose(lowered(a[:, ::2], b[::2]), a[:, ::2] @ b[::2], rtol=1e-5,
+                               atol=1e-3)
+
+
+def test_threads_share_a_product():
+    rng = np.random.default_rng(4)
+    a, b = _operand(rng, 64, 784, False), _operand(rng, 784, 512, True)
+    want = onednn_matmul.multiply(a, b)
+    failures = []
+
+    def work(seed):
+        scale = np.float32(seed + 1)
+        for _ in range(30):
+            got = onednn_matmul.multiply(a * scale, b)
+            if not np.allclose(got, want * scale, rtol=1e-5, atol=1e-3):
+                failures.append(seed)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not failures
+
+
+def test_a_dense_layer_trains_alike_with_numpy_products():
+    """The same training run of a 784-512-10 network, with oneDNN's products and with
+    NumPy's for every product (``MIN_WORK`` above them all), to float32 agreement."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 784)).astype(np.float32)
+    y = rng.integers(0, 10, 64)
+
+    def train():
+        graph = gf.Graph()
+        with graph.as_default():
+            gf.set_random_seed(0)
+            xp, yp = gf.placeholder(gf.float32, (None, 784)), gf.placeholder(gf.int64, (None,))
+            h = gf.layers.dense(xp, 512, activation=gf.nn.relu)
+            loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=yp, logits=gf.layers.dense(h, 10)))
+            train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+            with gf.Session(graph=graph) as sess:
+                sess.run(gf.global_variables_initializer())
+                return [sess.run([train, loss], {xp: x, yp: y})[1] for _ in range(5)]
+
+    onednn_matmul.product.cache_clear()
+    with_onednn = train()
+    assert onednn_matmul.product.cache_info().currsize > 0
+    keep = onednn_matmul.MIN_WORK
+    onednn_matmul.MIN_WORK = 1 << 62
+    try:
+        onednn_matmul.product.cache_clear()
+        with_numpy = train()
+        assert onednn_matmul.product.cache_info().currsize == 0
+    finally:
+        onednn_matmul.MIN_WORK = keep
+    np.testing.assert_allclose(with_onednn, with_numpy, rtol=1e-4)
+    assert with_onednn[-1] < with_onednn[0]
