@@ -402,3 +402,65 @@ def test_a_registered_op_with_a_scalar_expression_joins_a_numba_kernel(cube_op, 
     assert [[m.opdef.name for m in p.members] for p in calls] == \
         [["test_only_cube", "add", "relu"]]
     np.testing.assert_allclose(got, np.maximum(value ** 3 + 1.0, 0), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", [4, None])
+def test_a_short_vector_broadcast_in_the_ufunc_sequence_runs_over_longer_rows(batch):
+    """Programs with a transcendental member take the ufunc sequence; a member there
+    that broadcasts a few channels over a large array computes on longer rows
+    (``numpy_fused._tiled``), with the numbers of NumPy's broadcast, the vector on
+    either side, with static and unknown batch sizes, and into the plan's buffers."""
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((4, 28, 28, 6)).astype(np.float32)
+    bv = rng.standard_normal(6).astype(np.float32)
+    x = gf.placeholder(gf.float32, (batch, 28, 28, 6))
+    b = gf.constant(bv)
+    outs = [gf.tanh(gf.nn.bias_add(x, b)), gf.exp(b - x), gf.sigmoid(x * b),
+            gf.tanh(x / (b * b + 1.0))]
+    want = [np.tanh(xv + bv), np.exp(bv - xv), 1 / (1 + np.exp(-xv * bv)),
+            np.tanh(xv / (bv * bv + 1))]
+    made = []
+    real = numpy_fused._tiled
+
+    def spy(member, fn):
+        found = real(member, fn)
+        made.append(found is not fn)
+        return found
+
+    numpy_fused._tiled, keep = spy, numpy_fused.TILE_MIN_SIZE
+    numpy_fused.TILE_MIN_SIZE = 4096
+    try:
+        with gf.Session() as sess:
+            for _ in range(2):  # the second run writes into the buffers of the first
+                got = sess.run(outs, {x: xv})
+                for g, w in zip(got, want):
+                    np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
+    finally:
+        numpy_fused._tiled, numpy_fused.TILE_MIN_SIZE = real, keep
+    assert sum(made) == 4
+
+
+def test_a_broadcast_over_many_channels_or_a_small_array_stays_a_broadcast():
+    fn = np.add
+
+    class Member:
+        def __init__(self, shape, inputs):
+            self.shape, self.inputs = shape, inputs
+
+    def member(full, vector):
+        return Member(full, [Member(full, []), Member(vector, [])])
+
+    assert numpy_fused._tiled(member((64, 28, 28, 6), (6,)), fn) is not fn
+    assert numpy_fused._tiled(member((64, 28, 28, 64), (64,)), fn) is fn
+    assert numpy_fused._tiled(member((64, 28, 28, 6), (28, 6)), fn) is fn
+    assert numpy_fused._tiled(member((), ()), fn) is fn
+    tiled = numpy_fused._tiled(member((None, 4, 6), (6,)), fn)
+    small = np.ones((2, 4, 6), np.float32)
+    assert tiled(small, np.arange(6, dtype=np.float32))[1, 3, 5] == 6  # NumPy's own call
+    big = np.ones((4096, 4, 6), np.float32)
+    out = np.empty_like(big)
+    assert tiled(big, np.arange(6, dtype=np.float32), out=out) is out
+    np.testing.assert_array_equal(out, big + np.arange(6, dtype=np.float32))
+    strided = np.ones((4096, 4, 12), np.float32)[..., ::2]
+    np.testing.assert_array_equal(tiled(strided, np.arange(6, dtype=np.float32)),
+                                  strided + np.arange(6, dtype=np.float32))

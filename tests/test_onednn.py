@@ -56,6 +56,8 @@ def _passes(x, w, g, geometry):
 
 CASES = [((2, 14, 14, 32), (5, 5), 64, (1, 1), "SAME"),
          ((3, 28, 28, 1), (5, 5), 32, (1, 1), "SAME"),
+         ((3, 14, 14, 6), (5, 5), 16, (1, 1), "VALID"),
+         ((2, 32, 32, 3), (3, 3), 64, (2, 2), "SAME"),
          ((2, 13, 11, 3), (3, 3), 8, (2, 2), "VALID"),
          ((2, 9, 9, 3), (7, 7), 5, (3, 3), "SAME"),
          ((1, 10, 10, 4), (1, 1), 6, (2, 2), "SAME"),
@@ -165,13 +167,31 @@ def test_while_convolutions_use_openmp_the_blas_keeps_to_one_thread(monkeypatch,
     threads.reset()
 
 
-def test_the_same_bits_on_one_thread_and_on_two(monkeypatch):
+# one geometry for each kernel of the input gradient (``input_gradient_kernel``)
+KERNEL_CASES = [((16, 14, 14, 32), (3, 3), 64, (1, 1), "SAME"),  # oneDNN's first choice
+                ((16, 14, 14, 6), (5, 5), 16, (1, 1), "VALID"),  # jit
+                ((16, 28, 28, 1), (5, 5), 32, (1, 1), "SAME")]  # gemm
+
+
+def test_the_input_gradient_with_few_channels_takes_its_faster_kernel():
+    expected = ["brg", "jit:", "gemm"]
+    for case, kernel in zip(KERNEL_CASES, expected):
+        geometry = _case(np.random.default_rng(0), *case)[3]
+        for count in (1, 2):
+            assert kernel in onednn_conv.convolution("input", *geometry, count)[1], case
+    # the forward pass and the filter gradient keep oneDNN's first choice
+    geometry = _case(np.random.default_rng(0), *KERNEL_CASES[1])[3]
+    assert "gemm" not in onednn_conv.convolution("forward", *geometry, 2)[1]
+
+
+@pytest.mark.parametrize("case", KERNEL_CASES)
+def test_the_same_bits_on_one_thread_and_on_two(monkeypatch, case):
     """The thread count follows the load; the numbers must not: the forward pass and
     the input gradient give the same bits on any count, and the filter gradient sums
     fixed parts of the batch (or, without llvmlite, runs on the cores the process may
     use)."""
     rng = np.random.default_rng(7)
-    x, w, g, geometry = _case(rng, (16, 14, 14, 32), (3, 3), 64, (1, 1), "SAME")
+    x, w, g, geometry = _case(rng, *case)
     runs = []
     for count in ("1", "2"):
         monkeypatch.setenv("GRADFLOW_THREADS", count)

@@ -65,7 +65,61 @@ def lower_fused(program, fns, shape, in_turn):
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))
     if kernel is not None:
         return kernel
-    return in_turn(program, fns)
+    return in_turn(program, [_tiled(member, fn) for member, fn in zip(program.members, fns)])
+
+
+# A ufunc broadcasting a vector of fewer than TILE_BELOW values along the last axis of an
+# array of at least TILE_MIN_SIZE elements runs on rows of TILE_ROW values or more, the
+# vector repeated to match: NumPy's inner loop then runs over a row, not over the few
+# channels (measured on the 2-core VM over 600k float32: adding 6 channels took 0.69
+# ms, 0.13 on rows of 240; 32 channels 0.17 against 0.13). It happens in programs that
+# take this sequence, such as a bias add before a tanh.
+TILE_BELOW = 64
+TILE_MIN_SIZE = 1 << 16
+TILE_ROW = 256
+
+
+def _tiled(member, fn):
+    """``fn`` (a member's function), or where it is a two-input ufunc that broadcasts a
+    short vector (of static size) over the last axis of an array, a function that
+    computes it over longer rows when the array is large."""
+    if not isinstance(fn, np.ufunc) or fn.nin != 2 or fn.nout != 1 \
+            or len(member.inputs) != 2 or member.shape is None or len(member.shape) < 2:
+        return fn
+    shapes = [None if i.shape is None else tuple(i.shape) for i in member.inputs]
+    full = tuple(member.shape)
+    channels = full[-1]
+    if channels is None or channels >= TILE_BELOW \
+            or None in shapes or (channels,) not in shapes:
+        return fn
+    vector_first = shapes[0] == (channels,)
+    if len(shapes[vector_first]) != len(full):
+        return fn
+    rows_of = {}  # the shape (rows, row) to compute in, per array shape; None: as it is
+
+    def rows(shape):
+        leading, fewest = math.prod(shape[:-1]), -(-TILE_ROW // channels)
+        if leading * channels < TILE_MIN_SIZE:
+            return None
+        repeat = next((k for k in range(fewest, 16 * fewest) if leading % k == 0), None)
+        return None if repeat is None else (leading // repeat, repeat * channels)
+
+    def run(a, b, out=None):
+        big, small = (b, a) if vector_first else (a, b)
+        shape = big.shape
+        found = rows_of[shape] if shape in rows_of else rows_of.setdefault(shape, rows(shape))
+        if found is None or not big.flags.c_contiguous \
+                or (out is not None and not out.flags.c_contiguous):
+            return fn(a, b, out=out)
+        row = np.tile(small, found[1] // channels)
+        args = (row, big.reshape(found)) if vector_first else (big.reshape(found), row)
+        if out is None:
+            return fn(*args).reshape(shape)
+        fn(*args, out=out.reshape(found))
+        return out
+
+    run.accepts_out = run.elementwise_out = True
+    return run
 
 
 def _expressions(program):

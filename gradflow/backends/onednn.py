@@ -191,15 +191,19 @@ class Api:
         self.check("dnnl_primitive_attr_set_scratchpad_mode", attr, SCRATCHPAD_USER)
         return attr
 
+    def implementation(self, pd):
+        """The name of the implementation primitive descriptor ``pd`` stands at."""
+        info = ctypes.c_char_p()
+        self.check("dnnl_primitive_desc_query", pd, QUERY_IMPL_INFO, 0, ctypes.byref(info))
+        return info.value.decode()
+
     def described(self, pd):
         """``(implementation name, scratch layout or None if it needs none)`` of primitive
         descriptor ``pd``."""
-        info = ctypes.c_char_p()
-        self.check("dnnl_primitive_desc_query", pd, QUERY_IMPL_INFO, 0, ctypes.byref(info))
         scratch = self.lib.dnnl_primitive_desc_query_md(pd, QUERY_SCRATCHPAD_MD, 0)
         if scratch and not self.lib.dnnl_memory_desc_get_size(scratch):
             scratch = None
-        return info.value.decode(), self.clone(scratch)
+        return self.implementation(pd), self.clone(scratch)
 
 
 def api():
