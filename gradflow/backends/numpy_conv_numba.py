@@ -236,6 +236,42 @@ def max_pool_grad_2x2(g, x, out, n0, n1):
                         dst[ch] = grad[ch] if first[ch] == k else 0
 
 
+@_jit
+def avg_pool_2x2(x, out, n0, n1):
+    """``avg_pool`` of 2x2 windows at stride 2 without padding, images ``n0:n1``: the
+    sums of ``avg_pool``, in its order."""
+    oh, ow, c = out.shape[1], out.shape[2], out.shape[3]
+    for n in range(n0, n1):
+        for oy in range(oh):
+            for ox in range(ow):
+                a, b = x[n, 2 * oy, 2 * ox], x[n, 2 * oy, 2 * ox + 1]
+                p, q = x[n, 2 * oy + 1, 2 * ox], x[n, 2 * oy + 1, 2 * ox + 1]
+                mean = out[n, oy, ox]
+                for ch in range(c):
+                    mean[ch] = (a[ch] + b[ch] + p[ch] + q[ch]) / 4
+
+
+@_jit
+def avg_pool_grad_2x2(g, out, n0, n1):
+    """``avg_pool_grad`` of 2x2 windows at stride 2 without padding, images ``n0:n1``;
+    writes every cell of every window (the rows and columns no window covers are left
+    alone)."""
+    oh, ow, c = g.shape[1], g.shape[2], g.shape[3]
+    for n in range(n0, n1):
+        for oy in range(oh):
+            for ox in range(ow):
+                y, z = 2 * oy, 2 * ox
+                da, db = out[n, y, z], out[n, y, z + 1]
+                dp, dq = out[n, y + 1, z], out[n, y + 1, z + 1]
+                grad = g[n, oy, ox]
+                for ch in range(c):
+                    v = grad[ch] / 4
+                    da[ch] = v
+                    db[ch] = v
+                    dp[ch] = v
+                    dq[ch] = v
+
+
 # -- the pooling kernels on a team of threads (OpenMP's shared pool: ``numpy_windows``):
 # part p of `parts` takes its share of the images; each image is one thread's, so the
 # bits are those of one thread.
@@ -284,6 +320,20 @@ def max_pool_grad_2x2_team(parts, g, x, out):
     n = x.shape[0]
     for p in numba.prange(parts):
         max_pool_grad_2x2(g, x, out, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def avg_pool_2x2_team(parts, x, out):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        avg_pool_2x2(x, out, n * p // parts, n * (p + 1) // parts)
+
+
+@_team_jit
+def avg_pool_grad_2x2_team(parts, g, out):
+    n = out.shape[0]
+    for p in numba.prange(parts):
+        avg_pool_grad_2x2(g, out, n * p // parts, n * (p + 1) // parts)
 
 
 # -- Winograd F(2x2, 3x3) transforms (``numpy_conv_winograd``) ---------------------------

@@ -484,6 +484,9 @@ def avg_pool_forward(x, ksize, strides, padding, out=None):
     geo = _Geometry(x.shape, ksize, strides, padding)
     out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
     kernels = _kernels(x.dtype)
+    if kernels is not None and _is_2x2(geo):
+        _pool(kernels, "avg_pool_2x2", x.size, np.ascontiguousarray(x), out)
+        return out
     if kernels is not None:
         _pool(kernels, "avg_pool", x.size, np.ascontiguousarray(x), out, *geo.args)
         return out
@@ -501,6 +504,11 @@ def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
     _expect("avg_pool_grad", "gradient", g.shape, (geo.n, geo.oh, geo.ow, x_shape[3]))
     out = _output(out, tuple(x_shape), g.dtype, g)
     kernels = _kernels(g.dtype)
+    if kernels is not None and _is_2x2(geo):
+        _pool(kernels, "avg_pool_grad_2x2", out.size, np.ascontiguousarray(g), out)
+        out[:, 2 * geo.oh:] = 0  # the odd last row and column no window covers
+        out[:, :, 2 * geo.ow:] = 0
+        return out
     if kernels is not None:
         _pool(kernels, "avg_pool_grad", out.size, np.ascontiguousarray(g), out, *geo.args)
         return out
