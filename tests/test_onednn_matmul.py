@@ -1,7 +1,8 @@
 """oneDNN's matrix products on the NumPy backend (``gradflow.backends.onednn_matmul``):
 every transposition the ``matmul`` op lowers against the float64 product, into a
-plan's buffer and into a new array, from several threads at once; and NumPy for what
-oneDNN is not there for (small products, float64, stacks of matrices, odd strides)."""
+plan's buffer and into a new array, from several threads at once, with the same bits
+on one thread and two; and NumPy for what oneDNN is not there for (small products,
+float64, stacks of matrices, odd strides)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,20 @@ def test_every_transposition_matches_the_float64_product(m, k, n, ta, tb):
     given = (a.T if ta else a, b.T if tb else b)
     np.testing.assert_array_equal(lowered(*given, out=np.empty((m, n), np.float32)), out)
     np.testing.assert_array_equal(lowered(*given), out)
+
+
+@pytest.mark.parametrize("m, k, n", SHAPES + [(16, 784, 512), (8, 200000, 8)])
+def test_the_same_bits_on_one_thread_and_on_two(m, k, n):
+    """The thread count follows the load; oneDNN's products do not split the inner
+    dimension between threads, so the bits stay (OpenBLAS's differ for 16 x 784 x 512)."""
+    rng = np.random.default_rng(k)
+    a, b = _operand(rng, m, k, False), _operand(rng, k, n, True)
+    layouts = onednn_matmul._layout(a), onednn_matmul._layout(b), ((m, n), (n, 1))
+    runs = []
+    for count in (1, 2):
+        steps = onednn_matmul.product(*layouts, count)[0]
+        runs.append(steps(a, b, np.empty((m, n), np.float32)))
+    np.testing.assert_array_equal(runs[0], runs[1])
 
 
 def test_numpy_takes_what_onednn_is_not_there_for():
