@@ -6,7 +6,7 @@ float64, stacks of matrices, odd strides)."""
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -83,21 +83,14 @@ def test_threads_share_a_product():
     rng = np.random.default_rng(4)
     a, b = _operand(rng, 64, 784, False), _operand(rng, 784, 512, True)
     want = onednn_matmul.multiply(a, b)
-    failures = []
 
     def work(seed):
         scale = np.float32(seed + 1)
-        for _ in range(30):
-            got = onednn_matmul.multiply(a * scale, b)
-            if not np.allclose(got, want * scale, rtol=1e-5, atol=1e-3):
-                failures.append(seed)
+        return all(np.allclose(onednn_matmul.multiply(a * scale, b), want * scale, rtol=1e-5,
+                               atol=1e-3) for _ in range(30))
 
-    workers = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    assert not failures
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))
 
 
 def test_a_dense_layer_trains_alike_with_numpy_products():
