@@ -82,9 +82,16 @@ def timed(steps, seconds, load):
         return times, other.cores(), os.getloadavg()[0]
 
 
-def gemm_gflops(seconds):
+def gemm_gflops(seconds, load):
+    """GFLOP/s of a 1024^3 float32 NumPy product with ``load`` neighbours, OpenBLAS on
+    every core the process may use (what the machine gives a GEMM in that state)."""
+    from threadpoolctl import threadpool_limits
+
+    from gradflow.backends import threads
+
     a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
-    ms = time_ms_each({"gemm": lambda: a @ a}, seconds)["gemm"]
+    with threadpool_limits(threads.cores(), user_api="blas"), cpu_bound_neighbour(load):
+        ms = time_ms_each({"gemm": lambda: a @ a}, seconds)["gemm"]
     return 2 * 1024 ** 3 / ms / 1e6
 
 
@@ -179,7 +186,7 @@ def conv_rows(torch, tf, names, formats, seconds):
         if tf is not None:
             contenders["tf"] = tf_passes(*tf, x, w, g, s, padding)
         for load, state in ((0, "quiet"), (1, "loaded")):
-            gemm = gemm_gflops(seconds / 2)
+            gemm = gemm_gflops(seconds / 2, load)
             for p in PASSES:
                 times, others, avg = timed({who: run[p] for who, run in contenders.items()},
                                            seconds, load)
