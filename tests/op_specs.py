@@ -738,6 +738,24 @@ spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.f
      [lambda rng: np.array(3, np.int32)], lambda b: np.zeros((3, 2, 3)), dtypes=("int32",),
      grad=(), value_shaped=True)
 
+spec("max_pool_relu_grad", "max_pool_relu_grad",
+     lambda g, x: apply("max_pool_relu_grad", [g, x], ksize=(2, 2), strides=(2, 2),
+                        padding="VALID"),
+     [uniform(2, 2, 2, 3), distinct(2, 5, 4, 3)],
+     lambda g, x: np_max_pool_relu_grad(g, x), grad=())
+
+
+def np_max_pool_relu_grad(g, x):
+    """``g`` of each 2x2 window (stride 2, VALID) at its first maximum, where that
+    maximum is above zero."""
+    out = np.zeros_like(x)
+    for i, j, cells in np_windows(x, 2, 2, 2, "VALID"):
+        vals = np.stack([x[:, r, c, :] for r, c, _, _ in cells])
+        first = vals.argmax(0)
+        for k, (r, c, _, _) in enumerate(cells):
+            take = (first == k) & (vals[k] > 0)
+            out[:, r, c, :] += np.where(take, g[:, i, j, :], 0)
+    return out
 
 def np_max_select(h, x, k, s, padding):
     """``h`` at the first maximum of ``x`` in each window."""

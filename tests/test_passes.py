@@ -15,6 +15,7 @@ import pytest
 
 import gradflow as gf
 from gradflow.errors import InvalidArgumentError
+from gradflow.ops.registry import apply
 from gradflow.passes import PlanGraph, PlanNode
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
@@ -283,6 +284,39 @@ def test_log_of_softmax_becomes_log_softmax(backend):
     far = np.array([[0.0, -200.0, 0.0, 0.0]] * 2, np.float32)  # softmax underflows to 0
     with gf.Session(backend=backend) as sess:
         assert np.isfinite(sess.run(y, {x: far})).all()
+
+
+@pytest.mark.parametrize("window", [(2, 2, "VALID"), (3, 2, "SAME")])
+def test_a_relu_gradient_after_a_max_pool_gradient_is_one_op(backend, window):
+    """``relu_grad(max_pool_grad(g, h), h)`` becomes ``max_pool_relu_grad(g, h)``, with
+    the same numbers as built: ties, zeros, negative maxima, a NaN, odd sizes."""
+    k, s, padding = window
+    x = gf.placeholder(gf.float32, (2, 7, 6, 3))
+    h = gf.nn.relu(x)
+    p = gf.nn.max_pool(h, [1, k, k, 1], [1, s, s, 1], padding)
+    (dx,) = gf.gradients(gf.reduce_sum(p * p + p), [x])
+    graph = PlanGraph([dx], [x])
+    rewrite_algebra(graph)
+    ops = _ops(graph)
+    assert (ops["max_pool_relu_grad"], ops["relu_grad"], ops["max_pool_grad"]) == (1, 0, 0)
+    rng = np.random.default_rng(0)
+    value = rng.integers(-2, 3, (2, 7, 6, 3)).astype(np.float32)  # ties and zeros
+    value[0, 0, 0, 0] = np.nan
+    value[1, :2, :2, :] = -1.0  # windows whose maximum is negative
+    got, want = _both(backend, [dx], {x: value})
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_relu_gradient_of_another_value_than_the_pools_stays():
+    x = gf.placeholder(gf.float32, (1, 4, 4, 2))
+    h = gf.nn.relu(x)
+    p = gf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    (dh,) = gf.gradients(gf.reduce_sum(p), [h])  # max_pool_grad(g, h)
+    mixed = apply("relu_grad", [dh, gf.nn.relu(x + 1.0)])
+    graph = PlanGraph([mixed], [x])
+    rewrite_algebra(graph)
+    ops = _ops(graph)
+    assert (ops["max_pool_relu_grad"], ops["relu_grad"], ops["max_pool_grad"]) == (0, 1, 1)
 
 
 def test_transposes_fold_into_matmul(backend):

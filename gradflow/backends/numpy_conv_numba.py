@@ -106,10 +106,11 @@ def _window_max(x, n, oy, ox, top, kh, kw, sh, sw, pt, pl):
 
 
 @_jit
-def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, n0, n1):
+def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, positive, n0, n1):
     """``out`` (the shape of ``x``) = the sum over windows of each window's ``g`` at its
     first maximum (row-major; a padding cell, worth -inf, takes its turn and drops
-    its share), for images ``n0:n1``."""
+    its share), for images ``n0:n1``; with ``positive``, only where that maximum is
+    above zero (a ReLU's gradient after it, ``x`` being the ReLU's output)."""
     h, w, c = x.shape[1], x.shape[2], x.shape[3]
     oh, ow = g.shape[1], g.shape[2]
     out[n0:n1] = 0
@@ -133,7 +134,8 @@ def max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, n0, n1):
                         src = x[n, iy, ix]
                         dst = out[n, iy, ix]
                         for ch in range(c):
-                            if open_[ch] and src[ch] == top[ch]:
+                            if open_[ch] and src[ch] == top[ch] and (not positive
+                                                                     or top[ch] > 0):
                                 dst[ch] += grad[ch]
                                 open_[ch] = 0
 
@@ -213,10 +215,10 @@ def max_pool_2x2(x, out, n0, n1):
 
 
 @_jit
-def max_pool_grad_2x2(g, x, out, n0, n1):
-    """``max_pool_grad`` of 2x2 windows at stride 2 without padding, images ``n0:n1``;
-    writes every cell of every window (the rows and columns no window covers are left
-    alone)."""
+def max_pool_grad_2x2(g, x, out, positive, n0, n1):
+    """``max_pool_grad`` of 2x2 windows at stride 2 without padding (``positive`` as
+    there), images ``n0:n1``; writes every cell of every window (the rows and columns
+    no window covers are left alone)."""
     oh, ow, c = g.shape[1], g.shape[2], g.shape[3]
     first = np.empty(c, np.int8)  # which cell of the window is its first maximum
     for n in range(n0, n1):
@@ -229,6 +231,8 @@ def max_pool_grad_2x2(g, x, out, n0, n1):
                     t = _max4(va, vb, vp, vq)
                     first[ch] = 0 if va == t else 1 if vb == t else 2 if vp == t else \
                         3 if vq == t else 4
+                    if positive and not t > 0:
+                        first[ch] = 4
                 grad = g[n, oy, ox]
                 for k, dst in enumerate((out[n, y, z], out[n, y, z + 1], out[n, y + 1, z],
                                          out[n, y + 1, z + 1])):
@@ -287,10 +291,10 @@ def max_pool_team(parts, x, out, kh, kw, sh, sw, pt, pl):
 
 
 @_team_jit
-def max_pool_grad_team(parts, g, x, out, kh, kw, sh, sw, pt, pl):
+def max_pool_grad_team(parts, g, x, out, kh, kw, sh, sw, pt, pl, positive):
     n = x.shape[0]
     for p in numba.prange(parts):
-        max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, n * p // parts,
+        max_pool_grad(g, x, out, kh, kw, sh, sw, pt, pl, positive, n * p // parts,
                       n * (p + 1) // parts)
 
 
@@ -316,10 +320,10 @@ def max_pool_2x2_team(parts, x, out):
 
 
 @_team_jit
-def max_pool_grad_2x2_team(parts, g, x, out):
+def max_pool_grad_2x2_team(parts, g, x, out, positive):
     n = x.shape[0]
     for p in numba.prange(parts):
-        max_pool_grad_2x2(g, x, out, n * p // parts, n * (p + 1) // parts)
+        max_pool_grad_2x2(g, x, out, positive, n * p // parts, n * (p + 1) // parts)
 
 
 @_team_jit

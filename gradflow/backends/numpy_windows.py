@@ -412,23 +412,28 @@ def max_pool_forward(x, ksize, strides, padding, out=None):
     return out
 
 
-def max_pool_backprop(g, x, ksize, strides, padding, out=None):
-    """The gradient of ``max_pool``: ``g`` of each window at its first maximum."""
+def max_pool_backprop(g, x, ksize, strides, padding, out=None, positive=False):
+    """The gradient of ``max_pool``: ``g`` of each window at its first maximum; with
+    ``positive``, only where that maximum is above zero (``max_pool_relu_grad``: the
+    ReLU's gradient before the pool, ``x`` being the ReLU's output), in the same pass."""
     geo = _Geometry(x.shape, ksize, strides, padding)
     _expect("max_pool_grad", "gradient", g.shape, (geo.n, geo.oh, geo.ow, x.shape[3]))
     dtype = np.result_type(g, x)
     out = _output(out, x.shape, dtype, g, x)
     kernels = _kernels(dtype)
     if kernels is None:
-        return _max_pool_backprop_numpy(g, x, geo, out)
+        _max_pool_backprop_numpy(g, x, geo, out)
+        if positive:
+            np.copyto(out, 0, where=~(x > 0))
+        return out
     x = np.ascontiguousarray(x, dtype)
     g = np.ascontiguousarray(g, dtype)
     if _is_2x2(geo):
-        _pool(kernels, "max_pool_grad_2x2", x.size, g, x, out)
+        _pool(kernels, "max_pool_grad_2x2", x.size, g, x, out, positive)
         out[:, 2 * geo.oh:] = 0  # the odd last row and column no window covers
         out[:, :, 2 * geo.ow:] = 0
     else:
-        _pool(kernels, "max_pool_grad", x.size, g, x, out, *geo.args)
+        _pool(kernels, "max_pool_grad", x.size, g, x, out, *geo.args, positive)
     return out
 
 
@@ -572,6 +577,11 @@ def max_pool_grad(xp, ksize, strides, padding):
         g, x, ksize, strides, padding, out))
 
 
+def max_pool_relu_grad(xp, ksize, strides, padding):
+    return _writes_out(lambda g, x, out=None: max_pool_backprop(
+        g, x, ksize, strides, padding, out, positive=True))
+
+
 def avg_pool(xp, ksize, strides, padding):
     return _writes_out(lambda x, out=None: avg_pool_forward(x, ksize, strides, padding, out))
 
@@ -603,6 +613,7 @@ LOWERINGS = {
     "conv2d_backprop_filter": conv2d_backprop_filter,
     "max_pool": max_pool,
     "max_pool_grad": max_pool_grad,
+    "max_pool_relu_grad": max_pool_relu_grad,
     "avg_pool": avg_pool,
     "avg_pool_grad": avg_pool_grad,
     "image_layout": image_layout,

@@ -275,6 +275,10 @@ def _max_pool_grad_impl(xp, g, x, ksize, strides, padding):
     return _uncells(xp, [g * m for m in masks], x.shape, ksize, strides, padding)
 
 
+def _max_pool_relu_grad_impl(xp, g, x, ksize, strides, padding):
+    return xp.where(x > 0, _max_pool_grad_impl(xp, g, x, ksize, strides, padding), 0)
+
+
 def _max_pool_select_impl(xp, h, x, ksize, strides, padding):
     masks = _first_max_masks(xp, x, ksize, strides, padding)
     cells = _cells(xp, h, ksize, strides, padding)
@@ -312,6 +316,11 @@ register("max_pool_grad", _max_pool_grad_impl, lambda s, d, **a: (s[1], d[0]),
          grad=lambda n, h: [apply("max_pool_select", [h, n.inputs[1]], **n.attrs), None])
 register("max_pool_select", _max_pool_select_impl, _pool_infer,  # h at each window's argmax
          grad=lambda n, g: [apply("max_pool_grad", [g, n.inputs[1]], **n.attrs), None])
+# ``relu_grad(max_pool_grad(g, h), h)``, ``h`` a ReLU's output (the pool's input), as one
+# op: made only by the graph compiler (``passes/rewrites.py``), in plans, which are never
+# differentiated: no gradient.
+register("max_pool_relu_grad", _max_pool_relu_grad_impl, lambda s, d, **a: (s[1], d[0]),
+         grad=None)
 register("avg_pool", _avg_pool_impl, _pool_infer,  # dx: g / count spread over the window
          grad=lambda n, g: [apply("avg_pool_grad", [g, n.inputs[0]], **n.attrs)])
 register("avg_pool_grad", _avg_pool_grad_impl, lambda s, d, **a: (s[1], d[0]),

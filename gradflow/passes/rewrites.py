@@ -20,6 +20,9 @@
 - The gate gradient of an LSTM step, ``lstm_gates_grad(lstm_c_grad(dc, a, c_prev) +
   lstm_h_grad(dh, a, c), a)`` (both for the gates), is one ``lstm_cell_grad(dc, dh,
   a, c, c_prev)``: one pass where there were four.
+- ``relu_grad(max_pool_grad(g, h), h)`` (a ReLU before a max pool, ``h`` its output)
+  is one ``max_pool_relu_grad(g, h)``: the pool's gradient written once, masked where
+  it is written, instead of written, read and written again.
 - ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x`` and ``x - 0``, with a
   constant whose elements are all exactly one (zero), are ``x`` where the result
   has ``x``'s dtype and, whatever ``x``'s run-time shape, its shape (the constant
@@ -328,6 +331,14 @@ def _lstm_gates_grad(node, inputs, graph):
     return _like(node, "lstm_cell_grad", [dc, dh, a, c, c_prev], {}, [total, x, y])
 
 
+def _relu_grad(node, inputs, graph):
+    d, h = inputs
+    if _computed(d, "max_pool_grad") and not d.control_inputs and d.inputs[1] is h \
+            and d.dtype is node.dtype:
+        return _like(node, "max_pool_relu_grad", [d.inputs[0], h], dict(d.attrs), [d])
+    return None
+
+
 def _first(*found):
     """The first of ``found`` that is not None (nodes have no truth value)."""
     return next((f for f in found if f is not None), None)
@@ -347,4 +358,5 @@ RULES = {
     "subtract": _subtract,
     "multiply": _multiply,
     "divide": _divide,
+    "relu_grad": _relu_grad,
 }
