@@ -7,6 +7,12 @@ temporary folder under another package name, so both import side by side and
 their timings alternate in the same process (the only way ratios between two
 versions mean something on a shared machine).
 
+Each copy keeps its own thread policy (``gradflow.backends.threads``). Where the two
+revisions use the thread pools differently (one multiplies through oneDNN's OpenMP
+pool, the other through OpenBLAS), the copies disturb each other and the revision in
+the second slot looked slower in both orders (1.20x and 1.11x, comparing b94c319 and
+17a543c); run both orders, or compare such a change inside one revision.
+
     python benchmarks/compare_revisions.py HEAD~3 HEAD [--threads 1] [--rounds 5]
 """
 
