@@ -359,7 +359,7 @@ def run_captured(session, plan, feeds):
     plan.runs += 1
     if plan.runs <= WARM_RUNS:
         return plan.fn(inputs, session._store)
-    gate = getattr(backend, "gate", None)
+    gate = session._gate  # the backend's, looked up once per session
     with session.store_lock, gate.exclusive() if gate else contextlib.nullcontext(True) \
             as alone:
         if alone:

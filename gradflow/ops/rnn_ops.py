@@ -80,7 +80,7 @@ def _kept(xp, like, key, make):
     """``make()`` (host arrays) as arrays of ``like``'s library, device and dtype, made
     on the first call for ``key`` and kept: no host-to-device copy in a steady run (a
     captured CUDA graph cannot make one)."""
-    full = (id(xp), str(_device(like)), str(like.dtype), key)
+    full = (id(xp), str(_device(like)), like.dtype, key)  # dtypes hash; str() is slow
     arrays = _KEPT.get(full)
     if arrays is None:
         arrays = _KEPT[full] = [xp.asarray(v, dtype=like.dtype, device=_device(like))

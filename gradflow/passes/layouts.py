@@ -73,20 +73,13 @@ def sink_layouts(graph) -> None:
             return False
         perm = _copy_perm(copy, node)
         for reader in readers.get(source, ()):
-            if reader is node or reader in movable or _copy_perm(reader) == _inverse(perm):
+            if reader is node or _leaves_copy(reader, copy, perm, movable, readers, fetched):
                 continue
             if reader.opdef.scalar is not None and reader.shape is not None:
                 full = [current(i) for i in reader.inputs
                         if tuple(i.shape or ()) == tuple(reader.shape)]
                 if all(_copy_perm(i, reader) == perm for i in full):
                     continue
-            elif reader.opdef.name == "unbroadcast" and _one_axis(reader.inputs[1].shape):
-                continue  # a bias gradient: it reads the source too (below)
-            elif _sums_to_one_axis(reader, copy):
-                continue  # a channel's sum (batch norm's moments): it reads the source too
-            elif _broadcast_of_one_axis(reader) and all(
-                    r in movable for r in readers.get(reader, ())):
-                continue  # reads only the copy's shape, and its readers take its value
             return False
         return True
 
@@ -139,17 +132,25 @@ def _movable(nodes, readers, fetched, memo):
                 perms[n] = found
         for copy, reader in {(i, n) for n in keep for i in n.inputs if _copy_perm(i, n)}:
             perm = _copy_perm(copy, reader)
-            if copy in fetched or not all(
-                    r in keep or _copy_perm(r) == _inverse(perm)
-                    or (r.opdef.name == "unbroadcast" and _one_axis(r.inputs[1].shape))
-                    or _sums_to_one_axis(r, copy)
-                    or (_broadcast_of_one_axis(r) and r not in fetched
-                        and all(q in keep for q in readers.get(r, ())))
-                    for r in readers.get(copy, ())):
+            if copy in fetched or not all(_leaves_copy(r, copy, perm, keep, readers, fetched)
+                                          for r in readers.get(copy, ())):
                 keep -= set(readers.get(copy, ()))
         if keep == candidates:
             return keep
         candidates = keep
+
+
+def _leaves_copy(reader, copy, perm, moving, readers, fetched):
+    """Whether ``reader`` of the layout copy ``copy`` (by ``perm``) needs the copy no more
+    once the ops in ``moving`` move past it: it is one of them, a copy back (they
+    cancel), a bias gradient or a channel's sum (batch norm's moments; both read the
+    copy's source once moved), or a broadcast that reads only the copy's shape and
+    whose readers all move (they take its one-axis value)."""
+    return reader in moving or _copy_perm(reader) == _inverse(perm) \
+        or (reader.opdef.name == "unbroadcast" and _one_axis(reader.inputs[1].shape)) \
+        or _sums_to_one_axis(reader, copy) \
+        or (_broadcast_of_one_axis(reader) and reader not in fetched
+            and all(r in moving for r in readers.get(reader, ())))
 
 
 def _broadcast_of_one_axis(node):
