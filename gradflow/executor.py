@@ -97,10 +97,12 @@ def _missing_feed(node, fetches):
         f"the placeholder was created at {node.source}")
 
 
-def bind(backend, node, attrs=None):
-    """The backend's callable for ``node`` (its attrs, or ``attrs`` in their place)."""
+def bind(backend, node, attrs=None, draw=None):
+    """The backend's callable for ``node`` (its attrs, or ``attrs`` in their place); a
+    fused node's random members (``absorb_draws``) bind through ``draw(member)``."""
     if node.opdef is FUSED:
-        return backend.fused(node.attrs["program"], lambda member: bind(backend, member))
+        return backend.fused(node.attrs["program"], lambda member: draw(member)
+                             if member.opdef.kind == "random" else bind(backend, member))
     attrs = node.attrs if attrs is None else attrs
     lower = backend.overrides.get(node.opdef.name) or node.opdef.lowerings.get(backend.name)
     if lower:
@@ -197,10 +199,17 @@ def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     if getattr(session, "optimize", False) and not checking:
         from gradflow.passes import optimize
 
-        targets = optimize(fetches, fed, feed_shapes).outputs
+        graph = optimize(fetches, fed, feed_shapes)
+        for widen in session.backend.kernel_passes:
+            widen(graph)
+        targets = graph.outputs
     order, commit_start = run_order(targets, fed_set)
     backend = session.backend
-    fns = {node: bind(backend, node) for node in order
+
+    def draw(node):  # a random member of a fused node (absorb_draws): its device stream
+        return _random_source(session, node, False)
+
+    fns = {node: bind(backend, node, draw=draw) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
     # a call op binds from the user's node: its inputs sit at the same positions
     fns.update({node: node.opdef.impl(session, user_node(node)) for node in order

@@ -199,8 +199,14 @@ def replay_verdict(s: Schedule, can: Capabilities):
         kind = node.opdef.kind
         origin = user_node(node)
         where = f"{node.opdef.name} '{origin.name}' (created at {origin.source})"
-        if kind == "random" and not can.draws_on_device(node):
-            return f"{where} draws its random numbers on the host", allocating, checks
+        draws = [node] if kind == "random" else [  # a fused node's drawn members too
+            m for m in node.attrs["program"].members if m.opdef.kind == "random"] \
+            if node.opdef is FUSED else ()
+        for draw in draws:
+            if not can.draws_on_device(draw):
+                origin = user_node(draw)
+                return (f"{draw.opdef.name} '{origin.name}' (created at {origin.source}) "
+                        "draws its random numbers on the host"), allocating, checks
         if kind == "call":
             return f"{where} runs host code", allocating, checks
         if kind in ("compute", "variable", "read_current") and (

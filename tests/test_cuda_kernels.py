@@ -21,7 +21,7 @@ from gradflow.backends import cuda_kernels, numba_support, numpy_fused
 from gradflow.ops.registry import REGISTRY
 from gradflow.passes import PlanGraph, optimize
 from gradflow.passes.elementwise import SCALAR
-from gradflow.passes.fusion import FUSED, FusedProgram
+from gradflow.passes.fusion import FUSED, FusedProgram, absorb_row_sums
 
 pytestmark = needs_gxx
 # Ops whose CUDA form calls a math library function: CUDA's and the host C library's
@@ -49,7 +49,8 @@ def _every_op(dtype):
     c, d = gf.placeholder(gf.bool, (n,), "c"), gf.placeholder(gf.bool, (n,), "d")
     w = gf.placeholder(other, (n,), "w")
     unary = [gf.negative, gf.abs, gf.exp, gf.expm1, gf.log, gf.log1p, gf.sqrt, gf.square,
-             gf.tanh, gf.sin, gf.cos, gf.nn.sigmoid, gf.nn.relu, gf.zeros_like, gf.ones_like]
+             gf.tanh, gf.sin, gf.cos, gf.nn.sigmoid, gf.nn.relu, gf.zeros_like, gf.ones_like,
+             gf.floor, gf.ceil]
     binary = [gf.add, gf.subtract, gf.multiply, gf.divide, gf.maximum, gf.minimum, gf.greater,
               gf.greater_equal, gf.less, gf.less_equal, gf.equal, gf.not_equal]
     outs = [f(a) for f in unary] + [f(a, b) for f in binary]
@@ -312,3 +313,101 @@ def test_the_log_softmax_row_kernel_matches_numpy(dtype, cols, tmp_path):
         tiny = np.finfo(dtype).eps
         np.testing.assert_allclose(y[finite], want[finite], rtol=8 * tiny, atol=8 * tiny)
     assert cuda_rows.log_softmax_source("float16") is None
+
+
+def _row_programs(fetches, fed, shapes):
+    graph = optimize(fetches, fed, shapes)
+    absorb_row_sums(graph)
+    return [n for n in graph.nodes() if n.opdef is FUSED
+            and any(m.opdef.name == "reduce_sum" for m in n.attrs["program"].members)]
+
+
+def _check_row_programs(nodes, tmp_path, dtype, blocks=3):
+    rng = np.random.default_rng(2)
+    for node in nodes:
+        program = node.attrs["program"]
+        kernel = cuda_kernels.print_row_kernel(program, tuple(node.shape))
+        assert kernel is not None, program.describe()
+        lib = build(kernel.source, str(tmp_path))
+        arrays = _random_inputs(program, rng, dtype)
+        want = _reference(program, arrays)
+        outs = [np.full(tuple(node.shape), np.nan, program.members[k].dtype.as_numpy_dtype)
+                for k in program.outputs]
+        launch(lib, kernel.name, [kernel.size, kernel.columns,
+                                  *(np.ascontiguousarray(a) for a in arrays), *outs], blocks)
+        tol = 1e-5 if dtype == np.float32 else 1e-12  # the row sum adds in order
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, np.broadcast_to(w, got.shape), rtol=tol, atol=tol,
+                                       err_msg=program.describe())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_softmax_cross_entropy_gradient_is_one_row_kernel(dtype, tmp_path):
+    """``absorb_row_sums`` on an MLP step: the cross-entropy gradient's ``where``, row
+    sum and ``g - exp(y) * sum`` become one fused node, and its row kernel, run by
+    g++ as a grid of 3 blocks, gives NumPy's numbers (to the sum's rounding)."""
+    with gf.Graph().as_default():
+        gdt = gf.as_dtype(np.dtype(dtype).name)
+        x = gf.placeholder(gdt, (None, 12), "x")
+        y = gf.placeholder(gf.int64, (None,), "y")
+        logits = gf.layers.dense(gf.layers.dense(x, 10, activation=gf.nn.relu), 7)
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                             logits=logits))
+        train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+        nodes = _row_programs([train, loss], [x, y], [(9, 12), (9,)])
+    (node,) = nodes
+    assert [m.opdef.name for m in node.attrs["program"].members] == [
+        "where", "reduce_sum", "exp", "multiply", "subtract"]
+    _check_row_programs(nodes, tmp_path, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_kernels_read_rows_columns_and_scalars(dtype, tmp_path):
+    """A row sum of an op that nothing else reads joins the kernel too; the inputs are
+    read whole, as a row, as a column and as a scalar; one row and many rows."""
+    gdt = gf.as_dtype(np.dtype(dtype).name)
+    for rows in (1, 6):
+        with gf.Graph().as_default():
+            x, w = gf.placeholder(gdt, (rows, 7)), gf.placeholder(gdt, (7,))
+            b, s = gf.placeholder(gdt, (rows, 1)), gf.placeholder(gdt, ())
+            out = x * b - gf.reduce_sum(x * w, -1, keepdims=True) + s
+            nodes = _row_programs([out], [x, w, b, s], None)
+        (node,) = nodes
+        program = node.attrs["program"]
+        assert [m.opdef.name for m in program.members][:2] == ["multiply", "reduce_sum"]
+        kernel = cuda_kernels.print_row_kernel(program, tuple(node.shape))
+        if rows > 1:  # with one row, a row is whole and a column one scalar
+            assert sorted(kernel.kinds) == ["col", "full", "row", "scalar"]
+        _check_row_programs(nodes, tmp_path, dtype, blocks=2)
+
+
+def test_row_kernels_decline_what_one_pass_cannot_do():
+    with gf.Graph().as_default():
+        x = gf.placeholder(gf.float32, (4, 5000))
+        wide = _row_programs([2.0 * x - gf.reduce_sum(gf.exp(x), -1, keepdims=True)], [x],
+                             None)
+        h = gf.placeholder(gf.float16, (4, 6))
+        half = _row_programs([2.0 * h - gf.reduce_sum(h * h, -1, keepdims=True)], [h],
+                             None)
+    for nodes, shape in ((wide, (4, 5000)), (half, (4, 6))):
+        (node,) = nodes
+        assert cuda_kernels.print_row_kernel(node.attrs["program"], shape) is None
+
+
+def test_a_whole_backward_without_a_product_between_is_one_row_kernel(tmp_path):
+    """Cross-entropy over dropout(relu(x w)): the loss's gradient, dropout's and relu's
+    join one row kernel, reading the mask and the keep probability (a scalar)."""
+    with gf.Graph().as_default():
+        x = gf.placeholder(gf.float32, (None, 6))
+        y = gf.placeholder(gf.int64, (None,))
+        keep = gf.placeholder(gf.float32, ())
+        w = gf.Variable(np.ones((6, 5), np.float32))
+        h = gf.nn.dropout(gf.nn.relu(gf.matmul(x, w)), keep_prob=keep)
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                             logits=h))
+        nodes = _row_programs(gf.gradients(loss, [w]), [x, y, keep], [(8, 6), (8,), ()])
+    (node,) = nodes
+    names = [m.opdef.name for m in node.attrs["program"].members]
+    assert names[:5] == ["where", "reduce_sum", "exp", "multiply", "subtract"]
+    assert "relu_grad" in names
+    _check_row_programs(nodes, tmp_path, np.float32)

@@ -106,3 +106,27 @@ def test_log_softmax_on_the_device_matches_numpy(shape):
         with gf.Session(graph=graph, backend=backend) as sess:
             results.append(sess.run(y, {p: x}))
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def test_the_cross_entropy_gradient_is_one_row_kernel_on_the_device():
+    """The softmax cross-entropy's gradient (``absorb_row_sums``, ``print_row_kernel``)
+    as one kernel in a cupy plan, with NumPy's gradient to float32 rounding."""
+    rng = np.random.default_rng(1)
+    logits_value = rng.standard_normal((64, 10)).astype(np.float32) * 3
+    label_value = rng.integers(0, 10, 64)
+    graph = gf.Graph()
+    with graph.as_default():
+        logits = gf.placeholder(gf.float32, (64, 10))
+        labels = gf.placeholder(gf.int64, (64,))
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits * 2.0))
+        (grad,) = gf.gradients(loss, [logits])
+    feed = {logits: logits_value, labels: label_value}
+    results = []
+    for backend in ("cupy", "numpy"):
+        with gf.Session(graph=graph, backend=backend) as sess:
+            if backend == "cupy":
+                assert "fused[where, reduce_sum, exp, multiply, subtract" in \
+                    sess.describe_plan(grad, feed)
+            results.append(sess.run(grad, feed))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-7)

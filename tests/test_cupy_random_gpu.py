@@ -69,3 +69,23 @@ def test_random_source_is_keyed_from_the_session_seed():
     assert (draws[0][0] == draws[1][0]).all() and (draws[0][1] == draws[1][1]).all()
     assert not (draws[0][0] == draws[0][1]).all()
     assert draws[0][0].min() >= -1.0 and draws[0][0].max() < 1.0
+
+
+def test_a_sessions_dropout_is_one_drawing_kernel_with_the_reference_numbers():
+    """On cupy the draw is a member of dropout's fused node (``absorb_draws``): one
+    kernel draws, masks and scales, with the numbers of the node's own stream."""
+    g = gf.Graph()
+    with g.as_default():
+        x = gf.placeholder(gf.float32, (32, 33))
+        keep = gf.placeholder_with_default(np.float32(0.75), ())
+        y = gf.nn.dropout(x, keep_prob=keep)
+    (draw,) = [n for n in g.nodes if n.opdef.kind == "random"]
+    xs = np.random.default_rng(0).standard_normal((32, 33)).astype(np.float32)
+    with gf.Session(graph=g, backend="cupy", seed=5) as sess:
+        plan = sess.describe_plan(y, {x: xs})
+        assert "fused[random, divide, add, floor, multiply]" in plan, plan
+        seed, offset = device_random.device_seed(sess.host_rng(draw)), 0
+        for _ in range(3):
+            got = sess.run(y, {x: xs})
+            want, offset = device_random.dropout_reference(seed, offset, xs, 0.75)
+            assert got.tobytes() == want.tobytes()

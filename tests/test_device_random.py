@@ -6,12 +6,17 @@ own dropout formula; and the device keys follow the Session's seeds."""
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import pytest
 from cuda_host import build, launch, needs_gxx
 
 import gradflow as gf
-from gradflow.backends import device_random, philox
+from gradflow.backends import cuda_kernels, device_random, numpy_fused, philox
+from gradflow.passes import optimize
+from gradflow.passes.fusion import FUSED, absorb_draws, absorb_row_sums
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +118,106 @@ def test_random_source_leaves_to_the_host_what_the_device_does_not_draw():
     with gf.Session(graph=g, backend="numpy") as sess:
         assert cupy_random.random_source(sess, normal) is None
         assert cupy_random.random_source(sess, half) is None
+
+
+def _dropout_node(dtype, shape):
+    """The fused node of a dropout over relu(x) once its draw is absorbed
+    (``absorb_draws``); the gradient also reads the mask, a second output."""
+    x = gf.placeholder(dtype, (None,) + shape[1:])
+    keep = gf.placeholder_with_default(gf.constant(0.7, dtype), ())
+    y = gf.nn.dropout(gf.nn.relu(x), keep_prob=keep)
+    (gx,) = gf.gradients(gf.reduce_sum(y * y), [x])
+    graph = optimize([y, gx], [x, keep], [shape, ()])
+    absorb_draws(graph, lambda node: True)
+    (node,) = [n for n in graph.nodes() if n.opdef is FUSED and any(
+        m.opdef.kind == "random" for m in n.attrs["program"].members)]
+    assert not [n for n in graph.nodes() if n.opdef.kind == "random"]  # none left alone
+    return node
+
+
+def _with_draws(program, arrays, draws):
+    """The program's outputs by each member's NumPy function, the random members
+    taking the arrays ``draws`` in turn."""
+    values, drawn = list(arrays), iter(draws)
+    for member, args in program.steps:
+        values.append(next(drawn) if member.opdef.kind == "random" else np.asarray(
+            member.opdef.bind(np, member.attrs)(*(values[a] for a in args))))
+    return [values[program.num_inputs + k] for k in program.outputs]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", device_random.DTYPES)
+@pytest.mark.parametrize("shape, blocks", [((8, 37), 3), ((1, 3), 1), ((300, 5), 2)])
+def test_a_fused_dropout_draws_its_own_numbers_in_one_kernel(dtype, shape, blocks, tmp_path):
+    """Dropout's draw, mask and scaling as one kernel (``print_draw_kernel``): the numbers
+    of the stream's uniform draw followed by the fused program, bit for bit, a new
+    mask at each launch, and the offset advanced as the draw's own kernel would."""
+    with gf.Graph().as_default():
+        node = _dropout_node(gf.as_dtype(dtype), shape)
+    program = node.attrs["program"]
+    kernel = cuda_kernels.print_draw_kernel(program, shape)
+    assert kernel is not None and len(kernel.draws) == 1 and len(program.outputs) == 2
+    lib = build(kernel.source, str(tmp_path))
+    (member,) = [program.members[k] for k in kernel.draws]
+    rng = np.random.default_rng(blocks)
+    arrays = [np.full(i.shape, 0.7, dtype) if tuple(i.shape) == () else
+              rng.standard_normal(tuple(i.shape)).astype(dtype)
+              for i in numpy_fused._inputs(program)]
+    seed, offset = 2**63 + 11, 5
+    state = np.array([offset, 0], np.uint64)
+    masks = []
+    for _ in range(2):
+        outs = [np.full(shape, np.nan, dtype) for _ in program.outputs]
+        launch(lib, kernel.name, [kernel.size, kernel.columns, *arrays, *outs, seed, state],
+               blocks)
+        u, offset = device_random.uniform_reference(seed, offset, kernel.size,
+                                                    member.attrs["minval"],
+                                                    member.attrs["maxval"], dtype)
+        for got, want in zip(outs, _with_draws(program, arrays, [u.reshape(shape)])):
+            assert got.tobytes() == np.ascontiguousarray(want, dtype).tobytes()
+        assert list(state) == [offset, 0]
+        masks.append(outs[0].copy())
+    if math.prod(shape) > 100:
+        assert (masks[0] != masks[1]).any()
+
+
+def test_widened_fused_nodes_run_in_turn_with_the_numbers_they_had(monkeypatch):
+    """A backend whose kernels draw and sum rows gets the draw and the row sum as members
+    of fused nodes (CuPy's ``kernel_passes``); where its printer declines (here: NumPy
+    has none) the members run in turn, the draw through its own source: the same
+    training numbers as without widening."""
+    def train(widen):
+        g = gf.Graph()
+        with g.as_default():
+            gf.set_random_seed(3)
+            x = gf.placeholder(gf.float32, (None, 6))
+            labels = gf.placeholder(gf.int64, (None,))
+            keep = gf.placeholder_with_default(1.0, ())
+            w = gf.Variable(np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4))
+            h = gf.nn.dropout(gf.nn.relu(gf.matmul(x, w)), keep_prob=keep)
+            loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=h))
+            step = gf.train.AdamOptimizer(0.1).minimize(loss)
+            init = gf.global_variables_initializer()
+        with gf.Session(graph=g, backend="numpy") as sess:
+            if widen:
+                monkeypatch.setattr(sess.backend, "kernel_passes", [absorb_row_sums, (
+                    functools.partial(absorb_draws, draws_in_kernel=lambda node: True))])
+            sess.run(init)
+            feed = {x: np.arange(30, dtype=np.float32).reshape(5, 6) / 30, keep: 0.6,
+                    labels: np.array([0, 3, 1, 2, 3])}
+            for _ in range(3):
+                sess.run(step, feed)
+            plan = sess.describe_plan(step, feed)
+            return sess.run(w), plan
+
+    def draw_steps(plan):
+        return [line for line in plan.splitlines() if line.split()[1:3] == ["random",
+                                                                           "'random_uniform'"]]
+
+    (plain, plain_plan), (widened, widened_plan) = train(False), train(True)
+    assert len(draw_steps(plain_plan)) == 1 and not draw_steps(widened_plan)
+    assert "fused[random, divide, add, floor, multiply" in widened_plan
+    assert "fused[where, reduce_sum, exp, multiply, subtract, " in widened_plan
+    assert "random 'random_uniform' (created at" in widened_plan  # the replay verdict
+    assert plain.tobytes() == widened.tobytes()

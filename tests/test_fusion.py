@@ -68,6 +68,24 @@ def test_adam_update_is_one_kernel_with_three_outputs_per_variable():
     assert assigned == {w.name, f"{w.name}/Adam", f"{w.name}/Adam_1"}
 
 
+def test_a_fed_placeholder_with_default_leaves_the_fusion_after_it_alone():
+    """A fed ``placeholder_with_default`` (dropout's keep_prob, a training switch) has an
+    input outside the plan: the cycle check once counted everything after it as on a
+    cycle and dissolved those groups, Adam's updates included."""
+    x = gf.placeholder(gf.float32, (None, 6))
+    keep = gf.placeholder_with_default(1.0, ())
+    w = gf.Variable(np.ones((6, 4), np.float32))
+    h = gf.nn.dropout(gf.nn.relu(gf.matmul(x, w)), keep_prob=keep)
+    train = gf.train.AdamOptimizer(0.1).minimize(gf.reduce_sum(gf.square(h)))
+    graph = PlanGraph([train], [x, keep], [(5, 6), ()])
+    fuse_elementwise(graph)
+    updates = [n for n in _fused_nodes(graph) if tuple(n.shape) == (6, 4)
+               and len(n.attrs["program"].outputs) == 3]
+    assert len(updates) == 1
+    dropout = [n for n in _fused_nodes(graph) if "dropout" in n.attrs["program"].describe()]
+    assert dropout
+
+
 def test_a_consumer_outside_the_group_that_leads_back_splits_it():
     """``a`` feeds a reduction whose result feeds ``c``: fusing ``a`` into ``c``'s kernel
     would make that kernel wait for itself, so ``a`` stays out of it."""

@@ -77,6 +77,9 @@ class Backend:
         return call_in_turn(program, fns, self.overwrites_inputs_safely, self.copy_to,
                             keeps=self.accepts_out)
 
+    # Passes over a plan graph after the graph compiler's, for what this backend's fused
+    # kernels can also do (CuPy: draws and row sums, gradflow.passes.fusion).
+    kernel_passes = ()
     # Whether Session captures its plans by default (gradflow.capture), and whether
     # float32 matmuls may use TF32 (GPU backends; Session(allow_tf32=True)).
     captures = False

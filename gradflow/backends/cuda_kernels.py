@@ -38,7 +38,9 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+from gradflow.backends.device_random import C_TYPES
 from gradflow.backends.numpy_fused import _inputs, _patterns
+from gradflow.backends.philox import HELPERS as PHILOX_HELPERS
 from gradflow.passes.elementwise import SCALAR
 
 COMPUTE = {"float16": "float", "float32": "float", "float64": "double", "bool": "bool"}
@@ -125,6 +127,8 @@ _CUDA = {
     "log": _math("log"),
     "log1p": _math("log1p"),
     "sqrt": _math("sqrt"),
+    "floor": _math("floor"),
+    "ceil": _math("ceil"),
     "square": lambda a, n: f"({a[0]} * {a[0]})",
     "tanh": _math("tanh"),
     "sin": _math("sin"),
@@ -161,14 +165,31 @@ def _declining_as_scalar_does(name):
 CUDA_SCALAR = {name: _declining_as_scalar_does(name) for name in SCALAR}
 
 
-def steps_source(program):
+def _drawn(member, word):
+    """A uniform draw's value from its Philox word ``word``, as ``gf_random_uniform_<T>``
+    computes it (``gradflow.backends.device_random``), or None (no finite bounds)."""
+    low, high = float(member.attrs["minval"]), float(member.attrs["maxval"])
+    if not (math.isfinite(low) and math.isfinite(high)) or member.dtype.name not in C_TYPES:
+        return None
+    return (f"(({C_TYPES[member.dtype.name]})((double)({low!r}) + ((double)({high!r}) - "
+            f"(double)({low!r})) * (double)gf_philox_uniform({word})))")
+
+
+def steps_source(program, words=None, sums=None):
     """The body lines computing every step into ``t0, t1...`` from ``a0, a1...``, or None
-    if a member has no CUDA form."""
+    if a member has no CUDA form. A random member (``absorb_draws``) is computed from
+    its Philox word ``words[k]`` (``w0, w1...``), a row sum (``absorb_row_sums``) is
+    the row's total ``sums[k]``; without them these have none."""
     n = program.num_inputs
     names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
     lines = []
     for k, (member, args) in enumerate(program.steps):
-        expr = CUDA_SCALAR[member.opdef.name]([names[a] for a in args], member)
+        if member.opdef.kind == "random":
+            expr = None if words is None or k not in words else _drawn(member, words[k])
+        elif member.opdef.name not in CUDA_SCALAR:
+            expr = None if sums is None or k not in sums else sums[k]
+        else:
+            expr = CUDA_SCALAR[member.opdef.name]([names[a] for a in args], member)
         if expr is None:
             return None
         if member.dtype.name == "float16":
@@ -179,20 +200,15 @@ def steps_source(program):
 
 def print_kernel(program, shape, name=None):
     """The ``CudaKernel`` of ``program`` at the static ``shape`` of its output, or None
-    (a member without a CUDA form, an input of another dtype, or a broadcast that is not
-    whole/row/column/scalar)."""
+    (a member without a CUDA form, an input of another dtype, a broadcast that is not
+    whole/row/column/scalar, or a random member: see ``print_draw_kernel``)."""
     shape = tuple(int(d) for d in shape)
     steps = steps_source(program)
-    inputs = _inputs(program)
-    if steps is None or any(i.dtype.name not in COMPUTE for i in inputs):
+    layout = _layout(program, shape, steps)
+    if layout is None:
         return None
-    split, kinds = _patterns(program, shape)
-    if split == "none":
-        return None
-    outputs = [program.members[k] for k in program.outputs]
-    name = name or "gf_fused_" + hashlib.sha1(
-        "\n".join(steps + list(kinds) + [str(split is None)]).encode()).hexdigest()[:12]
-    columns = 1 if split is None else math.prod(shape[split:])
+    inputs, outputs, kinds, columns, digest = layout
+    name = name or "gf_fused_" + digest
     in_params = ", ".join(f"{i.dtype.name} x{k}" for k, i in enumerate(inputs))
     out_params = ", ".join(f"{o.dtype.name} y{j}" for j, o in enumerate(outputs))
     reads = [f"const {_compute(i)} a{k} = static_cast<{_compute(i)}>(x{k});"
@@ -203,6 +219,145 @@ def print_kernel(program, shape, name=None):
     raw = _raw_source(name, inputs, outputs, program.outputs, kinds, steps)
     return CudaKernel(name, in_params, out_params, operation, ELEMENTWISE_PREAMBLE, raw,
                       tuple(kinds), columns, math.prod(shape))
+
+
+def _layout(program, shape, steps):
+    """``(inputs, outputs, kinds, columns, digest)`` of a printable program, or None."""
+    inputs = _inputs(program)
+    if steps is None or any(i.dtype.name not in COMPUTE for i in inputs):
+        return None
+    split, kinds = _patterns(program, shape)
+    if split == "none":
+        return None
+    outputs = [program.members[k] for k in program.outputs]
+    digest = hashlib.sha1(
+        "\n".join(steps + list(kinds) + [str(split is None)]).encode()).hexdigest()[:12]
+    return inputs, outputs, kinds, 1 if split is None else math.prod(shape[split:]), digest
+
+
+@dataclass(frozen=True)
+class DrawKernel:
+    """The printed ``RawKernel`` of a fused program with random members: it draws each
+    member's numbers from that member's Philox stream and advances the stream's offset
+    in device memory, as ``gf_random_uniform_<T>`` would have, then computes the
+    program on them. Arguments: ``(n, C, x..., y..., seed0, state0, seed1, ...)``, one
+    (seed, state) per random member in program order; launch it on
+    ``device_random.grid_for(n)`` blocks."""
+
+    name: str
+    source: str
+    kinds: tuple
+    columns: int
+    size: int
+    draws: tuple  # the step index of each random member
+    options: tuple = OPTIONS
+
+
+def print_draw_kernel(program, shape):
+    """The ``DrawKernel`` of ``program`` (with one or more random members) at the static
+    ``shape`` of its output, or None where ``print_kernel`` would decline."""
+    shape = tuple(int(d) for d in shape)
+    draws = tuple(k for k, m in enumerate(program.members) if m.opdef.kind == "random")
+    if not draws:
+        return None
+    steps = steps_source(program, {k: f"w{d}" for d, k in enumerate(draws)})
+    layout = _layout(program, shape, steps)
+    if layout is None:
+        return None
+    inputs, outputs, kinds, columns, digest = layout
+    name = "gf_drawn_" + digest
+    raw = _raw_source(name, inputs, outputs, program.outputs, kinds, steps, len(draws))
+    return DrawKernel(name, raw.replace(RAW_PREAMBLE, RAW_PREAMBLE + PHILOX_HELPERS, 1),
+                      tuple(kinds), columns, math.prod(shape), draws)
+
+
+def print_row_kernel(program, shape, max_columns=4096):
+    """The ``RowKernel`` of ``program`` with row sums (``absorb_row_sums``) at the static
+    ``shape`` of its output, or None (float16, more than ``max_columns`` columns, a sum
+    over another sum, a member without a CUDA form, an input broadcast otherwise than
+    whole, along the rows, along the columns or as one scalar)."""
+    shape = tuple(int(d) for d in shape)
+    members = program.members
+    sums = {k: f"s{k}" for k, m in enumerate(members) if m.opdef.name == "reduce_sum"}
+    if not sums or not shape or shape[-1] > max_columns or any(
+            m.dtype.name not in ("float32", "float64", "bool") for m in members):
+        return None
+    steps = steps_source(program, sums=sums)
+    inputs = _inputs(program)
+    if steps is None or any(i.dtype.name not in COMPUTE or i.dtype.name == "float16"
+                            for i in inputs):
+        return None
+    kinds = [_row_kind(tuple(i.shape), shape) for i in inputs]
+    needed = _needed(program, sums)
+    if None in kinds or any(k in needed for k in sums):  # a sum of a sum: two passes
+        return None
+    outputs = [members[k] for k in program.outputs]
+    name = "gf_rows_" + hashlib.sha1("\n".join(steps + kinds).encode()).hexdigest()[:12]
+    first = [steps[k] for k in sorted(needed)]
+    first += [f"s{k} += {_arg_name(program, k)};" for k in sums]
+    params = ["const long long n", "const long long C"]
+    params += [f"const {STORAGE[i.dtype.name]} *x{k}" for k, i in enumerate(inputs)]
+    params += [f"{STORAGE[o.dtype.name]} *y{j}" for j, o in enumerate(outputs)]
+    index = {"full": "i", "row": "c", "col": "r", "scalar": "0"}
+    loads = [f"const {_compute(i)} a{k} = x{k}[{index[kind]}];"
+             for k, (i, kind) in enumerate(zip(inputs, kinds))]
+    writes = [f"y{j}[i] = t{k};" for j, k in enumerate(program.outputs)]
+    column = ["for (long long c = 0; c < C; ++c) {", "    const long long i = r * C + c;"]
+    body = [f"{_compute(members[k])} s{k} = 0;" for k in sums]
+    body += column + [f"    {line}" for line in loads + first] + ["}"]
+    body += column + [f"    {line}" for line in loads + steps + writes] + ["}"]
+    source = (RAW_PREAMBLE + f'\nextern "C" __global__ void {name}(' + ", ".join(params)
+              + ") {\n    const long long rows = n / C;\n"
+              "    for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+              "r < rows;\n         r += (long long)blockDim.x * gridDim.x) {\n"
+              + "".join(f"        {line}\n" for line in body) + "    }\n}\n")
+    return RowKernel(name, source, tuple(kinds), shape[-1], math.prod(shape))
+
+
+@dataclass(frozen=True)
+class RowKernel:
+    """The printed ``RawKernel`` of a fused program with row sums: one thread per row
+    (of ``columns`` values) sums, then computes every element of its row. Arguments
+    ``(n, C, x..., y...)`` as ``CudaKernel.raw_source``'s, ``C`` the columns."""
+
+    name: str
+    source: str
+    kinds: tuple
+    columns: int
+    size: int
+    options: tuple = OPTIONS
+
+
+def _row_kind(s, shape):
+    """How a row kernel reads an input of shape ``s``: whole, the same row for every row,
+    one value per row, one scalar; None otherwise."""
+    s = (1,) * (len(shape) - len(s)) + s
+    if all(d == 1 for d in s):
+        return "scalar"
+    if s == shape:
+        return "full"
+    if s[-1] == shape[-1] and all(d == 1 for d in s[:-1]):
+        return "row"
+    if s[-1] == 1 and s[:-1] == shape[:-1]:
+        return "col"
+    return None
+
+
+def _arg_name(program, k):
+    (arg,) = program.steps[k][1]
+    return f"a{arg}" if arg < program.num_inputs else f"t{arg - program.num_inputs}"
+
+
+def _needed(program, sums):
+    """The steps the row sums read, directly or not (the first pass computes them)."""
+    needed, stack = set(), [k for k in sums]
+    while stack:
+        for arg in program.steps[stack.pop()][1]:
+            step = arg - program.num_inputs
+            if step >= 0 and step not in needed:
+                needed.add(step)
+                stack.append(step)
+    return needed
 
 
 def _store(node, value, half_type):
@@ -216,11 +371,13 @@ def _load(node, element):
     return f"__half2float({element})" if node.dtype.name == "float16" else element
 
 
-def _raw_source(name, inputs, outputs, output_steps, kinds, steps):
+def _raw_source(name, inputs, outputs, output_steps, kinds, steps, draws=0):
     index = {"full": "i", "row": "c", "col": "r", "scalar": "0"}
     params = ["const long long n", "const long long C"]
     params += [f"const {STORAGE[i.dtype.name]} *x{k}" for k, i in enumerate(inputs)]
     params += [f"{STORAGE[o.dtype.name]} *y{j}" for j, o in enumerate(outputs)]
+    for d in range(draws):
+        params += [f"const unsigned long long seed{d}", f"unsigned long long *state{d}"]
     body = []
     if any(kind in ("row", "col") for kind in kinds):
         body += ["const long long r = i / C;", "const long long c = i - r * C;"]
@@ -229,7 +386,34 @@ def _raw_source(name, inputs, outputs, output_steps, kinds, steps):
     body += steps
     body += [f"y{j}[i] = {_store(o, f't{k}', '__half')};"
              for j, (o, k) in enumerate(zip(outputs, output_steps))]
-    head = (f'extern "C" __global__ void {name}(' + ", ".join(params) + ") {\n"
-            "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
-            "         i += (long long)blockDim.x * gridDim.x) {\n")
+    head = f'extern "C" __global__ void {name}(' + ", ".join(params) + ") {\n"
+    if draws:
+        return RAW_PREAMBLE + "\n" + head + _drawing_loop(body, draws)
+    head += ("    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+             "         i += (long long)blockDim.x * gridDim.x) {\n")
     return RAW_PREAMBLE + "\n" + head + "".join(f"        {line}\n" for line in body) + "    }\n}\n"
+
+
+def _drawing_loop(body, draws):
+    """The loop of a draw kernel: one thread per Philox counter block (four elements), as
+    ``philox.draw_kernel``, so element ``i`` gets word ``i`` of each stream."""
+    streams = range(draws)
+    lines = [f"__shared__ unsigned long long shared_base{d};" for d in streams]
+    lines += [f"const unsigned long long base{d} = gf_philox_begin(state{d}, &shared_base{d});"
+              for d in streams]
+    lines += ["const long long blocks = (n + 3) / 4;",
+              "for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks;",
+              "     b += (long long)blockDim.x * gridDim.x) {"]
+    for d in streams:
+        lines += [f"    const unsigned long long block{d} = base{d} + (unsigned long long)b;",
+                  f"    unsigned int c{d}[4] = {{(unsigned int)block{d}, "
+                  f"(unsigned int)(block{d} >> 32), 0u, 0u}};",
+                  f"    gf_philox4x32_10(c{d}, (unsigned int)seed{d}, "
+                  f"(unsigned int)(seed{d} >> 32));"]
+    lines += ["    for (int j = 0; j < 4 && 4 * b + j < n; ++j) {",
+              "        const long long i = 4 * b + j;"]
+    lines += [f"        const unsigned int w{d} = c{d}[j];" for d in streams]
+    lines += [f"        {line}" for line in body]
+    lines += ["    }", "}"]
+    lines += [f"gf_philox_advance(state{d}, base{d}, blocks);" for d in streams]
+    return "".join(f"    {line}\n" for line in lines) + "}\n"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from gradflow.backends import cupy_emit, cupy_random
 from gradflow.backends.base import Backend
 from gradflow.capture import CaptureGate
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
+from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -91,6 +94,14 @@ class CupyBackend(Backend):
 
     def draws_on_device(self, node):
         return cupy_random.draws_on_device(node)
+
+    @property
+    def kernel_passes(self):
+        """Passes after the graph compiler's, for what this backend's printed kernels do:
+        row sums (``cuda_kernels.print_row_kernel``) and draws (``print_draw_kernel``)
+        inside fused kernels."""
+        return (absorb_row_sums,
+                functools.partial(absorb_draws, draws_in_kernel=cupy_random.draws_on_device))
 
     def asarray(self, host):
         import cupy

@@ -8,6 +8,12 @@ captured as one CUDA graph.
   members' scalar expressions (``gradflow.backends.cuda_kernels``, whose text the
   tests compile with the host C++ compiler); a group the printer declines calls its
   members in turn.
+- **Draws and row sums inside fused kernels.** The backend's ``kernel_passes`` make a
+  uniform draw that only a fused node reads (dropout's), and a last-axis sum that only
+  a fused node reads (the softmax cross-entropy's gradient), members of that node; it
+  is then one ``RawKernel`` that draws from the draw's Philox stream
+  (``cuda_kernels.print_draw_kernel``) or sums each row and writes it
+  (``print_row_kernel``). Where the printer declines, the members run in turn.
 - **log_softmax** over a row of up to 4,096 values is one row kernel
   (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
@@ -34,8 +40,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.backends import cuda_rows, im2col_conv
-from gradflow.backends.cuda_kernels import OPTIONS, print_kernel
+from gradflow.backends import cuda_rows, device_random, im2col_conv
+from gradflow.backends.cuda_kernels import (
+    OPTIONS,
+    print_draw_kernel,
+    print_kernel,
+    print_row_kernel,
+)
+from gradflow.backends.cupy_random import THREADS
+from gradflow.backends.numpy_fused import _inputs
 from gradflow.backends.nvmath_matmul import PlannedMatmul
 from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.capture import NotCapturable
@@ -45,12 +58,25 @@ MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no ste
 
 
 def fused_kernel(program, fns, cupy, in_turn):
-    """The callable of a fused node: one generated ElementwiseKernel, or its members'
-    functions ``fns`` in turn (``in_turn``) where the printer declines."""
+    """The callable of a fused node: one generated ElementwiseKernel (a ``RawKernel`` that
+    draws, where the program has random members), or its members' functions ``fns`` in
+    turn (``in_turn``) where the printer declines."""
     shape = program.members[program.outputs[-1]].shape
-    printed = None
-    if shape is not None and None not in tuple(shape):
-        printed = print_kernel(program, shape)
+    known = shape is not None and None not in tuple(shape)
+    if any(m.opdef.kind == "random" for m in program.members):
+        drawn = print_draw_kernel(program, shape) if known else None
+        if drawn is None:
+            return in_turn(program, fns)
+        streams = [fns[k].stream for k in drawn.draws]
+        return raw_kernel(drawn, program, cupy, device_random.grid_for(drawn.size, THREADS),
+                          tuple(a for stream in streams for a in (stream.seed, stream.state)))
+    if any(m.opdef.name == "reduce_sum" for m in program.members):
+        rows = print_row_kernel(program, shape) if known else None
+        if rows is None:
+            return in_turn(program, fns)
+        count = rows.size // rows.columns
+        return raw_kernel(rows, program, cupy, max(1, min(1024, (count + 127) // 128)), ())
+    printed = print_kernel(program, shape) if known else None
     if printed is None:
         return in_turn(program, fns)
     kernel = cupy.ElementwiseKernel(printed.in_params, printed.out_params, printed.operation,
@@ -70,6 +96,30 @@ def fused_kernel(program, fns, cupy, in_turn):
             return made[0] if count == 1 else made
         kernel(*inputs, *outs)  # each thread reads its elements before writing them
         return out
+
+    run.accepts_out = True
+    run.elementwise_out = True
+    return run
+
+
+def raw_kernel(printed, program, cupy, blocks, tail):
+    """The callable of a fused node printed as one ``RawKernel`` (a ``DrawKernel`` or a
+    ``RowKernel``): arguments ``(n, C, x..., y..., *tail)``, into ``out``."""
+    kernel = cupy.RawKernel(printed.source, printed.name, options=printed.options)
+    outputs = [program.members[k] for k in program.outputs]
+    inputs = _inputs(program)
+    shape = tuple(outputs[-1].shape)
+    threads = THREADS if tail else 128
+    sizes = (np.int64(printed.size), np.int64(printed.columns))
+
+    def run(*values, out=None):
+        outs = (out,) if len(outputs) == 1 else (out or (None,) * len(outputs))
+        outs = tuple(cupy.empty(shape, o.dtype.as_numpy_dtype) if d is None else d
+                     for d, o in zip(outs, outputs))
+        args = [cupy.ascontiguousarray(cupy.asarray(v, dtype=i.dtype.as_numpy_dtype))
+                for v, i in zip(values, inputs)]  # indexed as flat arrays by kind
+        kernel((blocks,), (threads,), (*sizes, *args, *outs, *tail))
+        return outs[0] if len(outputs) == 1 else outs
 
     run.accepts_out = True
     run.elementwise_out = True

@@ -121,6 +121,12 @@ def random_source(session, node):
     stream = DeviceRandomStream(device_random.device_seed(session.host_rng(node)))
     dtype, low, high = node.dtype.name, attrs["minval"], attrs["maxval"]
     if node.inputs:
-        return lambda like: stream.uniform(like.shape, dtype, low, high)
-    shape = tuple(attrs["shape"])
-    return lambda: stream.uniform(shape, dtype, low, high)
+        def source(like):
+            return stream.uniform(like.shape, dtype, low, high)
+    else:
+        shape = tuple(attrs["shape"])
+
+        def source():
+            return stream.uniform(shape, dtype, low, high)
+    source.stream, source.bounds = stream, (float(low), float(high))  # for a fused kernel
+    return source

@@ -128,7 +128,8 @@ def _expressions(program):
     names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
     lines = []
     for k, (member, args) in enumerate(program.steps):
-        expr = member.opdef.scalar([names[a] for a in args], member)
+        scalar = member.opdef.scalar  # None: a draw or a row sum (``kernel_passes``)
+        expr = None if scalar is None else scalar([names[a] for a in args], member)
         if expr is None:
             return None
         lines.append(f"t{k} = {expr}")

@@ -90,8 +90,8 @@ _register_unary("abs", "abs", lambda n, g: [g * sign(n.inputs[0])], float_only=F
 _register_unary("tanh", "tanh", lambda n, g: [g * (1.0 - square(n))],  # 1 - tanh^2
                 scalar=sx.call("np.tanh"), transcendental=True)
 _register_unary("sign", "sign", None, float_only=False)
-_register_unary("floor", "floor", None)
-_register_unary("ceil", "ceil", None)
+_register_unary("floor", "floor", None, scalar=sx.call("np.floor"))  # dropout's mask
+_register_unary("ceil", "ceil", None, scalar=sx.call("np.ceil"))
 _register_unary("round", "round", None)
 _register_unary("sin", "sin", lambda n, g: [g * cos(n.inputs[0])],
                 scalar=sx.call("np.sin"), transcendental=True)

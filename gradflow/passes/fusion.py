@@ -11,8 +11,11 @@ itself). A group of two or more ops (or one op marked ``worth_alone``) becomes o
 with several outputs gets one ``fused_output`` node per output.
 
 Each backend lowers a fused node to one kernel (``Backend.fused``): NumPy
-through a generated numba loop, others by calling the members' own functions
-in turn, which is also the fallback everywhere.
+through a generated numba loop, CuPy through a printed CUDA kernel, others by
+calling the members' own functions in turn, which is also the fallback everywhere.
+
+``absorb_draws`` and ``absorb_row_sums`` widen fused nodes further, for a backend
+whose kernels can draw random numbers or sum rows (its ``kernel_passes``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,111 @@ def fuse_elementwise(graph) -> None:
     graph.replace(mapping, extra=made)
 
 
+def absorb_draws(graph, draws_in_kernel) -> None:
+    """Make each random draw that one fused node alone reads a member of that node, where
+    ``draws_in_kernel(draw)`` says the backend computes such a draw inside the fused
+    kernel (CuPy's counter-based streams: dropout's draw, mask and scaling become one
+    kernel). The draw must have the fused node's static shape and not be fetched.
+
+    Besides the fused node, a draw may be a control input of constants (folded from a
+    shape it gave: ``constant_folding`` keeps them after the draw). Those lose that
+    edge, which would now be a cycle: the draw still runs, once, in the same run."""
+    readers, fetched = _readers(graph), set(graph.outputs)
+    mapping, made = {}, []
+    for node in graph.nodes():
+        if node.opdef is not FUSED or node.shape is None:
+            continue
+        draws = [i for i in dict.fromkeys(node.inputs)
+                 if i.opdef.kind == "random" and i not in fetched
+                 and i.shape is not None and tuple(i.shape) == tuple(node.shape)
+                 and all(r is node or (isinstance(r, PlanNode) and r.opdef.kind == "constant"
+                                       and i not in r.inputs) for r in readers[i])
+                 and draws_in_kernel(i)]
+        if not draws:
+            continue
+        for draw in draws:
+            for reader in readers[draw]:
+                if reader is not node:
+                    reader.control_inputs = tuple(c for c in reader.control_inputs
+                                                  if c is not draw)
+        _widen(node, draws, readers, mapping, made)
+    graph.replace(mapping, extra=made)
+
+
+def absorb_row_sums(graph) -> None:
+    """Make each sum over the last axis (``keepdims``) that one fused node alone reads a
+    member of that node, with the elementwise op it sums where nothing else reads that
+    op: a backend printing row kernels (CuPy) then computes the sum and what reads it
+    in one kernel. The softmax cross-entropy's gradient, ``where``, row sum and
+    ``g - exp(y) * sum``, becomes one kernel this way."""
+    readers, fetched = _readers(graph), set(graph.outputs)
+    mapping, made = {}, []
+    for node in graph.nodes():
+        if node.opdef is not FUSED or node.shape is None or not len(node.shape):
+            continue
+        shape = tuple(node.shape)
+        sums = [i for i in dict.fromkeys(node.inputs) if _row_sum(i, shape)
+                and i not in fetched and set(readers[i]) == {node}]
+        if not sums:
+            continue
+        summed = [s.inputs[0] for s in sums]
+        extra = [g for g in dict.fromkeys(summed) if isinstance(g, PlanNode)
+                 and is_elementwise(g) and g not in fetched and tuple(g.shape) == shape
+                 and set(readers[g]) <= set(sums) | {node}]
+        _widen(node, extra + sums, readers, mapping, made)
+    graph.replace(mapping, extra=made)
+
+
+def _row_sum(node, shape):
+    """Whether ``node`` sums a value of ``shape`` over its last axis, keeping that axis."""
+    if node.opdef.name != "reduce_sum" or not node.attrs.get("keepdims"):
+        return False
+    axes = node.attrs.get("axes")
+    axes = (axes,) if isinstance(axes, int) else axes
+    rank = len(shape)
+    return axes is not None and {a % rank for a in axes} == {rank - 1} \
+        and node.inputs[0].shape is not None and tuple(node.inputs[0].shape) == shape
+
+
+def _readers(graph):
+    readers = {}
+    for node in graph.nodes():
+        for inp in node.inputs + node.control_inputs:
+            readers.setdefault(inp, []).append(node)
+    return readers
+
+
+def _widen(node, extra, readers, mapping, made):
+    """Stand a fused node with the members ``extra`` (nodes of the graph, each reading
+    ``node``'s inputs or earlier ones of ``extra``) put first in for ``node``, and its
+    outputs for node's ``fused_output`` readers, through ``mapping`` and ``made``."""
+    program = node.attrs["program"]
+    taken = set(extra)
+    inputs = [i for i in node.inputs if i not in taken]
+    for member in extra:
+        inputs.extend(i for i in member.inputs if i not in taken and i not in inputs)
+    index = {inp: k for k, inp in enumerate(inputs)}
+    index.update((member, len(inputs) + k) for k, member in enumerate(extra))
+    steps = [(member, tuple(index[i] for i in member.inputs)) for member in extra]
+    old = [index[i] for i in node.inputs] + [len(inputs) + len(extra) + k
+                                             for k in range(len(program.steps))]
+    steps += [(member, tuple(old[a] for a in args)) for member, args in program.steps]
+    members = [member for member, _ in steps]
+    outputs = [len(extra) + k for k in program.outputs]
+    control = list(node.control_inputs)
+    for member in extra:
+        control.extend(c for c in member.control_inputs if c not in taken and c not in control)
+    fused, outs = _node_of(members, inputs, tuple(steps), outputs, control)
+    made.append(fused)
+    if len(outputs) == 1:
+        mapping[node] = fused
+        return
+    made.extend(outs)
+    for reader in readers[node]:
+        if reader.opdef is FUSED_OUTPUT:
+            mapping[reader] = outs[reader.attrs["index"]]
+
+
 def _break_cycles(order, groups, group_of):
     """Split groups until no fused node would depend on itself through another one.
 
@@ -111,6 +219,7 @@ def _groups_on_cycles(order, groups, group_of):
         indegree.setdefault(u, 0)
         for inp in node.inputs + node.control_inputs:
             v = unit(inp)
+            indegree.setdefault(v, 0)  # an input outside the order (a fed default's value)
             if v != u and u not in edges.setdefault(v, set()):
                 edges[v].add(u)
                 indegree[u] += 1
@@ -169,20 +278,26 @@ def _fused_node(members, member_set, outputs):
     index = {inp: k for k, inp in enumerate(inputs)}
     index.update((member, len(inputs) + k) for k, member in enumerate(members))
     steps = tuple((member, tuple(index[i] for i in member.inputs)) for member in members)
-    program = FusedProgram(len(inputs), steps, tuple(members.index(o) for o in outputs))
     control = []
     for member in members:
         control.extend(c for c in member.control_inputs
                        if c not in member_set and c not in control)
+    return _node_of(members, inputs, steps, [members.index(o) for o in outputs], control)
+
+
+def _node_of(members, inputs, steps, outputs, control):
+    """The fused node running ``steps`` over ``inputs``, returning the steps ``outputs``,
+    and the node standing for each output."""
+    program = FusedProgram(len(inputs), steps, tuple(outputs))
     root = members[-1]
     single = len(outputs) == 1
-    head = outputs[0] if single else root
+    head = members[outputs[0]] if single else root
     fused = PlanNode(FUSED, inputs, {"program": program}, root.shape, head.dtype,
                      head.name, program.describe(), control, origin=head.origin,
                      graph=root.graph, index=root.index)
     if single:
         return fused, [fused]
-    return fused, [output_of(fused, k, o) for k, o in enumerate(outputs)]
+    return fused, [output_of(fused, k, members[o]) for k, o in enumerate(outputs)]
 
 
 def output_of(node, index, old):
