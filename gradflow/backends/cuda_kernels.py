@@ -167,7 +167,10 @@ CUDA_SCALAR = {name: _declining_as_scalar_does(name) for name in SCALAR}
 
 def _drawn(member, word):
     """A uniform draw's value from its Philox word ``word``, as ``gf_random_uniform_<T>``
-    computes it (``gradflow.backends.device_random``), or None (no finite bounds)."""
+    computes it (``gradflow.backends.device_random``), or None (another distribution, no
+    finite bounds)."""
+    if member.attrs.get("dist") != "random_uniform":
+        return None
     low, high = float(member.attrs["minval"]), float(member.attrs["maxval"])
     if not (math.isfinite(low) and math.isfinite(high)) or member.dtype.name not in C_TYPES:
         return None
