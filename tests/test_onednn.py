@@ -291,7 +291,7 @@ def test_the_filter_gradient_in_parts_gives_the_same_bits_on_any_team(batch):
     two or three threads gives the same bits, and they match the reference."""
     rng = np.random.default_rng(8)
     x, w, g, geometry = _case(rng, (batch, 14, 14, 8), (5, 5), 16, (1, 1), "SAME")
-    parts = onednn_conv.filter_parts(*geometry, 2)
+    parts = onednn_conv.batch_parts("filter", *geometry, 2)
     assert len(parts.bounds) - 1 == min(2, batch)
     runs = [parts(x, g, np.full(w.shape, np.nan, np.float32), team) for team in (1, 2, 3)]
     for run in runs[1:]:
@@ -301,11 +301,53 @@ def test_the_filter_gradient_in_parts_gives_the_same_bits_on_any_team(batch):
 
 
 @pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
+@pytest.mark.parametrize("kind", ["forward", "input", "filter"])
+def test_a_pass_in_many_parts_gives_the_same_bits_on_any_team(kind, monkeypatch):
+    """More parts than cores, taken in turn (``PARTED_MACS``): a team of one, two or
+    three threads gives the same bits; the forward pass and the input gradient give
+    those of the whole pass, the filter gradient matches the reference. ``convolve``
+    takes this path once the pass is large enough."""
+    rng = np.random.default_rng(11)
+    x, w, g, geometry = _case(rng, (16, 12, 12, 8), (3, 3), 16, (2, 2), "SAME")
+    a, b, shape, index = {"forward": (x, w, g.shape, 0), "input": (g, w, x.shape, 1),
+                          "filter": (x, g, w.shape, 2)}[kind]
+    whole = _passes(x, w, g, geometry)[index]
+    parts = onednn_conv.batch_parts(kind, *geometry, 8)
+    assert len(parts.bounds) == 9
+    runs = [parts(a, b, np.full(shape, np.nan, np.float32), team) for team in (1, 2, 3)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run, runs[0])
+    if kind == "filter":
+        want = _reference(x, w, g, (2, 2), "SAME")[2]
+        np.testing.assert_allclose(runs[0], want, rtol=0, atol=2e-6 * float(np.abs(want).max()))
+    else:
+        np.testing.assert_array_equal(runs[0], whole)
+    monkeypatch.setattr(onednn_conv, "PARTED_MACS", 1)
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    hits = onednn_conv.batch_parts.cache_info().hits
+    got = onednn_conv.convolve(kind, a, b, np.full(shape, np.nan, np.float32), *geometry)
+    assert onednn_conv.batch_parts.cache_info().hits == hits + 1  # these very parts
+    np.testing.assert_array_equal(got, runs[0] if kind == "filter" else whole)
+
+
+def test_which_passes_run_in_many_parts():
+    parted = onednn_conv._parted
+    deep = ((128, 14, 14, 32), (5, 5, 32, 64), (14, 14))  # 1.3G multiply-adds
+    assert all(parted(kind, *deep, 2) for kind in ("forward", "input", "filter"))
+    assert not parted("forward", *deep, 1)  # one core: oneDNN's own thread
+    assert not parted("forward", (50,) + deep[0][1:], *deep[1:], 2)  # 0.5G
+    assert not parted("forward", (4,) + deep[0][1:], *deep[1:], 2)  # fewer images than parts
+    few = ((128, 28, 28, 1), (5, 5, 1, 32), (28, 28))  # the input gradient takes a GEMM
+    assert parted("input", *few, 2) and not parted("forward", *few, 2)
+    assert not parted("input", (128, 28, 28, 1), (5, 5, 1, 6), (28, 28), 2)  # jit
+
+
+@pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
 def test_the_filter_gradient_in_parts_from_several_threads():
     """Each calling thread has its own memory objects, streams and part sums."""
     rng = np.random.default_rng(9)
     x, w, g, geometry = _case(rng, (6, 10, 10, 4), (3, 3), 8, (1, 1), "SAME")
-    parts = onednn_conv.filter_parts(*geometry, 2)
+    parts = onednn_conv.batch_parts("filter", *geometry, 2)
     want = parts(x, g, np.empty(w.shape, np.float32), 2).copy()
     failures = []
 
@@ -326,11 +368,11 @@ def test_a_part_that_writes_past_its_memory_is_dropped(caplog):
     that geometry, and im2col computes the gradient."""
     rng = np.random.default_rng(10)
     x, w, g, geometry = _case(rng, (4, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
-    key = ("filter parts",) + tuple(tuple(v) for v in geometry) + (
+    key = ("parts", "filter") + tuple(tuple(v) for v in geometry) + (
         threads.cores() * onednn_conv.PARTS_PER_CORE,)
     out = np.empty(w.shape, np.float32)
     assert onednn_conv.convolve("filter", x, g, out, *geometry) is out
-    states = onednn_conv.filter_parts(*key[1:]).team._thread_state().states
+    states = onednn_conv.batch_parts(*key[1:]).team._thread_state().states
     buffers = next((s.buffers for s in states[::-1] if s.buffers), None)
     assert buffers, "the parts have buffers of the thread"
     role = next(iter(buffers))

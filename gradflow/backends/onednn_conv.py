@@ -11,10 +11,13 @@ when other processes hold cores). The forward pass and the input gradient give t
 same bits on any count. oneDNN's threaded filter gradient does not (it sums the
 images in one part per thread), so gradflow splits the batch itself into fixed
 parts, one per core the process may use, computes each part on one thread, and
-adds the parts in order (``FilterParts``): the parts run as one OpenMP team as
-large as the load allows, and the bits never depend on the load. Without llvmlite
-(which compiles that team) the filter gradient runs oneDNN's own threads on every
-allowed core instead. Anything oneDNN is not there for (float64, a geometry without
+adds the parts in order (``BatchParts``): the parts run as one OpenMP team as
+large as the load allows, and the bits never depend on the load. A large pass (and
+a few-channel input gradient through a GEMM) runs in more parts than cores, taken
+in turn by a team of every allowed core, so that a core another process holds
+slows it by its share only (``PARTED_MACS``). Without llvmlite (which compiles
+the teams) the filter gradient runs oneDNN's own threads on every allowed core
+instead. Anything oneDNN is not there for (float64, a geometry without
 an implementation) returns None and the caller takes the im2col path, which is also
 the reference the tests compare against.
 
@@ -56,6 +59,21 @@ _log = logging.getLogger("gradflow.onednn")
 # ms against 4.5-4.8 with 1, and a team of every allowed core (not just the free ones)
 # 12.5-17 ms: its threads wait at the team's end for the one the scheduler holds back.
 PARTS_PER_CORE = 1
+# A pass of at least PARTED_MACS multiply-adds (or a few-channel input gradient through
+# im2col and a GEMM) runs in PARTED_PER_CORE parts of the batch per core, each on one
+# thread, taken in turn by a team of every core the process may use: where another
+# process holds a core, the other thread takes the parts the held one would have
+# done. Measured on the 2-core VM, 8 parts against oneDNN's own threads (quiet: its
+# threads on both cores; beside one busy process: on one, the free one), ms:
+# - 5x5 32 -> 64, 14x14, batch 128 (1.3G multiply-adds): forward 10.2 -> 10.2 quiet,
+#   26.6 -> 18.3 loaded; input gradient 10.1 -> 10.2, 20.6 -> 19.1; filter gradient
+#   10.5 -> 10.8, 22.3 -> 19.5;
+# - at batch 50 (0.5G) 7-9% slower quiet, 13-19% faster loaded; 3x3 32 -> 64 at batch
+#   128 (0.46G) 0-4% slower quiet: below PARTED_MACS, parts cost more than they give;
+# - input gradients through ``gemm`` (``input_gradient_kernel``), 5x5 1 -> 32 at batch
+#   128: 5.1 -> 4.3 quiet, 26.6 -> 8.0 loaded; 3x3 1 -> 32: 4.3 -> 2.7, 18.6 -> 4.0.
+PARTED_MACS = 1 << 29
+PARTED_PER_CORE = 4
 _TAG_NHWC = 22  # logical (N, C, H, W) dims laid out as N, H, W, C
 _TAG_HWIO = 28  # logical (O, I, H, W) dims laid out as H, W, I, O
 _FORWARD_TRAINING = 64
@@ -203,19 +221,26 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
         return None
     geometry = (tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
                 tuple(pad_r))
-    if kind == "filter" and x_shape[0] >= threads.cores() > 1 and onednn.parts_available():
+    cores = threads.cores()
+    if _parted(kind, x_shape, w_shape, out_hw, cores):
+        # the same bits on any team: forward and input gradient as whole (each image on
+        # its own), the filter gradient as the sum of these fixed parts
+        key = ("parts", kind) + geometry + (PARTED_PER_CORE * cores,)
+        found = None if key in _dropped else batch_parts(*key[1:])
+        run = None if found is None else lambda x, g, o: found(x, g, o, cores)
+    elif kind == "filter" and x_shape[0] >= cores > 1 and onednn.parts_available():
         # fixed parts of the batch, as many as the cores the process may use, each on
         # one thread, by a team as large as the load allows: the same bits on any team
         # (a smaller batch takes oneDNN's threads below: a part per image would leave
         # cores idle)
-        parts = threads.cores() * PARTS_PER_CORE
-        key, count = ("filter parts",) + geometry + (parts,), api.thread_count()
-        found = None if key in _dropped else filter_parts(*key[1:])
+        parts = cores * PARTS_PER_CORE
+        key, count = ("parts", "filter") + geometry + (parts,), api.thread_count()
+        found = None if key in _dropped else batch_parts(*key[1:])
         run = None if found is None else lambda x, g, o: found(x, g, o, count)
     else:
         # oneDNN's own threaded filter gradient sums the images in one part per thread:
         # its bits depend on the count, so it takes the cores the process may use
-        count = threads.cores() if kind == "filter" else api.thread_count()
+        count = cores if kind == "filter" else api.thread_count()
         key = (kind,) + geometry + (count,)
         found = None if key in _dropped else convolution(*key)
         run = None if found is None else found[0]
@@ -229,44 +254,60 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
         return None
 
 
-class FilterParts:
-    """The filter gradient as a sum of fixed parts of the batch (``bounds``), each
-    part's gradient computed on one thread (``onednn.Parts``) and the parts added in
-    order: the bits depend on the parts, never on the team that runs them. Part 0
-    writes into ``out``; the others into arrays of the calling thread."""
+def _parted(kind, x_shape, w_shape, out_hw, cores):
+    """Whether a pass runs in ``PARTED_PER_CORE`` parts per core (see ``PARTED_MACS``)."""
+    n, c, co = x_shape[0], x_shape[3], w_shape[3]
+    if cores < 2 or n < PARTED_PER_CORE * cores or not onednn.parts_available():
+        return False
+    macs = n * out_hw[0] * out_hw[1] * co * w_shape[0] * w_shape[1] * c
+    return macs >= PARTED_MACS or (kind == "input" and input_gradient_kernel(c, co) == "gemm")
 
-    def __init__(self, api, bounds, parts):
-        self.bounds, self.team = bounds, onednn.Parts(api, parts)
+
+class BatchParts:
+    """One pass over fixed parts of the batch (``bounds``), each part on one thread
+    (``onednn.Parts``), whatever the team that takes them. The forward pass and the
+    input gradient write their parts' rows of ``out``: the bits of the whole. The
+    filter gradient (``summed``) adds the parts' gradients in order: the bits depend
+    on the parts, never on the team. Part 0 writes into ``out``, the others into
+    arrays of the calling thread."""
+
+    def __init__(self, api, bounds, parts, summed):
+        self.bounds, self.team, self.summed = bounds, onednn.Parts(api, parts), summed
         self.local = threading.local()
 
-    def __call__(self, x, g, out, threads_):
+    def __call__(self, a, b, out, threads_):
+        spans = list(zip(self.bounds, self.bounds[1:]))
+        if not self.summed:
+            self.team([(a[lo:hi], b, out[lo:hi]) for lo, hi in spans],
+                      min(threads_, len(spans)))
+            return out
         sums = getattr(self.local, "sums", None)
         if sums is None:  # out's shape is the geometry's filter shape
             sums = self.local.sums = [np.empty(out.shape, np.float32)
                                       for _ in self.bounds[2:]]
         outs = [out] + sums
-        self.team([(x[lo:hi], g[lo:hi], o) for lo, hi, o in
-                   zip(self.bounds, self.bounds[1:], outs)], min(threads_, len(outs)))
+        self.team([(a[lo:hi], b[lo:hi], o) for (lo, hi), o in zip(spans, outs)],
+                  min(threads_, len(outs)))
         for part in sums:
             np.add(out, part, out=out)
         return out
 
 
 @functools.lru_cache(maxsize=256)
-def filter_parts(x_shape, w_shape, out_hw, strides, pad_l, pad_r, parts):
-    """The kept ``FilterParts`` of this geometry in ``parts`` parts (fewer for a smaller
-    batch), or None where oneDNN has no one-thread filter gradient for a part."""
+def batch_parts(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, parts):
+    """The kept ``BatchParts`` of this pass and geometry in ``parts`` parts (fewer for a
+    smaller batch), or None where oneDNN has no one-thread primitive for a part."""
     n = x_shape[0]
     parts = max(1, min(parts, n))
     bounds = [n * k // parts for k in range(parts + 1)]
     steps = []
     for lo, hi in zip(bounds, bounds[1:]):
-        found = convolution("filter", (hi - lo,) + tuple(x_shape[1:]), w_shape, out_hw,
+        found = convolution(kind, (hi - lo,) + tuple(x_shape[1:]), w_shape, out_hw,
                             strides, pad_l, pad_r, 1)
         if found is None:
             return None
         steps.append(found[0])
-    return FilterParts(onednn.api(), bounds, steps)
+    return BatchParts(onednn.api(), bounds, steps, summed=kind == "filter")
 
 
 # geometries whose primitives misbehaved (``convolve``)
