@@ -302,11 +302,10 @@ def test_the_filter_gradient_in_parts_gives_the_same_bits_on_any_team(batch):
 
 @pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
 @pytest.mark.parametrize("kind", ["forward", "input", "filter"])
-def test_a_pass_in_many_parts_gives_the_same_bits_on_any_team(kind, monkeypatch):
-    """More parts than cores, taken in turn (``PARTED_MACS``): a team of one, two or
-    three threads gives the same bits; the forward pass and the input gradient give
-    those of the whole pass, the filter gradient matches the reference. ``convolve``
-    takes this path once the pass is large enough."""
+def test_a_pass_in_many_parts_gives_the_same_bits_on_any_team(kind):
+    """More parts than cores, taken in turn: a team of one, two or three threads gives
+    the same bits; the forward pass and the input gradient give those of the whole
+    pass, the filter gradient matches the reference."""
     rng = np.random.default_rng(11)
     x, w, g, geometry = _case(rng, (16, 12, 12, 8), (3, 3), 16, (2, 2), "SAME")
     a, b, shape, index = {"forward": (x, w, g.shape, 0), "input": (g, w, x.shape, 1),
@@ -322,24 +321,27 @@ def test_a_pass_in_many_parts_gives_the_same_bits_on_any_team(kind, monkeypatch)
         np.testing.assert_allclose(runs[0], want, rtol=0, atol=2e-6 * float(np.abs(want).max()))
     else:
         np.testing.assert_array_equal(runs[0], whole)
-    monkeypatch.setattr(onednn_conv, "PARTED_MACS", 1)
+
+
+@pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")
+def test_a_few_channel_input_gradient_runs_in_parts_with_the_bits_of_the_whole(monkeypatch):
+    """1 -> 32 channels: oneDNN's input gradient through a GEMM, in 4 parts per core
+    taken in turn by every allowed core; the bits of the whole pass on one thread."""
+    rng = np.random.default_rng(12)
+    x, w, g, geometry = _case(rng, (16, 9, 9, 1), (5, 5), 32, (1, 1), "SAME")
     monkeypatch.setattr(threads, "cores", lambda: 2)
-    hits = onednn_conv.batch_parts.cache_info().hits
-    got = onednn_conv.convolve(kind, a, b, np.full(shape, np.nan, np.float32), *geometry)
-    assert onednn_conv.batch_parts.cache_info().hits == hits + 1  # these very parts
-    np.testing.assert_array_equal(got, runs[0] if kind == "filter" else whole)
-
-
-def test_which_passes_run_in_many_parts():
-    parted = onednn_conv._parted
-    deep = ((128, 14, 14, 32), (5, 5, 32, 64), (14, 14))  # 1.3G multiply-adds
-    assert all(parted(kind, *deep, 2) for kind in ("forward", "input", "filter"))
-    assert not parted("forward", *deep, 1)  # one core: oneDNN's own thread
-    assert not parted("forward", (50,) + deep[0][1:], *deep[1:], 2)  # 0.5G
-    assert not parted("forward", (4,) + deep[0][1:], *deep[1:], 2)  # fewer images than parts
-    few = ((128, 28, 28, 1), (5, 5, 1, 32), (28, 28))  # the input gradient takes a GEMM
-    assert parted("input", *few, 2) and not parted("forward", *few, 2)
-    assert not parted("input", (128, 28, 28, 1), (5, 5, 1, 6), (28, 28), 2)  # jit
+    assert onednn_conv._parted("input", x.shape, w.shape, 2)
+    assert not onednn_conv._parted("forward", x.shape, w.shape, 2)
+    assert not onednn_conv._parted("input", x.shape, w.shape, 1)
+    assert not onednn_conv._parted("input", (4,) + x.shape[1:], w.shape, 2)  # 4 images
+    assert not onednn_conv._parted("input", x.shape, w.shape[:3] + (16,), 2)  # jit
+    whole = onednn_conv.convolution("input", *geometry, 1)[0]
+    want = whole(g, w, np.full(x.shape, np.nan, np.float32)).copy()
+    hits = onednn_conv.batch_parts.cache_info().hits + onednn_conv.batch_parts.cache_info().misses
+    got = onednn_conv.convolve("input", g, w, np.full(x.shape, np.nan, np.float32), *geometry)
+    info = onednn_conv.batch_parts.cache_info()
+    assert info.hits + info.misses == hits + 1  # through the parts
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.skipif(not onednn.parts_available(), reason="llvmlite is not installed")

@@ -12,14 +12,14 @@ same bits on any count. oneDNN's threaded filter gradient does not (it sums the
 images in one part per thread), so gradflow splits the batch itself into fixed
 parts, one per core the process may use, computes each part on one thread, and
 adds the parts in order (``BatchParts``): the parts run as one OpenMP team as
-large as the load allows, and the bits never depend on the load. A large pass (and
-a few-channel input gradient through a GEMM) runs in more parts than cores, taken
-in turn by a team of every allowed core, so that a core another process holds
-slows it by its share only (``PARTED_MACS``). Without llvmlite (which compiles
-the teams) the filter gradient runs oneDNN's own threads on every allowed core
-instead. Anything oneDNN is not there for (float64, a geometry without
-an implementation) returns None and the caller takes the im2col path, which is also
-the reference the tests compare against.
+large as the load allows, and the bits never depend on the load. A few-channel
+input gradient through a GEMM runs in more parts than cores, taken in turn by a
+team of every allowed core, so that a core another process holds slows it by its
+share only (``PARTED_PER_CORE``). Without llvmlite (which compiles the teams) the
+filter gradient runs oneDNN's own threads on every allowed core instead. Anything
+oneDNN is not there for (float64, a geometry without an implementation) returns
+None and the caller takes the im2col path, which is also the reference the tests
+compare against.
 
 Example::
 
@@ -59,20 +59,19 @@ _log = logging.getLogger("gradflow.onednn")
 # ms against 4.5-4.8 with 1, and a team of every allowed core (not just the free ones)
 # 12.5-17 ms: its threads wait at the team's end for the one the scheduler holds back.
 PARTS_PER_CORE = 1
-# A pass of at least PARTED_MACS multiply-adds (or a few-channel input gradient through
-# im2col and a GEMM) runs in PARTED_PER_CORE parts of the batch per core, each on one
-# thread, taken in turn by a team of every core the process may use: where another
-# process holds a core, the other thread takes the parts the held one would have
-# done. Measured on the 2-core VM, 8 parts against oneDNN's own threads (quiet: its
-# threads on both cores; beside one busy process: on one, the free one), ms:
-# - 5x5 32 -> 64, 14x14, batch 128 (1.3G multiply-adds): forward 10.2 -> 10.2 quiet,
-#   26.6 -> 18.3 loaded; input gradient 10.1 -> 10.2, 20.6 -> 19.1; filter gradient
-#   10.5 -> 10.8, 22.3 -> 19.5;
-# - at batch 50 (0.5G) 7-9% slower quiet, 13-19% faster loaded; 3x3 32 -> 64 at batch
-#   128 (0.46G) 0-4% slower quiet: below PARTED_MACS, parts cost more than they give;
-# - input gradients through ``gemm`` (``input_gradient_kernel``), 5x5 1 -> 32 at batch
-#   128: 5.1 -> 4.3 quiet, 26.6 -> 8.0 loaded; 3x3 1 -> 32: 4.3 -> 2.7, 18.6 -> 4.0.
-PARTED_MACS = 1 << 29
+# A few-channel input gradient that oneDNN computes through im2col and a GEMM
+# (``input_gradient_kernel``) runs in PARTED_PER_CORE parts of the batch per core, each
+# on one thread, taken in turn by a team of every core the process may use: where
+# another process holds a core, the other thread takes the parts the held one would
+# have done. Measured on the 2-core VM against oneDNN's own threads (quiet: both
+# cores; beside one busy process: the free one), batch 128, ms: 5x5 1 -> 32, 5.1 -> 4.3
+# quiet and 26.6 -> 8.0 loaded; 3x3 1 -> 32, 4.3 -> 2.7 and 18.6 -> 4.0.
+# Other large passes gain as much alone (5x5 32 -> 64 at batch 128 beside a busy
+# process: 18-27% faster, the same quiet), but not in a network: after a team of two,
+# GNU OpenMP's idle thread spins on for a while beside the one-thread ops that follow
+# and the busy process, and deep-MNIST's step at batch 128 came out 0.3% faster to 5%
+# slower (1.3-4% faster with GOMP_SPINCOUNT=10000, which made the MNIST CNN's step 5-8%
+# slower on a quiet machine).
 PARTED_PER_CORE = 4
 _TAG_NHWC = 22  # logical (N, C, H, W) dims laid out as N, H, W, C
 _TAG_HWIO = 28  # logical (O, I, H, W) dims laid out as H, W, I, O
@@ -222,9 +221,8 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
     geometry = (tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
                 tuple(pad_r))
     cores = threads.cores()
-    if _parted(kind, x_shape, w_shape, out_hw, cores):
-        # the same bits on any team: forward and input gradient as whole (each image on
-        # its own), the filter gradient as the sum of these fixed parts
+    if _parted(kind, x_shape, w_shape, cores):
+        # the bits of the whole pass on any team: each image is computed on its own
         key = ("parts", kind) + geometry + (PARTED_PER_CORE * cores,)
         found = None if key in _dropped else batch_parts(*key[1:])
         run = None if found is None else lambda x, g, o: found(x, g, o, cores)
@@ -254,13 +252,10 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
         return None
 
 
-def _parted(kind, x_shape, w_shape, out_hw, cores):
-    """Whether a pass runs in ``PARTED_PER_CORE`` parts per core (see ``PARTED_MACS``)."""
-    n, c, co = x_shape[0], x_shape[3], w_shape[3]
-    if cores < 2 or n < PARTED_PER_CORE * cores or not onednn.parts_available():
-        return False
-    macs = n * out_hw[0] * out_hw[1] * co * w_shape[0] * w_shape[1] * c
-    return macs >= PARTED_MACS or (kind == "input" and input_gradient_kernel(c, co) == "gemm")
+def _parted(kind, x_shape, w_shape, cores):
+    """Whether a pass runs in ``PARTED_PER_CORE`` parts per core (see there)."""
+    return kind == "input" and input_gradient_kernel(x_shape[3], w_shape[3]) == "gemm" \
+        and cores > 1 and x_shape[0] >= PARTED_PER_CORE * cores and onednn.parts_available()
 
 
 class BatchParts:
