@@ -221,3 +221,27 @@ def test_widened_fused_nodes_run_in_turn_with_the_numbers_they_had(monkeypatch):
     assert "fused[where, reduce_sum, exp, multiply, subtract, " in widened_plan
     assert "random 'random_uniform' (created at" in widened_plan  # the replay verdict
     assert plain.tobytes() == widened.tobytes()
+
+
+def test_a_printed_kernel_that_does_not_compile_runs_its_ops_in_turn(caplog):
+    """No GPU has compiled the draw and row kernels yet: text NVRTC rejects leaves the
+    fused node to its members in turn, with a warning naming the ops."""
+    from gradflow.backends import cupy_emit  # importable without CuPy
+
+    class Rejecting:
+        class RawKernel:
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def compile(self):
+                raise RuntimeError("NVRTC_ERROR_COMPILATION")
+
+    with gf.Graph().as_default():
+        node = _dropout_node(gf.float32, (4, 6))
+    program = node.attrs["program"]
+    printed = cuda_kernels.print_draw_kernel(program, (4, 6))
+    with caplog.at_level("WARNING", logger="gradflow.cupy"):
+        got = cupy_emit.raw_kernel(printed, program, Rejecting, 1, (), lambda: "in turn")
+    assert got == "in turn"
+    assert "did not compile" in caplog.text and "NVRTC_ERROR_COMPILATION" in caplog.text
+    assert "dropout" in caplog.text

@@ -38,6 +38,8 @@ planned buffers, and has not met a GPU since.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from gradflow.backends import cuda_rows, device_random, im2col_conv
@@ -54,6 +56,7 @@ from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.capture import NotCapturable
 from gradflow.ops.registry import REGISTRY
 
+_log = logging.getLogger("gradflow.cupy")
 MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no steady state
 
 
@@ -69,13 +72,15 @@ def fused_kernel(program, fns, cupy, in_turn):
             return in_turn(program, fns)
         streams = [fns[k].stream for k in drawn.draws]
         return raw_kernel(drawn, program, cupy, device_random.grid_for(drawn.size, THREADS),
-                          tuple(a for stream in streams for a in (stream.seed, stream.state)))
+                          tuple(a for stream in streams for a in (stream.seed, stream.state)),
+                          lambda: in_turn(program, fns))
     if any(m.opdef.name == "reduce_sum" for m in program.members):
         rows = print_row_kernel(program, shape) if known else None
         if rows is None:
             return in_turn(program, fns)
         count = rows.size // rows.columns
-        return raw_kernel(rows, program, cupy, max(1, min(1024, (count + 127) // 128)), ())
+        return raw_kernel(rows, program, cupy, max(1, min(1024, (count + 127) // 128)), (),
+                          lambda: in_turn(program, fns))
     printed = print_kernel(program, shape) if known else None
     if printed is None:
         return in_turn(program, fns)
@@ -102,10 +107,18 @@ def fused_kernel(program, fns, cupy, in_turn):
     return run
 
 
-def raw_kernel(printed, program, cupy, blocks, tail):
+def raw_kernel(printed, program, cupy, blocks, tail, fallback):
     """The callable of a fused node printed as one ``RawKernel`` (a ``DrawKernel`` or a
-    ``RowKernel``): arguments ``(n, C, x..., y..., *tail)``, into ``out``."""
+    ``RowKernel``): arguments ``(n, C, x..., y..., *tail)``, into ``out``. Compiled
+    here, when the plan is; text NVRTC rejects (no GPU has run these kernels yet) says
+    why once and gives ``fallback()``, the members in turn."""
     kernel = cupy.RawKernel(printed.source, printed.name, options=printed.options)
+    try:
+        getattr(kernel, "compile", lambda: kernel.kernel)()  # .kernel compiles it too
+    except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors alike)
+        _log.warning("fused kernel %s did not compile, its ops run in turn: %s (%s)",
+                     printed.name, err, program.describe())
+        return fallback()
     outputs = [program.members[k] for k in program.outputs]
     inputs = _inputs(program)
     shape = tuple(outputs[-1].shape)
