@@ -482,3 +482,75 @@ def test_a_broadcast_over_many_channels_or_a_small_array_stays_a_broadcast():
     strided = np.ones((4096, 4, 12), np.float32)[..., ::2]
     np.testing.assert_array_equal(tiled(strided, np.arange(6, dtype=np.float32)),
                                   strided + np.arange(6, dtype=np.float32))
+
+
+def test_row_sums_join_the_one_fused_node_that_reads_them_and_nothing_else():
+    """``absorb_row_sums`` (CuPy's kernel pass): a last-axis sum with keepdims read by one
+    fused node joins it, with the elementwise op it sums when nothing else reads that;
+    a fetched sum, one read by two nodes, one over another axis or without keepdims
+    stays where it is."""
+    from gradflow.passes import optimize
+    from gradflow.passes.fusion import absorb_row_sums
+
+    def widened(make):
+        with gf.Graph().as_default():
+            x = gf.placeholder(gf.float32, (4, 6))
+            fetches = make(x)
+            graph = optimize(fetches, [x])
+            absorb_row_sums(graph)
+            return [[m.opdef.name for m in n.attrs["program"].members]
+                    for n in _fused_nodes(graph)]
+
+    def joined(x):
+        return [2.0 * x - gf.reduce_sum(gf.exp(x), -1, keepdims=True)]
+
+    assert ["exp", "reduce_sum", "multiply", "subtract"] in widened(joined)
+
+    def fetched(x):
+        s = gf.reduce_sum(gf.exp(x), -1, keepdims=True)
+        return [2.0 * x - s, s]
+
+    def shared(x):
+        s = gf.reduce_sum(x, -1, keepdims=True)
+        return [2.0 * x - s, gf.sqrt(x) * s]
+
+    def other_axis(x):
+        return [2.0 * x - gf.reduce_sum(x, 0, keepdims=True)]
+
+    def dropped_axis(x):
+        return [2.0 * x - gf.expand_dims(gf.reduce_sum(x, -1), -1)]
+
+    for make in (fetched, shared, other_axis, dropped_axis):
+        assert all("reduce_sum" not in members for members in widened(make)), make.__name__
+
+
+def test_a_draw_joins_the_one_fused_node_that_reads_it():
+    """``absorb_draws``: a uniform draw of the fused node's shape read by it alone joins
+    it; a fetched draw, one read twice or one the backend does not draw stays."""
+    from gradflow.passes import optimize
+    from gradflow.passes.fusion import absorb_draws
+
+    def widened(make, draws_here=True):
+        with gf.Graph().as_default():
+            x = gf.placeholder(gf.float32, (4, 6))
+            graph = optimize(make(x), [x])
+            absorb_draws(graph, lambda node: draws_here)
+            return [[m.opdef.name for m in n.attrs["program"].members]
+                    for n in _fused_nodes(graph)]
+
+    def dropout(x):
+        return [gf.nn.dropout(x, 0.5)]
+
+    assert widened(dropout) == [["random", "divide", "add", "floor", "multiply"]]
+    assert widened(dropout, draws_here=False) == [["divide", "add", "floor", "multiply"]]
+
+    def fetched(x):
+        u = gf.random_uniform((4, 6))
+        return [x * u + 1.0, u]
+
+    def twice(x):
+        u = gf.random_uniform((4, 6))
+        return [x * u + 1.0, gf.sqrt(x) - u]
+
+    for make in (fetched, twice):
+        assert all("random" not in members for members in widened(make)), make.__name__
