@@ -411,3 +411,41 @@ def test_a_whole_backward_without_a_product_between_is_one_row_kernel(tmp_path):
     assert names[:5] == ["where", "reduce_sum", "exp", "multiply", "subtract"]
     assert "relu_grad" in names
     _check_row_programs(nodes, tmp_path, np.float32)
+
+
+def _cnn(batch=2):
+    x = gf.placeholder(gf.float32, (None, 6, 6, 1), "x")
+    y = gf.placeholder(gf.int64, (None,), "y")
+    keep = gf.placeholder(gf.float32, (), "keep")
+    h = gf.layers.conv2d(x, 4, 3, padding="same", activation=gf.nn.relu)
+    h = gf.layers.max_pooling2d(h, 2, 2)
+    h = gf.nn.dropout(gf.layers.dense(gf.layers.flatten(h), 8, activation=gf.nn.relu),
+                      keep_prob=keep)
+    logits = gf.layers.dense(h, 3)
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+    return _fused_programs([train, loss], [x, y, keep], [(batch, 6, 6, 1), (batch,), ()])
+
+
+def _lstm(batch=2, steps=3):
+    xs = [gf.placeholder(gf.float32, (None, 4), f"x{t}") for t in range(steps)]
+    y = gf.placeholder(gf.int64, (None,), "y")
+    outputs, _ = gf.nn.static_rnn(gf.nn.rnn_cell.BasicLSTMCell(5), xs, dtype=gf.float32)
+    logits = gf.layers.dense(outputs[-1], 3)
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    train = gf.train.AdamOptimizer(1e-3).minimize(loss)
+    return _fused_programs([train, loss], xs + [y], [(batch, 4)] * steps + [(batch,)])
+
+
+@pytest.mark.parametrize("network", ["cnn", "lstm"])
+def test_fused_programs_of_cnn_and_lstm_training_steps(network, tmp_path):
+    """Every fused node of a small CNN step (conv bias + ReLU over images, dropout, the
+    dense layers, Adam on 4-D filters) and of an LSTM step (what the LSTM step ops
+    leave: the dense layer, the loss's gradient, Adam) prints, compiles and gives
+    NumPy's numbers."""
+    with gf.Graph().as_default():
+        nodes = _cnn() if network == "cnn" else _lstm()
+    assert len(nodes) >= 4
+    _check_programs(nodes, tmp_path, np.float32, {"full"})
