@@ -168,7 +168,7 @@ def test_a_fused_dropout_draws_its_own_numbers_in_one_kernel(dtype, shape, block
     masks = []
     for _ in range(2):
         outs = [np.full(shape, np.nan, dtype) for _ in program.outputs]
-        launch(lib, kernel.name, [kernel.size, kernel.columns, *arrays, *outs, seed, state],
+        launch(lib, kernel.name, [seed, state, kernel.size, kernel.columns, *arrays, *outs],
                blocks)
         u, offset = device_random.uniform_reference(seed, offset, kernel.size,
                                                     member.attrs["minval"],
@@ -241,7 +241,7 @@ def test_a_printed_kernel_that_does_not_compile_runs_its_ops_in_turn(caplog):
     program = node.attrs["program"]
     printed = cuda_kernels.print_draw_kernel(program, (4, 6))
     with caplog.at_level("WARNING", logger="gradflow.cupy"):
-        got = cupy_emit.raw_kernel(printed, program, Rejecting, 1, (), lambda: "in turn")
+        got = cupy_emit.raw_kernel(printed, program, Rejecting, 1, 256, (), lambda: "in turn")
     assert got == "in turn"
     assert "did not compile" in caplog.text and "NVRTC_ERROR_COMPILATION" in caplog.text
     assert "dropout" in caplog.text

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from gradflow.backends.device_random import C_TYPES
 from gradflow.backends.numpy_fused import _inputs, _patterns
 from gradflow.backends.philox import HELPERS as PHILOX_HELPERS
+from gradflow.backends.philox import draw_kernel
 from gradflow.passes.elementwise import SCALAR
 
 COMPUTE = {"float16": "float", "float32": "float", "float64": "double", "bool": "bool"}
@@ -240,38 +241,38 @@ def _layout(program, shape, steps):
 
 @dataclass(frozen=True)
 class DrawKernel:
-    """The printed ``RawKernel`` of a fused program with random members: it draws each
-    member's numbers from that member's Philox stream and advances the stream's offset
-    in device memory, as ``gf_random_uniform_<T>`` would have, then computes the
-    program on them. Arguments: ``(n, C, x..., y..., seed0, state0, seed1, ...)``, one
-    (seed, state) per random member in program order; launch it on
-    ``device_random.grid_for(n)`` blocks."""
+    """The printed ``RawKernel`` of a fused program with one random member: it draws the
+    member's numbers from its Philox stream and advances the stream's offset in device
+    memory, as ``gf_random_uniform_<T>`` would have (both are ``philox.draw_kernel``),
+    then computes the program on them. Arguments: ``(seed, state, n, C, x..., y...)``;
+    launch it on ``device_random.grid_for(n)`` blocks."""
 
     name: str
     source: str
     kinds: tuple
     columns: int
     size: int
-    draws: tuple  # the step index of each random member
+    draws: tuple  # the step index of the random member
     options: tuple = OPTIONS
 
 
 def print_draw_kernel(program, shape):
-    """The ``DrawKernel`` of ``program`` (with one or more random members) at the static
-    ``shape`` of its output, or None where ``print_kernel`` would decline."""
+    """The ``DrawKernel`` of ``program`` (with one random member) at the static ``shape``
+    of its output, or None where ``print_kernel`` would decline."""
     shape = tuple(int(d) for d in shape)
     draws = tuple(k for k, m in enumerate(program.members) if m.opdef.kind == "random")
-    if not draws:
+    if len(draws) != 1:
         return None
-    steps = steps_source(program, {k: f"w{d}" for d, k in enumerate(draws)})
+    steps = steps_source(program, {draws[0]: "w"})
     layout = _layout(program, shape, steps)
     if layout is None:
         return None
     inputs, outputs, kinds, columns, digest = layout
     name = "gf_drawn_" + digest
-    raw = _raw_source(name, inputs, outputs, program.outputs, kinds, steps, len(draws))
-    return DrawKernel(name, raw.replace(RAW_PREAMBLE, RAW_PREAMBLE + PHILOX_HELPERS, 1),
-                      tuple(kinds), columns, math.prod(shape), draws)
+    params = ", ".join(["const long long C"] + _pointers(inputs, outputs))
+    element = "\n            ".join(_element(inputs, outputs, program.outputs, kinds, steps))
+    source = RAW_PREAMBLE + PHILOX_HELPERS + draw_kernel(name, params, element)
+    return DrawKernel(name, source, tuple(kinds), columns, math.prod(shape), draws)
 
 
 def print_row_kernel(program, shape, max_columns=4096):
@@ -298,11 +299,8 @@ def print_row_kernel(program, shape, max_columns=4096):
     name = "gf_rows_" + hashlib.sha1("\n".join(steps + kinds).encode()).hexdigest()[:12]
     first = [steps[k] for k in sorted(needed)]
     first += [f"s{k} += {_arg_name(program, k)};" for k in sums]
-    params = ["const long long n", "const long long C"]
-    params += [f"const {STORAGE[i.dtype.name]} *x{k}" for k, i in enumerate(inputs)]
-    params += [f"{STORAGE[o.dtype.name]} *y{j}" for j, o in enumerate(outputs)]
-    index = {"full": "i", "row": "c", "col": "r", "scalar": "0"}
-    loads = [f"const {_compute(i)} a{k} = x{k}[{index[kind]}];"
+    params = ["const long long n", "const long long C"] + _pointers(inputs, outputs)
+    loads = [f"const {_compute(i)} a{k} = x{k}[{_INDEX[kind]}];"
              for k, (i, kind) in enumerate(zip(inputs, kinds))]
     writes = [f"y{j}[i] = t{k};" for j, k in enumerate(program.outputs)]
     column = ["for (long long c = 0; c < C; ++c) {", "    const long long i = r * C + c;"]
@@ -374,49 +372,33 @@ def _load(node, element):
     return f"__half2float({element})" if node.dtype.name == "float16" else element
 
 
-def _raw_source(name, inputs, outputs, output_steps, kinds, steps, draws=0):
-    index = {"full": "i", "row": "c", "col": "r", "scalar": "0"}
-    params = ["const long long n", "const long long C"]
-    params += [f"const {STORAGE[i.dtype.name]} *x{k}" for k, i in enumerate(inputs)]
-    params += [f"{STORAGE[o.dtype.name]} *y{j}" for j, o in enumerate(outputs)]
-    for d in range(draws):
-        params += [f"const unsigned long long seed{d}", f"unsigned long long *state{d}"]
+# how a kernel indexes an input of each kind: ``i`` the element, ``r`` its row, ``c`` its
+# column (of ``C`` columns)
+_INDEX = {"full": "i", "row": "c", "col": "r", "scalar": "0"}
+
+
+def _pointers(inputs, outputs):
+    return ([f"const {STORAGE[i.dtype.name]} *x{k}" for k, i in enumerate(inputs)]
+            + [f"{STORAGE[o.dtype.name]} *y{j}" for j, o in enumerate(outputs)])
+
+
+def _element(inputs, outputs, output_steps, kinds, steps):
+    """The lines computing and storing element ``i`` (of ``C`` columns a row)."""
     body = []
     if any(kind in ("row", "col") for kind in kinds):
         body += ["const long long r = i / C;", "const long long c = i - r * C;"]
-    body += [f"const {_compute(i)} a{k} = {_load(i, f'x{k}[{index[kind]}]')};"
+    body += [f"const {_compute(i)} a{k} = {_load(i, f'x{k}[{_INDEX[kind]}]')};"
              for k, (i, kind) in enumerate(zip(inputs, kinds))]
     body += steps
     body += [f"y{j}[i] = {_store(o, f't{k}', '__half')};"
              for j, (o, k) in enumerate(zip(outputs, output_steps))]
-    head = f'extern "C" __global__ void {name}(' + ", ".join(params) + ") {\n"
-    if draws:
-        return RAW_PREAMBLE + "\n" + head + _drawing_loop(body, draws)
-    head += ("    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
-             "         i += (long long)blockDim.x * gridDim.x) {\n")
+    return body
+
+
+def _raw_source(name, inputs, outputs, output_steps, kinds, steps):
+    params = ["const long long n", "const long long C"] + _pointers(inputs, outputs)
+    body = _element(inputs, outputs, output_steps, kinds, steps)
+    head = (f'extern "C" __global__ void {name}(' + ", ".join(params) + ") {\n"
+            "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+            "         i += (long long)blockDim.x * gridDim.x) {\n")
     return RAW_PREAMBLE + "\n" + head + "".join(f"        {line}\n" for line in body) + "    }\n}\n"
-
-
-def _drawing_loop(body, draws):
-    """The loop of a draw kernel: one thread per Philox counter block (four elements), as
-    ``philox.draw_kernel``, so element ``i`` gets word ``i`` of each stream."""
-    streams = range(draws)
-    lines = [f"__shared__ unsigned long long shared_base{d};" for d in streams]
-    lines += [f"const unsigned long long base{d} = gf_philox_begin(state{d}, &shared_base{d});"
-              for d in streams]
-    lines += ["const long long blocks = (n + 3) / 4;",
-              "for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < blocks;",
-              "     b += (long long)blockDim.x * gridDim.x) {"]
-    for d in streams:
-        lines += [f"    const unsigned long long block{d} = base{d} + (unsigned long long)b;",
-                  f"    unsigned int c{d}[4] = {{(unsigned int)block{d}, "
-                  f"(unsigned int)(block{d} >> 32), 0u, 0u}};",
-                  f"    gf_philox4x32_10(c{d}, (unsigned int)seed{d}, "
-                  f"(unsigned int)(seed{d} >> 32));"]
-    lines += ["    for (int j = 0; j < 4 && 4 * b + j < n; ++j) {",
-              "        const long long i = 4 * b + j;"]
-    lines += [f"        const unsigned int w{d} = c{d}[j];" for d in streams]
-    lines += [f"        {line}" for line in body]
-    lines += ["    }", "}"]
-    lines += [f"gf_philox_advance(state{d}, base{d}, blocks);" for d in streams]
-    return "".join(f"    {line}\n" for line in lines) + "}\n"

@@ -70,17 +70,16 @@ def fused_kernel(program, fns, cupy, in_turn):
         drawn = print_draw_kernel(program, shape) if known else None
         if drawn is None:
             return in_turn(program, fns)
-        streams = [fns[k].stream for k in drawn.draws]
+        stream = fns[drawn.draws[0]].stream
         return raw_kernel(drawn, program, cupy, device_random.grid_for(drawn.size, THREADS),
-                          tuple(a for stream in streams for a in (stream.seed, stream.state)),
-                          lambda: in_turn(program, fns))
+                          THREADS, (stream.seed, stream.state), lambda: in_turn(program, fns))
     if any(m.opdef.name == "reduce_sum" for m in program.members):
         rows = print_row_kernel(program, shape) if known else None
         if rows is None:
             return in_turn(program, fns)
         count = rows.size // rows.columns
-        return raw_kernel(rows, program, cupy, max(1, min(1024, (count + 127) // 128)), (),
-                          lambda: in_turn(program, fns))
+        return raw_kernel(rows, program, cupy, max(1, min(1024, (count + 127) // 128)), 128,
+                          (), lambda: in_turn(program, fns))
     printed = print_kernel(program, shape) if known else None
     if printed is None:
         return in_turn(program, fns)
@@ -107,9 +106,9 @@ def fused_kernel(program, fns, cupy, in_turn):
     return run
 
 
-def raw_kernel(printed, program, cupy, blocks, tail, fallback):
+def raw_kernel(printed, program, cupy, blocks, threads, lead, fallback):
     """The callable of a fused node printed as one ``RawKernel`` (a ``DrawKernel`` or a
-    ``RowKernel``): arguments ``(n, C, x..., y..., *tail)``, into ``out``. Compiled
+    ``RowKernel``): arguments ``(*lead, n, C, x..., y...)``, into ``out``. Compiled
     here, when the plan is; text NVRTC rejects (no GPU has run these kernels yet) says
     why once and gives ``fallback()``, the members in turn."""
     kernel = cupy.RawKernel(printed.source, printed.name, options=printed.options)
@@ -122,7 +121,6 @@ def raw_kernel(printed, program, cupy, blocks, tail, fallback):
     outputs = [program.members[k] for k in program.outputs]
     inputs = _inputs(program)
     shape = tuple(outputs[-1].shape)
-    threads = THREADS if tail else 128
     sizes = (np.int64(printed.size), np.int64(printed.columns))
 
     def run(*values, out=None):
@@ -131,7 +129,7 @@ def raw_kernel(printed, program, cupy, blocks, tail, fallback):
                      for d, o in zip(outs, outputs))
         args = [cupy.ascontiguousarray(cupy.asarray(v, dtype=i.dtype.as_numpy_dtype))
                 for v, i in zip(values, inputs)]  # indexed as flat arrays by kind
-        kernel((blocks,), (threads,), (*sizes, *args, *outs, *tail))
+        kernel((blocks,), (threads,), (*lead, *sizes, *args, *outs))
         return outs[0] if len(outputs) == 1 else outs
 
     run.accepts_out = True

@@ -85,7 +85,8 @@ def absorb_draws(graph, draws_in_kernel) -> None:
     """Make each random draw that one fused node alone reads a member of that node, where
     ``draws_in_kernel(draw)`` says the backend computes such a draw inside the fused
     kernel (CuPy's counter-based streams: dropout's draw, mask and scaling become one
-    kernel). The draw must have the fused node's static shape and not be fetched.
+    kernel). The draw must have the fused node's static shape and not be fetched; a
+    node takes one draw (a kernel draws from one stream), others stay its inputs.
 
     Besides the fused node, a draw may be a control input of constants (folded from a
     shape it gave: ``constant_folding`` keeps them after the draw). Those lose that
@@ -100,7 +101,7 @@ def absorb_draws(graph, draws_in_kernel) -> None:
                  and i.shape is not None and tuple(i.shape) == tuple(node.shape)
                  and all(r is node or (isinstance(r, PlanNode) and r.opdef.kind == "constant"
                                        and i not in r.inputs) for r in readers[i])
-                 and draws_in_kernel(i)]
+                 and draws_in_kernel(i)][:1]
         if not draws:
             continue
         for draw in draws:
