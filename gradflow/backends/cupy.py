@@ -132,6 +132,7 @@ class CupyBackend(Backend):
 # this backend's own kernels, on the ops' records (OpDef.lowerings["cupy"])
 add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows))
 add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
+add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 
 
 def unavailable_reason(device=None):

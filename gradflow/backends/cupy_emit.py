@@ -30,15 +30,16 @@ captured as one CUDA graph.
   work inside a run (an id check reading a value back) fails the capture, and the
   plan runs uncaptured, saying why (``gradflow.capture``).
 
-First run on a GPU (an H200) on 2026-11-26: the MLP step is captured and its GPU
-tests (``-m gpu``: captured, uncaptured and NumPy runs compared) pass; the capture's
-allocator (above) changed after that run, to let the CNN step's matmuls keep their
-planned buffers, and has not met a GPU since.
+On an H100 on 2026-11-26 (``benchmarks/gpu_check.sh``): every GPU test passes and the
+MLP, CNN and LSTM training steps are captured. Two fixes came from that run: operands
+outside the arena get staged matmul plans (``MatmulPlans``), and ``concat`` copies
+part by part (``lower_concat``).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 
@@ -151,38 +152,114 @@ def _alias(x):
     return cupy.ndarray(x.shape, x.dtype, x.data, strides=x.strides)
 
 
+class MatmulPlans:
+    """``plans(a, b, out, transpose_a, transpose_b)``: the product of 2-D arrays into
+    ``out`` through plans made by ``make(a, b, out, transpose_a, transpose_b)`` (objects
+    with ``execute()``, ``captured`` and ``free()``), one per set of buffers, kept while
+    they are: a steady or captured run reuses them.
+
+    An operand that is not in the plan's arena (a copy that a reshape of a strided
+    value made, say) lives somewhere new on every run, and the first plan holds its
+    first home (``alias``). So where a second run meets the same shapes at other
+    addresses, a *staged* plan is made: the operands whose address moved are copied
+    into buffers of its own (``empty``) before the product, and its result copied out,
+    so that the next run, and a capture, find a plan. A plan is made outside a capture
+    only (``capturing()``): meeting new buffers while capturing raises
+    ``NotCapturable`` (planning may allocate and synchronize)."""
+
+    def __init__(self, make, capturing, alias, pointer, empty):
+        self.make, self.capturing, self.alias = make, capturing, alias
+        self.pointer, self.empty = pointer, empty
+        self.exact = {}  # (geometry, addresses) -> plan
+        self.first = {}  # geometry -> the addresses of its first plan
+        self.staged = {}  # geometry -> _StagedMatmul
+        self.lock = threading.Lock()
+
+    def __call__(self, a, b, out, transpose_a, transpose_b):
+        geometry = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides,
+                    str(a.dtype), transpose_a, transpose_b)
+        addresses = (self.pointer(a), self.pointer(b), self.pointer(out))
+        plan = self.exact.get((geometry, addresses))
+        if plan is not None:
+            return plan.execute()
+        staged = self.staged.get(geometry)
+        if staged is not None and staged.takes(addresses):
+            return staged.run(a, b, out)
+        if self.capturing():
+            raise NotCapturable("a matmul met buffers it has no plan for while capturing")
+        with self.lock:
+            if len(self.exact) + len(self.staged) >= MAX_MATMUL_PLANS:
+                self._forget()
+            first = self.first.setdefault(geometry, addresses)
+            if first == addresses:
+                plan = self.exact[(geometry, addresses)] = self.make(
+                    self.alias(a), self.alias(b), self.alias(out), transpose_a, transpose_b)
+                return plan.execute()
+            staged = self.staged[geometry] = _StagedMatmul(
+                self, (a, b, out), tuple(p == q for p, q in zip(addresses, first)),
+                transpose_a, transpose_b)
+        return staged.run(a, b, out)
+
+    def _forget(self):
+        plans = list(self.exact.values()) + [s.plan for s in self.staged.values()]
+        for plan in plans:
+            if not plan.captured:  # a captured graph still runs it
+                plan.free()
+        self.exact.clear()
+        self.first.clear()
+        self.staged.clear()
+
+
+class _StagedMatmul:
+    """A plan over the operands that stayed put (``fixed``) and buffers of its own for
+    the ones that moved (see ``MatmulPlans``)."""
+
+    def __init__(self, plans, operands, fixed, transpose_a, transpose_b):
+        self.fixed = fixed
+        self.addresses = tuple(plans.pointer(x) for x in operands)
+        self.own = [None if keep else plans.empty(tuple(x.shape), x.dtype)
+                    for x, keep in zip(operands, fixed)]
+        self.plan = plans.make(*(plans.alias(x) if own is None else own
+                                 for x, own in zip(operands, self.own)),
+                               transpose_a, transpose_b)
+        self.lock = plans.lock
+
+    def takes(self, addresses):
+        return all(p == q for p, q, keep in zip(addresses, self.addresses, self.fixed) if keep)
+
+    def run(self, a, b, out):
+        with self.lock:  # one thread at a time in the buffers of its own
+            for x, own in zip((a, b), self.own):
+                if own is not None:
+                    own[...] = x
+            result = self.plan.execute()
+            if self.own[2] is not None:
+                out[...] = result
+        return out
+
+
 def planned_matmul(backend):
     """``mm(a, b, out, transpose_a, transpose_b)``: the product of 2-D CuPy arrays into
-    ``out`` through a planned nvmath ``Matmul`` per set of buffers (kept while they
-    are; a steady or captured run reuses them), else through ``cupy.matmul``. A plan
-    is made outside a capture only: meeting new buffers while capturing raises
-    ``NotCapturable`` (planning may allocate and synchronize)."""
+    ``out`` through planned nvmath ``Matmul``s (``MatmulPlans``), else through
+    ``cupy.matmul`` (no nvmath-python, other dtypes)."""
+    import cupy
+
     missing = nvmath_missing()
-    plans = {}
+
+    def make(a, b, out, transpose_a, transpose_b):
+        return PlannedMatmul(a, b, out, transpose_a=transpose_a, transpose_b=transpose_b,
+                             allow_tf32=backend.allow_tf32,
+                             stream=cupy.cuda.get_current_stream())
+
+    plans = MatmulPlans(make, lambda: cupy.cuda.get_current_stream().is_capturing(),
+                        _alias, lambda x: x.data.ptr, backend.empty)
 
     def mm(a, b, out, transpose_a, transpose_b):
-        import cupy
-
         if missing is not None or a.ndim != 2 or b.ndim != 2 \
                 or str(a.dtype) not in ("float32", "float64") \
                 or a.dtype != b.dtype or out.dtype != a.dtype:
             return cupy.matmul(_op(a, transpose_a), _op(b, transpose_b), out=out)
-        key = (a.data.ptr, a.strides, b.data.ptr, b.strides, out.data.ptr, a.shape, b.shape,
-               transpose_a, transpose_b)
-        plan = plans.get(key)
-        if plan is None:
-            stream = cupy.cuda.get_current_stream()
-            if stream.is_capturing():
-                raise NotCapturable("a matmul met buffers it has no plan for while capturing")
-            if len(plans) >= MAX_MATMUL_PLANS:
-                for old in plans.values():
-                    if not old.captured:  # a captured graph still runs it
-                        old.free()
-                plans.clear()
-            plan = plans[key] = PlannedMatmul(
-                _alias(a), _alias(b), _alias(out), transpose_a=transpose_a,
-                transpose_b=transpose_b, allow_tf32=backend.allow_tf32, stream=stream)
-        return plan.execute()
+        return plans(a, b, out, transpose_a, transpose_b)
 
     return mm
 
@@ -195,8 +272,12 @@ def lower_matmul(backend):
         mm = planned_matmul(backend)
 
         def matmul(a, b, out=None):
-            if out is None:
-                return cupy.matmul(_op(a, transpose_a), _op(b, transpose_b))
+            if out is None:  # through the plans too: cuBLAS refuses to be captured
+                if a.ndim != 2 or b.ndim != 2:
+                    return cupy.matmul(_op(a, transpose_a), _op(b, transpose_b))
+                rows = a.shape[1] if transpose_a else a.shape[0]
+                columns = b.shape[0] if transpose_b else b.shape[1]
+                out = cupy.empty((rows, columns), cupy.result_type(a, b))
             return mm(a, b, out, transpose_a, transpose_b)
 
         matmul.accepts_out = True
@@ -243,10 +324,38 @@ def lower_log_softmax(xp, axis):
     return log_softmax
 
 
+def lower_concat(xp, axis):
+    """``concat`` on CuPy: one copy into ``out`` per part. CuPy's own concatenation of
+    many parts sends their addresses from the host, which a capture refuses (an
+    LSTM's outputs, concatenated, stopped its step's capture on an H100)."""
+    def concat(*parts, out=None):
+        at = axis % parts[0].ndim
+        if out is None:
+            shape = list(parts[0].shape)
+            shape[at] = sum(p.shape[at] for p in parts)
+            out = xp.empty(tuple(shape), dtype=xp.result_type(*parts))
+        start, lead = 0, (slice(None),) * at
+        for part in parts:
+            stop = start + part.shape[at]
+            out[lead + (slice(start, stop),)] = part
+            start = stop
+        return out
+
+    concat.accepts_out = True
+    concat.reads_whole_inputs = True  # out is never one of the parts
+    return concat
+
+
 def conv_lowerings(backend):
     """``conv2d`` and its gradients on CuPy: im2col into kept buffers, products through
-    ``planned_matmul`` (``gradflow.backends.im2col_conv``)."""
-    return im2col_conv.conv_lowerings(backend.empty, planned_matmul(backend))
+    ``planned_matmul`` (``gradflow.backends.im2col_conv``), each node its own plans."""
+    def of(op):
+        def lower(xp, **attrs):
+            return im2col_conv.conv_lowerings(backend.empty, planned_matmul(backend))[op](
+                xp, **attrs)
+        return lower
+
+    return {op: of(op) for op in im2col_conv.conv_lowerings(backend.empty, None)}
 
 
 class CudaGraphCapturer:

@@ -651,7 +651,8 @@ def _id_check_against(params_at):
         if not n.attrs.get("validate", True):
             return None
         shape = n.inputs[params_at].shape
-        return 1, None if shape is None else shape[n.attrs["axis"]]
+        size = None if shape is None else shape[n.attrs["axis"]]
+        return 1, None if size is None else int(size)  # CuPy's ufuncs refuse Dimension
 
     return id_check
 

@@ -1,0 +1,122 @@
+"""Parts of the CuPy backend's emitter that capture needs, run on NumPy.
+
+The per-buffer matmul plans (``cupy_emit.MatmulPlans``), with a stand-in plan: an
+operand that lives somewhere new on every run (a copy a reshape made) gets a staged
+plan on the second run, so the third run, a capture, finds one. ``lower_concat``
+copies each part into ``out`` (CuPy's own concatenation sends the parts' addresses
+from the host, which a capture refuses). Both were seen on an H100: the CNN and
+LSTM steps could not be captured without them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradflow.backends.cupy_emit import MAX_MATMUL_PLANS, MatmulPlans
+from gradflow.capture import NotCapturable
+
+
+class _Product:
+    made = 0
+
+    def __init__(self, a, b, out, transpose_a, transpose_b):
+        self.a, self.b, self.out = a, b, out
+        self.ta, self.tb = transpose_a, transpose_b
+        self.captured = False
+        self.freed = False
+        _Product.made += 1
+
+    def execute(self):
+        a = self.a.T if self.ta else self.a
+        b = self.b.T if self.tb else self.b
+        np.matmul(a, b, out=self.out)
+        return self.out
+
+    def free(self):
+        self.freed = True
+
+
+def _plans(capturing):
+    return MatmulPlans(_Product, lambda: capturing[0], lambda x: x,
+                       lambda x: x.__array_interface__["data"][0], np.empty)
+
+
+def _operands(rng):
+    return rng.random((6, 4)), rng.random((5, 4))
+
+
+def test_steady_buffers_make_one_plan_and_a_capture_reuses_it():
+    capturing = [False]
+    plans = _plans(capturing)
+    rng = np.random.default_rng(0)
+    a, b = _operands(rng)
+    out = np.empty((6, 5))
+    for run in range(3):
+        capturing[0] = run == 2
+        a[...] = rng.random(a.shape)
+        np.testing.assert_allclose(plans(a, b, out, False, True), a @ b.T)
+    assert len(plans.exact) == 1 and not plans.staged
+
+
+@pytest.mark.parametrize("moving", ["a", "out", "a and out"])
+def test_operands_that_move_every_run_are_staged_by_the_second(moving):
+    capturing = [False]
+    plans = _plans(capturing)
+    rng = np.random.default_rng(1)
+    _, b = _operands(rng)
+    a_home, out_home = np.empty((6, 4)), np.empty((6, 5))
+    for run in range(4):
+        capturing[0] = run >= 2
+        a = rng.random((6, 4)) if "a" in moving.split() else a_home
+        a[...] = rng.random(a.shape)
+        out = np.empty((6, 5)) if "out" in moving else out_home
+        got = plans(a, b, out, False, True)
+        assert got is out
+        np.testing.assert_allclose(out, a @ b.T)
+    (staged,) = plans.staged.values()
+    assert staged.fixed == ("a" not in moving.split(), True, "out" not in moving)
+
+
+def test_a_fixed_operand_that_moves_under_capture_is_refused():
+    capturing = [False]
+    plans = _plans(capturing)
+    rng = np.random.default_rng(2)
+    b = rng.random((5, 4))
+    out = np.empty((6, 5))
+    for _ in range(2):  # a moves: staged over a fixed b
+        plans(rng.random((6, 4)), b, out, False, True)
+    capturing[0] = True
+    with pytest.raises(NotCapturable, match="no plan for while capturing"):
+        plans(rng.random((6, 4)), b.copy(), out, False, True)
+
+
+def test_too_many_buffer_sets_free_the_uncaptured_plans():
+    plans = _plans([False])
+    rng = np.random.default_rng(3)
+    made = {}
+    for k in range(MAX_MATMUL_PLANS + 1):
+        a = rng.random((k + 1, 4))  # a new shape: a new exact plan each
+        out = np.empty((k + 1, 5))
+        plans(a, rng.random((5, 4)), out, False, True)
+        made.update((id(p), p) for p in plans.exact.values())
+    assert len(made) == MAX_MATMUL_PLANS + 1
+    assert [p.freed for p in made.values()] == [True] * MAX_MATMUL_PLANS + [False]
+    assert len(plans.exact) == 1
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cupys_concat_copies_each_part_into_out(axis):
+    """``cupy_emit.lower_concat``, run on NumPy: many parts, into ``out`` or a new array."""
+    from array_api_compat import numpy as xp
+
+    from gradflow.backends.cupy_emit import lower_concat
+
+    rng = np.random.default_rng(4)
+    parts = [rng.random((3, k + 1, 2)) if axis == 1 else rng.random((k + 1, 3, 2))
+             if axis == 0 else rng.random((3, 2, k + 1)) for k in range(12)]
+    want = np.concatenate(parts, axis=axis)
+    concat = lower_concat(xp, axis)
+    np.testing.assert_array_equal(concat(*parts), want)
+    out = np.empty_like(want)
+    assert concat(*parts, out=out) is out
+    np.testing.assert_array_equal(out, want)
