@@ -130,3 +130,33 @@ def test_the_cross_entropy_gradient_is_one_row_kernel_on_the_device():
                     sess.describe_plan(grad, feed)
             results.append(sess.run(grad, feed))
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", [(3, 12, 5, 3, 4, 1, "SAME"), (2, 11, 3, 2, 5, 2, "VALID")],
+                         ids=str)
+def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, caplog):
+    """``cupy_emit.CudaWindows`` (NVRTC-compiled ``cuda_im2col``) in the CuPy
+    convolution lowerings: the bits of the tap loop they replace, nothing declined."""
+    from gradflow.backends import im2col_conv
+    from gradflow.backends.cupy_emit import CudaWindows
+
+    def matmul(a, b, out, transpose_a, transpose_b):
+        return cp.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
+
+    n, size, k, c, co, stride, padding = case
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.standard_normal((n, size, size, c)))
+    w = cp.asarray(rng.standard_normal((k, k, c, co)))
+    attrs = {"strides": (stride, stride), "padding": padding}
+    shape = im2col_conv.conv_lowerings(cp.empty, matmul)["conv2d"](cp, **attrs)(x, w).shape
+    g = cp.asarray(rng.standard_normal(shape))
+    results = []
+    windows = CudaWindows()
+    for chosen in (None, windows):
+        lowerings = im2col_conv.conv_lowerings(cp.empty, matmul, chosen)
+        results.append([lowerings["conv2d"](cp, **attrs)(x, w),
+                        lowerings["conv2d_backprop_filter"](cp, **attrs)(x, g, w),
+                        lowerings["conv2d_backprop_input"](cp, **attrs)(g, w, x)])
+    assert windows.kernels["float64"] is not None, caplog.text
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(b))

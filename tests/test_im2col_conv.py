@@ -10,6 +10,7 @@ import array_api_compat.numpy as xp
 import numpy as np
 import pytest
 
+from gradflow.backends import cuda_im2col
 from gradflow.backends.im2col_conv import conv_lowerings
 from gradflow.ops.registry import REGISTRY
 
@@ -30,8 +31,74 @@ def _reference(op, *args, strides, padding):
     return REGISTRY[op].impl(xp, *args, strides=strides, padding=padding)
 
 
+class _HostWindows:
+    """``cupy_emit.CudaWindows``'s role on the host: the CUDA C text of
+    ``cuda_im2col``, compiled with g++ and run as a grid of 3 blocks."""
+
+    def __init__(self, directory):
+        from cuda_host import build
+
+        self.libs = {}
+        for dtype in ("float32", "float64"):
+            for kind, (text, name) in cuda_im2col.window_sources(dtype).items():
+                self.libs[(dtype, kind)] = (build(text, directory), name)
+        self.calls = []
+
+    def _launch(self, kind, source, result, geo):
+        from cuda_host import launch
+
+        lib, name = self.libs[(source.dtype.name, kind)]
+        launch(lib, name, [np.ascontiguousarray(source), result, *geo.sizes()], blocks=3)
+        self.calls.append(kind)
+        return True
+
+    def columns(self, x, cols, geo):
+        return self._launch("columns", x, cols, geo)
+
+    def pixels(self, cells, out, geo):
+        return self._launch("pixels", cells, out, geo)
+
+
+@pytest.fixture(scope="module")
+def host_windows(tmp_path_factory):
+    from cuda_host import GXX
+
+    if GXX is None:
+        pytest.skip("g++ is not installed: the CUDA C text is compiled on the host with it")
+    return _HostWindows(str(tmp_path_factory.mktemp("im2col")))
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_im2col_convolutions_match_the_reference(case):
+    _check_case(case, LOWERINGS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_one_kernel_window_copies_match_the_reference(case, host_windows):
+    """The CuPy backend's one-kernel im2col and col2im (their CUDA C text, run by g++)
+    in the lowerings: the reference's numbers, and the tap loop's bits."""
+    host_windows.calls.clear()
+    _check_case(case, conv_lowerings(np.empty, _matmul, host_windows))
+    n = case[0]
+    assert sorted(set(host_windows.calls)) == ([] if n == 0 else ["columns", "pixels"])
+    rng = np.random.default_rng(5)
+    n, size, k, c, co, stride, padding = case
+    for dtype in ("float32", "float64"):
+        x = rng.standard_normal((n, size, size, c)).astype(dtype)
+        w = rng.standard_normal((k, k, c, co)).astype(dtype)
+        g = rng.standard_normal(LOWERINGS["conv2d"](xp, strides=(stride, stride),
+                                                    padding=padding)(x, w).shape).astype(dtype)
+        for lowerings in (LOWERINGS, conv_lowerings(np.empty, _matmul, host_windows)):
+            got = [lowerings[op](xp, strides=(stride, stride), padding=padding)(*args)
+                   for op, args in (("conv2d", (x, w)), ("conv2d_backprop_filter", (x, g, w)),
+                                    ("conv2d_backprop_input", (g, w, x)))]
+            if lowerings is LOWERINGS:
+                want = got
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+
+
+def _check_case(case, lowerings):
     n, size, k, c, co, stride, padding = case
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, size, size, c))
@@ -39,9 +106,9 @@ def test_im2col_convolutions_match_the_reference(case):
     strides = (stride, stride)
     want = _reference("conv2d", x, w, strides=strides, padding=padding)
     g = rng.standard_normal(want.shape)
-    forward = LOWERINGS["conv2d"](xp, strides=strides, padding=padding)
-    filter_grad = LOWERINGS["conv2d_backprop_filter"](xp, strides=strides, padding=padding)
-    input_grad = LOWERINGS["conv2d_backprop_input"](xp, strides=strides, padding=padding)
+    forward = lowerings["conv2d"](xp, strides=strides, padding=padding)
+    filter_grad = lowerings["conv2d_backprop_filter"](xp, strides=strides, padding=padding)
+    input_grad = lowerings["conv2d_backprop_input"](xp, strides=strides, padding=padding)
     np.testing.assert_allclose(forward(x, w), want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(
         filter_grad(x, g, w),

@@ -18,9 +18,12 @@ captured as one CUDA graph.
   (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
   ``Matmul`` (``gradflow.backends.nvmath_matmul``): one plan per set of buffers,
-  kept while the buffers are (in a steady or captured run they always are), FP32
-  unless the session allows TF32. **Convolutions** are im2col into kept buffers and
-  one such product each (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN).
+  kept while the buffers are, and one with buffers of its own for operands that move
+  from run to run (``MatmulPlans``), FP32 unless the session allows TF32.
+  **Convolutions** are im2col into kept buffers and one such product each
+  (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN), the column matrix and
+  the column gradient's sum onto the pixels one kernel each (``CudaWindows``;
+  written after the H100 run below, not yet run on a GPU).
   CuPy 14 refuses cuBLAS calls during stream capture, so without nvmath-python
   matmuls go through ``cupy.matmul`` and plans run uncaptured.
 - **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream;
@@ -43,7 +46,7 @@ import threading
 
 import numpy as np
 
-from gradflow.backends import cuda_rows, device_random, im2col_conv
+from gradflow.backends import cuda_im2col, cuda_rows, device_random, im2col_conv
 from gradflow.backends.cuda_kernels import (
     OPTIONS,
     print_draw_kernel,
@@ -346,13 +349,64 @@ def lower_concat(xp, axis):
     return concat
 
 
+class CudaWindows:
+    """The window copies of ``im2col_conv`` as one kernel each
+    (``gradflow.backends.cuda_im2col``), compiled on first use per dtype; a dtype they
+    do not take, or text NVRTC rejects (said once on ``gradflow.cupy``), declines
+    (False) and the lowering copies tap by tap."""
+
+    def __init__(self):
+        self.kernels = {}
+
+    def _kernel(self, dtype, kind):
+        import cupy
+
+        name = np.dtype(dtype).name
+        if name not in self.kernels:
+            sources = cuda_im2col.window_sources(name)
+            made = None
+            if sources is not None:
+                try:
+                    made = {k: cupy.RawKernel(text, entry, options=OPTIONS)
+                            for k, (text, entry) in sources.items()}
+                    for kernel in made.values():
+                        getattr(kernel, "compile", lambda k=kernel: k.kernel)()
+                except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors)
+                    _log.warning("the im2col window kernels did not compile, convolutions "
+                                 "copy tap by tap: %s", err)
+                    made = None
+            self.kernels[name] = made
+        made = self.kernels[name]
+        return None if made is None else made[kind]
+
+    def _launch(self, kind, source, result, geo, total):
+        import cupy
+
+        kernel = self._kernel(source.dtype, kind)
+        if kernel is None or not result.flags.c_contiguous:
+            return False
+        blocks = max(1, min(65535, -(-total // THREADS)))
+        kernel((blocks,), (THREADS,), (cupy.ascontiguousarray(source), result,
+                                       *(np.int64(v) for v in geo.sizes())))
+        return True
+
+    def columns(self, x, cols, geo):
+        return self._launch("columns", x, cols, geo, cols.size)
+
+    def pixels(self, cells, out, geo):
+        return self._launch("pixels", cells, out, geo, out.size)
+
+
 def conv_lowerings(backend):
-    """``conv2d`` and its gradients on CuPy: im2col into kept buffers, products through
-    ``planned_matmul`` (``gradflow.backends.im2col_conv``), each node its own plans."""
+    """``conv2d`` and its gradients on CuPy: im2col into kept buffers by one kernel
+    (``CudaWindows``), products through ``planned_matmul``
+    (``gradflow.backends.im2col_conv``), each node its own plans."""
+    windows = CudaWindows()
+
     def of(op):
         def lower(xp, **attrs):
-            return im2col_conv.conv_lowerings(backend.empty, planned_matmul(backend))[op](
-                xp, **attrs)
+            return im2col_conv.conv_lowerings(backend.empty, planned_matmul(backend),
+                                              windows)[op](xp, **attrs)
         return lower
 
     return {op: of(op) for op in im2col_conv.conv_lowerings(backend.empty, None)}

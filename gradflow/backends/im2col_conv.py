@@ -3,12 +3,17 @@ against any array module whose arrays take slice assignment: the CuPy backend's
 convolutions (CuPy 14 has no cuDNN), with their products through the planned nvmath
 matmuls of the plan (``cupy_emit``), so that a convolution captures in a CUDA graph.
 
-``conv_lowerings(empty, matmul)`` gives the lowerings of ``conv2d`` and its two
+``conv_lowerings(empty, matmul, windows=None)`` gives the lowerings of ``conv2d`` and its two
 gradients: ``empty(shape, dtype)`` makes an array of the module,
 ``matmul(a, b, out, transpose_a, transpose_b)`` writes the product of two 2-D arrays
-into ``out``. The padded input, the column matrix and the column gradient are kept
-on the bound function, one set per shape: the same addresses on every run. The
-tests run these very functions on NumPy against the reference convolution.
+into ``out``; ``windows``, where given, builds the column matrix
+(``columns(x, cols, geometry)``) and adds the column gradient back onto the pixels
+(``pixels(cells, out, geometry)``) in one call each, returning False where it cannot
+(the CuPy backend's one-kernel copies, ``gradflow.backends.cuda_im2col``); without
+it, or where it declines, each is one strided copy per filter tap. The padded input,
+the column matrix and the column gradient are kept on the bound function, one set
+per shape: the same addresses on every run. The tests run these very functions on
+NumPy against the reference convolution.
 
 Forward: ``cols (N*OH*OW, KH*KW*C) @ w (KH*KW*C, CO)``; filter gradient:
 ``cols^T @ g``; input gradient: ``g @ w^T`` added back onto the pixels each window
@@ -38,13 +43,23 @@ class _Geometry:
         return (slice(None), slice(i, i + (self.oh - 1) * self.sh + 1, self.sh),
                 slice(j, j + (self.ow - 1) * self.sw + 1, self.sw), slice(None))
 
+    def sizes(self):
+        """``(n, h, w, c, kh, kw, sh, sw, pt, pl, oh, ow)``: the window kernels' sizes."""
+        return (self.n, self.h, self.w, self.c, self.kh, self.kw, self.sh, self.sw, self.pt,
+                self.pl, self.oh, self.ow)
+
     def interior(self):
         return (slice(None), slice(self.pt, self.pt + self.h),
                 slice(self.pl, self.pl + self.w), slice(None))
 
 
-def _columns(kept, x, geo):
+def _columns(kept, x, geo, windows):
     """The im2col matrix of ``x`` (kept): rows (n, oy, ox), columns (i, j, c)."""
+    if windows is not None:
+        cols = kept.get_array("columns", (geo.n, geo.oh, geo.ow, geo.kh, geo.kw, geo.c),
+                              x.dtype)
+        if windows.columns(x, cols, geo):
+            return cols.reshape(geo.rows, geo.k)
     source = x
     if geo.padded:
         source = kept.get_array("padded", geo.padded_shape, x.dtype)
@@ -57,8 +72,9 @@ def _columns(kept, x, geo):
     return cols.reshape(geo.rows, geo.k)
 
 
-def conv_lowerings(empty, matmul):
-    """``{op name: lower(xp, strides, padding)}`` for ``conv2d`` and its gradients."""
+def conv_lowerings(empty, matmul, windows=None):
+    """``{op name: lower(xp, strides, padding)}`` for ``conv2d`` and its gradients;
+    ``windows`` (optional) copies windows in one call each (see the module doc)."""
 
     def conv2d(xp, strides, padding):
         kept = KeptArrays(empty)
@@ -69,8 +85,8 @@ def conv_lowerings(empty, matmul):
             if out is None:
                 out = empty((geo.n, geo.oh, geo.ow, co), x.dtype)
             if geo.rows and co:
-                matmul(_columns(kept, x, geo), w.reshape(geo.k, co), out.reshape(geo.rows, co),
-                       False, False)
+                matmul(_columns(kept, x, geo, windows), w.reshape(geo.k, co),
+                       out.reshape(geo.rows, co), False, False)
             return out
 
         return _writes_out(forward)
@@ -86,8 +102,8 @@ def conv_lowerings(empty, matmul):
             if geo.rows == 0:
                 out[...] = 0
                 return out
-            matmul(_columns(kept, x, geo), g.reshape(geo.rows, co), out.reshape(geo.k, co),
-                   True, False)
+            matmul(_columns(kept, x, geo, windows), g.reshape(geo.rows, co),
+                   out.reshape(geo.k, co), True, False)
             return out
 
         return _writes_out(filter_grad)
@@ -100,15 +116,19 @@ def conv_lowerings(empty, matmul):
             geo = _Geometry(tuple(x_like.shape), (kh, kw), strides, padding)
             if out is None:
                 out = empty(tuple(x_like.shape), g.dtype)
+            if not (geo.rows and co):
+                out[...] = 0
+                return out
+            cells = kept.get_array("cells", (geo.rows, geo.k), g.dtype)
+            matmul(g.reshape(geo.rows, co), w.reshape(geo.k, co), cells, False, True)
+            if windows is not None and windows.pixels(cells, out, geo):
+                return out
             target = kept.get_array("padded", geo.padded_shape, g.dtype) if geo.padded else out
             target[...] = 0
-            if geo.rows and co:
-                cells = kept.get_array("cells", (geo.rows, geo.k), g.dtype)
-                matmul(g.reshape(geo.rows, co), w.reshape(geo.k, co), cells, False, True)
-                taps = cells.reshape(geo.n, geo.oh, geo.ow, geo.kh, geo.kw, geo.c)
-                for i in range(geo.kh):
-                    for j in range(geo.kw):
-                        target[geo.tap(i, j)] += taps[:, :, :, i, j, :]
+            taps = cells.reshape(geo.n, geo.oh, geo.ow, geo.kh, geo.kw, geo.c)
+            for i in range(geo.kh):
+                for j in range(geo.kw):
+                    target[geo.tap(i, j)] += taps[:, :, :, i, j, :]
             if geo.padded:
                 out[...] = target[geo.interior()]
             return out
