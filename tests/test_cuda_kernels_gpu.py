@@ -160,3 +160,31 @@ def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, ca
     assert windows.kernels["float64"] is not None, caplog.text
     for a, b in zip(*results):
         np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(b))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
+    """``cupy_emit.lower_lstm_step``/``lower_lstm_step_grad`` (NVRTC-compiled
+    ``cuda_lstm``) against the ops' Array API functions on CuPy."""
+    from array_api_compat import cupy as cxp
+
+    from gradflow.backends import cupy_emit
+    from gradflow.ops import rnn_ops
+
+    rng = np.random.default_rng(3)
+    batch, units = 33, 20
+    x, y = (cp.asarray(rng.standard_normal((batch, 4 * units)).astype(dtype)) for _ in "xy")
+    row = cp.asarray(rng.standard_normal(4 * units).astype(dtype))
+    c_prev, dh, dc_next = (cp.asarray(rng.standard_normal((batch, units)).astype(dtype))
+                           for _ in range(3))
+    assert cupy_emit._STEP_KERNELS.get(np.dtype(dtype)) is not None
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    got = cupy_emit.lower_lstm_step(cxp, 1.0)(x, y, row, c_prev)
+    want = rnn_ops._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
+    a, c, _ = got
+    got = cupy_emit.lower_lstm_step_grad(cxp)(dh, dc_next, a, c, c_prev)
+    want = rnn_ops._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)

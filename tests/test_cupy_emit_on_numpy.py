@@ -5,7 +5,8 @@ operand that lives somewhere new on every run (a copy a reshape made) gets a sta
 plan on the second run, so the third run, a capture, finds one. ``lower_concat``
 copies each part into ``out`` (CuPy's own concatenation sends the parts' addresses
 from the host, which a capture refuses). Both were seen on an H100: the CNN and
-LSTM steps could not be captured without them."""
+LSTM steps could not be captured without them. The LSTM step lowerings, with their
+kernels' CUDA C text run by g++ in place of NVRTC's build."""
 
 from __future__ import annotations
 
@@ -120,3 +121,71 @@ def test_cupys_concat_copies_each_part_into_out(axis):
     out = np.empty_like(want)
     assert concat(*parts, out=out) is out
     np.testing.assert_array_equal(out, want)
+
+
+class _HostKernel:
+    launched = []
+
+    def __init__(self, lib, name):
+        self.lib, self.name = lib, name
+
+    def __call__(self, grid, block, args):
+        from cuda_host import launch
+
+        launch(self.lib, self.name, list(args), blocks=min(grid[0], 3))
+        self.launched.append(self.name)
+
+
+@pytest.fixture
+def host_step_kernels(monkeypatch, tmp_path):
+    """``cupy_emit``'s LSTM step lowerings on NumPy: the kernels' CUDA C text run by g++,
+    NumPy in CuPy's place for their outputs."""
+    import types
+
+    from cuda_host import GXX, build
+
+    from gradflow.backends import cuda_lstm, cupy_emit
+
+    if GXX is None:
+        pytest.skip("g++ is not installed: the CUDA C text is compiled on the host with it")
+    made = {}
+    for dtype in ("float32", "float64"):
+        made[dtype] = {k: _HostKernel(build(text, str(tmp_path)), name)
+                       for k, (text, name) in cuda_lstm.step_sources(dtype).items()}
+    monkeypatch.setitem(__import__("sys").modules, "cupy",
+                        types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
+    monkeypatch.setattr(cupy_emit._STEP_KERNELS, "get",
+                        lambda dtype: made.get(np.dtype(dtype).name))
+    _HostKernel.launched.clear()
+    return cupy_emit
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_lstm_step_lowerings_run_one_kernel_each_way(host_step_kernels, dtype):
+    from array_api_compat import numpy as xp
+
+    from gradflow.ops import rnn_ops
+
+    rng = np.random.default_rng(6)
+    batch, units = 3, 5
+    x, y = (rng.standard_normal((batch, 4 * units)).astype(dtype) for _ in range(2))
+    row = rng.standard_normal(4 * units).astype(dtype)
+    c_prev = rng.standard_normal((batch, units)).astype(dtype)
+    step = host_step_kernels.lower_lstm_step(xp, 1.0)
+    grad = host_step_kernels.lower_lstm_step_grad(xp)
+    tol = 2e-6 if dtype == "float32" else 1e-14
+    for inputs in ((x, y, row, c_prev), (x, row, c_prev), (x, y, row, c_prev[:1])):
+        want = rnn_ops._lstm_step_impl(xp, *inputs, forget_bias=1.0)
+        outs = (np.empty_like(x), np.empty((batch, units), dtype), None)
+        got = step(*inputs, out=outs)
+        assert got[0] is outs[0] and got[1] is outs[1]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    a, c, _ = step(x, y, row, c_prev)
+    dh, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
+    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    for g, w in zip(grad(dh, dc_next, a, c, c_prev), want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    # the state of batch 1 (broadcast) took the op's own function
+    assert [n.split("_")[2] for n in _HostKernel.launched] == ["step3", "step2", "step3",
+                                                                "step"]

@@ -14,6 +14,9 @@ captured as one CUDA graph.
   is then one ``RawKernel`` that draws from the draw's Philox stream
   (``cuda_kernels.print_draw_kernel``) or sums each row and writes it
   (``print_row_kernel``). Where the printer declines, the members run in turn.
+- **LSTM steps** (the graph compiler's ``lstm_step``/``lstm_step_grad``) are one
+  kernel each way (``gradflow.backends.cuda_lstm``; written after the H100 run below,
+  not yet run on a GPU).
 - **log_softmax** over a row of up to 4,096 values is one row kernel
   (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
@@ -46,7 +49,7 @@ import threading
 
 import numpy as np
 
-from gradflow.backends import cuda_im2col, cuda_rows, device_random, im2col_conv
+from gradflow.backends import cuda_im2col, cuda_lstm, cuda_rows, device_random, im2col_conv
 from gradflow.backends.cuda_kernels import (
     OPTIONS,
     print_draw_kernel,
@@ -347,6 +350,117 @@ def lower_concat(xp, axis):
     concat.accepts_out = True
     concat.reads_whole_inputs = True  # out is never one of the parts
     return concat
+
+
+class _StepKernels:
+    """The LSTM step kernels of ``cuda_lstm`` for each dtype, compiled on first use; None
+    for a dtype they do not take or text NVRTC rejects (said once on
+    ``gradflow.cupy``: the ops then run through their Array API functions)."""
+
+    def __init__(self):
+        self.made = {}
+
+    def get(self, dtype):
+        import cupy
+
+        name = np.dtype(dtype).name
+        if name not in self.made:
+            sources = cuda_lstm.step_sources(name)
+            kernels = None
+            if sources is not None:
+                try:
+                    kernels = {k: cupy.RawKernel(text, entry, options=OPTIONS)
+                               for k, (text, entry) in sources.items()}
+                    for kernel in kernels.values():
+                        getattr(kernel, "compile", lambda k=kernel: k.kernel)()
+                except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors)
+                    _log.warning("the LSTM step kernels did not compile, the steps run op "
+                                 "by op: %s", err)
+                    kernels = None
+            self.made[name] = kernels
+        return self.made[name]
+
+
+_STEP_KERNELS = _StepKernels()
+
+
+def _grid(total):
+    return (max(1, min(65535, -(-total // THREADS))),), (THREADS,)
+
+
+def _outputs(out, shapes, dtype):
+    import cupy
+
+    out = out or (None,) * len(shapes)
+    return tuple(cupy.empty(s, dtype) if o is None else o for o, s in zip(out, shapes))
+
+
+def _contiguous(arrays):
+    return all(x.flags.c_contiguous for x in arrays)
+
+
+def lower_lstm_step(xp, forget_bias):
+    """``lstm_step`` on CuPy: one kernel (``gradflow.backends.cuda_lstm``) where the
+    gates, the row and the state are 2-D/1-D C-ordered float32/float64 of one batch;
+    else the op's Array API function. ``out`` is a tuple, one array (or None) per
+    output, never one of the inputs."""
+    impl = REGISTRY["lstm_step"].impl
+
+    def step(*inputs, out=None):
+        x, *terms, c_prev = inputs
+        y, row = (terms if len(terms) == 2 else (None, *terms)) if len(terms) in (1, 2) \
+            else (None, None)
+        kernels = _STEP_KERNELS.get(x.dtype) if row is not None else None
+        if kernels is None or x.ndim != 2 or c_prev.ndim != 2 \
+                or x.shape != (c_prev.shape[0], 4 * c_prev.shape[1]) \
+                or row.shape != x.shape[1:] or (y is not None and y.shape != x.shape) \
+                or any(v.dtype != x.dtype for v in inputs) or not _contiguous(inputs):
+            values = impl(xp, *inputs, forget_bias=forget_bias)
+            return tuple(v if o is None else _copied(o, v)
+                         for o, v in zip(out or (None,) * 3, values))
+        batch, units = c_prev.shape
+        a, c, h = _outputs(out, (x.shape, c_prev.shape, c_prev.shape), x.dtype)
+        half = x.dtype.type(0.5 * forget_bias)
+        args = (x, row, c_prev) if y is None else (x, y, row, c_prev)
+        kernel = kernels["step2" if y is None else "step3"]
+        kernel(*_grid(batch * units), (*args, a, c, h, np.int64(batch), np.int64(units), half))
+        return a, c, h
+
+    step.accepts_out = True
+    step.reads_whole_inputs = True
+    return step
+
+
+def lower_lstm_step_grad(xp):
+    """``lstm_step_grad`` on CuPy: one kernel (``gradflow.backends.cuda_lstm``) where
+    every input has the step's batch; else the op's Array API function."""
+    impl = REGISTRY["lstm_step_grad"].impl
+
+    def step_grad(dh, dc_next, a, c, c_prev, out=None):
+        inputs = (dh, dc_next, a, c, c_prev)
+        kernels = _STEP_KERNELS.get(a.dtype)
+        if kernels is None or c.ndim != 2 or a.shape != (c.shape[0], 4 * c.shape[1]) \
+                or any(v.shape != c.shape for v in (dh, dc_next, c_prev)) \
+                or any(v.dtype != a.dtype for v in inputs) or not _contiguous(inputs):
+            values = impl(xp, *inputs)
+            return tuple(v if o is None else _copied(o, v)
+                         for o, v in zip(out or (None, None), values))
+        batch, units = c.shape
+        dz, dc_prev = _outputs(out, (a.shape, c.shape), a.dtype)
+        kernels["grad"](*_grid(batch * units), (*inputs, dz, dc_prev, np.int64(batch),
+                                                np.int64(units)))
+        return dz, dc_prev
+
+    step_grad.accepts_out = True
+    step_grad.reads_whole_inputs = True
+    return step_grad
+
+
+def _copied(out, value):
+    import cupy
+
+    cupy.copyto(out, value)
+    return out
 
 
 class CudaWindows:

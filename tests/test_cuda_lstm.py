@@ -1,0 +1,64 @@
+"""The CuPy backend's LSTM step kernels (``gradflow.backends.cuda_lstm``): their CUDA C
+text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, gives the
+numbers of the ops' Array API functions (``rnn_ops``), forward with two and three
+terms and backward, float32 and float64."""
+
+from __future__ import annotations
+
+import array_api_compat.numpy as xp
+import numpy as np
+import pytest
+from cuda_host import build, launch, needs_gxx
+
+from gradflow.backends import cuda_lstm
+from gradflow.ops import rnn_ops
+
+pytestmark = needs_gxx
+TOLERANCE = {"float32": 2e-6, "float64": 1e-14}  # libm's tanh against NumPy's
+
+
+def _close(got, want, dtype):
+    np.testing.assert_allclose(got, want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("terms", [2, 3])
+@pytest.mark.parametrize("forget_bias", [0.0, 1.0])
+def test_the_step_kernel_gives_the_reference_numbers(dtype, terms, forget_bias, tmp_path):
+    sources = cuda_lstm.step_sources(dtype)
+    source, name = sources[f"step{terms}"]
+    lib = build(source, str(tmp_path))
+    rng = np.random.default_rng(terms)
+    batch, units = 5, 7
+    parts = [(rng.standard_normal((batch, 4 * units)) * 3).astype(dtype)
+             for _ in range(terms - 1)]
+    row = rng.standard_normal(4 * units).astype(dtype)
+    c_prev = rng.standard_normal((batch, units)).astype(dtype)
+    want = rnn_ops._lstm_step_impl(xp, *parts, row, c_prev, forget_bias=forget_bias)
+    got = [np.full((batch, 4 * units), np.nan, dtype), np.full((batch, units), np.nan, dtype),
+           np.full((batch, units), np.nan, dtype)]
+    launch(lib, name, [*parts, row, c_prev, *got, batch, units,
+                       np.dtype(dtype).type(0.5 * forget_bias)], blocks=3)
+    for g, w in zip(got, want):
+        _close(g, w, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_step_gradient_kernel_gives_the_reference_numbers(dtype, tmp_path):
+    source, name = cuda_lstm.step_sources(dtype)["grad"]
+    lib = build(source, str(tmp_path))
+    rng = np.random.default_rng(7)
+    batch, units = 4, 6
+    z = rng.standard_normal((batch, 4 * units))
+    a = rnn_ops._lstm_gates_impl(np, z, 1.0).astype(dtype)
+    c_prev, dh, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(3))
+    c = rnn_ops._lstm_c_impl(np, a, c_prev)
+    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    got = [np.full(a.shape, np.nan, dtype), np.full(c.shape, np.nan, dtype)]
+    launch(lib, name, [dh, dc_next, a, c, c_prev, *got, batch, units], blocks=3)
+    for g, w in zip(got, want):
+        _close(g, w, dtype)
+
+
+def test_other_dtypes_have_no_kernels():
+    assert cuda_lstm.step_sources("float16") is None
