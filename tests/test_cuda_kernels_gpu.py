@@ -137,7 +137,7 @@ def test_the_cross_entropy_gradient_is_one_row_kernel_on_the_device():
 def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, caplog):
     """``cupy_emit.CudaWindows`` (NVRTC-compiled ``cuda_im2col``) in the CuPy
     convolution lowerings: the bits of the tap loop they replace, nothing declined."""
-    from gradflow.backends import im2col_conv
+    from gradflow.backends import cupy_emit, im2col_conv
     from gradflow.backends.cupy_emit import CudaWindows
 
     def matmul(a, b, out, transpose_a, transpose_b):
@@ -157,7 +157,7 @@ def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, ca
         results.append([lowerings["conv2d"](cp, **attrs)(x, w),
                         lowerings["conv2d_backprop_filter"](cp, **attrs)(x, g, w),
                         lowerings["conv2d_backprop_input"](cp, **attrs)(g, w, x)])
-    assert windows.kernels["float64"] is not None, caplog.text
+    assert cupy_emit._WINDOW_KERNELS.get(np.float64) is not None, caplog.text
     for a, b in zip(*results):
         np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(b))
 
@@ -188,3 +188,29 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     want = rnn_ops._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_max_pool_kernels_give_the_references_bits_on_the_device(dtype):
+    """``cupy_emit.lower_max_pool`` and its gradients (NVRTC-compiled ``cuda_pool``)
+    against the ops' Array API functions on CuPy, ties and NaN included."""
+    from array_api_compat import cupy as cxp
+
+    from gradflow.backends import cupy_emit
+    from gradflow.ops.registry import REGISTRY
+
+    rng = np.random.default_rng(4)
+    host = np.round(rng.standard_normal((3, 9, 9, 5)) * 2).astype(dtype)
+    host[0, 1, 1, 0] = np.nan
+    x = cp.asarray(host)
+    assert cupy_emit._POOL_KERNELS.get(np.dtype(dtype)) is not None
+    for attrs in ({"ksize": (2, 2), "strides": (2, 2), "padding": "SAME"},
+                  {"ksize": (3, 3), "strides": (2, 2), "padding": "VALID"}):
+        y = cupy_emit.lower_max_pool(cxp, **attrs)(x)
+        np.testing.assert_array_equal(cp.asnumpy(y), cp.asnumpy(
+            REGISTRY["max_pool"].impl(cxp, x, **attrs)))
+        g = cp.asarray(rng.standard_normal(y.shape).astype(dtype))
+        for op in ("max_pool_grad", "max_pool_relu_grad"):
+            got = getattr(cupy_emit, f"lower_{op}")(cxp, **attrs)(g, x)
+            np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(
+                REGISTRY[op].impl(cxp, g, x, **attrs)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 _TYPES = {"float32": "float", "float64": "double"}
 
-_GEOMETRY = ("long long n, long long h, long long w, long long c, long long kh, "
+GEOMETRY = ("long long n, long long h, long long w, long long c, long long kh, "
              "long long kw, long long sh, long long sw, long long pt, long long pl, "
              "long long oh, long long ow")
 
@@ -85,5 +85,5 @@ def window_sources(dtype_name):
     made = {}
     for kind, text in (("columns", _COLUMNS), ("pixels", _PIXELS)):
         name = f"gf_im2col_{kind}_{dtype_name}"
-        made[kind] = (text.format(name=name, t=t, geometry=_GEOMETRY), name)
+        made[kind] = (text.format(name=name, t=t, geometry=GEOMETRY), name)
     return made

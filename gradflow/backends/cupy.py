@@ -135,6 +135,8 @@ add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 add_lowering("lstm_step", CupyBackend.name, cupy_emit.lower_lstm_step)
 add_lowering("lstm_step_grad", CupyBackend.name, cupy_emit.lower_lstm_step_grad)
+for _op in ("max_pool", "max_pool_grad", "max_pool_relu_grad"):
+    add_lowering(_op, CupyBackend.name, getattr(cupy_emit, f"lower_{_op}"))
 
 
 def unavailable_reason(device=None):

@@ -15,8 +15,9 @@ captured as one CUDA graph.
   (``cuda_kernels.print_draw_kernel``) or sums each row and writes it
   (``print_row_kernel``). Where the printer declines, the members run in turn.
 - **LSTM steps** (the graph compiler's ``lstm_step``/``lstm_step_grad``) are one
-  kernel each way (``gradflow.backends.cuda_lstm``; written after the H100 run below,
-  not yet run on a GPU).
+  kernel each way (``gradflow.backends.cuda_lstm``), and **max pooling** and its
+  gradients one kernel each (``gradflow.backends.cuda_pool``); written after the H100
+  run below, not yet run on a GPU.
 - **log_softmax** over a row of up to 4,096 values is one row kernel
   (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
@@ -49,7 +50,14 @@ import threading
 
 import numpy as np
 
-from gradflow.backends import cuda_im2col, cuda_lstm, cuda_rows, device_random, im2col_conv
+from gradflow.backends import (
+    cuda_im2col,
+    cuda_lstm,
+    cuda_pool,
+    cuda_rows,
+    device_random,
+    im2col_conv,
+)
 from gradflow.backends.cuda_kernels import (
     OPTIONS,
     print_draw_kernel,
@@ -352,36 +360,38 @@ def lower_concat(xp, axis):
     return concat
 
 
-class _StepKernels:
-    """The LSTM step kernels of ``cuda_lstm`` for each dtype, compiled on first use; None
-    for a dtype they do not take or text NVRTC rejects (said once on
-    ``gradflow.cupy``: the ops then run through their Array API functions)."""
+class _Compiled:
+    """The kernels ``sources(dtype name)`` prints (``{kind: (text, name)}``, or None),
+    compiled by NVRTC on first use per dtype. ``get(dtype)`` is None for a dtype they
+    do not take, or text NVRTC rejects (said once on ``gradflow.cupy``, with
+    ``instead``: what runs in their place)."""
 
-    def __init__(self):
-        self.made = {}
+    def __init__(self, sources, instead):
+        self.sources, self.instead, self.made = sources, instead, {}
 
     def get(self, dtype):
         import cupy
 
         name = np.dtype(dtype).name
         if name not in self.made:
-            sources = cuda_lstm.step_sources(name)
+            printed = self.sources(name)
             kernels = None
-            if sources is not None:
+            if printed is not None:
                 try:
                     kernels = {k: cupy.RawKernel(text, entry, options=OPTIONS)
-                               for k, (text, entry) in sources.items()}
+                               for k, (text, entry) in printed.items()}
                     for kernel in kernels.values():
                         getattr(kernel, "compile", lambda k=kernel: k.kernel)()
                 except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors)
-                    _log.warning("the LSTM step kernels did not compile, the steps run op "
-                                 "by op: %s", err)
+                    _log.warning("kernels did not compile, %s: %s", self.instead, err)
                     kernels = None
             self.made[name] = kernels
         return self.made[name]
 
 
-_STEP_KERNELS = _StepKernels()
+_STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
+_POOL_KERNELS = _Compiled(cuda_pool.pool_sources, "max pooling runs cell by cell")
+_WINDOW_KERNELS = _Compiled(cuda_im2col.window_sources, "convolutions copy tap by tap")
 
 
 def _grid(total):
@@ -465,50 +475,60 @@ def _copied(out, value):
 
 class CudaWindows:
     """The window copies of ``im2col_conv`` as one kernel each
-    (``gradflow.backends.cuda_im2col``), compiled on first use per dtype; a dtype they
-    do not take, or text NVRTC rejects (said once on ``gradflow.cupy``), declines
-    (False) and the lowering copies tap by tap."""
+    (``gradflow.backends.cuda_im2col``); a dtype they do not take, or kernels that did
+    not compile, decline (False) and the lowering copies tap by tap."""
 
-    def __init__(self):
-        self.kernels = {}
-
-    def _kernel(self, dtype, kind):
+    def _launch(self, kind, source, result, geo):
         import cupy
 
-        name = np.dtype(dtype).name
-        if name not in self.kernels:
-            sources = cuda_im2col.window_sources(name)
-            made = None
-            if sources is not None:
-                try:
-                    made = {k: cupy.RawKernel(text, entry, options=OPTIONS)
-                            for k, (text, entry) in sources.items()}
-                    for kernel in made.values():
-                        getattr(kernel, "compile", lambda k=kernel: k.kernel)()
-                except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors)
-                    _log.warning("the im2col window kernels did not compile, convolutions "
-                                 "copy tap by tap: %s", err)
-                    made = None
-            self.kernels[name] = made
-        made = self.kernels[name]
-        return None if made is None else made[kind]
-
-    def _launch(self, kind, source, result, geo, total):
-        import cupy
-
-        kernel = self._kernel(source.dtype, kind)
-        if kernel is None or not result.flags.c_contiguous:
+        kernels = _WINDOW_KERNELS.get(source.dtype)
+        if kernels is None or not result.flags.c_contiguous:
             return False
-        blocks = max(1, min(65535, -(-total // THREADS)))
-        kernel((blocks,), (THREADS,), (cupy.ascontiguousarray(source), result,
-                                       *(np.int64(v) for v in geo.sizes())))
+        kernels[kind](*_grid(result.size), (cupy.ascontiguousarray(source), result,
+                                            *(np.int64(v) for v in geo.sizes())))
         return True
 
     def columns(self, x, cols, geo):
-        return self._launch("columns", x, cols, geo, cols.size)
+        return self._launch("columns", x, cols, geo)
 
     def pixels(self, cells, out, geo):
-        return self._launch("pixels", cells, out, geo, out.size)
+        return self._launch("pixels", cells, out, geo)
+
+
+def _pool_lowering(name, grad):
+    impl = REGISTRY[name].impl
+
+    def lower(xp, ksize, strides, padding):
+        relu = np.int64(name == "max_pool_relu_grad")
+
+        def run(*inputs, out=None):
+            x = inputs[-1]
+            kernels = _POOL_KERNELS.get(x.dtype) if x.ndim == 4 else None
+            if kernels is None or any(v.dtype != x.dtype or v.ndim != 4 for v in inputs) \
+                    or (out is not None and not out.flags.c_contiguous):
+                value = impl(xp, *inputs, ksize, strides, padding)
+                return value if out is None else _copied(out, value)
+            geo = im2col_conv.geometry(tuple(x.shape), ksize, strides, padding)
+            shape = tuple(x.shape) if grad else (geo.n, geo.oh, geo.ow, geo.c)
+            if out is None:
+                out = xp.empty(shape, dtype=x.dtype)
+            ninf = x.dtype.type(-np.inf)
+            sizes = tuple(np.int64(v) for v in geo.sizes())
+            args = [a if a.flags.c_contiguous else a.copy() for a in inputs]
+            extra = (ninf, relu) if grad else (ninf,)
+            kernels["grad" if grad else "pool"](*_grid(out.size), (*args, out, *sizes, *extra))
+            return out
+
+        run.accepts_out = True
+        run.reads_whole_inputs = True
+        return run
+
+    return lower
+
+
+lower_max_pool = _pool_lowering("max_pool", grad=False)
+lower_max_pool_grad = _pool_lowering("max_pool_grad", grad=True)
+lower_max_pool_relu_grad = _pool_lowering("max_pool_relu_grad", grad=True)
 
 
 def conv_lowerings(backend):

@@ -53,6 +53,12 @@ class _Geometry:
                 slice(self.pl, self.pl + self.w), slice(None))
 
 
+def geometry(x_shape, ksize, strides, padding):
+    """The window geometry of images of ``x_shape`` (NHWC): ``.sizes()`` gives the
+    window kernels' sizes (``cuda_im2col``, ``cuda_pool``)."""
+    return _Geometry(x_shape, ksize, strides, padding)
+
+
 def _columns(kept, x, geo, windows):
     """The im2col matrix of ``x`` (kept): rows (n, oy, ox), columns (i, j, c)."""
     if windows is not None:

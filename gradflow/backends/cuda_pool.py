@@ -1,0 +1,112 @@
+"""CUDA C text of max pooling and its gradient, one kernel each.
+
+Through the Array API a max pool is a maximum over its window's cells, one kernel per
+cell, and its gradient marks each window's first maximum cell by cell (an equality,
+two logical ops and a cast each) before adding ``g`` back onto the pixels: dozens of
+kernels per pooling layer. Here:
+
+- ``pool``: output ``(n, oy, ox, c)`` is the maximum of its window's cells, row-major
+  from the first, a cell in the padding counting as ``-inf`` and a NaN winning (as
+  ``functools.reduce(maximum, cells)``);
+- ``grad``: input pixel ``(n, y, x, c)`` adds ``g`` of each window whose first
+  maximum cell (row-major) it is, windows in the cells' order (the reference's
+  ``_uncells``), times ``x > 0`` for ``max_pool_relu_grad``.
+
+Images are C-ordered NHWC; the sizes are ``cuda_im2col.GEOMETRY``'s, then ``ninf``
+(``-inf`` in the dtype, passed in: NVRTC has no ``INFINITY`` without headers). The
+text is compiled for the GPU by ``cupy.RawKernel`` (``gradflow.backends.cupy_emit``)
+and, in the tests, for the host by g++ (``tests/cuda_host.py``).
+"""
+
+from __future__ import annotations
+
+from gradflow.backends.cuda_im2col import GEOMETRY
+
+_TYPES = {"float32": "float", "float64": "double"}
+
+# the maximum of window (oy, ox) of image b, channel ch, into `top`
+_WINDOW_MAX = r"""
+        {t} top = ninf;
+        for (long long a = 0; a < kh; ++a) {{
+            for (long long q = 0; q < kw; ++q) {{
+                long long yy = oy * sh + a - pt, xq = ox * sw + q - pl;
+                {t} v = (yy >= 0 && yy < h && xq >= 0 && xq < w)
+                    ? x[((b * h + yy) * w + xq) * c + ch] : ninf;
+                if ((a == 0 && q == 0) || v > top || v != v) top = (top != top) ? top : v;
+            }}
+        }}
+"""
+
+_POOL = r"""
+extern "C" __global__ void {name}(const {t} *x, {t} *out, {geometry}, {t} ninf) {{
+    long long total = n * oh * ow * c;
+    long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += stride) {{
+        long long r = i;
+        long long ch = r % c; r /= c;
+        long long ox = r % ow; r /= ow;
+        long long oy = r % oh;
+        long long b = r / oh;
+{window_max}
+        out[i] = top;
+    }}
+}}
+"""
+
+_GRAD = r"""
+extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry},
+                                  {t} ninf, long long relu) {{
+    long long total = n * h * w * c;
+    long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += stride) {{
+        long long r = i;
+        long long ch = r % c; r /= c;
+        long long px = r % w; r /= w;
+        long long py = r % h;
+        long long b = r / h;
+        {t} sum = 0;
+        for (long long ky = 0; ky < kh; ++ky) {{
+            long long ty = py + pt - ky;
+            if (ty < 0 || ty % sh) continue;
+            long long oy = ty / sh;
+            if (oy >= oh) continue;
+            for (long long kx = 0; kx < kw; ++kx) {{
+                long long tx = px + pl - kx;
+                if (tx < 0 || tx % sw) continue;
+                long long ox = tx / sw;
+                if (ox >= ow) continue;
+{window_max}
+                long long first = -1;  // the window's first cell equal to its maximum
+                for (long long a = 0; a < kh && first < 0; ++a) {{
+                    for (long long q = 0; q < kw; ++q) {{
+                        long long yy = oy * sh + a - pt, xq = ox * sw + q - pl;
+                        {t} v = (yy >= 0 && yy < h && xq >= 0 && xq < w)
+                            ? x[((b * h + yy) * w + xq) * c + ch] : ninf;
+                        if (v == top) {{ first = a * kw + q; break; }}
+                    }}
+                }}
+                if (first == ky * kw + kx) sum += g[((b * oh + oy) * ow + ox) * c + ch];
+            }}
+        }}
+        dx[i] = (relu && !(x[i] > ({t})0)) ? ({t})0 : sum;
+    }}
+}}
+"""
+
+
+def pool_sources(dtype_name):
+    """``{"pool": (source, name), "grad": (source, name)}`` for ``float32`` or
+    ``float64``, or None for other dtypes. ``pool(x, out, *sizes, ninf)``;
+    ``grad(g, x, dx, *sizes, ninf, relu)``, ``relu`` 1 for ``max_pool_relu_grad``."""
+    t = _TYPES.get(dtype_name)
+    if t is None:
+        return None
+    made = {}
+    for kind, text, indent in (("pool", _POOL, ""), ("grad", _GRAD, "        ")):
+        name = f"gf_max_{kind}_{dtype_name}"
+        body = "\n".join(indent + line if line else line
+                         for line in _WINDOW_MAX.format(t=t).split("\n"))
+        made[kind] = (text.format(name=name, t=t, geometry=GEOMETRY, window_max=body), name)
+    return made
