@@ -24,13 +24,38 @@ GEOMETRY = ("long long n, long long h, long long w, long long c, long long kh, "
              "long long kw, long long sh, long long sw, long long pt, long long pl, "
              "long long oh, long long ow")
 
+# The head of a grid-stride loop of element ``i`` over ``total`` (a template: braces doubled).
+GRID_LOOP = r"""    long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += stride) {{
+"""
+
+# Pixel ``(b, py, px, ch)`` of C-ordered NHWC images from element ``i``.
+PIXEL_INDEX = r"""        long long r = i;
+        long long ch = r % c; r /= c;
+        long long px = r % w; r /= w;
+        long long py = r % h;
+        long long b = r / h;
+"""
+
+# The windows ``(oy, ox)`` that read pixel ``(py, px)`` through tap ``(ky, kx)``, taps in
+# row-major order: two open loops, closed by the kernel.
+PIXEL_WINDOWS = r"""        for (long long ky = 0; ky < kh; ++ky) {{
+            long long ty = py + pt - ky;
+            if (ty < 0 || ty % sh) continue;
+            long long oy = ty / sh;
+            if (oy >= oh) continue;
+            for (long long kx = 0; kx < kw; ++kx) {{
+                long long tx = px + pl - kx;
+                if (tx < 0 || tx % sw) continue;
+                long long ox = tx / sw;
+                if (ox >= ow) continue;
+"""
+
 _COLUMNS = r"""
 extern "C" __global__ void {name}(const {t} *x, {t} *cols, {geometry}) {{
     long long total = n * oh * ow * kh * kw * c;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += stride) {{
-        long long r = i;
+""" + GRID_LOOP + r"""        long long r = i;
         long long ch = r % c; r /= c;
         long long kx = r % kw; r /= kw;
         long long ky = r % kh; r /= kh;
@@ -47,26 +72,10 @@ extern "C" __global__ void {name}(const {t} *x, {t} *cols, {geometry}) {{
 _PIXELS = r"""
 extern "C" __global__ void {name}(const {t} *cells, {t} *dx, {geometry}) {{
     long long total = n * h * w * c;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += stride) {{
-        long long r = i;
-        long long ch = r % c; r /= c;
-        long long xx = r % w; r /= w;
-        long long y = r % h;
-        long long b = r / h;
-        {t} sum = 0;
-        for (long long ky = 0; ky < kh; ++ky) {{
-            long long ty = y + pt - ky;
-            if (ty < 0 || ty % sh) continue;
-            long long oy = ty / sh;
-            if (oy >= oh) continue;
-            for (long long kx = 0; kx < kw; ++kx) {{
-                long long tx = xx + pl - kx;
-                if (tx < 0 || tx % sw) continue;
-                long long ox = tx / sw;
-                if (ox >= ow) continue;
-                sum += cells[((((b * oh + oy) * ow + ox) * kh + ky) * kw + kx) * c + ch];
+""" + GRID_LOOP + PIXEL_INDEX + r"""        {t} sum = 0;
+""" + PIXEL_WINDOWS + r"""
+                long long at = (((b * oh + oy) * ow + ox) * kh + ky) * kw + kx;
+                sum += cells[at * c + ch];
             }}
         }}
         dx[i] = sum;

@@ -19,6 +19,8 @@ and, in the tests, for the host by g++ (``tests/cuda_host.py``).
 
 from __future__ import annotations
 
+from gradflow.backends.cuda_im2col import GRID_LOOP
+
 _TYPES = {"float32": ("float", "f"), "float64": ("double", "")}
 
 _STEP = r"""
@@ -26,10 +28,7 @@ extern "C" __global__ void {name}(const {t} *x, {y_param}const {t} *row, const {
                                   {t} *a, {t} *c, {t} *h, long long batch, long long units,
                                   {t} half_bias) {{
     long long total = batch * units;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
-         e += stride) {{
-        long long b = e / units, k = e % units;
+""" + GRID_LOOP + r"""        long long b = i / units, k = i % units;
         long long at = b * 4 * units + k;
         {t} z[4];
         for (int q = 0; q < 4; ++q) {{
@@ -44,9 +43,9 @@ extern "C" __global__ void {name}(const {t} *x, {y_param}const {t} *row, const {
         a[at + units] = gj;
         a[at + 2 * units] = gf;
         a[at + 3 * units] = go;
-        {t} cn = gf * c_prev[e] + gi * gj;
-        c[e] = cn;
-        h[e] = go * tanh{f}(cn);
+        {t} cn = gf * c_prev[i] + gi * gj;
+        c[i] = cn;
+        h[i] = go * tanh{f}(cn);
     }}
 }}
 """
@@ -56,20 +55,17 @@ extern "C" __global__ void {name}(const {t} *dh, const {t} *dc_next, const {t} *
                                   const {t} *c, const {t} *c_prev, {t} *dz, {t} *dc_prev,
                                   long long batch, long long units) {{
     long long total = batch * units;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
-         e += stride) {{
-        long long b = e / units, k = e % units;
+""" + GRID_LOOP + r"""        long long b = i / units, k = i % units;
         long long at = b * 4 * units + k;
         {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
-        {t} tc = tanh{f}(c[e]);
-        {t} g = dh[e];
-        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[e];
+        {t} tc = tanh{f}(c[i]);
+        {t} g = dh[i];
+        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
         dz[at] = dc * gj * (({t})1 - gi) * gi;
         dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
-        dz[at + 2 * units] = dc * c_prev[e] * (({t})1 - gf) * gf;
+        dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
         dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
-        dc_prev[e] = dc * gf;
+        dc_prev[i] = dc * gf;
     }}
 }}
 """

@@ -20,7 +20,7 @@ and, in the tests, for the host by g++ (``tests/cuda_host.py``).
 
 from __future__ import annotations
 
-from gradflow.backends.cuda_im2col import GEOMETRY
+from gradflow.backends.cuda_im2col import GEOMETRY, GRID_LOOP, PIXEL_INDEX, PIXEL_WINDOWS
 
 _TYPES = {"float32": "float", "float64": "double"}
 
@@ -40,10 +40,7 @@ _WINDOW_MAX = r"""
 _POOL = r"""
 extern "C" __global__ void {name}(const {t} *x, {t} *out, {geometry}, {t} ninf) {{
     long long total = n * oh * ow * c;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += stride) {{
-        long long r = i;
+""" + GRID_LOOP + r"""        long long r = i;
         long long ch = r % c; r /= c;
         long long ox = r % ow; r /= ow;
         long long oy = r % oh;
@@ -58,26 +55,8 @@ _GRAD = r"""
 extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry},
                                   {t} ninf, long long relu) {{
     long long total = n * h * w * c;
-    long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += stride) {{
-        long long r = i;
-        long long ch = r % c; r /= c;
-        long long px = r % w; r /= w;
-        long long py = r % h;
-        long long b = r / h;
-        {t} sum = 0;
-        for (long long ky = 0; ky < kh; ++ky) {{
-            long long ty = py + pt - ky;
-            if (ty < 0 || ty % sh) continue;
-            long long oy = ty / sh;
-            if (oy >= oh) continue;
-            for (long long kx = 0; kx < kw; ++kx) {{
-                long long tx = px + pl - kx;
-                if (tx < 0 || tx % sw) continue;
-                long long ox = tx / sw;
-                if (ox >= ow) continue;
-{window_max}
+""" + GRID_LOOP + PIXEL_INDEX + r"""        {t} sum = 0;
+""" + PIXEL_WINDOWS + r"""{window_max}
                 long long first = -1;  // the window's first cell equal to its maximum
                 for (long long a = 0; a < kh && first < 0; ++a) {{
                     for (long long q = 0; q < kw; ++q) {{
