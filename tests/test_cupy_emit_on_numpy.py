@@ -189,3 +189,43 @@ def test_the_lstm_step_lowerings_run_one_kernel_each_way(host_step_kernels, dtyp
     # the state of batch 1 (broadcast) took the op's own function
     assert [n.split("_")[2] for n in _HostKernel.launched] == ["step3", "step2", "step3",
                                                                 "step"]
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_cupys_concat_in_a_training_step_gives_the_same_bits(monkeypatch, capture):
+    """``lower_concat`` bound by a NumPy session (the arena's buffers, and the recorded
+    replay of ``capture=True``) in an LSTM step that concatenates its ten outputs."""
+    import gradflow as gf
+    from gradflow.backends.cupy_emit import lower_concat
+
+    bound = []
+
+    def lower(xp, axis):
+        bound.append(axis)
+        return lower_concat(xp, axis)
+
+    def train(use_it):
+        graph = gf.Graph()
+        with graph.as_default():
+            gf.set_random_seed(0)
+            ids = gf.placeholder(gf.int32, [None, 10])
+            emb = gf.get_variable("emb", [20, 8])
+            inputs = [gf.nn.embedding_lookup(emb, ids[:, t]) for t in range(10)]
+            outputs, _ = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(16), inputs,
+                                          dtype=gf.float32)
+            loss = gf.reduce_sum(gf.square(gf.layers.dense(gf.concat(outputs, 0), 3)))
+            step = gf.train.AdamOptimizer(1e-2).minimize(loss)
+            init = gf.global_variables_initializer()
+        feed = {ids: np.random.default_rng(0).integers(0, 20, (4, 10)).astype(np.int32)}
+        with gf.Session(graph=graph, capture=capture) as sess:
+            if use_it:
+                monkeypatch.setitem(sess.backend.overrides, "concat", lower)
+            sess.run(init)
+            losses = [sess.run([loss, step], feed)[0] for _ in range(5)]
+            return losses, [sess.run(v) for v in graph.get_collection("variables")]
+
+    want, got = train(False), train(True)
+    assert bound  # the step's concats took it
+    np.testing.assert_array_equal(got[0], want[0])
+    for a, b in zip(got[1], want[1]):
+        np.testing.assert_array_equal(a, b)
