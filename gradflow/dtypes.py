@@ -214,3 +214,31 @@ def result_type(a: DType, b: DType) -> DType:
     hint = "cast one with gf.cast" if a.kind == b.kind else \
         "use gf.cast first (the Array API does not promote across kinds)"
     raise TypeError(f"cannot combine {a.name} and {b.name}: {hint}")
+
+
+def bytes_array(value) -> np.ndarray:
+    """Text or bytes (one, or nested lists or an array of them) as a NumPy object array
+    of ``bytes``: how ``string`` values are held, on the host, whatever the backend.
+    ``str`` is encoded as UTF-8; anything else raises TypeError.
+
+    >>> bytes_array(["ab", b"c"])
+    array([b'ab', b'c'], dtype=object)
+    """
+    array = np.asarray(value, dtype=object)
+    flat = []
+    for v in array.ravel():
+        if isinstance(v, str):
+            flat.append(v.encode())
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            flat.append(bytes(v))
+        else:
+            raise TypeError(f"a string value holds text or bytes, not {type(v).__name__} "
+                            f"({v!r})")
+    out = np.empty(array.shape, dtype=object)
+    out.ravel()[:] = flat if flat else []
+    return out
+
+
+def is_bytes_array(value) -> bool:
+    """Whether ``value`` is a host array of ``string`` values (``bytes_array``)."""
+    return isinstance(value, np.ndarray) and value.dtype == object

@@ -37,6 +37,7 @@ import time
 
 import numpy as np
 
+from gradflow import dtypes
 from gradflow.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -456,6 +457,17 @@ def node_at_failure(plan, tb):
 
 def check_feed(tensor, value, np_dtype, shape):
     """``value`` as a NumPy array of the placeholder's dtype and a fitting shape."""
+    if np.dtype(np_dtype) == object:  # a string placeholder: bytes on the host
+        try:
+            array = dtypes.bytes_array(value)
+        except TypeError as err:
+            raise InvalidArgumentError(f"cannot feed {type(value).__name__} to "
+                                       f"'{tensor.name}' (string): {err}") from None
+        if shape is not None and not _fits(array.shape, shape):
+            raise InvalidArgumentError(
+                f"cannot feed a value of shape {array.shape} to '{tensor.name}', which has "
+                f"shape {tuple(shape)} (None = any size)")
+        return array
     array = _as_array(tensor, value)
     if array.dtype != np_dtype:
         if not np.can_cast(array.dtype, np_dtype, casting="same_kind") \

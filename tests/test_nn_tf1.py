@@ -477,3 +477,17 @@ def test_sigmoid_cross_entropy_gradient_at_zero_logits(backend):
         value, g = sess.run([loss, grad], {logits: np.zeros((1, 3))})
     np.testing.assert_allclose(value, 3 * np.log(2.0), rtol=1e-12)
     np.testing.assert_allclose(g, 0.5 - z, rtol=1e-12)
+
+
+def test_softmax_cross_entropy_casts_labels_to_the_logits_dtype(backend):
+    """TF1 casts the labels: ``input_data``'s one-hot labels are float64, and the
+    public tutorials feed them (through ``tf.data`` too) against float32 logits."""
+    logits = gf.constant([[2.0, 0.5, -1.0], [0.0, 1.0, 3.0]])
+    hot = np.eye(3)[[0, 2]]  # float64
+    loss = gf.nn.softmax_cross_entropy_with_logits(labels=hot, logits=logits)
+    same = gf.nn.softmax_cross_entropy_with_logits(labels=hot.astype(np.float32),
+                                                   logits=logits)
+    assert loss.dtype is gf.float32
+    with gf.Session(backend=backend) as sess:
+        got, want = sess.run([loss, same])
+    np.testing.assert_array_equal(got, want)

@@ -138,6 +138,23 @@ def test_histogram_buckets_are_tf1s():
     assert len(limits) == 1551  # 775 edges each side of zero, as TF1's histogram.cc makes
 
 
+def test_bucket_index_is_a_binary_search_over_the_edges():
+    """``bucket_index`` (a logarithm, then comparisons) agrees with ``searchsorted`` on
+    every edge, its neighbours on both sides, zeros, tiny and huge values."""
+    from gradflow.summary.summary_ops import bucket_index, bucket_limits
+
+    limits = bucket_limits()
+    rng = np.random.default_rng(0)
+    big = np.finfo(np.float64).max
+    cases = [rng.standard_normal(50_000), rng.standard_normal(2000) * 1e-13,
+             rng.standard_normal(2000) * 1e25, limits, np.nextafter(limits[:-1], big),
+             np.nextafter(limits[1:], -big),
+             np.array([0.0, -0.0, 1e-300, -1e-300, 5e-324, 9.9e-13, -9.9e-13, 1e20, -1e20]),
+             rng.standard_normal(1000).astype(np.float32).astype(np.float64)]
+    for v in cases:
+        np.testing.assert_array_equal(bucket_index(v), np.searchsorted(limits, v, side="right"))
+
+
 def test_histogram_of_nan_fails_naming_the_tensor(backend):
     x = gf.placeholder(gf.float32, (None,), name="activations")
     with gf.name_scope("layer1"):
@@ -480,3 +497,23 @@ def test_writing_a_graph_warns_nothing(tmp_path):
         warnings.simplefilter("error")
         with gf.summary.FileWriter(tmp_path) as writer:
             writer.add_graph(gf.get_default_graph())
+
+
+def test_a_missing_crc32c_package_is_named(monkeypatch, caplog):
+    """Without crc32c, tensorboardX checksums each event in a Python loop (milliseconds
+    per summary, in a thread holding the GIL): gradflow says so once, with the fix."""
+    import tensorboardX.crc32c
+
+    from gradflow.summary import _tbx
+
+    monkeypatch.setattr(tensorboardX.crc32c, "_crc32c_native", None)
+    _tbx.reset()
+    try:
+        with caplog.at_level("WARNING", logger="gradflow.summary"):
+            _tbx.require()
+            _tbx.require()
+    finally:
+        _tbx.reset()
+    assert [r.getMessage() for r in caplog.records] == [
+        "the crc32c package is not installed: event files' checksums are computed in "
+        f"Python, a few milliseconds per summary written; install it with: {_tbx.INSTALL_HINT}"]

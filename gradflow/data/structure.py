@@ -71,14 +71,14 @@ def host_array(value, dtype=None, what="a component") -> np.ndarray:
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         if dtype is dtypes.string:
-            return _bytes_array(value)
+            return dtypes.bytes_array(value)
         return np.asarray(value, dtype=dtype.as_numpy_dtype)
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
-        return _bytes_array(array) if array.dtype.kind in "OSU" else array
+        return dtypes.bytes_array(array) if array.dtype.kind in "OSU" else array
     array = np.asarray(value)
     if array.dtype.kind in "OSU":
-        return _bytes_array(array)
+        return dtypes.bytes_array(array)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{what}: cannot make a tensor of {type(value).__name__} {value!r}")
     if array.dtype.kind == "f":
@@ -87,15 +87,6 @@ def host_array(value, dtype=None, what="a component") -> np.ndarray:
         fits = array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31)
         return array.astype(np.int32 if fits else np.int64)
     return array
-
-
-def _bytes_array(value) -> np.ndarray:
-    """Text or bytes as an object array of ``bytes`` (how ``gf.string`` values are held)."""
-    array = np.asarray(value, dtype=object)
-    flat = [v.encode() if isinstance(v, str) else bytes(v) for v in array.ravel()]
-    out = np.empty(array.shape, dtype=object)
-    out.ravel()[:] = flat if flat else []
-    return out
 
 
 def dtype_of(array: np.ndarray):

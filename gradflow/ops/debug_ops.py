@@ -461,7 +461,8 @@ def _py_func_impl(session, node):
     label = getattr(func, "__name__", repr(func))
 
     def run(*values):
-        arrays = [np.array(to_numpy(v), copy=True) for v in values]
+        arrays = [np.array(v if dtypes.is_bytes_array(v) else to_numpy(v), copy=True)
+                  for v in values]
         # a scalar string reaches func as bytes, as in TF1
         arrays = [a.item() if a.dtype.kind == "O" and a.ndim == 0 else a for a in arrays]
         result = func(*arrays)
@@ -479,12 +480,13 @@ def _py_func_impl(session, node):
         out = []
         for k, (value, dtype) in enumerate(zip(results, Tout)):
             try:
-                host = np.asarray(value, dtype=dtype.as_numpy_dtype)
+                host = dtypes.bytes_array(value) if dtype is dtypes.string else \
+                    np.asarray(value, dtype=dtype.as_numpy_dtype)
             except (TypeError, ValueError) as err:
                 raise InvalidArgumentError(
                     f"py_func '{node.name}': result {k} of {label} cannot be converted to "
                     f"{dtype.name}: {err}") from None
-            out.append(asarray(host))
+            out.append(host if dtype is dtypes.string else asarray(host))
         return out[0] if single else out
 
     return run

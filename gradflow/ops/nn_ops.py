@@ -13,7 +13,7 @@ from gradflow.ops import rules
 from gradflow.ops.activation_ops import leaky_relu, softplus  # noqa: F401 - leaky_relu: tf.nn
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.index_ops import one_hot
-from gradflow.ops.math_ops import add, divide, exp, negative, subtract, where, zeros_like
+from gradflow.ops.math_ops import add, cast, divide, exp, negative, subtract, where, zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
@@ -80,11 +80,15 @@ def log_softmax(logits, axis=None, name=None, dim=None):
 
 
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None, dim=None):
-    """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row."""
+    """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row.
+    Labels of another dtype are cast to the logits' (as TF1 does: ``input_data``'s one-hot
+    labels are float64)."""
     if labels is None or logits is None:
         raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, like=logits)
+    if labels.dtype is not logits.dtype:
+        labels = cast(labels, logits.dtype)
     axis = axis if dim is None else dim
     return negative(reduce_sum(labels * log_softmax(logits, axis), axis), name=name)
 

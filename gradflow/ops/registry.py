@@ -375,10 +375,28 @@ def _python_default_dtype(value):
     return dtypes.as_dtype(array.dtype)
 
 
+def _is_text(value) -> bool:
+    """Whether ``value`` is text or bytes, or an array or nested list of them."""
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "SU" or (value.dtype == object and value.size > 0 and
+                                             isinstance(value.flat[0], (str, bytes)))
+    return isinstance(value, (str, bytes))
+
+
 def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor:
     """A constant tensor (TF1 ``tf.constant``); Python floats default to float32."""
     if isinstance(value, Tensor):
         raise TypeError(f"constant() takes a value, not the tensor '{value.name}'")
+    if _is_text(value) or (dtype is not None and dtypes.as_dtype(dtype) is dtypes.string):
+        array = dtypes.bytes_array(value)  # a host value on every backend, as TF1's strings
+        if shape is not None:
+            shape = tuple(int(d) for d in shape)
+            array = np.broadcast_to(array, shape).copy() if array.size == 1 else \
+                array.reshape(shape)
+        return apply("constant", [], name=name or "Const", value=HostValue(array),
+                     dtype=dtypes.string, graph=_graph or get_default_graph())
     if dtype is None:
         if isinstance(value, np.ndarray) or isinstance(value, np.generic):
             dtype = dtypes.as_dtype(value.dtype)

@@ -7,6 +7,7 @@ or a ``FileWriter`` is made, so ``import gradflow`` never needs it.
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 _loaded: SimpleNamespace | None = None
@@ -36,6 +37,13 @@ def require() -> SimpleNamespace:
         raise ImportError(
             "gradflow.summary writes TensorBoard files with the tensorboardX package, which "
             f"cannot be imported here ({err}); install it with: {INSTALL_HINT}") from err
+    from tensorboardX import crc32c
+
+    if getattr(crc32c, "_crc32c_native", True) is None:
+        logging.getLogger("gradflow.summary").warning(
+            "the crc32c package is not installed: event files' checksums are computed in "
+            "Python, a few milliseconds per summary written; install it with: %s",
+            INSTALL_HINT)
     _loaded = SimpleNamespace(
         Summary=summary_pb2.Summary,
         SummaryMetadata=summary_pb2.SummaryMetadata,
