@@ -31,3 +31,11 @@ class ResourceExhaustedError(GradflowError, MemoryError):
 
 class UnimplementedError(GradflowError, NotImplementedError):
     """The operation is not supported."""
+
+
+class AlreadyExistsError(GradflowError, FileExistsError):
+    """Something to be created (a file, a folder) exists already."""
+
+
+class PermissionDeniedError(GradflowError, PermissionError):
+    """The operating system refused access (a file, a folder)."""

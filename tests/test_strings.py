@@ -58,3 +58,17 @@ def test_bad_string_values_name_the_thing_at_fault(backend):
         gf.constant([b"a", 1], dtype=gf.string)
     with pytest.raises(TypeError, match="string tensor"):
         gf.constant("x") + 1.0
+
+
+def test_a_string_tensor_is_written_as_its_text_by_summary_text(backend):
+    summary_pb2 = pytest.importorskip("tensorboardX.proto.summary_pb2",
+                                      reason="tensorboardX is not installed")
+    graph = gf.Graph()
+    with graph.as_default():
+        notes = gf.placeholder(gf.string, [None])
+        fixed = gf.summary.text("fixed", gf.constant("hello **world**"))
+        fed = gf.summary.text("fed", notes)
+    with gf.Session(graph=graph, backend=backend) as sess:
+        got = sess.run([fixed, fed], {notes: ["a", "é"]})
+    values = [list(summary_pb2.Summary.FromString(v).value[0].tensor.string_val) for v in got]
+    assert values == [[b"hello **world**"], [b"a", "é".encode()]]

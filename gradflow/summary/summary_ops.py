@@ -418,8 +418,9 @@ def _text_impl(session, node):
     to_numpy = session.backend.to_numpy
 
     def run(value):
-        v = to_numpy(value)
-        strings = [_as_text(x).encode("utf-8") for x in v.ravel().tolist()]
+        v = value if dtypes.is_bytes_array(value) else to_numpy(value)
+        strings = [x if isinstance(x, bytes) else _as_text(x).encode("utf-8")
+                   for x in v.ravel().tolist()]
         return _serialize(tbx, [_text_value(tbx, tag, strings, v.shape)])
 
     return run
@@ -452,10 +453,11 @@ def text(name, tensor, collections=None):
     """A summary of text, shown in TensorBoard's text tab (TF1 ``tf.summary.text``);
     markdown is rendered, and a list (or a list of lists) is shown as a table.
 
-    gradflow has no string tensors, so ``tensor`` is either fixed text, a ``str``
-    (or ``bytes``, utf-8) or a nested list / NumPy array of them, written each time the
-    summary runs, or a numeric or bool tensor, whose elements are written as TF1's
-    ``tf.as_string`` writes them (``3``, ``0.500000``, ``true``), in its shape.
+    ``tensor`` is fixed text, a ``str`` (or ``bytes``, utf-8) or a nested list / NumPy
+    array of them, written each time the summary runs; or a string tensor (a text
+    constant, a string placeholder, a ``py_func`` result), whose bytes are written; or a
+    numeric or bool tensor, whose elements are written as TF1's ``tf.as_string`` writes
+    them (``3``, ``0.500000``, ``true``), in its shape.
     Tag, result and ``collections`` as for ``scalar``.
     """
     source = user_source_line()

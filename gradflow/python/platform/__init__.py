@@ -1,0 +1,5 @@
+"""``tensorflow.python.platform``: its ``gfile`` (``gradflow.gfile``)."""
+
+from gradflow import gfile
+
+__all__ = ["gfile"]
