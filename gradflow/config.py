@@ -65,6 +65,29 @@ class _Message:
         for name in self._FIELDS:
             object.__setattr__(self, name, _copy(getattr(other, name)))
 
+    # field name -> (protobuf field number, kind): the fields ``SerializeToString``
+    # writes, for the messages TensorBoard reads (``RunMetadata`` and its step stats)
+    _WIRE: dict = {}
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - protobuf name
+        """The protobuf wire form of the fields this message writes (TF1's; TensorBoard
+        reads a ``RunMetadata`` this way from ``FileWriter.add_run_metadata``)."""
+        if not self._WIRE:
+            raise NotImplementedError(f"{type(self).__name__} has no wire form in gradflow")
+        out = bytearray()
+        for name, (number, kind) in self._WIRE.items():
+            value = getattr(self, name)
+            for item in (value if isinstance(value, list) else [value]):
+                if kind == "message":
+                    _wire_bytes(out, number, item.SerializeToString())
+                elif kind == "string":
+                    if item:
+                        _wire_bytes(out, number, str(item).encode("utf-8"))
+                elif item:  # an integer: a varint
+                    out += _varint(number << 3)
+                    out += _varint(int(item) & 0xFFFFFFFFFFFFFFFF)
+        return bytes(out)
+
     def __repr__(self) -> str:
         parts = []
         for name, default in self._FIELDS.items():
@@ -72,6 +95,21 @@ class _Message:
             if value != _fresh(default):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _wire_bytes(out: bytearray, number: int, payload: bytes) -> None:
+    out += _varint(number << 3 | 2)
+    out += _varint(len(payload))
+    out += payload
 
 
 def _fresh(default):
@@ -199,18 +237,27 @@ class NodeExecStats(_Message):
                "referenced_tensor": [], "memory_stats": None, "all_start_nanos": 0,
                "op_start_rel_nanos": 0, "op_end_rel_nanos": 0, "all_end_rel_nanos": 0,
                "scheduled_nanos": 0}
+    _WIRE = {"node_name": (1, "string"), "all_start_micros": (2, "int"),
+             "op_start_rel_micros": (3, "int"), "op_end_rel_micros": (4, "int"),
+             "all_end_rel_micros": (5, "int"), "timeline_label": (8, "string"),
+             "scheduled_micros": (9, "int"), "thread_id": (10, "int"),
+             "all_start_nanos": (13, "int"), "op_start_rel_nanos": (14, "int"),
+             "op_end_rel_nanos": (15, "int"), "all_end_rel_nanos": (16, "int"),
+             "scheduled_nanos": (17, "int")}
 
 
 class DeviceStepStats(_Message):
     """The ops one device ran in a traced run (``device``, ``node_stats``)."""
 
     _FIELDS = {"device": "", "node_stats": [], "thread_names": {}}
+    _WIRE = {"device": (1, "string"), "node_stats": (2, "message")}
 
 
 class StepStats(_Message):
     """A traced run's timings: one :class:`DeviceStepStats` per device."""
 
     _FIELDS = {"dev_stats": []}
+    _WIRE = {"dev_stats": (1, "message")}
 
 
 class RunMetadata(_Message):
@@ -226,6 +273,7 @@ class RunMetadata(_Message):
 
     _FIELDS = {"step_stats": StepStats, "cost_graph": None, "partition_graphs": [],
                "function_graphs": []}
+    _WIRE = {"step_stats": (1, "message")}
 
 
 # -- devices ----------------------------------------------------------------------------

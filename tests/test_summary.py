@@ -517,3 +517,34 @@ def test_a_missing_crc32c_package_is_named(monkeypatch, caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "the crc32c package is not installed: event files' checksums are computed in "
         f"Python, a few milliseconds per summary written; install it with: {_tbx.INSTALL_HINT}"]
+
+
+def test_run_metadata_goes_to_tensorboard_as_tf1_writes_it(tmp_path):
+    """``FileWriter.add_run_metadata`` of a traced run: TensorBoard reads the
+    ``RunMetadata`` protobuf back with every op's name, times and label."""
+    from tensorboard.compat.proto.config_pb2 import RunMetadata as TBRunMetadata
+
+    x = gf.placeholder(gf.float32, (None, 3), name="x")
+    w = gf.Variable(np.ones((3, 2), np.float32), name="w")
+    loss = gf.reduce_sum(gf.matmul(x, w), name="loss")
+    md = gf.RunMetadata()
+    with gf.Session() as sess:
+        sess.run(w.initializer)
+        sess.run(loss, {x: np.ones((4, 3))}, run_metadata=md,
+                 options=gf.RunOptions(trace_level=gf.RunOptions.FULL_TRACE))
+    parsed = TBRunMetadata.FromString(md.SerializeToString())
+    ours = [s for dev in md.step_stats.dev_stats for s in dev.node_stats]
+    theirs = [s for dev in parsed.step_stats.dev_stats for s in dev.node_stats]
+    assert len(ours) >= 2 and [s.node_name for s in theirs] == [s.node_name for s in ours]
+    for a, b in zip(ours, theirs):
+        assert (b.all_start_micros, b.op_end_rel_micros, b.timeline_label) == \
+            (a.all_start_micros, a.op_end_rel_micros, a.timeline_label)
+    assert [d.device for d in parsed.step_stats.dev_stats] == \
+        [d.device for d in md.step_stats.dev_stats]
+    with gf.summary.FileWriter(str(tmp_path)) as writer:
+        writer.add_run_metadata(md, "step001", global_step=1)
+    acc = read(tmp_path)
+    assert acc.Tags()["run_metadata"] == ["step001"]
+    assert acc.RunMetadata("step001") == parsed
+    with pytest.raises(TypeError, match="expected a RunMetadata"):
+        gf.summary.FileWriter(str(tmp_path)).add_run_metadata({"a": 1}, "bad")

@@ -51,6 +51,7 @@ def require() -> SimpleNamespace:
         HistogramProto=summary_pb2.HistogramProto,
         Event=event_pb2.Event,
         SessionLog=event_pb2.SessionLog,
+        TaggedRunMetadata=event_pb2.TaggedRunMetadata,
         GraphDef=graph_pb2.GraphDef,
         NodeDef=node_def_pb2.NodeDef,
         AttrValue=attr_value_pb2.AttrValue,

@@ -188,6 +188,17 @@ class FileWriter:
         self.add_event(tbx.Event(graph_def=graph_def.SerializeToString(),
                                  step=_step(global_step)))
 
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Add a traced run's ``RunMetadata`` (``Session.run(options=RunOptions(
+        trace_level=FULL_TRACE), run_metadata=...)``) under ``tag``: TensorBoard's
+        graph tab then shows each op's compute time for that run (TF1's)."""
+        if not hasattr(run_metadata, "SerializeToString"):
+            raise TypeError(f"add_run_metadata: expected a RunMetadata, got "
+                            f"{type(run_metadata).__name__}")
+        tagged = self._tbx.TaggedRunMetadata(tag=str(tag),
+                                             run_metadata=run_metadata.SerializeToString())
+        self.add_event(self._tbx.Event(tagged_run_metadata=tagged, step=_step(global_step)))
+
     def add_session_log(self, session_log, global_step=None):
         """Add a ``SessionLog`` protobuf (TF1), e.g. ``SessionLog(status=SessionLog.START)``."""
         tbx = self._tbx
