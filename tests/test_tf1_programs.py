@@ -345,3 +345,33 @@ def test_reinitializable_iterator_switches_train_and_validation(backend_name):
     assert [h["val_count"] for h in history] == [40] * 4
     assert history[-1]["val_loss"] < 0.5 * history[0]["val_loss"]
     assert history[0]["val_loss"] < float(np.mean(y[160:] ** 2))  # it learned something
+
+
+def test_the_fully_connected_feed_tutorials_mnist_module(backend_name):
+    """``tensorflow.examples.tutorials.mnist.mnist`` (inference, loss, training,
+    evaluation), as TF1's ``fully_connected_feed.py`` uses it, on a separable toy set."""
+    import gradflow as tf
+    from gradflow.examples.tutorials.mnist import mnist
+
+    rng = np.random.default_rng(0)
+    labels_np = rng.integers(0, 10, 200)
+    images_np = rng.normal(0, 0.1, (200, mnist.IMAGE_PIXELS)).astype(np.float32)
+    images_np[np.arange(200), labels_np * 7] += 3.0  # one bright pixel per class
+    with tf.Graph().as_default() as graph:
+        images = tf.placeholder(tf.float32, (None, mnist.IMAGE_PIXELS))
+        labels = tf.placeholder(tf.int32, (None,))
+        logits = mnist.inference(images, 32, 16)
+        loss = mnist.loss(logits, labels)
+        train_op = mnist.training(loss, 0.1)
+        correct = mnist.evaluation(logits, labels)
+        names = sorted(v.op.name for v in tf.global_variables())
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            feed = {images: images_np, labels: labels_np}
+            before = sess.run(correct, feed)
+            for _ in range(150):
+                sess.run(train_op, feed)
+            after, step = sess.run([correct, "global_step:0"], feed)
+    assert names == ["global_step", "hidden1/biases", "hidden1/weights", "hidden2/biases",
+                     "hidden2/weights", "softmax_linear/biases", "softmax_linear/weights"]
+    assert step == 150 and before < 60 and after >= 190
