@@ -58,6 +58,9 @@ def test_bad_string_values_name_the_thing_at_fault(backend):
         gf.constant([b"a", 1], dtype=gf.string)
     with pytest.raises(TypeError, match="string tensor"):
         gf.constant("x") + 1.0
+    with pytest.raises(TypeError, match="concat: 'Const.*' is a string tensor, and "
+                                        "gradflow's strings are values only"):
+        gf.concat([gf.constant(["a"]), gf.constant(["b"])], 0)
 
 
 def test_a_string_tensor_is_written_as_its_text_by_summary_text(backend):

@@ -492,7 +492,7 @@ def _py_func_impl(session, node):
     return run
 
 
-register("py_func", _py_func_impl, _py_func_infer, grad=None, kind="call")
+register("py_func", _py_func_impl, _py_func_infer, grad=None, kind="call", takes_strings=True)
 
 
 def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803

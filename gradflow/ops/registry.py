@@ -66,6 +66,9 @@ class OpDef:
       run-time shape (autodiff unbroadcasts only where an input may be smaller).
     - ``plan_only``: made only by the graph compiler, in plans (fused groups, LSTM steps),
       never in a user's graph.
+    - ``takes_strings``: it accepts ``string`` tensors (host arrays of bytes on every
+      backend: ``identity``, ``py_func``, text summaries); any other op refuses them
+      when the graph is built.
     - ``lowerings``: backend name -> ``lower(xp, **attrs)``, the backend's own kernel for
       the op; a backend module adds its own with ``add_lowering`` when imported.
     """
@@ -93,6 +96,7 @@ class OpDef:
     exact_grad: bool = False
     broadcasting: bool = False
     plan_only: bool = False
+    takes_strings: bool = False
     lowerings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, xp, attrs: dict) -> Callable:
@@ -191,6 +195,12 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
         inputs = _read_after_assigns(inputs, control_inputs)
     if getattr(graph, "_reading_current", 0) and opdef.kind == "compute":
         inputs = [_current(t) if t.opdef.kind == "variable" else t for t in inputs]
+    if not opdef.takes_strings:
+        for t in inputs:
+            if getattr(t, "dtype", None) is dtypes.string:
+                raise TypeError(f"{op_name}: '{t.name}' is a string tensor, and gradflow's "
+                                "strings are values only: fetch them, or work on them in "
+                                f"a py_func; at {source}")
     try:
         try:
             shape, dtype = _infer(opdef, inputs, attrs)

@@ -426,7 +426,8 @@ def _text_impl(session, node):
     return run
 
 
-register("TensorSummaryV2", _text_impl, _infer, grad=None, kind="call")
+register("TensorSummaryV2", _text_impl, _infer, grad=None, kind="call",
+         takes_strings=True)
 
 
 def _fixed_text(value):
