@@ -463,12 +463,8 @@ def check_feed(tensor, value, np_dtype, shape):
         except TypeError as err:
             raise InvalidArgumentError(f"cannot feed {type(value).__name__} to "
                                        f"'{tensor.name}' (string): {err}") from None
-        if shape is not None and not _fits(array.shape, shape):
-            raise InvalidArgumentError(
-                f"cannot feed a value of shape {array.shape} to '{tensor.name}', which has "
-                f"shape {tuple(shape)} (None = any size)")
-        return array
-    array = _as_array(tensor, value)
+    else:
+        array = _as_array(tensor, value)
     if array.dtype != np_dtype:
         if not np.can_cast(array.dtype, np_dtype, casting="same_kind") \
                 and not _python_ints_fit(value, array, np_dtype):

@@ -52,6 +52,13 @@ def _errors(what, path):
         raise errors.PermissionDeniedError(f"{what}: {path}: {err.strerror or err}") from None
 
 
+def _on(what, call, path, *args):
+    """``call(local path, *args)``, its OSErrors as TF1's errors naming ``what``."""
+    path = _local(path)
+    with _errors(what, path):
+        return call(path, *args)
+
+
 class GFile:
     """A file, opened as Python's ``open`` would (``mode`` "r", "w", "a", with "b" for
     bytes); TF1's ``GFile`` also reports its ``size()`` and ``name``."""
@@ -96,16 +103,12 @@ def IsDirectory(dirname) -> bool:  # noqa: N802
 
 def MakeDirs(dirname) -> None:  # noqa: N802
     """Make ``dirname`` and the folders above it that are missing (none is an error)."""
-    path = _local(dirname)
-    with _errors("MakeDirs", path):
-        os.makedirs(path, exist_ok=True)
+    _on("MakeDirs", os.makedirs, dirname, 0o777, True)
 
 
 def MkDir(dirname) -> None:  # noqa: N802
     """Make the folder ``dirname``, whose parent exists; AlreadyExistsError if it does."""
-    path = _local(dirname)
-    with _errors("MkDir", path):
-        os.mkdir(path)
+    _on("MkDir", os.mkdir, dirname)
 
 
 def ListDirectory(dirname) -> list:  # noqa: N802
@@ -124,9 +127,7 @@ def Glob(filename) -> list:  # noqa: N802
 
 def Remove(filename) -> None:  # noqa: N802
     """Delete the file ``filename``."""
-    path = _local(filename)
-    with _errors("Remove", path):
-        os.remove(path)
+    _on("Remove", os.remove, filename)
 
 
 def DeleteRecursively(dirname) -> None:  # noqa: N802
@@ -139,32 +140,29 @@ def DeleteRecursively(dirname) -> None:  # noqa: N802
             os.remove(path)
 
 
+def _move(what, move, old, new, overwrite):
+    new = _local(new)
+    if not overwrite and os.path.exists(new):
+        raise errors.AlreadyExistsError(f"{what}: {new}: exists (pass overwrite=True)")
+    _on(what, move, old, new)
+
+
 def Copy(oldpath, newpath, overwrite=False) -> None:  # noqa: N802
     """Copy the file ``oldpath`` to ``newpath``; AlreadyExistsError if that exists and
     ``overwrite`` is false."""
-    old, new = _local(oldpath), _local(newpath)
-    if not overwrite and os.path.exists(new):
-        raise errors.AlreadyExistsError(f"Copy: {new}: exists (pass overwrite=True)")
-    with _errors("Copy", old):
-        shutil.copyfile(old, new)
+    _move("Copy", shutil.copyfile, oldpath, newpath, overwrite)
 
 
 def Rename(oldname, newname, overwrite=False) -> None:  # noqa: N802
     """Rename ``oldname`` to ``newname``; AlreadyExistsError if that exists and
     ``overwrite`` is false."""
-    old, new = _local(oldname), _local(newname)
-    if not overwrite and os.path.exists(new):
-        raise errors.AlreadyExistsError(f"Rename: {new}: exists (pass overwrite=True)")
-    with _errors("Rename", old):
-        os.replace(old, new)
+    _move("Rename", os.replace, oldname, newname, overwrite)
 
 
 def Stat(filename) -> FileStatistics:  # noqa: N802
     """``FileStatistics(length, mtime_nsec, is_directory)`` of ``filename``."""
-    path = _local(filename)
-    with _errors("Stat", path):
-        st = os.stat(path)
-    return FileStatistics(st.st_size, st.st_mtime_ns, os.path.isdir(path))
+    st = _on("Stat", os.stat, filename)
+    return FileStatistics(st.st_size, st.st_mtime_ns, os.path.isdir(_local(filename)))
 
 
 def Walk(top, in_order=True):  # noqa: N802

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from gradflow import backends, dtypes
+from gradflow import backends
 from gradflow.capture import run_captured
 from gradflow.data.feeding import next_elements
 from gradflow.errors import GradflowError, InvalidArgumentError, ResourceExhaustedError
@@ -169,12 +169,11 @@ class Session:
         finally:
             plan.lock.release()
         if output == "numpy":
-            to_numpy = self.backend.to_numpy
+            to_host = self.backend.host_value
             # a summary's value is bytes (a serialized protobuf), returned as it is; a
             # scalar is a NumPy scalar of its dtype, as TF1 returns it (np.float32(0.5))
             try:
-                values = [v if v is None or isinstance(v, bytes) else
-                          (v if dtypes.is_bytes_array(v) else to_numpy(v))[()]
+                values = [v if v is None or isinstance(v, bytes) else to_host(v)[()]
                           for v in values]
             except MemoryError as err:
                 raise ResourceExhaustedError(
@@ -316,8 +315,8 @@ class Session:
             if backend.is_native(value) and not isinstance(value, np.ndarray):
                 feeds.append(self._check_native_feed(tensor, value))
                 continue
-            host = check_feed(tensor, value, tensor.dtype.as_numpy_dtype, tensor.shape)
-            feeds.append(host if dtypes.is_bytes_array(host) else backend.asarray(host))
+            feeds.append(backend.device_value(
+                check_feed(tensor, value, tensor.dtype.as_numpy_dtype, tensor.shape)))
         return feeds
 
     def _check_native_feed(self, tensor, value):
@@ -389,9 +388,8 @@ class Session:
         node = user_node(node)
         value = self._constants.get(node)
         if value is None:
-            host = node.attrs["value"].array
-            value = self._constants[node] = host if dtypes.is_bytes_array(host) else \
-                self.backend.asarray(host)
+            value = self._constants[node] = self.backend.device_value(
+                node.attrs["value"].array)
         return value
 
     def host_rng(self, node):

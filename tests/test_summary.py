@@ -548,3 +548,13 @@ def test_run_metadata_goes_to_tensorboard_as_tf1_writes_it(tmp_path):
     assert acc.RunMetadata("step001") == parsed
     with pytest.raises(TypeError, match="expected a RunMetadata"):
         gf.summary.FileWriter(str(tmp_path)).add_run_metadata({"a": 1}, "bad")
+
+
+def test_a_processs_event_files_sort_in_the_order_they_were_made(tmp_path):
+    """TensorBoard reads a folder's event files in name order: the tenth writer of a
+    process must sort after the ninth (a reopened writer's file after its first)."""
+    for k in range(12):
+        with gf.summary.FileWriter(tmp_path) as writer:
+            writer.add_summary(gf.summary.Summary(value=[gf.summary.Summary.Value(
+                tag="a", simple_value=float(k))]), k)
+    assert [e.step for e in read(tmp_path).Scalars("a")] == list(range(12))

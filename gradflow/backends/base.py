@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow import dtypes
+
 
 class Backend:
     """An array library bound to one device.
@@ -25,6 +27,16 @@ class Backend:
     def asarray(self, host: np.ndarray):
         """A device array holding a copy-safe version of the NumPy array ``host``."""
         return self.xp.asarray(host, device=self.device)
+
+    def device_value(self, host: np.ndarray):
+        """``host`` as the value a plan computes with: a backend array (``asarray``), but
+        ``string`` values (``dtypes.bytes_array``) stay on the host on every backend."""
+        return host if dtypes.is_bytes_array(host) else self.asarray(host)
+
+    def host_value(self, value) -> np.ndarray:
+        """``value`` on the host: a NumPy copy (``to_numpy``), or a ``string`` value,
+        which is there already."""
+        return value if dtypes.is_bytes_array(value) else self.to_numpy(value)
 
     def is_native(self, value) -> bool:
         """Whether ``value`` is already an array of this backend (fed without a copy)."""

@@ -425,9 +425,7 @@ def lower_lstm_step(xp, forget_bias):
                 or x.shape != (c_prev.shape[0], 4 * c_prev.shape[1]) \
                 or row.shape != x.shape[1:] or (y is not None and y.shape != x.shape) \
                 or any(v.dtype != x.dtype for v in inputs) or not _contiguous(inputs):
-            values = impl(xp, *inputs, forget_bias=forget_bias)
-            return tuple(v if o is None else _copied(o, v)
-                         for o, v in zip(out or (None,) * 3, values))
+            return _into(out, impl(xp, *inputs, forget_bias=forget_bias))
         batch, units = c_prev.shape
         a, c, h = _outputs(out, (x.shape, c_prev.shape, c_prev.shape), x.dtype)
         half = x.dtype.type(0.5 * forget_bias)
@@ -452,9 +450,7 @@ def lower_lstm_step_grad(xp):
         if kernels is None or c.ndim != 2 or a.shape != (c.shape[0], 4 * c.shape[1]) \
                 or any(v.shape != c.shape for v in (dh, dc_next, c_prev)) \
                 or any(v.dtype != a.dtype for v in inputs) or not _contiguous(inputs):
-            values = impl(xp, *inputs)
-            return tuple(v if o is None else _copied(o, v)
-                         for o, v in zip(out or (None, None), values))
+            return _into(out, impl(xp, *inputs))
         batch, units = c.shape
         dz, dc_prev = _outputs(out, (a.shape, c.shape), a.dtype)
         kernels["grad"](*_grid(batch * units), (*inputs, dz, dc_prev, np.int64(batch),
@@ -464,6 +460,13 @@ def lower_lstm_step_grad(xp):
     step_grad.accepts_out = True
     step_grad.reads_whole_inputs = True
     return step_grad
+
+
+def _into(out, values):
+    """The values of a multi-output op computed without a kernel, copied into ``out``'s
+    arrays where it gives them (a tuple, one array or None per output)."""
+    return tuple(v if o is None else _copied(o, v) for o, v in zip(out or (None,) * len(values),
+                                                                   values))
 
 
 def _copied(out, value):
@@ -543,7 +546,7 @@ def conv_lowerings(backend):
                                               windows)[op](xp, **attrs)
         return lower
 
-    return {op: of(op) for op in im2col_conv.conv_lowerings(backend.empty, None)}
+    return {op: of(op) for op in im2col_conv.OPS}
 
 
 class CudaGraphCapturer:

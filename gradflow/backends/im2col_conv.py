@@ -25,6 +25,8 @@ from __future__ import annotations
 from gradflow.backends.base import KeptArrays
 from gradflow.ops.conv_ops import window_geometry
 
+OPS = ("conv2d", "conv2d_backprop_filter", "conv2d_backprop_input")  # conv_lowerings' keys
+
 
 class _Geometry:
     def __init__(self, x_shape, ksize, strides, padding):
@@ -141,8 +143,7 @@ def conv_lowerings(empty, matmul, windows=None):
 
         return _writes_out(input_grad)
 
-    return {"conv2d": conv2d, "conv2d_backprop_filter": backprop_filter,
-            "conv2d_backprop_input": backprop_input}
+    return dict(zip(OPS, (conv2d, backprop_filter, backprop_input)))
 
 
 def _writes_out(fn):

@@ -457,12 +457,11 @@ def _py_func_infer(shapes, in_dtypes, func, Tout, single, stateful, info):  # no
 def _py_func_impl(session, node):
     attrs = node.attrs
     func, Tout, single = attrs["func"], attrs["Tout"], attrs["single"]
-    to_numpy, asarray = session.backend.to_numpy, session.backend.asarray
+    to_host, to_device = session.backend.host_value, session.backend.device_value
     label = getattr(func, "__name__", repr(func))
 
     def run(*values):
-        arrays = [np.array(v if dtypes.is_bytes_array(v) else to_numpy(v), copy=True)
-                  for v in values]
+        arrays = [np.array(to_host(v), copy=True) for v in values]
         # a scalar string reaches func as bytes, as in TF1
         arrays = [a.item() if a.dtype.kind == "O" and a.ndim == 0 else a for a in arrays]
         result = func(*arrays)
@@ -486,7 +485,7 @@ def _py_func_impl(session, node):
                 raise InvalidArgumentError(
                     f"py_func '{node.name}': result {k} of {label} cannot be converted to "
                     f"{dtype.name}: {err}") from None
-            out.append(host if dtype is dtypes.string else asarray(host))
+            out.append(to_device(host))
         return out[0] if single else out
 
     return run

@@ -400,24 +400,20 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
     if isinstance(value, Tensor):
         raise TypeError(f"constant() takes a value, not the tensor '{value.name}'")
     if _is_text(value) or (dtype is not None and dtypes.as_dtype(dtype) is dtypes.string):
+        dtype = dtypes.string
         array = dtypes.bytes_array(value)  # a host value on every backend, as TF1's strings
-        if shape is not None:
-            shape = tuple(int(d) for d in shape)
-            array = np.broadcast_to(array, shape).copy() if array.size == 1 else \
-                array.reshape(shape)
-        return apply("constant", [], name=name or "Const", value=HostValue(array),
-                     dtype=dtypes.string, graph=_graph or get_default_graph())
-    if dtype is None:
-        if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-            dtype = dtypes.as_dtype(value.dtype)
-        else:
-            dtype = _python_default_dtype(value)
-    dtype = dtypes.as_dtype(dtype)
-    array = np.asarray(value)
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
-                        f"with NumPy dtype {array.dtype}")
-    array = array.astype(dtype.as_numpy_dtype)
+    else:
+        if dtype is None:
+            if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+                dtype = dtypes.as_dtype(value.dtype)
+            else:
+                dtype = _python_default_dtype(value)
+        dtype = dtypes.as_dtype(dtype)
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
+                            f"with NumPy dtype {array.dtype}")
+        array = array.astype(dtype.as_numpy_dtype)
     if shape is not None:
         shape = tuple(int(d) for d in shape)
         array = np.broadcast_to(array, shape) if array.size == 1 else array.reshape(shape)

@@ -14,6 +14,7 @@ the summary node's name); with ``family`` the tag is ``family/<node name>``.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
@@ -169,7 +170,6 @@ def scalar(name, tensor, collections=None, family=None):
 
 _DBL_MAX = float(np.finfo(np.float64).max)
 _limits_cache: list = []
-_padded_cache: list = []
 
 
 def bucket_limits() -> np.ndarray:
@@ -209,10 +209,9 @@ def bucket_index(v):
     return index
 
 
+@functools.lru_cache(maxsize=1)
 def _padded_limits():
-    if not _padded_cache:
-        _padded_cache.append(np.concatenate(([-np.inf], bucket_limits(), [np.inf])))
-    return _padded_cache[0]
+    return np.concatenate(([-np.inf], bucket_limits(), [np.inf]))
 
 
 def histogram_proto(tbx, values):
@@ -415,10 +414,10 @@ def _text_impl(session, node):
         fixed = _serialize(tbx, [_text_value(tbx, tag, list(node.attrs["text"]),
                                              node.attrs["text_shape"])])
         return lambda: fixed
-    to_numpy = session.backend.to_numpy
+    to_host = session.backend.host_value
 
     def run(value):
-        v = value if dtypes.is_bytes_array(value) else to_numpy(value)
+        v = to_host(value)
         strings = [x if isinstance(x, bytes) else _as_text(x).encode("utf-8")
                    for x in v.ravel().tolist()]
         return _serialize(tbx, [_text_value(tbx, tag, strings, v.shape)])

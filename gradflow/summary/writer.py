@@ -79,7 +79,7 @@ class FileWriter:
     and by ``close()``; an open writer is also closed when it is garbage collected or
     the program exits. Each
     writer (and each ``reopen``) writes a new file,
-    ``events.out.tfevents.<time>.<host>.<pid>.<n><filename_suffix>``. Use it as a
+    ``events.out.tfevents.<time>.<host>.<pid>.<n, six digits><filename_suffix>``. Use it as a
     context manager to close it at the end of a block.
 
     >>> with gf.summary.FileWriter("logs/run1", sess.graph) as writer:
@@ -109,7 +109,9 @@ class FileWriter:
 
     def _open(self):
         os.makedirs(self._logdir, exist_ok=True)
-        suffix = f".{os.getpid()}.{next(_file_ids)}{self._suffix}"
+        # six digits: TensorBoard reads a folder's files in name order, and ".10" would
+        # sort before ".9" (a reopened writer's file read before the first one)
+        suffix = f".{os.getpid()}.{next(_file_ids):06d}{self._suffix}"
         self._events = self._tbx.EventsWriter(os.path.join(self._logdir, "events"), suffix)
         self._queue = queue.Queue(maxsize=self._max_queue)
         self._worker = _Worker(self._queue, self._events, self._flush_secs)
