@@ -76,6 +76,9 @@ EXEMPT = {
     "lstm_step": "plan-only: one LSTM step forward, three outputs (test_lstm_kernels.py, "
                  "test_rnn.py)",
     "lstm_step_grad": "plan-only: one LSTM step backward, two outputs (test_lstm_kernels.py)",
+    **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "
+             "(test_conv_layouts.py: against the copies and the NHWC op on every backend)"
+       for form in ("nchw_conv2d", "nchw_conv2d_backprop_input", "nchw_conv2d_backprop_filter")},
 }
 
 FLOAT_DTYPES = ("float32", "float64")

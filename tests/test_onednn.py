@@ -45,13 +45,18 @@ def _reference(x, w, g, strides, padding):
             numpy_windows.conv_backprop_filter(x, g, w.shape, strides, padding))
 
 
-def _passes(x, w, g, geometry):
-    """The three passes through oneDNN, each into a new float32 array."""
+def _passes(x, w, g, geometry, layout="NHWC"):
+    """The three passes through oneDNN, each into a new float32 array; NCHW arrays in
+    and out with ``layout="NCHW"`` (the results given back in NHWC)."""
+    def laid(a, perm=(0, 3, 1, 2)):
+        return np.ascontiguousarray(a.transpose(perm)) if layout == "NCHW" else a
+
+    x, g = laid(x), laid(g)
     out = [np.full(g.shape, np.nan, np.float32), np.full(x.shape, np.nan, np.float32),
            np.full(w.shape, np.nan, np.float32)]
     for kind, a, b, o in zip(("forward", "input", "filter"), (x, g, x), (w, w, g), out):
-        assert onednn_conv.convolve(kind, a, b, o, *geometry) is o, kind
-    return out
+        assert onednn_conv.convolve(kind, a, b, o, *geometry, layout=layout) is o, kind
+    return [laid(out[0], (0, 2, 3, 1)), laid(out[1], (0, 2, 3, 1)), out[2]]
 
 
 CASES = [((2, 14, 14, 32), (5, 5), 64, (1, 1), "SAME"),
@@ -64,11 +69,15 @@ CASES = [((2, 14, 14, 32), (5, 5), 64, (1, 1), "SAME"),
          ((2, 11, 11, 2), (4, 3), 3, (3, 1), "VALID")]
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("shape,ksize,co,strides,padding", CASES)
-def test_the_three_passes_match_the_float64_reference(shape, ksize, co, strides, padding):
+def test_the_three_passes_match_the_float64_reference(shape, ksize, co, strides, padding,
+                                                      layout):
+    """NHWC images, and NCHW ones (``nchw_native``: as they are, or reordered into
+    oneDNN's own layout and back)."""
     rng = np.random.default_rng(0)
     x, w, g, geometry = _case(rng, shape, ksize, co, strides, padding)
-    got = _passes(x, w, g, geometry)
+    got = _passes(x, w, g, geometry, layout)
     for kind, a, want in zip(("forward", "input", "filter"), got, _reference(
             x, w, g, strides, padding)):
         scale = float(np.abs(want).max())
@@ -196,8 +205,9 @@ def test_the_input_gradient_with_few_channels_takes_its_faster_kernel():
     assert "gemm" not in onednn_conv.convolution("forward", *geometry, 2)[1]
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("case", KERNEL_CASES)
-def test_the_same_bits_on_one_thread_and_on_two(monkeypatch, case):
+def test_the_same_bits_on_one_thread_and_on_two(monkeypatch, case, layout):
     """The thread count follows the load; the numbers must not: the forward pass and
     the input gradient give the same bits on any count, and the filter gradient sums
     fixed parts of the batch (or, without llvmlite, runs on the cores the process may
@@ -210,7 +220,7 @@ def test_the_same_bits_on_one_thread_and_on_two(monkeypatch, case):
         threads.reset()
         threads.refresh()
         assert threads.current() == int(count)
-        runs.append(_passes(x, w, g, geometry))
+        runs.append(_passes(x, w, g, geometry, layout))
     threads.reset()
     for name, one, two in zip(("forward", "input", "filter"), *runs):
         np.testing.assert_array_equal(one, two, err_msg=name)
@@ -258,7 +268,8 @@ def test_a_primitive_that_writes_past_its_memory_is_dropped(caplog):
     written there is never used again, and im2col computes the result instead."""
     rng = np.random.default_rng(6)
     x, w, g, geometry = _case(rng, (2, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
-    key = ("forward",) + tuple(tuple(v) for v in geometry) + (onednn.api().thread_count(),)
+    key = ("forward",) + tuple(tuple(v) for v in geometry) + (onednn.api().thread_count(),
+                                                              "NHWC")
     steps = onednn_conv.convolution(*key)[0]
     want = _reference(x, w, g, (1, 1), "SAME")[0]
     numpy_windows.conv_forward(x, w, (1, 1), "SAME")
@@ -383,7 +394,7 @@ def test_a_part_that_writes_past_its_memory_is_dropped(caplog):
     rng = np.random.default_rng(10)
     x, w, g, geometry = _case(rng, (4, 9, 9, 8), (3, 3), 8, (1, 1), "SAME")
     key = ("parts", "filter") + tuple(tuple(v) for v in geometry) + (
-        threads.cores() * onednn_conv.PARTS_PER_CORE,)
+        threads.cores() * onednn_conv.PARTS_PER_CORE, "NHWC")
     out = np.empty(w.shape, np.float32)
     assert onednn_conv.convolve("filter", x, g, out, *geometry) is out
     states = onednn_conv.batch_parts(*key[1:]).team._thread_state().states

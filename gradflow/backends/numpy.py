@@ -7,6 +7,7 @@ import math
 import array_api_compat.numpy as xp
 import numpy as np
 
+from gradflow.backends import numpy_windows, onednn
 from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
@@ -17,6 +18,7 @@ from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
+from gradflow.passes.conv_layouts import fold_conv_layouts
 
 
 def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
@@ -98,6 +100,13 @@ def _relu_grad(xp_):
 
 class NumpyBackend(Backend):
     name = "numpy"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # after the graph compiler's passes: NCHW convolutions as one op each where
+        # oneDNN runs them (gradflow.passes.conv_layouts)
+        if numpy_windows.ONEDNN and onednn.api() is not None:
+            self.kernel_passes = (fold_conv_layouts,)
 
     def asarray(self, host):
         return np.asarray(host)

@@ -35,7 +35,7 @@ from gradflow.backends import onednn_conv, openmp, threads
 from gradflow.backends.numba_support import get_numba
 from gradflow.backends.numpy_fused import PARALLEL_SIZE
 from gradflow.backends.threads import uses_blas
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.ops.conv_ops import NCHW_FORMS, window_geometry
 
 # Bytes of im2col columns per block: a few MB, so that a block stays in the cache
 # between its copy and its product, and still gives the product enough rows.
@@ -253,13 +253,15 @@ def _point_conv(x, geo):
     return np.ascontiguousarray(x).reshape(-1, x.shape[3])
 
 
-def _onednn(kind, a, b, out, geo, x_shape, w_shape):
-    """``out`` after oneDNN's ``kind`` pass (``onednn_conv``), or None where it does not
-    apply (then nothing was written)."""
+def _onednn(kind, a, b, out, geo, x_shape, w_shape, layout="NHWC"):
+    """``out`` after oneDNN's ``kind`` pass (``onednn_conv``) over images in ``layout``
+    (``x_shape`` NHWC all the same), or None where it does not apply (then nothing was
+    written)."""
     if not ONEDNN:
         return None
     return onednn_conv.convolve(kind, a, b, out, x_shape, w_shape, (geo.oh, geo.ow),
-                                geo.strides, (geo.pt, geo.pl), (geo.pad[0][1], geo.pad[1][1]))
+                                geo.strides, (geo.pt, geo.pl), (geo.pad[0][1], geo.pad[1][1]),
+                                layout)
 
 
 def conv_forward(x, w, strides, padding, out=None):
@@ -607,7 +609,50 @@ def image_layout(xp, perm):
     return run
 
 
+def _nchw_form(kind, nhwc_lower, images, image_out):
+    """The lowering of an NCHW convolution pass (``conv_ops.NCHW_FORMS``): oneDNN on
+    the NCHW arrays as they are, else the NHWC lowering between copies."""
+    def lower(xp, strides, padding):
+        nhwc = nhwc_lower(xp, strides, padding)
+
+        def run(*arrays, out=None):
+            seen = [a.transpose(_TO_NHWC) if k in images else a for k, a in enumerate(arrays)]
+            x_shape = seen[2 if kind == "input" else 0].shape
+            w_shape = arrays[2 if kind == "filter" else 1].shape
+            a, b = arrays[:2]
+            if x_shape[3] == w_shape[2] and a.dtype == b.dtype == np.float32:
+                geo = _Geometry(x_shape, w_shape[:2], strides, padding)
+                image = (geo.n, w_shape[3], geo.oh, geo.ow)
+                if kind != "forward":  # the compiled passes trust the shapes they get
+                    g = arrays[0 if kind == "input" else 1]
+                    _expect(f"conv2d_backprop_{kind}", "gradient", g.shape, image)
+                shape = w_shape if kind == "filter" else image if kind == "forward" \
+                    else arrays[2].shape
+                target = _output(out, shape, a.dtype, a, b)
+                if _onednn(kind, a, b, target, geo, x_shape, w_shape, "NCHW") is not None:
+                    return target
+            result = nhwc(*seen)  # checks the shapes
+            result = result.transpose(_TO_NCHW) if image_out else result
+            if out is None or out.shape != result.shape:
+                return np.ascontiguousarray(result)
+            np.copyto(out, result)
+            return out
+
+        return _writes_out(run)
+
+    return lower
+
+
+_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+_NCHW_LOWERINGS = {
+    form: _nchw_form(kind, nhwc, images, image_out)
+    for kind, nhwc, (form, images, image_out) in (
+        ("forward", conv2d, NCHW_FORMS["conv2d"]),
+        ("input", conv2d_backprop_input, NCHW_FORMS["conv2d_backprop_input"]),
+        ("filter", conv2d_backprop_filter, NCHW_FORMS["conv2d_backprop_filter"]))}
+
 LOWERINGS = {
+    **_NCHW_LOWERINGS,
     "conv2d": conv2d,
     "conv2d_backprop_input": conv2d_backprop_input,
     "conv2d_backprop_filter": conv2d_backprop_filter,

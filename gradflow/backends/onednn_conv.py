@@ -73,20 +73,24 @@ PARTS_PER_CORE = 1
 # slower (1.3-4% faster with GOMP_SPINCOUNT=10000, which made the MNIST CNN's step 5-8%
 # slower on a quiet machine).
 PARTED_PER_CORE = 4
+_TAG_NCHW = 5  # logical (N, C, H, W) dims laid out as they are
 _TAG_NHWC = 22  # logical (N, C, H, W) dims laid out as N, H, W, C
 _TAG_HWIO = 28  # logical (O, I, H, W) dims laid out as H, W, I, O
 _FORWARD_TRAINING = 64
 _DIRECT = 1
 
 
-def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count):
+def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count,
+                      layout="NHWC"):
     """``(Steps, implementation name)`` of one pass of one convolution geometry on
     ``count`` threads (made in ``Api.making(count)``).
 
     ``kind`` is ``"forward"`` (reads the images ``a`` and the filter ``b``, writes the
     output), ``"input"`` (reads the output gradient and the filter, writes the
     images' gradient) or ``"filter"`` (reads the images and the output gradient,
-    writes the filter's gradient); shapes are NHWC and HWIO, as the arrays are.
+    writes the filter's gradient); shapes are NHWC and HWIO. The filter array is HWIO;
+    the image arrays are laid out as ``layout`` says (``"NHWC"`` or ``"NCHW"``: see
+    ``nchw_native`` for how NCHW runs).
 
     Every pass lets oneDNN lay the filter out as its kernels want (blocked
     channels). With an HWIO filter the gradients fall back to im2col and a GEMM,
@@ -100,10 +104,15 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
     """
     n, h, w, c = x_shape
     kh, kw, _, co = w_shape
-    src = api.memory_desc((n, c, h, w), _TAG_NHWC)
+    tag = _TAG_NHWC if layout == "NHWC" else _TAG_NCHW
+    user_src = api.memory_desc((n, c, h, w), tag)
+    user_dst = api.memory_desc((n, co) + tuple(out_hw), tag)
+    # NCHW but where oneDNN's own NCHW kernels are the faster: its choice of layout
+    theirs = layout == "NCHW" and not nchw_native(kind, c, (kh, kw))
+    src = api.memory_desc((n, c, h, w), onednn.TAG_ANY) if theirs else user_src
+    dst = api.memory_desc((n, co) + tuple(out_hw), onednn.TAG_ANY) if theirs else user_dst
     hwio = api.memory_desc((co, c, kh, kw), _TAG_HWIO)
     weights = api.memory_desc((co, c, kh, kw), onednn.TAG_ANY)
-    dst = api.memory_desc((n, co) + tuple(out_hw), _TAG_NHWC)
     geometry = (Dims(*strides), Dims(0, 0), Dims(*pad_l), Dims(*pad_r))
     attr = api.user_scratchpad()
     forward, pd = P(), P()
@@ -123,40 +132,80 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
 
             valid = tuple(pad_l) == tuple(pad_r) == (0, 0) and (kh, kw) != (1, 1) \
                 and tuple(strides) == (1, 1)
-            pd = _preferred(api, backward_data, input_gradient_kernel(c, co, valid))
+            pd = _preferred(api, backward_data, None if layout == "NCHW"
+                            else input_gradient_kernel(c, co, valid))
         else:
             api.check("dnnl_convolution_backward_weights_primitive_desc_create",
                       ctypes.byref(pd), api.engine, _DIRECT, src, weights, None, dst,
                       *geometry, forward, attr)
         primitive = api.primitive(pd)
         implementation, scratch = api.described(pd)
-        chosen = api.clone(api.lib.dnnl_primitive_desc_query_md(
-            pd, onednn.QUERY_EXEC_ARG_MD, ARG_DIFF_WEIGHTS if kind == "filter" else ARG_WEIGHTS))
+
+        def chosen_md(arg):
+            return api.clone(api.lib.dnnl_primitive_desc_query_md(
+                pd, onednn.QUERY_EXEC_ARG_MD, arg))
+
+        chosen = chosen_md(ARG_DIFF_WEIGHTS if kind == "filter" else ARG_WEIGHTS)
+        if theirs:
+            src = chosen_md(ARG_DIFF_SRC if kind == "input" else ARG_SRC)
+            dst = chosen_md(ARG_DST if kind == "forward" else ARG_DIFF_DST)
     finally:
         for desc in (forward, pd):
             if desc:
                 api.lib.dnnl_primitive_desc_destroy(desc)
         api.lib.dnnl_primitive_attr_destroy(attr)
-    own_layout = not api.lib.dnnl_memory_desc_equal(chosen, hwio)
-    filter_role = "internal" if own_layout else "out" if kind == "filter" else "b"
-    args = {"forward": [(ARG_SRC, src, "a"), (ARG_WEIGHTS, chosen, filter_role),
-                        (ARG_DST, dst, "out")],
-            "input": [(ARG_DIFF_DST, dst, "a"), (ARG_WEIGHTS, chosen, filter_role),
-                      (ARG_DIFF_SRC, src, "out")],
-            "filter": [(ARG_SRC, src, "a"), (ARG_DIFF_DST, dst, "b"),
+    before, after, buffers = [], [], {}
+
+    def placed(desc, user, role, internal, read):
+        """The role ``desc``'s argument takes: the call's array where ``desc`` is its
+        layout ``user``, else a buffer of the thread (``internal``) that a reorder
+        fills from it before the pass (``read``) or copies into it after."""
+        if api.lib.dnnl_memory_desc_equal(desc, user):
+            return role
+        buffers[internal] = api.lib.dnnl_memory_desc_get_size(desc)
+        if read:
+            before.append((api.reorder(user, desc), [(ARG_SRC, user, role),
+                                                     (ARG_DST, desc, internal)]))
+        else:
+            after.append((api.reorder(desc, user), [(ARG_SRC, desc, internal),
+                                                    (ARG_DST, user, role)]))
+        return internal
+
+    filter_role = placed(chosen, hwio, "out" if kind == "filter" else "b", "internal",
+                         kind != "filter")
+    src_role = placed(src, user_src, "out" if kind == "input" else "a", "src", kind != "input")
+    dst_role = placed(dst, user_dst, {"forward": "out", "input": "a", "filter": "b"}[kind],
+                      "dst", kind != "forward")
+    args = {"forward": [(ARG_SRC, src, src_role), (ARG_WEIGHTS, chosen, filter_role),
+                        (ARG_DST, dst, dst_role)],
+            "input": [(ARG_DIFF_DST, dst, dst_role), (ARG_WEIGHTS, chosen, filter_role),
+                      (ARG_DIFF_SRC, src, src_role)],
+            "filter": [(ARG_SRC, src, src_role), (ARG_DIFF_DST, dst, dst_role),
                        (ARG_DIFF_WEIGHTS, chosen, filter_role)]}[kind]
-    buffers = {"internal": api.lib.dnnl_memory_desc_get_size(chosen) if own_layout else 0}
     if scratch:
         args.append((ARG_SCRATCHPAD, scratch, "scratch"))
         buffers["scratch"] = api.lib.dnnl_memory_desc_get_size(scratch)
-    steps = [(primitive, args)]
-    if own_layout and kind != "filter":
-        steps.insert(0, (api.reorder(hwio, chosen), [(ARG_SRC, hwio, "b"),
-                                                    (ARG_DST, chosen, "internal")]))
-    elif own_layout:
-        steps.append((api.reorder(chosen, hwio), [(ARG_SRC, chosen, "internal"),
-                                                 (ARG_DST, hwio, "out")]))
-    return onednn.Steps(api, steps, buffers, count), implementation
+    return onednn.Steps(api, before + [(primitive, args)] + after, buffers, count), \
+        implementation
+
+
+def nchw_native(kind, c, ksize):
+    """Whether a pass over NCHW images runs on them as they are (``x64:gemm:jit``, a
+    GEMM per image) rather than in oneDNN's own (blocked) layout, reordered into it
+    and out of it as torch runs NCHW. Measured on the 2-core AVX-512 VM against
+    today's NHWC path between two NHWC <-> NCHW reorders, two threads, ms ratio for
+    (forward, input gradient, filter gradient):
+
+    - 1x1 64 -> 128, 16x16, batch 64: as they are 0.51 0.54 0.62; blocked 0.79 0.84 0.73
+    - 5x5 1 -> 32, 28x28, batch 128: as they are 0.41 0.29 2.17; blocked 0.30 2.04 0.75
+    - 3x3 3 -> 64, 32x32, batch 64: 0.64 0.42 1.14; blocked 0.75 1.17 0.38
+    - 7x7 3 -> 64 stride 2, batch 32: 1.37 0.65 2.23; blocked 0.96 2.23 0.73
+    - 5x5 32 -> 64, 3x3 64 -> 64 and 64 -> 128 stride 2: as they are 1.04-1.90;
+      blocked 0.77-0.97
+
+    So: 1x1 filters, and the input gradient of few input channels (a forward pass
+    that writes them, which the blocked kernels vectorize over) run as they are."""
+    return tuple(ksize) == (1, 1) or (kind == "input" and c < 16)
 
 
 def input_gradient_kernel(c, co, valid=False):
@@ -201,25 +250,26 @@ def _preferred(api, make, kernel):
 
 
 @functools.lru_cache(maxsize=256)
-def convolution(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count):
+def convolution(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, count, layout="NHWC"):
     """The kept ``(Steps, implementation)`` of this pass and geometry on ``count``
-    threads (``convolution_steps``), or None where oneDNN is not there or has no
-    implementation of it."""
+    threads with images in ``layout`` (``convolution_steps``), or None where oneDNN is
+    not there or has no implementation of it."""
     api = onednn.api()
     if api is None:
         return None
     try:
         with api.making(count):
             return convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l,
-                                     pad_r, count)
+                                     pad_r, count, layout)
     except onednn.OneDNNError as e:
         _log.debug("oneDNN has no %s convolution for %s * %s: %s", kind, x_shape, w_shape, e)
         return None
 
 
-def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
+def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r, layout="NHWC"):
     """``out`` after the ``kind`` pass (``convolution_steps``) of float32 ``a`` and
-    ``b``, or None (nothing written) where this path does not apply."""
+    ``b``, or None (nothing written) where this path does not apply. ``x_shape`` is
+    NHWC whatever the arrays' ``layout``."""
     if out.dtype != np.float32 or a.dtype != np.float32 or b.dtype != np.float32 \
             or 0 in x_shape or 0 in w_shape:
         return None
@@ -231,7 +281,7 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
     cores = threads.cores()
     if _parted(kind, x_shape, w_shape, cores):
         # the bits of the whole pass on any team: each image is computed on its own
-        key = ("parts", kind) + geometry + (PARTED_PER_CORE * cores,)
+        key = ("parts", kind) + geometry + (PARTED_PER_CORE * cores, layout)
         found = None if key in _dropped else batch_parts(*key[1:])
         run = None if found is None else lambda x, g, o: found(x, g, o, cores)
     elif kind == "filter" and x_shape[0] >= cores > 1 and onednn.parts_available():
@@ -240,14 +290,14 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r):
         # (a smaller batch takes oneDNN's threads below: a part per image would leave
         # cores idle)
         parts = cores * PARTS_PER_CORE
-        key, count = ("parts", "filter") + geometry + (parts,), api.thread_count()
+        key, count = ("parts", "filter") + geometry + (parts, layout), api.thread_count()
         found = None if key in _dropped else batch_parts(*key[1:])
         run = None if found is None else lambda x, g, o: found(x, g, o, count)
     else:
         # oneDNN's own threaded filter gradient sums the images in one part per thread:
         # its bits depend on the count, so it takes the cores the process may use
         count = cores if kind == "filter" else api.thread_count()
-        key = (kind,) + geometry + (count,)
+        key = (kind,) + geometry + (count, layout)
         found = None if key in _dropped else convolution(*key)
         run = None if found is None else found[0]
     if run is None:
@@ -297,16 +347,17 @@ class BatchParts:
 
 
 @functools.lru_cache(maxsize=256)
-def batch_parts(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, parts):
-    """The kept ``BatchParts`` of this pass and geometry in ``parts`` parts (fewer for a
-    smaller batch), or None where oneDNN has no one-thread primitive for a part."""
+def batch_parts(kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r, parts, layout="NHWC"):
+    """The kept ``BatchParts`` of this pass and geometry (images in ``layout``) in
+    ``parts`` parts (fewer for a smaller batch), or None where oneDNN has no one-thread
+    primitive for a part."""
     n = x_shape[0]
     parts = max(1, min(parts, n))
     bounds = [n * k // parts for k in range(parts + 1)]
     steps = []
     for lo, hi in zip(bounds, bounds[1:]):
         found = convolution(kind, (hi - lo,) + tuple(x_shape[1:]), w_shape, out_hw,
-                            strides, pad_l, pad_r, 1)
+                            strides, pad_l, pad_r, 1, layout)
         if found is None:
             return None
         steps.append(found[0])

@@ -16,7 +16,7 @@ from array_api_compat import device as _device
 
 from gradflow.errors import InvalidArgumentError
 from gradflow.ops import rules
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.registry import REGISTRY, apply, convert_to_tensor, register
 
 # -- window arithmetic ------------------------------------------------------------
 
@@ -374,6 +374,38 @@ def _layout_infer(shapes, in_dtypes, perm):
 register("image_layout", lambda xp, x, perm: xp.permute_dims(x, perm), _layout_infer,
          grad=lambda n, g: [apply("image_layout", [g], perm=_TO_NCHW
                                   if n.attrs["perm"] == _TO_NHWC else _TO_NHWC)])
+
+
+# A convolution pass whose NCHW images reach it and leave it through layout copies
+# alone, as one op: ``NCHW_FORMS[op] = (NCHW op, positions of the image inputs, whether
+# the result is an image)``. Made only by the NumPy backend's kernel pass
+# (``gradflow.passes.conv_layouts``), so that oneDNN reads and writes NCHW itself; the
+# forward here is the NHWC op between the copies, on any backend.
+NCHW_FORMS = {"conv2d": ("nchw_conv2d", (0,), True),
+              "conv2d_backprop_input": ("nchw_conv2d_backprop_input", (0, 2), True),
+              "conv2d_backprop_filter": ("nchw_conv2d_backprop_filter", (0, 1), False)}
+
+
+def _nchw_form(name, images, image_out):
+    nhwc = REGISTRY[name]
+
+    def impl(xp, *arrays, **attrs):
+        arrays = [xp.permute_dims(a, _TO_NHWC) if k in images else a
+                  for k, a in enumerate(arrays)]
+        out = nhwc.impl(xp, *arrays, **attrs)
+        return xp.permute_dims(out, _TO_NCHW) if image_out else out
+
+    def infer(shapes, in_dtypes, **attrs):
+        shapes = [tuple(s[p] for p in _TO_NHWC) if k in images else s
+                  for k, s in enumerate(shapes)]
+        shape, dtype = nhwc.infer(shapes, in_dtypes, **attrs)
+        return (tuple(shape[p] for p in _TO_NCHW) if image_out else shape), dtype
+
+    return impl, infer
+
+
+for _name, (_form, _images, _image_out) in NCHW_FORMS.items():
+    register(_form, *_nchw_form(_name, _images, _image_out), grad=None, plan_only=True)
 
 
 def _to_nhwc(x, data_format, what):

@@ -71,14 +71,14 @@ def sink_layouts(graph) -> None:
         source = original(copy)
         if source in fetched or copy in fetched:
             return False
-        perm = _copy_perm(copy, node)
+        perm = copy_perm(copy, node)
         for reader in readers.get(source, ()):
             if reader is node or _leaves_copy(reader, copy, perm, movable, readers, fetched):
                 continue
             if reader.opdef.scalar is not None and reader.shape is not None:
                 full = [current(i) for i in reader.inputs
                         if tuple(i.shape or ()) == tuple(reader.shape)]
-                if all(_copy_perm(i, reader) == perm for i in full):
+                if all(copy_perm(i, reader) == perm for i in full):
                     continue
             return False
         return True
@@ -121,8 +121,8 @@ def _movable(nodes, readers, fetched, memo):
                 spread = _spread_shape(i, memo)
                 if tuple(i.shape or ()) != tuple(n.shape) or spread is not None:
                     ok = ok and _one_axis(spread or i.shape)
-                elif _copy_perm(i, n):
-                    found.add(_copy_perm(i, n))
+                elif copy_perm(i, n):
+                    found.add(copy_perm(i, n))
                 elif i in keep:
                     found |= perms[i]
                 else:
@@ -130,8 +130,8 @@ def _movable(nodes, readers, fetched, memo):
             if ok and len(found) == 1:
                 keep.add(n)
                 perms[n] = found
-        for copy, reader in {(i, n) for n in keep for i in n.inputs if _copy_perm(i, n)}:
-            perm = _copy_perm(copy, reader)
+        for copy, reader in {(i, n) for n in keep for i in n.inputs if copy_perm(i, n)}:
+            perm = copy_perm(copy, reader)
             if copy in fetched or not all(_leaves_copy(r, copy, perm, keep, readers, fetched)
                                           for r in readers.get(copy, ())):
                 keep -= set(readers.get(copy, ()))
@@ -146,7 +146,7 @@ def _leaves_copy(reader, copy, perm, moving, readers, fetched):
     cancel), a bias gradient or a channel's sum (batch norm's moments; both read the
     copy's source once moved), or a broadcast that reads only the copy's shape and
     whose readers all move (they take its one-axis value)."""
-    return reader in moving or _copy_perm(reader) == _inverse(perm) \
+    return reader in moving or copy_perm(reader) == _inverse(perm) \
         or (reader.opdef.name == "unbroadcast" and _one_axis(reader.inputs[1].shape)) \
         or _sums_to_one_axis(reader, copy) \
         or (_broadcast_of_one_axis(reader) and reader not in fetched
@@ -202,7 +202,7 @@ def _sums_to_one_axis(node, x):
     """Whether ``node``, reading ``x``, reduces a layout copy to a one-axis result and
     keeps its dims (a channel's sum or mean, as in batch norm's moments)."""
     return node.opdef.name in _SUMS and bool(node.attrs.get("keepdims")) \
-        and node.attrs.get("axes") is not None and _copy_perm(x, node) is not None \
+        and node.attrs.get("axes") is not None and copy_perm(x, node) is not None \
         and _one_axis(node.shape)
 
 
@@ -210,7 +210,7 @@ def _inverse(perm):
     return tuple(perm.index(a) for a in range(len(perm)))
 
 
-def _copy_perm(node, reader=None):
+def copy_perm(node, reader=None):
     """The permutation of ``node`` if it is a layout copy the plan computes, else None.
     A copy that runs after other nodes (``control_inputs``) counts only for a ``reader``
     that runs after them too: reading the copy's source keeps that order."""
@@ -267,7 +267,7 @@ def _elementwise(node, inputs, moves_freely, memo):
         return _made(node, "broadcast_like", [inner, like], {}, tuple(node.shape), node.dtype)
     # a one-axis value broadcast to the full shape broadcasts in the op all the same
     inputs = [x.inputs[0] if _broadcast_of_one_axis(x) else x for x in inputs]
-    copies = [_copy_perm(x, node) if tuple(x.shape or ()) == tuple(node.shape) else None
+    copies = [copy_perm(x, node) if tuple(x.shape or ()) == tuple(node.shape) else None
               for x in inputs]
     perms = set(copies) - {None}
     if len(perms) != 1 or not all(c is not None or _one_axis(x.shape)
@@ -288,7 +288,7 @@ def _elementwise(node, inputs, moves_freely, memo):
 def _reduction(node, inputs, moves_freely, memo):
     # reading the source instead of the copy never adds a copy: no moves_freely check
     (x,) = inputs
-    perm = _copy_perm(x, node)
+    perm = copy_perm(x, node)
     if not _sums_to_one_axis(node, x) or not _static(x.shape) or len(x.shape) != 4:
         return None
     axes = tuple(sorted(perm[a % 4] for a in node.attrs["axes"]))  # the source's axes
@@ -302,7 +302,7 @@ def _reduction(node, inputs, moves_freely, memo):
 def _unbroadcast(node, inputs, moves_freely, memo):
     # reading the source instead of the copy never adds a copy: no moves_freely check
     g, like = inputs
-    perm = _copy_perm(g, node)
+    perm = copy_perm(g, node)
     if perm is None or not _one_axis(like.shape) \
             or not _static(g.shape) or len(g.shape) != 4:
         return None
