@@ -19,7 +19,9 @@ network of TF1's tutorial (5x5 SAME convs 1 -> 32 -> 64, max pool, dense 3136 ->
 tanh, average pooling, dense 400 -> 120 -> 84 -> 10) and the project's own CNN
 (``benchmarks/mnist_cnn.py``: 3x3 convs 1 -> 32 -> 64, max pool, dense 256,
 dropout). gradflow runs each conv row and network in NHWC and in NCHW
-(``data_format="NCHW"``, which transposes around the NHWC kernels); PyTorch in NCHW.
+(``data_format="NCHW"``: between networks' layers the NHWC kernels with the layout
+copies cancelled, and a lone convolution's passes as NCHW ops that oneDNN runs on the
+NCHW arrays, ``gradflow.passes.conv_layouts``); PyTorch in NCHW.
 TensorFlow 2.x (``tensorflow.compat.v1`` graph mode, NHWC) is a third contender
 where it is installed (``pip install -e ".[benchmark]"``).
 
