@@ -142,3 +142,36 @@ def test_the_nchw_ops_forward_is_the_nhwc_op_between_copies(backend, form):
     np.testing.assert_allclose(b.to_numpy(got), want, rtol=1e-12, atol=1e-12)
     shapes = [a.shape for a in nchw_inputs[nhwc_name]]
     assert REGISTRY[form].infer(shapes, [gf.float64] * len(shapes), **attrs)[0] == want.shape
+
+
+@pytest.mark.skipif(not onednn.available(), reason="oneDNN (onednn-cpu-gomp) is not installed")
+def test_several_threads_on_one_session_get_each_their_own_numbers():
+    """Each thread's oneDNN memory objects and reorder buffers are its own: four threads
+    running the folded passes at once, each on its own input, get what one thread gets."""
+    import threading
+
+    rng = np.random.default_rng(6)
+    x, g, y, dx, dw = _lone_conv(rng, (9, 16, 10, 10), (3, 3), 32, (1, 1), "SAME")
+    feeds = [{x: rng.standard_normal((9, 16, 10, 10)).astype(np.float32),
+              g: rng.standard_normal(tuple(g.shape)).astype(np.float32)} for _ in range(4)]
+    with gf.Session(backend="numpy") as sess:
+        sess.run(gf.global_variables_initializer())
+        want = [sess.run([y, dx, dw], feed) for feed in feeds]
+        got, failures = [None] * 4, []
+
+        def work(k):
+            try:
+                for _ in range(10):
+                    got[k] = sess.run([y, dx, dw], feeds[k])
+            except Exception as e:  # noqa: BLE001 (reported below)
+                failures.append(e)
+
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+    assert not failures
+    for mine, theirs in zip(got, want):
+        for a, b in zip(mine, theirs):
+            np.testing.assert_array_equal(a, b)

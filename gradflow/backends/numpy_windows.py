@@ -35,7 +35,7 @@ from gradflow.backends import onednn_conv, openmp, threads
 from gradflow.backends.numba_support import get_numba
 from gradflow.backends.numpy_fused import PARALLEL_SIZE
 from gradflow.backends.threads import uses_blas
-from gradflow.ops.conv_ops import NCHW_FORMS, window_geometry
+from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC, window_geometry
 
 # Bytes of im2col columns per block: a few MB, so that a block stays in the cache
 # between its copy and its product, and still gives the product enough rows.
@@ -616,7 +616,7 @@ def _nchw_form(kind, nhwc_lower, images, image_out):
         nhwc = nhwc_lower(xp, strides, padding)
 
         def run(*arrays, out=None):
-            seen = [a.transpose(_TO_NHWC) if k in images else a for k, a in enumerate(arrays)]
+            seen = [a.transpose(TO_NHWC) if k in images else a for k, a in enumerate(arrays)]
             x_shape = seen[2 if kind == "input" else 0].shape
             w_shape = arrays[2 if kind == "filter" else 1].shape
             a, b = arrays[:2]
@@ -632,7 +632,7 @@ def _nchw_form(kind, nhwc_lower, images, image_out):
                 if _onednn(kind, a, b, target, geo, x_shape, w_shape, "NCHW") is not None:
                     return target
             result = nhwc(*seen)  # checks the shapes
-            result = result.transpose(_TO_NCHW) if image_out else result
+            result = result.transpose(TO_NCHW) if image_out else result
             if out is None or out.shape != result.shape:
                 return np.ascontiguousarray(result)
             np.copyto(out, result)
@@ -643,7 +643,6 @@ def _nchw_form(kind, nhwc_lower, images, image_out):
     return lower
 
 
-_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 _NCHW_LOWERINGS = {
     form: _nchw_form(kind, nhwc, images, image_out)
     for kind, nhwc, (form, images, image_out) in (

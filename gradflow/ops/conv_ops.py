@@ -362,7 +362,7 @@ def _check_format(padding, data_format, what):
 # other's gradient). They are ops of their own, not "transpose", so that a backend can
 # write them as contiguous copies into the plan's buffers (the NumPy backend does: its
 # convolution and pooling kernels then read and write contiguous NHWC arrays).
-_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
 def _layout_infer(shapes, in_dtypes, perm):
@@ -372,8 +372,8 @@ def _layout_infer(shapes, in_dtypes, perm):
 
 
 register("image_layout", lambda xp, x, perm: xp.permute_dims(x, perm), _layout_infer,
-         grad=lambda n, g: [apply("image_layout", [g], perm=_TO_NCHW
-                                  if n.attrs["perm"] == _TO_NHWC else _TO_NHWC)])
+         grad=lambda n, g: [apply("image_layout", [g], perm=TO_NCHW
+                                  if n.attrs["perm"] == TO_NHWC else TO_NHWC)])
 
 
 # A convolution pass whose NCHW images reach it and leave it through layout copies
@@ -390,16 +390,16 @@ def _nchw_form(name, images, image_out):
     nhwc = REGISTRY[name]
 
     def impl(xp, *arrays, **attrs):
-        arrays = [xp.permute_dims(a, _TO_NHWC) if k in images else a
+        arrays = [xp.permute_dims(a, TO_NHWC) if k in images else a
                   for k, a in enumerate(arrays)]
         out = nhwc.impl(xp, *arrays, **attrs)
-        return xp.permute_dims(out, _TO_NCHW) if image_out else out
+        return xp.permute_dims(out, TO_NCHW) if image_out else out
 
     def infer(shapes, in_dtypes, **attrs):
-        shapes = [tuple(s[p] for p in _TO_NHWC) if k in images else s
+        shapes = [tuple(s[p] for p in TO_NHWC) if k in images else s
                   for k, s in enumerate(shapes)]
         shape, dtype = nhwc.infer(shapes, in_dtypes, **attrs)
-        return (tuple(shape[p] for p in _TO_NCHW) if image_out else shape), dtype
+        return (tuple(shape[p] for p in TO_NCHW) if image_out else shape), dtype
 
     return impl, infer
 
@@ -415,13 +415,13 @@ def _to_nhwc(x, data_format, what):
     if x.shape is not None and len(x.shape) != 4:
         raise ValueError(f"{what}: '{x.name}' must have rank 4 (NCHW), got shape "
                          f"{tuple(x.shape)}")
-    return apply("image_layout", [x], perm=_TO_NHWC)
+    return apply("image_layout", [x], perm=TO_NHWC)
 
 
 def _from_nhwc(y, data_format, name):
     """The NHWC result ``y`` in ``data_format``, named ``name``."""
     return y if data_format != "NCHW" else apply("image_layout", [y], name=name,
-                                                   perm=_TO_NCHW)
+                                                   perm=TO_NCHW)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
@@ -512,12 +512,12 @@ def _shape_to_nhwc(shape):
                 and shape.shape[0] is not None:
             raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NCHW), "
                              f"got {shape.shape[0]}")
-        return gather(shape, list(_TO_NHWC))
+        return gather(shape, list(TO_NHWC))
     shape = list(shape.reshape(-1)) if hasattr(shape, "reshape") else list(shape)
     if len(shape) != 4:
         raise ValueError(f"conv2d_transpose: output_shape must have 4 entries (NCHW), got "
                          f"{len(shape)}: {shape}")
-    return [shape[i] for i in _TO_NHWC]
+    return [shape[i] for i in TO_NHWC]
 
 
 def _conv2d_transpose(g, w, shape, dims, strides, padding, name):

@@ -22,12 +22,10 @@ other kernels, so the last bits may differ from the NHWC pass's.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.conv_ops import NCHW_FORMS
+from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC
 from gradflow.ops.registry import REGISTRY
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.layouts import copy_perm
-
-_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
 def fold_conv_layouts(graph) -> None:
@@ -66,13 +64,13 @@ def _foldable(node, readers, fetched):
     _, images, image_out = NCHW_FORMS[node.opdef.name]
     inputs = list(node.inputs)
     for k in images:
-        if copy_perm(inputs[k], node) != _TO_NHWC or not _static(inputs[k].shape):
+        if copy_perm(inputs[k], node) != TO_NHWC or not _static(inputs[k].shape):
             return None
         inputs[k] = inputs[k].inputs[0]
     if not image_out:
         return inputs, None
     backs = readers.get(node, [])
-    if node in fetched or not backs or any(copy_perm(r) != _TO_NCHW for r in backs):
+    if node in fetched or not backs or any(copy_perm(r) != TO_NCHW for r in backs):
         return None
     return inputs, backs
 
