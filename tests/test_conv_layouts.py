@@ -148,7 +148,7 @@ def test_the_nchw_ops_forward_is_the_nhwc_op_between_copies(backend, form):
 def test_several_threads_on_one_session_get_each_their_own_numbers():
     """Each thread's oneDNN memory objects and reorder buffers are its own: four threads
     running the folded passes at once, each on its own input, get what one thread gets."""
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     rng = np.random.default_rng(6)
     x, g, y, dx, dw = _lone_conv(rng, (9, 16, 10, 10), (3, 3), 32, (1, 1), "SAME")
@@ -157,21 +157,12 @@ def test_several_threads_on_one_session_get_each_their_own_numbers():
     with gf.Session(backend="numpy") as sess:
         sess.run(gf.global_variables_initializer())
         want = [sess.run([y, dx, dw], feed) for feed in feeds]
-        got, failures = [None] * 4, []
 
-        def work(k):
-            try:
-                for _ in range(10):
-                    got[k] = sess.run([y, dx, dw], feeds[k])
-            except Exception as e:  # noqa: BLE001 (reported below)
-                failures.append(e)
+        def work(k):  # the last of ten runs; an error is raised again by map
+            return [sess.run([y, dx, dw], feeds[k]) for _ in range(10)][-1]
 
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join()
-    assert not failures
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(work, range(4)))
     for mine, theirs in zip(got, want):
         for a, b in zip(mine, theirs):
             np.testing.assert_array_equal(a, b)
