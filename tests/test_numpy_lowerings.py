@@ -130,6 +130,85 @@ def test_winograd_serves_3x3_stride_1_convolutions_with_many_channels():
     assert numpy_windows._winograd(strided, np.dtype(np.float32), 16, 16) is None
 
 
+def _pooled_or_skip():
+    from gradflow.backends import numpy_conv_winograd, openmp
+
+    if get_numba() is None or not onednn.available() or not openmp.shared():
+        pytest.skip("needs numba, oneDNN and OpenMP's shared pool")
+    return numpy_conv_winograd
+
+
+def _three_passes(x, w, g, padding):
+    conv = dict(strides=(1, 1), padding=padding)
+    return [_lowered(op, *args, **conv) for op, args in (
+        ("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x]),
+        ("conv2d_backprop_filter", [x, g, w]))]
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("shape", [(5, 6, 5, 16), (4, 9, 7, 24), (3, 4, 4, 32)])
+def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape, padding):
+    """float32 3x3 convolutions with oneDNN take Winograd's blocks on OpenMP's pool
+    (``numpy_conv_winograd.Pooled``); every pass against the float64 reference, with a
+    block per image (odd sizes: edge tiles) and one block for all."""
+    winograd = _pooled_or_skip()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((3, 3, shape[3], 16)).astype(np.float32)
+    oh, ow = window_geometry(shape, (3, 3), (1, 1), padding)[:2]
+    g = rng.standard_normal((shape[0], oh, ow, 16)).astype(np.float32)
+    conv = dict(strides=(1, 1), padding=padding)
+    want = [_generic(op, *[a.astype(np.float64) for a in args], **conv) for op, args in (
+        ("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x]),
+        ("conv2d_backprop_filter", [x, g, w]))]
+    ran = []
+    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
+                        ran.append(self.kind) or _run(self, *a))
+    monkeypatch.setattr(winograd, "BLOCK_BYTES", 1)  # a block per image
+    for got, ref, op in zip(_three_passes(x, w, g, padding), want, ("fwd", "input", "filter")):
+        _assert_matches(got, ref.astype(np.float32), np.float32, f"{op} {shape} {padding}")
+    assert ran == ["forward", "input", "filter"]
+
+
+def test_winograd_blocks_give_the_same_bits_on_one_thread_and_on_two(monkeypatch):
+    from gradflow.backends import threads
+
+    _pooled_or_skip()
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((16, 14, 14, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 32, 64)).astype(np.float32)
+    g = rng.standard_normal((16, 14, 14, 64)).astype(np.float32)
+    runs = []
+    for count in ("1", "2"):
+        monkeypatch.setenv("GRADFLOW_THREADS", count)
+        threads.reset()
+        threads.refresh()
+        runs.append(_three_passes(x, w, g, "SAME"))
+    threads.reset()
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
+
+
+def test_winograd_blocks_from_several_threads_at_once():
+    """Each calling thread has its own blocks' buffers, memory objects and streams."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _pooled_or_skip()
+    rng = np.random.default_rng(5)
+    cases = [[rng.standard_normal(s).astype(np.float32)
+              for s in ((6, 10, 10, 16), (3, 3, 16, 16), (6, 10, 10, 16))] for _ in range(4)]
+    want = [_three_passes(*case, "SAME") for case in cases]
+
+    def work(k):
+        return [_three_passes(*cases[k], "SAME") for _ in range(5)][-1]
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(work, range(4)))
+    for mine, theirs in zip(got, want):
+        for a, b in zip(mine, theirs):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_conv_lowerings_in_blocks(window_path, monkeypatch):
     """Many small blocks of images (and Winograd blocks) give the same results."""
     from gradflow.backends import numpy_conv_winograd

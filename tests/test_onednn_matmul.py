@@ -55,7 +55,7 @@ def test_the_same_bits_on_one_thread_and_on_two(m, k, n):
     dimension between threads, so the bits stay (OpenBLAS's differ for 16 x 784 x 512)."""
     rng = np.random.default_rng(k)
     a, b = _operand(rng, m, k, False), _operand(rng, k, n, True)
-    layouts = onednn_matmul._layout(a), onednn_matmul._layout(b), ((m, n), (n, 1))
+    layouts = onednn_matmul.layout(a), onednn_matmul.layout(b), ((m, n), (n, 1))
     runs = []
     for count in (1, 2):
         steps = onednn_matmul.product(*layouts, count)[0]

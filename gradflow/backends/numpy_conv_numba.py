@@ -486,3 +486,50 @@ def winograd_grad_output(g, m, n0, tiles_h, tiles_w):
                     for ch in range(co):
                         o[ch] = -e1[ch]
             t += tiles_w
+
+
+# -- Winograd blocks on OpenMP's pool (``numpy_conv_winograd.Pooled``) ---------------------
+# Block k: images firsts[k] .. (counts[k] tiles). Its transforms go to the buffers of
+# the thread that takes it (vbuf / mbuf at thread * stride: they stay in its cache),
+# and its product is a oneDNN primitive made for one thread, run through ``execute``
+# (dnnl_primitive_execute) and ``wait`` (dnnl_stream_wait) with table[k] = (primitive,
+# stream, argument count, arguments, memory of v, memory of m); ``point``
+# (dnnl_memory_set_data_handle) moves those two onto the thread's buffers first. Each
+# block runs on one thread: the bits of any team.
+
+
+@_jit
+def _block_buffers(vbuf, mbuf, vstride, mstride, count, c, co):
+    t = numba.get_thread_id()
+    v = vbuf[t * vstride:t * vstride + 16 * count * c].reshape((16, count, c))
+    m = mbuf[t * mstride:t * mstride + 16 * count * co].reshape((16, count, co))
+    return v, m
+
+
+@_jit
+def _block_product(execute, wait, point, row, v, m, status):
+    status[0] = point(row[4], v.ctypes.data) | point(row[5], m.ctypes.data)
+    status[1] = execute(row[0], row[1], np.int32(row[2]), row[3])
+    status[2] = wait(row[1])
+
+
+@_team_jit
+def winograd_blocks(execute, wait, point, x, out, vbuf, mbuf, vstride, mstride, firsts,
+                    counts, tiles_h, tiles_w, top, left, table, status):
+    c, co = x.shape[3], out.shape[3]
+    for k in numba.prange(firsts.shape[0]):
+        v, m = _block_buffers(vbuf, mbuf, vstride, mstride, counts[k], c, co)
+        winograd_input(x, v, firsts[k], tiles_h, tiles_w, top, left)
+        _block_product(execute, wait, point, table[k], v, m, status[k])
+        winograd_output(m, out, firsts[k], tiles_h, tiles_w)
+
+
+@_team_jit
+def winograd_filter_blocks(execute, wait, point, x, g, vbuf, mbuf, vstride, mstride, firsts,
+                           counts, tiles_h, tiles_w, top, left, table, status):
+    c, co = x.shape[3], g.shape[3]
+    for k in numba.prange(firsts.shape[0]):
+        v, m = _block_buffers(vbuf, mbuf, vstride, mstride, counts[k], c, co)
+        winograd_input(x, v, firsts[k], tiles_h, tiles_w, top, left)
+        winograd_grad_output(g, m, firsts[k], tiles_h, tiles_w)
+        _block_product(execute, wait, point, table[k], v, m, status[k])

@@ -13,9 +13,19 @@ the tile transforms are compiled loops (``numpy_conv_numba``).
 
 The sums are those of the direct convolution, regrouped: results differ from
 im2col's by rounding only (a few units in the last place of float32).
+
+The images go in blocks that keep their transforms in the cache. float32 with oneDNN
+and OpenMP's shared pool runs the blocks as a team (``Pooled``): each block's
+transforms and its product (a oneDNN primitive made for one thread) on one thread,
+so the bits never depend on the team. Elsewhere the blocks run in turn, the products
+on the BLAS's threads.
 """
 
 from __future__ import annotations
+
+import ctypes
+import functools
+import threading
 
 import numpy as np
 
@@ -119,12 +129,181 @@ def backprop_filter(x, g, geo, out, scratch):
         kernels.winograd_grad_output(g, m, first, tiles.th, tiles.tw)
         np.matmul(m.transpose(0, 2, 1), v, out=part)
         total += part
-    gt = _G_BY_DTYPE.setdefault(x.dtype, _G.astype(x.dtype)).T
+    return _filter_from_total(total, c, co, out, scratch)
+
+
+def _filter_from_total(total, c, co, out, scratch):
+    """``out`` (HWIO) = G^T total G, ``total`` the (16, Co, C) sum over the tiles."""
+    gt = _G_BY_DTYPE.setdefault(total.dtype, _G.astype(total.dtype)).T
     # G^T over a, then over b, as matrix products into scratch (an einsum of the three
     # buffers its reduction); then (3, 3, Co, C) -> HWIO
-    half = scratch("columns", 12 * co * c, x.dtype).reshape(3, 4, co * c)
+    half = scratch("columns", 12 * co * c, total.dtype).reshape(3, 4, co * c)
     np.matmul(gt, total.reshape(4, 4 * co * c), out=half.reshape(3, 4 * co * c))
-    dw = part.reshape(-1)[:9 * co * c].reshape(3, 3, co * c)
+    dw = scratch("part", 9 * co * c, total.dtype).reshape(3, 3, co * c)
     np.matmul(gt, half, out=dw)
     np.copyto(out, dw.reshape(3, 3, co, c).transpose(0, 1, 3, 2))
     return out
+
+
+# -- the blocks on OpenMP's pool --------------------------------------------------------
+# oneDNN's direct 3x3 kernels (onednn_conv) beat the blocks above on two threads, whose
+# transforms run on one thread between threaded products. Run as a team over the
+# blocks instead, each block's transforms and its product on one thread (a numba prange
+# on OpenMP's pool, the one oneDNN and OpenBLAS use; the product a oneDNN primitive
+# made for one thread, called from the prange), they beat oneDNN's direct kernels.
+# Measured on the 2-core VM, 3x3 32 -> 64 at 14x14, batch 128, ms (forward, input
+# gradient, filter gradient): two threads 3.54 3.52 3.84 against 4.46 4.10 4.09; one
+# thread 6.64 6.57 7.63 against about 8.6-9.5. The same blocks on threads of the
+# process (not OpenMP's) were slower on a quiet machine: OpenMP's workers spin after
+# each team, beside them.
+
+
+def pooled(geo, dtype, c, co):
+    """Whether this convolution runs as ``Pooled`` blocks: float32 where oneDNN is
+    there and OpenMP's pool is shared (``openmp.shared()``: numba's prange runs on it),
+    with two blocks or more."""
+    from gradflow.backends import onednn, openmp
+
+    return dtype == np.float32 and onednn.api() is not None and openmp.shared() \
+        and len(_Tiles(geo.n, (geo.oh, geo.ow)).blocks(c + co, 4)) >= 2
+
+
+class Pooled:
+    """One pass of one geometry as blocks on OpenMP's pool, for one calling thread: its
+    buffers (each team thread's transforms, the filter's transform, the filter
+    gradient's parts) and each block's product."""
+
+    def __init__(self, kind, n, tiles, c, co):
+        from gradflow.backends import onednn, onednn_matmul, openmp
+
+        self.kind, self.api = kind, onednn.api()
+        self.tiles = tiles
+        blocks = tiles.blocks(c + co, 4)
+        self.firsts = np.array([first for first, _ in blocks], np.int64)
+        self.counts = np.array([(stop - first) * tiles.per_image for first, stop in blocks],
+                               np.int64)
+        most = int(self.counts.max())
+        team = openmp.numba_threads()
+        self.vstride, self.mstride = 16 * most * c, 16 * most * co
+        self.vbuf = np.empty(team * self.vstride, np.float32)
+        self.mbuf = np.empty(team * self.mstride, np.float32)
+        self.u = np.empty((16, c, co), np.float32)
+        self.parts = np.empty((len(blocks), 16, co, c), np.float32)
+        self.states, self.streams = [], []
+        self.table = np.empty((len(blocks), 6), np.int64)
+        for k, count in enumerate(self.counts.tolist()):
+            v = self.vbuf[:16 * count * c].reshape(16, count, c)
+            m = self.mbuf[:16 * count * co].reshape(16, count, co)
+            # the roles of v and m in the product: moved per block by the team
+            if kind == "filter":
+                a, b, out, roles = m.transpose(0, 2, 1), v, self.parts[k], ("b", "a")
+            else:
+                a, b, out, roles = v, self.u, m, ("a", "out")
+            found = onednn_matmul.product(*(onednn_matmul.layout(t) for t in (a, b, out)), 1)
+            if found is None:
+                raise onednn.OneDNNError("oneDNN has no one-thread product for a block")
+            steps = found[0]
+            state = steps.state()
+            steps.bind(state, a, b, out)
+            memory = {role: mem for mem, role in state.memories}
+            ((primitive, args),) = state.args
+            stream = self.api.new_stream()
+            self.table[k] = (primitive.value, stream.value, len(args), ctypes.addressof(args),
+                             memory[roles[0]].value, memory[roles[1]].value)
+            self.states.append((steps, state))
+            self.streams.append(stream)
+        self.status = np.zeros((len(blocks), 3), np.int32)
+
+    def run(self, x, second, top, left):
+        """The blocks of ``x`` (forward, input gradient: ``second`` is ``out``; filter
+        gradient: ``second`` is the output gradient) on a team of the free cores."""
+        from gradflow.backends import numba_support, onednn, threads
+
+        kernels = _kernels()
+        numba_support.get_numba().set_num_threads(threads.team())
+        self.api.pool_in_use()
+        run = kernels.winograd_filter_blocks if self.kind == "filter" else \
+            kernels.winograd_blocks
+        run(*_CALLS(), x, second, self.vbuf, self.mbuf, self.vstride, self.mstride,
+            self.firsts, self.counts, self.tiles.th, self.tiles.tw, top, left, self.table,
+            self.status)
+        if self.status.any():
+            raise onednn.OneDNNError(f"oneDNN: a block's calls returned {self.status.max()}")
+        for steps, state in self.states:
+            steps.check_buffers(state)
+
+
+@functools.lru_cache(maxsize=None)
+def _CALLS():
+    """(execute, wait, point): oneDNN's dnnl_primitive_execute, dnnl_stream_wait and
+    dnnl_memory_set_data_handle as ctypes functions of integers, for numba."""
+    from gradflow.backends import onednn
+
+    lib, size = onednn.api().lib, ctypes.c_size_t
+
+    def at(name, *args):
+        return ctypes.CFUNCTYPE(ctypes.c_int, *args)(
+            ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+
+    return (at("dnnl_primitive_execute", size, size, ctypes.c_int, size),
+            at("dnnl_stream_wait", size), at("dnnl_memory_set_data_handle", size, size))
+
+
+_local = threading.local()
+
+
+def _pooled_pass(kind, n, out_hw, c, co):
+    """This thread's kept ``Pooled`` for the pass and geometry, or None where oneDNN has
+    no product for its blocks (then the caller takes another path)."""
+    from gradflow.backends import onednn
+
+    kept = _local.__dict__.setdefault("pooled", {})
+    key = (kind, n, tuple(out_hw), c, co)
+    if key not in kept:
+        try:
+            kept[key] = Pooled(kind, n, _Tiles(n, out_hw), c, co)
+        except onednn.OneDNNError:
+            kept[key] = None
+    return kept[key]
+
+
+def _filter_transform_into(w, u):
+    g = _G_BY_DTYPE.setdefault(w.dtype, _G.astype(w.dtype))
+    np.einsum("ai,ijcd,bj->abcd", g, w, g, out=u.reshape(4, 4, *u.shape[1:]))
+
+
+def pooled_forward(x, w, geo, out):
+    """``forward`` as ``Pooled`` blocks (where ``pooled``), or None (nothing written)."""
+    c, co = w.shape[2], w.shape[3]
+    blocks = _pooled_pass("forward", geo.n, (geo.oh, geo.ow), c, co)
+    if blocks is None:
+        return None
+    _filter_transform_into(w, blocks.u)
+    blocks.run(np.ascontiguousarray(x), out, geo.pt, geo.pl)
+    return out
+
+
+def pooled_backprop_input(g, w, geo, out):
+    """``backprop_input`` as ``Pooled`` blocks (where ``pooled``), or None."""
+    c, co = w.shape[2], w.shape[3]
+    blocks = _pooled_pass("input", geo.n, (geo.h, geo.w), co, c)
+    if blocks is None:
+        return None
+    _filter_transform_into(w[::-1, ::-1].transpose(0, 1, 3, 2), blocks.u)
+    blocks.run(np.ascontiguousarray(g), out, 2 - geo.pt, 2 - geo.pl)
+    return out
+
+
+def pooled_backprop_filter(x, g, geo, out, scratch):
+    """``backprop_filter`` as ``Pooled`` blocks (where ``pooled``): the blocks' parts
+    added in order, then G^T over both sides; or None."""
+    c, co = x.shape[3], g.shape[3]
+    blocks = _pooled_pass("filter", geo.n, (geo.oh, geo.ow), c, co)
+    if blocks is None:
+        return None
+    blocks.run(np.ascontiguousarray(x), np.ascontiguousarray(g), geo.pt, geo.pl)
+    total = scratch("total", 16 * c * co, x.dtype).reshape(16, co, c)
+    np.copyto(total, blocks.parts[0])
+    for part in blocks.parts[1:]:
+        total += part
+    return _filter_from_total(total, c, co, out, scratch)

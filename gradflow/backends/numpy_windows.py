@@ -9,9 +9,12 @@ first layer of an image model), in the transposed layout, whose copy moves
 whole image rows instead of runs of one or two values. The adjoint in the
 input adds each row of the product back onto the pixels it came from (col2im).
 
-Where numba is installed, col2im and max pooling and its gradient are compiled
-loops (``numpy_conv_numba``) and 3x3 stride-1 convolutions with 16 channels or
-more use Winograd's F(2x2, 3x3) (``numpy_conv_winograd``); everywhere else, and
+float32 convolutions go to oneDNN where it is there (``onednn_conv``), except 3x3
+stride-1 ones with 16 channels or more, which run Winograd's blocks on OpenMP's pool
+(``numpy_conv_winograd.Pooled``: faster than oneDNN's direct kernels). Where numba
+is installed, col2im and max pooling and its gradient are compiled loops
+(``numpy_conv_numba``) and 3x3 stride-1 convolutions with 16 channels or more use
+Winograd's F(2x2, 3x3) (``numpy_conv_winograd``); everywhere else, and
 with ``GRADFLOW_NUMBA=0``, the same results come from NumPy calls on strided
 views. Every path matches the Array API version in ``conv_ops`` to float
 tolerance (the tests compare them): max pooling sends the gradient to the first
@@ -273,9 +276,12 @@ def conv_forward(x, w, strides, padding, out=None):
     dtype = np.result_type(x, w)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None and wino.pooled(geo, dtype, c, co) \
+            and wino.pooled_forward(x, w, geo, out) is not None:
+        return out
     if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co)) is not None:
         return out
-    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.forward(x, w, geo, out, _scratch)
     w2 = w.reshape(kh * kw * c, co)
@@ -298,9 +304,12 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, out=None):
     dtype = np.result_type(x, g)
     x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
     out = _output(out, w_shape, dtype, x, g)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None and wino.pooled(geo, dtype, c, co) \
+            and wino.pooled_backprop_filter(x, g, geo, out, _scratch) is not None:
+        return out
     if _onednn("filter", x, g, out, geo, x.shape, w_shape) is not None:
         return out
-    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_filter(x, g, geo, out, _scratch)
     g2 = g.reshape(-1, co)
@@ -329,9 +338,12 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
     dtype = np.result_type(g, w)
     g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, tuple(x_shape), dtype, g, w)
+    wino = _winograd(geo, dtype, c, co)
+    if wino is not None and wino.pooled(geo, dtype, c, co) \
+            and wino.pooled_backprop_input(g, w, geo, out) is not None:
+        return out
     if _onednn("input", g, w, out, geo, x_shape, w.shape) is not None:
         return out
-    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_input(g, w, geo, out, _scratch)
     w2t = w.reshape(kh * kw * c, co).T

@@ -77,9 +77,9 @@ def product(a_layout, b_layout, out_layout, count):
     return onednn.Steps(api, [(primitive, args)], buffers, count), implementation
 
 
-def _layout(x):
-    """``(shape, strides in elements)`` of a float32 matrix oneDNN can read in place
-    (one axis of unit stride), else None."""
+def layout(x):
+    """``(shape, strides in elements)`` of a float32 matrix (or stack of matrices) that
+    oneDNN can read in place (one axis of unit stride), else None."""
     return _layout_of(x.shape, x.strides)
 
 
@@ -99,7 +99,7 @@ def multiply(a, b, out=None):
         return None
     if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous):
         return None
-    layouts = _layout(a), _layout(b)
+    layouts = layout(a), layout(b)
     if None in layouts:
         return None
     api = onednn.api()
