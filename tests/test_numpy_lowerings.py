@@ -130,12 +130,29 @@ def test_winograd_serves_3x3_stride_1_convolutions_with_many_channels():
     assert numpy_windows._winograd(strided, np.dtype(np.float32), 16, 16) is None
 
 
-def _pooled_or_skip():
+def _pooled_or_skip(monkeypatch):
+    """numpy_conv_winograd, with a block per image taking the pooled path from two
+    blocks on (the tests' batches are small)."""
     from gradflow.backends import numpy_conv_winograd, openmp
 
     if get_numba() is None or not onednn.available() or not openmp.shared():
         pytest.skip("needs numba, oneDNN and OpenMP's shared pool")
+    monkeypatch.setattr(numpy_conv_winograd, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(numpy_conv_winograd, "MIN_POOLED_BLOCKS", 2)
     return numpy_conv_winograd
+
+
+def test_winograd_blocks_go_to_openmps_pool_from_eight_blocks_on():
+    from gradflow.backends import numpy_conv_winograd as winograd
+    from gradflow.backends import openmp
+
+    if not onednn.available() or not openmp.shared():
+        pytest.skip("needs oneDNN and OpenMP's shared pool")
+    f32 = np.dtype(np.float32)
+    for batch, pooled in ((32, False), (48, True), (128, True)):  # 6 images a block
+        geo = numpy_windows._Geometry((batch, 14, 14, 32), (3, 3), (1, 1), "SAME")
+        assert winograd.pooled(geo, f32, 32, 64) is pooled, batch
+    assert not winograd.pooled(geo, np.dtype(np.float64), 32, 64)
 
 
 def _three_passes(x, w, g, padding):
@@ -149,9 +166,9 @@ def _three_passes(x, w, g, padding):
 @pytest.mark.parametrize("shape", [(5, 6, 5, 16), (4, 9, 7, 24), (3, 4, 4, 32)])
 def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape, padding):
     """float32 3x3 convolutions with oneDNN take Winograd's blocks on OpenMP's pool
-    (``numpy_conv_winograd.Pooled``); every pass against the float64 reference, with a
-    block per image (odd sizes: edge tiles) and one block for all."""
-    winograd = _pooled_or_skip()
+    (``numpy_conv_winograd.Pooled``); every pass against the float64 reference, a block
+    per image (odd sizes: edge tiles)."""
+    winograd = _pooled_or_skip(monkeypatch)
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((3, 3, shape[3], 16)).astype(np.float32)
@@ -164,7 +181,6 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
     ran = []
     monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
                         ran.append(self.kind) or _run(self, *a))
-    monkeypatch.setattr(winograd, "BLOCK_BYTES", 1)  # a block per image
     for got, ref, op in zip(_three_passes(x, w, g, padding), want, ("fwd", "input", "filter")):
         _assert_matches(got, ref.astype(np.float32), np.float32, f"{op} {shape} {padding}")
     assert ran == ["forward", "input", "filter"]
@@ -173,7 +189,10 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
 def test_winograd_blocks_give_the_same_bits_on_one_thread_and_on_two(monkeypatch):
     from gradflow.backends import threads
 
-    _pooled_or_skip()
+    winograd = _pooled_or_skip(monkeypatch)
+    ran = []
+    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
+                        ran.append(self.kind) or _run(self, *a))
     rng = np.random.default_rng(4)
     x = rng.standard_normal((16, 14, 14, 32)).astype(np.float32)
     w = rng.standard_normal((3, 3, 32, 64)).astype(np.float32)
@@ -185,15 +204,16 @@ def test_winograd_blocks_give_the_same_bits_on_one_thread_and_on_two(monkeypatch
         threads.refresh()
         runs.append(_three_passes(x, w, g, "SAME"))
     threads.reset()
+    assert ran == ["forward", "input", "filter"] * 2
     for one, two in zip(*runs):
         np.testing.assert_array_equal(one, two)
 
 
-def test_winograd_blocks_from_several_threads_at_once():
+def test_winograd_blocks_from_several_threads_at_once(monkeypatch):
     """Each calling thread has its own blocks' buffers, memory objects and streams."""
     from concurrent.futures import ThreadPoolExecutor
 
-    _pooled_or_skip()
+    _pooled_or_skip(monkeypatch)
     rng = np.random.default_rng(5)
     cases = [[rng.standard_normal(s).astype(np.float32)
               for s in ((6, 10, 10, 16), (3, 3, 16, 16), (6, 10, 10, 16))] for _ in range(4)]

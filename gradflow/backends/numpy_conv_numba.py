@@ -526,10 +526,19 @@ def winograd_blocks(execute, wait, point, x, out, vbuf, mbuf, vstride, mstride, 
 
 @_team_jit
 def winograd_filter_blocks(execute, wait, point, x, g, vbuf, mbuf, vstride, mstride, firsts,
-                           counts, tiles_h, tiles_w, top, left, table, status):
+                           counts, tiles_h, tiles_w, top, left, table, status, parts, total):
+    """Each block's product writes its part of the sum over the tiles (``parts[k]``);
+    ``total`` is their sum, in the blocks' order."""
     c, co = x.shape[3], g.shape[3]
     for k in numba.prange(firsts.shape[0]):
         v, m = _block_buffers(vbuf, mbuf, vstride, mstride, counts[k], c, co)
         winograd_input(x, v, firsts[k], tiles_h, tiles_w, top, left)
         winograd_grad_output(g, m, firsts[k], tiles_h, tiles_w)
         _block_product(execute, wait, point, table[k], v, m, status[k])
+    flat, first = total.reshape(-1), parts[0].reshape(-1)
+    for i in range(flat.size):
+        flat[i] = first[i]
+    for k in range(1, parts.shape[0]):
+        part = parts[k].reshape(-1)
+        for i in range(flat.size):
+            flat[i] += part[i]

@@ -54,12 +54,22 @@ def _kernels():
 
 def _transform_filter(w, scratch):
     """(16, C, Co): G w G^T of the HWIO filter ``w``, per channel pair, in a scratch
-    buffer (an einsum without intermediates: nothing allocated per call)."""
+    buffer."""
     c, co = w.shape[2], w.shape[3]
-    u = scratch("filter", 16 * c * co, w.dtype).reshape(4, 4, c, co)
+    return _filter_transform_into(w, scratch("filter", 16 * c * co, w.dtype).reshape(16, c, co),
+                                  scratch)
+
+
+def _filter_transform_into(w, u, scratch):
+    """``u`` (16, C, Co) = G w G^T of the HWIO filter ``w``: G over the rows, then over
+    the columns, as two small products (a three-operand einsum took 170 us for 3x3
+    32 -> 64, about 15% of the pass at batch 32)."""
+    c, co = w.shape[2], w.shape[3]
     g = _G_BY_DTYPE.setdefault(w.dtype, _G.astype(w.dtype))
-    np.einsum("ai,ijcd,bj->abcd", g, w, g, out=u)
-    return u.reshape(16, c, co)
+    rows = scratch("filter rows", 12 * c * co, w.dtype).reshape(4, 3, c * co)
+    np.matmul(g, np.ascontiguousarray(w).reshape(3, 3 * c * co), out=rows.reshape(4, -1))
+    np.matmul(g, rows, out=u.reshape(4, 4, c * co))
+    return u
 
 
 _G_BY_DTYPE = {}
@@ -158,14 +168,23 @@ def _filter_from_total(total, c, co, out, scratch):
 # each team, beside them.
 
 
+# Fewer blocks than this stay with oneDNN's direct kernels. The MNIST CNN's step
+# (benchmarks/mnist_cnn.py, 3x3 32 -> 64 at 14x14: 6 images a block), Pooled / oneDNN
+# in one process: batch 32 (6 blocks) 1.02-1.09 quiet in four runs of five, 0.96
+# beside a busy process; batch 50 (9) 0.90 and 0.92; 64 (11) 0.99; 128 (22) 0.93 and
+# 0.90.
+MIN_POOLED_BLOCKS = 8
+
+
 def pooled(geo, dtype, c, co):
     """Whether this convolution runs as ``Pooled`` blocks: float32 where oneDNN is
     there and OpenMP's pool is shared (``openmp.shared()``: numba's prange runs on it),
-    with two blocks or more."""
+    with ``MIN_POOLED_BLOCKS`` blocks or more (a fixed rule: the bits never depend on
+    the load)."""
     from gradflow.backends import onednn, openmp
 
     return dtype == np.float32 and onednn.api() is not None and openmp.shared() \
-        and len(_Tiles(geo.n, (geo.oh, geo.ow)).blocks(c + co, 4)) >= 2
+        and len(_Tiles(geo.n, (geo.oh, geo.ow)).blocks(c + co, 4)) >= MIN_POOLED_BLOCKS
 
 
 class Pooled:
@@ -178,7 +197,11 @@ class Pooled:
 
         self.kind, self.api = kind, onednn.api()
         self.tiles = tiles
-        blocks = tiles.blocks(c + co, 4)
+        # as many blocks as above, of (nearly) equal sizes: the team's threads take
+        # equal shares of them
+        count = len(tiles.blocks(c + co, 4))
+        bounds = [n * k // count for k in range(count + 1)]
+        blocks = list(zip(bounds, bounds[1:]))
         self.firsts = np.array([first for first, _ in blocks], np.int64)
         self.counts = np.array([(stop - first) * tiles.per_image for first, stop in blocks],
                                np.int64)
@@ -189,6 +212,7 @@ class Pooled:
         self.mbuf = np.empty(team * self.mstride, np.float32)
         self.u = np.empty((16, c, co), np.float32)
         self.parts = np.empty((len(blocks), 16, co, c), np.float32)
+        self.total = np.empty((16, co, c), np.float32)  # the parts' sum
         self.states, self.streams = [], []
         self.table = np.empty((len(blocks), 6), np.int64)
         for k, count in enumerate(self.counts.tolist()):
@@ -222,11 +246,13 @@ class Pooled:
         kernels = _kernels()
         numba_support.get_numba().set_num_threads(threads.team())
         self.api.pool_in_use()
-        run = kernels.winograd_filter_blocks if self.kind == "filter" else \
-            kernels.winograd_blocks
-        run(*_CALLS(), x, second, self.vbuf, self.mbuf, self.vstride, self.mstride,
-            self.firsts, self.counts, self.tiles.th, self.tiles.tw, top, left, self.table,
-            self.status)
+        args = (*_CALLS(), x, second, self.vbuf, self.mbuf, self.vstride, self.mstride,
+                self.firsts, self.counts, self.tiles.th, self.tiles.tw, top, left,
+                self.table, self.status)
+        if self.kind == "filter":
+            kernels.winograd_filter_blocks(*args, self.parts, self.total)
+        else:
+            kernels.winograd_blocks(*args)
         if self.status.any():
             raise onednn.OneDNNError(f"oneDNN: a block's calls returned {self.status.max()}")
         for steps, state in self.states:
@@ -267,29 +293,24 @@ def _pooled_pass(kind, n, out_hw, c, co):
     return kept[key]
 
 
-def _filter_transform_into(w, u):
-    g = _G_BY_DTYPE.setdefault(w.dtype, _G.astype(w.dtype))
-    np.einsum("ai,ijcd,bj->abcd", g, w, g, out=u.reshape(4, 4, *u.shape[1:]))
-
-
-def pooled_forward(x, w, geo, out):
+def pooled_forward(x, w, geo, out, scratch):
     """``forward`` as ``Pooled`` blocks (where ``pooled``), or None (nothing written)."""
     c, co = w.shape[2], w.shape[3]
     blocks = _pooled_pass("forward", geo.n, (geo.oh, geo.ow), c, co)
     if blocks is None:
         return None
-    _filter_transform_into(w, blocks.u)
+    _filter_transform_into(w, blocks.u, scratch)
     blocks.run(np.ascontiguousarray(x), out, geo.pt, geo.pl)
     return out
 
 
-def pooled_backprop_input(g, w, geo, out):
+def pooled_backprop_input(g, w, geo, out, scratch):
     """``backprop_input`` as ``Pooled`` blocks (where ``pooled``), or None."""
     c, co = w.shape[2], w.shape[3]
     blocks = _pooled_pass("input", geo.n, (geo.h, geo.w), co, c)
     if blocks is None:
         return None
-    _filter_transform_into(w[::-1, ::-1].transpose(0, 1, 3, 2), blocks.u)
+    _filter_transform_into(w[::-1, ::-1].transpose(0, 1, 3, 2), blocks.u, scratch)
     blocks.run(np.ascontiguousarray(g), out, 2 - geo.pt, 2 - geo.pl)
     return out
 
@@ -302,8 +323,4 @@ def pooled_backprop_filter(x, g, geo, out, scratch):
     if blocks is None:
         return None
     blocks.run(np.ascontiguousarray(x), np.ascontiguousarray(g), geo.pt, geo.pl)
-    total = scratch("total", 16 * c * co, x.dtype).reshape(16, co, c)
-    np.copyto(total, blocks.parts[0])
-    for part in blocks.parts[1:]:
-        total += part
-    return _filter_from_total(total, c, co, out, scratch)
+    return _filter_from_total(blocks.total, c, co, out, scratch)

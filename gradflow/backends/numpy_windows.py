@@ -278,7 +278,7 @@ def conv_forward(x, w, strides, padding, out=None):
     out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
     wino = _winograd(geo, dtype, c, co)
     if wino is not None and wino.pooled(geo, dtype, c, co) \
-            and wino.pooled_forward(x, w, geo, out) is not None:
+            and wino.pooled_forward(x, w, geo, out, _scratch) is not None:
         return out
     if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co)) is not None:
         return out
@@ -340,7 +340,7 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
     out = _output(out, tuple(x_shape), dtype, g, w)
     wino = _winograd(geo, dtype, c, co)
     if wino is not None and wino.pooled(geo, dtype, c, co) \
-            and wino.pooled_backprop_input(g, w, geo, out) is not None:
+            and wino.pooled_backprop_input(g, w, geo, out, _scratch) is not None:
         return out
     if _onednn("input", g, w, out, geo, x_shape, w.shape) is not None:
         return out
