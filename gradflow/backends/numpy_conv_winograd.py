@@ -193,7 +193,7 @@ class Pooled:
     gradient's parts) and each block's product."""
 
     def __init__(self, kind, n, tiles, c, co):
-        from gradflow.backends import onednn, onednn_matmul, openmp
+        from gradflow.backends import onednn, onednn_matmul
 
         self.kind, self.api = kind, onednn.api()
         self.tiles = tiles
@@ -206,10 +206,8 @@ class Pooled:
         self.counts = np.array([(stop - first) * tiles.per_image for first, stop in blocks],
                                np.int64)
         most = int(self.counts.max())
-        team = openmp.numba_threads()
         self.vstride, self.mstride = 16 * most * c, 16 * most * co
-        self.vbuf = np.empty(team * self.vstride, np.float32)
-        self.mbuf = np.empty(team * self.mstride, np.float32)
+        self._buffers(1)
         self.u = np.empty((16, c, co), np.float32)
         self.parts = np.empty((len(blocks), 16, co, c), np.float32)
         self.total = np.empty((16, co, c), np.float32)  # the parts' sum
@@ -238,13 +236,22 @@ class Pooled:
             self.streams.append(stream)
         self.status = np.zeros((len(blocks), 3), np.int32)
 
+    def _buffers(self, team):
+        """Room for the transforms of a block on each of ``team`` threads (the products'
+        memory objects are pointed at them block by block)."""
+        self.vbuf = np.empty(team * self.vstride, np.float32)
+        self.mbuf = np.empty(team * self.mstride, np.float32)
+
     def run(self, x, second, top, left):
         """The blocks of ``x`` (forward, input gradient: ``second`` is ``out``; filter
         gradient: ``second`` is the output gradient) on a team of the free cores."""
         from gradflow.backends import numba_support, onednn, threads
 
         kernels = _kernels()
-        numba_support.get_numba().set_num_threads(threads.team())
+        team = threads.team()
+        if team > self.vbuf.size // self.vstride:
+            self._buffers(team)
+        numba_support.get_numba().set_num_threads(team)
         self.api.pool_in_use()
         args = (*_CALLS(), x, second, self.vbuf, self.mbuf, self.vstride, self.mstride,
                 self.firsts, self.counts, self.tiles.th, self.tiles.tw, top, left,
