@@ -90,11 +90,20 @@ class _Tiles:
         return [(i, min(i + step, self.n)) for i in range(0, self.n, step)]
 
 
-def _convolve(x, u, top, left, out, scratch):
+def _convolve(x, w, top, left, out, scratch, pooled=False):
     """``out`` = the 3x3 stride-1 convolution of ``x`` padded by ``top``/``left`` with
-    the transformed filter ``u`` (16, C, Co)."""
+    the HWIO filter ``w``; with ``pooled``, as ``Pooled`` blocks (None where oneDNN has
+    no product for them: nothing written)."""
+    c, co = w.shape[2], w.shape[3]
+    if pooled:
+        blocks = _pooled_pass("convolve", x.shape[0], out.shape[1:3], c, co)
+        if blocks is None:
+            return None
+        _filter_transform_into(w, blocks.u, scratch)
+        blocks.run(x, out, top, left)
+        return out
     kernels = _kernels()
-    c, co = u.shape[1:]
+    u = _transform_filter(w, scratch)
     tiles = _Tiles(x.shape[0], out.shape[1:3])
     for first, stop in tiles.blocks(c + co, x.dtype.itemsize):
         count = (stop - first) * tiles.per_image
@@ -106,26 +115,33 @@ def _convolve(x, u, top, left, out, scratch):
     return out
 
 
-def forward(x, w, geo, out, scratch):
-    """``conv2d`` of ``x`` and the 3x3 filter ``w`` (stride 1) into ``out``."""
-    return _convolve(np.ascontiguousarray(x), _transform_filter(w, scratch), geo.pt, geo.pl,
-                     out, scratch)
+def forward(x, w, geo, out, scratch, pooled=False):
+    """``conv2d`` of ``x`` and the 3x3 filter ``w`` (stride 1) into ``out``; ``pooled``
+    as in ``_convolve``."""
+    return _convolve(np.ascontiguousarray(x), w, geo.pt, geo.pl, out, scratch, pooled)
 
 
-def backprop_input(g, w, geo, out, scratch):
+def backprop_input(g, w, geo, out, scratch, pooled=False):
     """The gradient in the input: ``g`` convolved with ``w`` rotated 180 degrees, its
     channel axes swapped, padded so that every output reads its whole window."""
     rotated = w[::-1, ::-1].transpose(0, 1, 3, 2)
-    return _convolve(np.ascontiguousarray(g), _transform_filter(rotated, scratch), 2 - geo.pt,
-                     2 - geo.pl, out, scratch)
+    return _convolve(np.ascontiguousarray(g), rotated, 2 - geo.pt, 2 - geo.pl, out, scratch,
+                     pooled)
 
 
-def backprop_filter(x, g, geo, out, scratch):
+def backprop_filter(x, g, geo, out, scratch, pooled=False):
     """The gradient in the filter: G^T (sum over tiles of V^T M) G, where V are the input
-    tiles' transforms and M the output gradient's (A y A^T)."""
+    tiles' transforms and M the output gradient's (A y A^T); with ``pooled``, the sum
+    from ``Pooled`` blocks (None where oneDNN has no product for them)."""
     kernels = _kernels()
     c, co = x.shape[3], g.shape[3]
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    if pooled:
+        blocks = _pooled_pass("filter", geo.n, (geo.oh, geo.ow), c, co)
+        if blocks is None:
+            return None
+        blocks.run(x, g, geo.pt, geo.pl)
+        return _filter_from_total(blocks.total, c, co, out, scratch)
     tiles = _Tiles(x.shape[0], g.shape[1:3])
     # (16, Co, C): M^T V, which OpenBLAS runs faster than V^T M
     total = scratch("total", 16 * c * co, x.dtype).reshape(16, co, c)
@@ -298,36 +314,3 @@ def _pooled_pass(kind, n, out_hw, c, co):
         except onednn.OneDNNError:
             kept[key] = None
     return kept[key]
-
-
-def pooled_forward(x, w, geo, out, scratch):
-    """``forward`` as ``Pooled`` blocks (where ``pooled``), or None (nothing written)."""
-    c, co = w.shape[2], w.shape[3]
-    blocks = _pooled_pass("forward", geo.n, (geo.oh, geo.ow), c, co)
-    if blocks is None:
-        return None
-    _filter_transform_into(w, blocks.u, scratch)
-    blocks.run(np.ascontiguousarray(x), out, geo.pt, geo.pl)
-    return out
-
-
-def pooled_backprop_input(g, w, geo, out, scratch):
-    """``backprop_input`` as ``Pooled`` blocks (where ``pooled``), or None."""
-    c, co = w.shape[2], w.shape[3]
-    blocks = _pooled_pass("input", geo.n, (geo.h, geo.w), co, c)
-    if blocks is None:
-        return None
-    _filter_transform_into(w[::-1, ::-1].transpose(0, 1, 3, 2), blocks.u, scratch)
-    blocks.run(np.ascontiguousarray(g), out, 2 - geo.pt, 2 - geo.pl)
-    return out
-
-
-def pooled_backprop_filter(x, g, geo, out, scratch):
-    """``backprop_filter`` as ``Pooled`` blocks (where ``pooled``): the blocks' parts
-    added in order, then G^T over both sides; or None."""
-    c, co = x.shape[3], g.shape[3]
-    blocks = _pooled_pass("filter", geo.n, (geo.oh, geo.ow), c, co)
-    if blocks is None:
-        return None
-    blocks.run(np.ascontiguousarray(x), np.ascontiguousarray(g), geo.pt, geo.pl)
-    return _filter_from_total(blocks.total, c, co, out, scratch)

@@ -276,12 +276,11 @@ def conv_forward(x, w, strides, padding, out=None):
     dtype = np.result_type(x, w)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, (geo.n, geo.oh, geo.ow, co), dtype, x, w)
-    wino = _winograd(geo, dtype, c, co)
-    if wino is not None and wino.pooled(geo, dtype, c, co) \
-            and wino.pooled_forward(x, w, geo, out, _scratch) is not None:
+    if _pooled_winograd("forward", x, w, out, geo, c, co) is not None:
         return out
     if _onednn("forward", x, w, out, geo, x.shape, (kh, kw, c, co)) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.forward(x, w, geo, out, _scratch)
     w2 = w.reshape(kh * kw * c, co)
@@ -304,12 +303,11 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, out=None):
     dtype = np.result_type(x, g)
     x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
     out = _output(out, w_shape, dtype, x, g)
-    wino = _winograd(geo, dtype, c, co)
-    if wino is not None and wino.pooled(geo, dtype, c, co) \
-            and wino.pooled_backprop_filter(x, g, geo, out, _scratch) is not None:
+    if _pooled_winograd("backprop_filter", x, g, out, geo, c, co) is not None:
         return out
     if _onednn("filter", x, g, out, geo, x.shape, w_shape) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_filter(x, g, geo, out, _scratch)
     g2 = g.reshape(-1, co)
@@ -338,12 +336,11 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
     dtype = np.result_type(g, w)
     g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
     out = _output(out, tuple(x_shape), dtype, g, w)
-    wino = _winograd(geo, dtype, c, co)
-    if wino is not None and wino.pooled(geo, dtype, c, co) \
-            and wino.pooled_backprop_input(g, w, geo, out, _scratch) is not None:
+    if _pooled_winograd("backprop_input", g, w, out, geo, c, co) is not None:
         return out
     if _onednn("input", g, w, out, geo, x_shape, w.shape) is not None:
         return out
+    wino = _winograd(geo, dtype, c, co)
     if wino is not None:
         return wino.backprop_input(g, w, geo, out, _scratch)
     w2t = w.reshape(kh * kw * c, co).T
@@ -371,6 +368,15 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
         else:
             _col2im_numpy(cells, out[first:stop], geo)
     return out
+
+
+def _pooled_winograd(pass_, a, b, out, geo, c, co):
+    """``out`` after the Winograd module's ``pass_`` as blocks on OpenMP's pool, where
+    they serve this float32 convolution (``numpy_conv_winograd.pooled``), else None."""
+    wino = _winograd(geo, out.dtype, c, co)
+    if wino is None or not wino.pooled(geo, out.dtype, c, co):
+        return None
+    return getattr(wino, pass_)(a, b, geo, out, _scratch, pooled=True)
 
 
 def _winograd(geo, dtype, c, co):
