@@ -3,7 +3,9 @@
 conv 3x3x32 + ReLU, max-pool 2, conv 3x3x64 + ReLU, max-pool 2, dense 256 + ReLU,
 dropout 0.5, dense 10, softmax cross-entropy. gradflow (with its graph compiler,
 and with ``Session(optimize=False)``) against PyTorch eager on the CPU (NCHW, its
-native layout), at several batch sizes, in one process. The contenders take turns,
+native layout), at several batch sizes, in one process; ``direct`` is gradflow with
+its 3x3 convolutions on oneDNN's direct kernels instead of Winograd's blocks on
+OpenMP's pool (``gf/direct``: what those blocks gain). The contenders take turns,
 round after round, and each keeps its best round, so that a busy machine slows
 them alike. Reports milliseconds per step and the ratios to PyTorch.
 
@@ -98,6 +100,23 @@ def torch_step(weights, x, y):
     return step
 
 
+def with_direct_3x3(step):
+    """``step`` with its 3x3 convolutions on oneDNN's direct kernels instead of
+    Winograd's blocks on OpenMP's pool (``numpy_conv_winograd.MIN_POOLED_BLOCKS`` out of
+    reach while it runs): in the same process, so the ratio is that change's alone."""
+    from gradflow.backends import numpy_conv_winograd
+
+    def run():
+        keep = numpy_conv_winograd.MIN_POOLED_BLOCKS
+        numpy_conv_winograd.MIN_POOLED_BLOCKS = 1 << 62
+        try:
+            step()
+        finally:
+            numpy_conv_winograd.MIN_POOLED_BLOCKS = keep
+
+    return run
+
+
 def best_ms(steps, seconds, rounds=5):
     """Milliseconds per call of each of ``steps`` (None: not available): they take
     turns for ``rounds`` rounds of ``seconds / rounds`` in all, each keeping its best."""
@@ -122,8 +141,9 @@ def main(argv=None):
     pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)
-    print(f"{'batch':>6} {'torch':>9} {'gradflow':>9} {'no-opt':>9}  gf/torch  "
-          f"no-opt/torch  (ms/step; no-opt: Session(optimize=False))")
+    print(f"{'batch':>6} {'torch':>9} {'gradflow':>9} {'no-opt':>9} {'direct':>9}  gf/torch  "
+          f"no-opt/torch  gf/direct  (ms/step; no-opt: Session(optimize=False); direct: "
+          f"3x3 convolutions on oneDNN's direct kernels, not Winograd's pooled blocks)")
     for batch in args.batches:
         x = rng.random((batch, 28, 28, 1), dtype=np.float32)
         y = rng.integers(0, 10, batch).astype(np.int64)
@@ -131,11 +151,12 @@ def main(argv=None):
             torch = torch_step(weights, x, y)
         except ImportError:
             torch = None
-        t_torch, t_gf, t_plain = best_ms(
+        t_torch, t_gf, t_plain, t_direct = best_ms(
             [torch, gradflow_step(weights, x, y, args.backend),
-             gradflow_step(weights, x, y, args.backend, optimize=False)], args.seconds)
-        print(f"{batch:6d} {t_torch:9.3f} {t_gf:9.3f} {t_plain:9.3f}  {t_gf / t_torch:8.2f}  "
-              f"{t_plain / t_torch:12.2f}")
+             gradflow_step(weights, x, y, args.backend, optimize=False),
+             with_direct_3x3(gradflow_step(weights, x, y, args.backend))], args.seconds)
+        print(f"{batch:6d} {t_torch:9.3f} {t_gf:9.3f} {t_plain:9.3f} {t_direct:9.3f}  "
+              f"{t_gf / t_torch:8.2f}  {t_plain / t_torch:12.2f}  {t_gf / t_direct:9.2f}")
 
 
 if __name__ == "__main__":
