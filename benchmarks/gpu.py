@@ -18,6 +18,7 @@ rows: eager (foreach Adam), fused Adam, the whole step replayed as a CUDA graph,
 ``torch.compile``; JAX ``jit`` for the MLP when JAX sees a GPU.
 
     python benchmarks/gpu.py [--seconds 1.0] [--skip-compile] [--only mlp cnn lstm epoch]
+                             [--top N]
 
 Without a CUDA device (or without CuPy) it prints why and exits 0 having measured
 nothing; any other failure of a row is printed in that row and the run goes on.
@@ -43,6 +44,7 @@ from gradflow.backends import cupy as cupy_backend  # noqa: E402
 
 NO_GPU_EXIT = 0
 BACKEND = "cupy"  # the tests run the gradflow rows on "numpy" to check the script itself
+TOP = 0  # --top: how many of each row's kernels to list by GPU time
 
 
 def no_gpu_reason():
@@ -94,7 +96,8 @@ def time_step(step, seconds, rounds=5):
 
 
 def kernels_per_step(step, n=5):
-    """GPU kernels and copies per step recorded by CUPTI (torch.profiler), or None."""
+    """``(kernels and copies per step, [(GPU us per step, kernel name)] most first)`` as
+    CUPTI records them (torch.profiler), or None without PyTorch's CUDA build."""
     torch = _torch_cuda()
     if torch is None:
         return None
@@ -106,11 +109,17 @@ def kernels_per_step(step, n=5):
         for _ in range(n):
             step()
         sync()
-    return sum(e.device_type == DeviceType.CUDA for e in prof.events()) / n
+    times = {}
+    for e in prof.events():
+        if e.device_type == DeviceType.CUDA:
+            times.setdefault(e.name, []).append(e.time_range.elapsed_us())
+    count = sum(len(t) for t in times.values()) / n
+    return count, sorted(((sum(t) / n, name) for name, t in times.items()), reverse=True)
 
 
 def report(group, name, make, seconds):
-    """Build a step with ``make()`` (None: not available here) and print its row."""
+    """Build a step with ``make()`` (None: not available here) and print its row, and
+    under it the ``TOP`` kernels with the most GPU time per step."""
     label = f"{group:<14} {name:<34}"
     try:
         step = make()
@@ -118,9 +127,11 @@ def report(group, name, make, seconds):
             print(f"{label} not available", flush=True)
             return None
         ms, host = time_step(step, seconds)
-        count = kernels_per_step(step)
-        kernels = "-" if count is None else f"{count:.0f}"
+        profiled = kernels_per_step(step)
+        kernels = "-" if profiled is None else f"{profiled[0]:.0f}"
         print(f"{label} {ms:9.3f} {kernels:>12} {host:9.3f}", flush=True)
+        for us, kernel in [] if profiled is None else profiled[1][:TOP]:
+            print(f"    {us:9.1f} us  {kernel[:100]}", flush=True)
         return ms
     except Exception as err:  # one failed row must not end the run
         print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
@@ -389,7 +400,11 @@ def main(argv=None):
     parser.add_argument("--skip-compile", action="store_true", help="no torch.compile rows")
     parser.add_argument("--only", nargs="+", default=["mlp", "cnn", "lstm", "epoch"],
                         choices=["mlp", "cnn", "lstm", "epoch"])
+    parser.add_argument("--top", type=int, default=0,
+                        help="under each row, its N kernels with the most GPU time per step")
     args = parser.parse_args(argv)
+    global TOP
+    TOP = args.top
     reason = no_gpu_reason()
     if reason is not None:
         print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")

@@ -91,6 +91,37 @@ def test_a_fixed_operand_that_moves_under_capture_is_refused():
         plans(rng.random((6, 4)), b.copy(), out, False, True)
 
 
+class _StrictProduct(_Product):
+    """Refuses what nvmath's cuBLASLt ``Matmul`` refuses (seen on an H100: a broadcast
+    operand, strides (0, 0), raised "Unsupported layout")."""
+
+    def __init__(self, a, b, out, transpose_a, transpose_b):
+        for x in (a, b, out):
+            if x.strides[0] != x.itemsize and x.strides[1] != x.itemsize:
+                raise ValueError("Unsupported layout.")
+        super().__init__(a, b, out, transpose_a, transpose_b)
+
+
+@pytest.mark.parametrize("broadcast", ["a", "b", "a and b"])
+def test_broadcast_operands_are_staged_from_the_first_run(broadcast):
+    """A gradient's ``broadcast_like`` reaches a matmul as a view with zero strides."""
+    capturing = [False]
+    plans = MatmulPlans(_StrictProduct, lambda: capturing[0], lambda x: x,
+                        lambda x: x.__array_interface__["data"][0], np.empty)
+    rng = np.random.default_rng(5)
+    a_home, b_home, out = np.empty((6, 4)), np.empty((5, 4)), np.empty((6, 5))
+    for run in range(3):
+        capturing[0] = run == 2
+        a_home[...], b_home[...] = rng.random((6, 4)), rng.random((5, 4))
+        a = np.broadcast_to(rng.random(()), (6, 4)) if "a" in broadcast else a_home
+        b = np.broadcast_to(rng.random(4), (5, 4)) if "b" in broadcast else b_home
+        assert plans(a, b, out, False, True) is out
+        np.testing.assert_allclose(out, a @ b.T)
+    (staged,) = plans.staged.values()
+    assert staged.fixed == ("a" not in broadcast, "b" not in broadcast.split(), True)
+    assert not plans.exact
+
+
 def test_too_many_buffer_sets_free_the_uncaptured_plans():
     plans = _plans([False])
     rng = np.random.default_rng(3)

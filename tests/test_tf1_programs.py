@@ -350,6 +350,8 @@ def test_reinitializable_iterator_switches_train_and_validation(backend_name):
 def test_the_fully_connected_feed_tutorials_mnist_module(backend_name):
     """``tensorflow.examples.tutorials.mnist.mnist`` (inference, loss, training,
     evaluation), as TF1's ``fully_connected_feed.py`` uses it, on a separable toy set."""
+    pytest.importorskip("tensorboardX", reason="mnist.training adds a loss summary, which "
+                        "needs tensorboardX (gradflow[tensorboard])")
     import gradflow as tf
     from gradflow.examples.tutorials.mnist import mnist
 

@@ -166,6 +166,16 @@ def _alias(x):
     return cupy.ndarray(x.shape, x.dtype, x.data, strides=x.strides)
 
 
+def blas_layout(x):
+    """Whether the 2-D array ``x`` is a matrix cuBLASLt takes as it is: one axis of unit
+    stride, the other's stride covering a whole row or column (so not a broadcast view,
+    whose zero strides nvmath refuses as an "Unsupported layout")."""
+    rows, columns = x.shape
+    row_stride, column_stride = (s // x.itemsize for s in x.strides)
+    return (column_stride == 1 and row_stride >= max(columns, 1)) \
+        or (row_stride == 1 and column_stride >= max(rows, 1))
+
+
 class MatmulPlans:
     """``plans(a, b, out, transpose_a, transpose_b)``: the product of 2-D arrays into
     ``out`` through plans made by ``make(a, b, out, transpose_a, transpose_b)`` (objects
@@ -177,9 +187,10 @@ class MatmulPlans:
     first home (``alias``). So where a second run meets the same shapes at other
     addresses, a *staged* plan is made: the operands whose address moved are copied
     into buffers of its own (``empty``) before the product, and its result copied out,
-    so that the next run, and a capture, find a plan. A plan is made outside a capture
-    only (``capturing()``): meeting new buffers while capturing raises
-    ``NotCapturable`` (planning may allocate and synchronize)."""
+    so that the next run, and a capture, find a plan. An operand cuBLASLt cannot take
+    as it is (a broadcast view: ``blas_layout``) is staged from the first run. A plan
+    is made outside a capture only (``capturing()``): meeting new buffers while
+    capturing raises ``NotCapturable`` (planning may allocate and synchronize)."""
 
     def __init__(self, make, capturing, alias, pointer, empty):
         self.make, self.capturing, self.alias = make, capturing, alias
@@ -205,13 +216,14 @@ class MatmulPlans:
             if len(self.exact) + len(self.staged) >= MAX_MATMUL_PLANS:
                 self._forget()
             first = self.first.setdefault(geometry, addresses)
-            if first == addresses:
+            fixed = tuple(p == q and blas_layout(x)
+                          for p, q, x in zip(addresses, first, (a, b, out)))
+            if all(fixed):
                 plan = self.exact[(geometry, addresses)] = self.make(
                     self.alias(a), self.alias(b), self.alias(out), transpose_a, transpose_b)
                 return plan.execute()
             staged = self.staged[geometry] = _StagedMatmul(
-                self, (a, b, out), tuple(p == q for p, q in zip(addresses, first)),
-                transpose_a, transpose_b)
+                self, (a, b, out), fixed, transpose_a, transpose_b)
         return staged.run(a, b, out)
 
     def _forget(self):
