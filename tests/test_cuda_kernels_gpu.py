@@ -214,3 +214,23 @@ def test_the_max_pool_kernels_give_the_references_bits_on_the_device(dtype):
             got = getattr(cupy_emit, f"lower_{op}")(cxp, **attrs)(g, x)
             np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(
                 REGISTRY[op].impl(cxp, g, x, **attrs)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bias_gradient_column_sums_match_numpy_on_the_device(dtype):
+    """``cupy_emit.lower_unbroadcast`` (NVRTC-compiled ``cuda_columns``) against NumPy's
+    float64 sum, with the same bits on every call."""
+    from array_api_compat import cupy as cxp
+
+    from gradflow.backends import cupy_emit
+
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal((64, 28, 28, 32)).astype(dtype)
+    g, x = cp.asarray(host), cp.empty((32,), dtype)
+    assert cupy_emit._COLUMN_KERNELS.get(np.dtype(dtype)) is not None
+    lower = cupy_emit.lower_unbroadcast(cxp)
+    got = lower(g, x)
+    tol = 1e-4 if dtype == "float32" else 1e-11
+    np.testing.assert_allclose(cp.asnumpy(got), host.astype(np.float64).sum((0, 1, 2)),
+                               rtol=tol, atol=tol)
+    np.testing.assert_array_equal(cp.asnumpy(lower(g, x)), cp.asnumpy(got))

@@ -133,6 +133,7 @@ class CupyBackend(Backend):
 add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows))
 add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
+add_lowering("unbroadcast", CupyBackend.name, cupy_emit.lower_unbroadcast)
 add_lowering("lstm_step", CupyBackend.name, cupy_emit.lower_lstm_step)
 add_lowering("lstm_step_grad", CupyBackend.name, cupy_emit.lower_lstm_step_grad)
 for _op in ("max_pool", "max_pool_grad", "max_pool_relu_grad"):

@@ -16,8 +16,10 @@ captured as one CUDA graph.
   (``print_row_kernel``). Where the printer declines, the members run in turn.
 - **LSTM steps** (the graph compiler's ``lstm_step``/``lstm_step_grad``) are one
   kernel each way (``gradflow.backends.cuda_lstm``), and **max pooling** and its
-  gradients one kernel each (``gradflow.backends.cuda_pool``); written after the H100
-  run below, not yet run on a GPU.
+  gradients one kernel each (``gradflow.backends.cuda_pool``).
+- **Bias gradients** (``unbroadcast`` over leading axes) are column sums, one kernel
+  per pass (``gradflow.backends.cuda_columns``), where CuPy's ``sum`` took most of
+  the CNN step.
 - **log_softmax** over a row of up to 4,096 values is one row kernel
   (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
@@ -26,8 +28,7 @@ captured as one CUDA graph.
   from run to run (``MatmulPlans``), FP32 unless the session allows TF32.
   **Convolutions** are im2col into kept buffers and one such product each
   (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN), the column matrix and
-  the column gradient's sum onto the pixels one kernel each (``CudaWindows``;
-  written after the H100 run below, not yet run on a GPU).
+  the column gradient's sum onto the pixels one kernel each (``CudaWindows``).
   CuPy 14 refuses cuBLAS calls during stream capture, so without nvmath-python
   matmuls go through ``cupy.matmul`` and plans run uncaptured.
 - **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream;
@@ -40,17 +41,21 @@ captured as one CUDA graph.
 On an H100 on 2026-11-26 (``benchmarks/gpu_check.sh``): every GPU test passes and the
 MLP, CNN and LSTM training steps are captured. Two fixes came from that run: operands
 outside the arena get staged matmul plans (``MatmulPlans``), and ``concat`` copies
-part by part (``lower_concat``).
+part by part (``lower_concat``). A later H100 run passed the window,
+pooling and LSTM kernels' GPU tests, and found broadcast matmul operands (now staged)
+and CuPy's slow sums over leading axes (now ``lower_unbroadcast``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 
 import numpy as np
 
 from gradflow.backends import (
+    cuda_columns,
     cuda_im2col,
     cuda_lstm,
     cuda_pool,
@@ -404,6 +409,8 @@ class _Compiled:
 _STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
 _POOL_KERNELS = _Compiled(cuda_pool.pool_sources, "max pooling runs cell by cell")
 _WINDOW_KERNELS = _Compiled(cuda_im2col.window_sources, "convolutions copy tap by tap")
+_COLUMN_KERNELS = _Compiled(cuda_columns.column_sum_source,
+                            "gradients are summed to their inputs' shapes by CuPy's sum")
 
 
 def _grid(total):
@@ -539,6 +546,40 @@ def _pool_lowering(name, grad):
         return run
 
     return lower
+
+
+def lower_unbroadcast(xp):
+    """``unbroadcast`` (a gradient summed to its input's shape: a bias gradient) on CuPy:
+    where only leading axes are summed away, column sums by one kernel per pass
+    (``gradflow.backends.cuda_columns``); else the op's Array API function."""
+    impl = REGISTRY["unbroadcast"].impl
+
+    def unbroadcast(g, x, out=None):
+        kept = tuple(x.shape)
+        while kept and kept[0] == 1:
+            kept = kept[1:]
+        cols = math.prod(kept)
+        kernels = _COLUMN_KERNELS.get(g.dtype)
+        if kernels is None or tuple(g.shape[g.ndim - len(kept):]) != kept or g.ndim == 0 \
+                or g.size == cols or cols == 0 or not g.flags.c_contiguous \
+                or (out is not None and not out.flags.c_contiguous):
+            value = impl(xp, g, x)
+            return value if out is None else _copied(out, value)
+        if out is None:
+            out = xp.empty(tuple(x.shape), dtype=g.dtype)
+        counts = cuda_columns.passes(g.size // cols)
+        source = g
+        for rows, parts in zip(counts, counts[1:]):
+            target = out if parts == 1 else xp.empty((parts, cols), dtype=g.dtype)
+            kernels["sum"](*_grid(parts * cols), (source, target, np.int64(rows),
+                                                  np.int64(cols),
+                                                  np.int64(cuda_columns.PART_ROWS)))
+            source = target
+        return out
+
+    unbroadcast.accepts_out = True
+    unbroadcast.reads_whole_inputs = True
+    return unbroadcast
 
 
 lower_max_pool = _pool_lowering("max_pool", grad=False)
