@@ -165,3 +165,24 @@ def test_pooling_on_a_team_gives_the_bits_of_one_thread(monkeypatch, ksize, stri
     assert set(teams) == {1, 2}
     for got, want in zip(runs[1], runs[0]):
         np.testing.assert_array_equal(got, want)
+
+
+@needs_pool
+@pytest.mark.parametrize("threads_", [1, 2, 3])
+def test_run_blocks_calls_each_block_once_on_a_team_thread(threads_):
+    """``openmp.run_blocks``: every block called exactly once, with the calling thread's
+    number in the team, whatever the team's size."""
+    import ctypes
+
+    seen = np.full((50, 2), -1, np.int64)
+
+    @ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+    def block(k, thread, args):
+        base = ctypes.cast(args, ctypes.POINTER(ctypes.c_int64))
+        base[2 * k] += 2  # -1 -> 1 when called once
+        base[2 * k + 1] = thread
+
+    address = ctypes.cast(block, ctypes.c_void_p).value
+    openmp.run_blocks(address, seen.ctypes.data, len(seen), threads_)
+    assert (seen[:, 0] == 1).all()
+    assert ((seen[:, 1] >= 0) & (seen[:, 1] < threads_)).all()

@@ -17,7 +17,10 @@ them): the same sums, in an order that differs only in rounding.
 
 from __future__ import annotations
 
+import functools
+
 import numba
+import numba.extending
 import numpy as np
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -489,52 +492,100 @@ def winograd_grad_output(g, m, n0, tiles_h, tiles_w):
 
 
 # -- Winograd blocks on OpenMP's pool (``numpy_conv_winograd.Pooled``) ---------------------
-# Block k: images firsts[k] .. (counts[k] tiles). Its transforms go to the buffers of
-# the thread that takes it (vbuf / mbuf at thread * stride: they stay in its cache),
-# and its product is a oneDNN primitive made for one thread, run through ``execute``
-# (dnnl_primitive_execute) and ``wait`` (dnnl_stream_wait) with table[k] = (primitive,
-# stream, argument count, arguments, memory of v, memory of m); ``point``
-# (dnnl_memory_set_data_handle) moves those two onto the thread's buffers first. Each
-# block runs on one thread: the bits of any team.
+# One block is one call of ``winograd_block``, a C function that an OpenMP team
+# (``openmp.run_blocks``: each thread takes the next block not yet taken) calls as
+# ``(block, thread, arguments)``. A numba prange over the blocks did the same but took
+# numba about 18 s to compile (its parfor passes over this body); a C function of the
+# body compiles as any other loop. Block k: images firsts[k] .. (counts[k] tiles). Its
+# transforms go to the buffers of the thread that takes it (vbuf / mbuf at thread *
+# stride: they stay in its cache), and its product is a oneDNN primitive made for one
+# thread, run through dnnl_primitive_execute and dnnl_stream_wait with table[k] =
+# (primitive, stream, argument count, arguments, memory of v, memory of m), after
+# dnnl_memory_set_data_handle moved those two onto the thread's buffers. Each block runs
+# on one thread: the bits of any team. The arguments are one int64 array, ``BLOCK_ARGS``
+# names its entries.
+
+BLOCK_ARGS = ("x", "n", "h", "w", "c", "second", "n2", "h2", "w2", "co", "vbuf", "mbuf",
+              "vstride", "mstride", "firsts", "counts", "tiles_h", "tiles_w", "top", "left",
+              "table", "status", "execute", "wait", "point", "filter")
+(_X, _N, _H, _W, _C, _SECOND, _N2, _H2, _W2, _CO, _VBUF, _MBUF, _VSTRIDE, _MSTRIDE,
+ _FIRSTS, _COUNTS, _TILES_H, _TILES_W, _TOP, _LEFT, _TABLE, _STATUS, _EXECUTE, _WAIT,
+ _POINT, _FILTER) = range(len(BLOCK_ARGS))
+
+
+def _pointer_intrinsic(item):
+    @numba.extending.intrinsic
+    def pointer(typingctx, address):
+        sig = numba.types.CPointer(item)(numba.types.int64)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return sig, codegen
+
+    return pointer
+
+
+_f32_at = _pointer_intrinsic(numba.types.float32)
+_i64_at = _pointer_intrinsic(numba.types.int64)
+_i32_at = _pointer_intrinsic(numba.types.int32)
+
+
+@numba.extending.intrinsic
+def _call(typingctx, address, args):
+    """``_call(function address, (int64, ...)) -> int32``: a C function whose arguments
+    are pointers, sizes and ints, called through its address (integer and pointer
+    arguments pass alike in the C calling conventions numba targets)."""
+    from llvmlite import ir
+
+    if not (isinstance(args, numba.types.UniTuple) and args.dtype == numba.types.int64):
+        return None
+    sig = numba.types.int32(numba.types.int64, args)
+
+    def codegen(context, builder, signature, values):
+        fn = ir.FunctionType(ir.IntType(32), [ir.IntType(64)] * len(args))
+        items = [builder.extract_value(values[1], i) for i in range(len(args))]
+        return builder.call(builder.inttoptr(values[0], fn.as_pointer()), items)
+
+    return sig, codegen
+
+
+def _winograd_block(k, thread, a):
+    """Block ``k`` of a pooled pass on team thread ``thread``: the forward pass (or the
+    input gradient) writes its images of ``second``; the filter gradient
+    (``a[_FILTER]``) writes its part of the sum over the tiles through its product."""
+    c, co = a[_C], a[_CO]
+    x = numba.carray(_f32_at(a[_X]), (a[_N], a[_H], a[_W], c))
+    second = numba.carray(_f32_at(a[_SECOND]), (a[_N2], a[_H2], a[_W2], co))
+    first, count = _i64_at(a[_FIRSTS])[k], _i64_at(a[_COUNTS])[k]
+    v_at = a[_VBUF] + 4 * thread * a[_VSTRIDE]
+    m_at = a[_MBUF] + 4 * thread * a[_MSTRIDE]
+    v = numba.carray(_f32_at(v_at), (16, count, c))
+    m = numba.carray(_f32_at(m_at), (16, count, co))
+    winograd_input(x, v, first, a[_TILES_H], a[_TILES_W], a[_TOP], a[_LEFT])
+    if a[_FILTER]:
+        winograd_grad_output(second, m, first, a[_TILES_H], a[_TILES_W])
+    row, status = _i64_at(a[_TABLE] + 48 * k), _i32_at(a[_STATUS] + 12 * k)
+    status[0] = _call(a[_POINT], (row[4], v_at)) | _call(a[_POINT], (row[5], m_at))
+    status[1] = _call(a[_EXECUTE], (row[0], row[1], row[2], row[3]))
+    status[2] = _call(a[_WAIT], (row[1],))
+    if not a[_FILTER]:
+        winograd_output(m, second, first, a[_TILES_H], a[_TILES_W])
+
+
+@functools.lru_cache(maxsize=None)
+def winograd_block():
+    """The address of ``_winograd_block`` compiled as a C function
+    ``void(int64 block, int64 thread, int64 *arguments)`` (compiled on first use)."""
+    signature = numba.types.void(numba.types.int64, numba.types.int64,
+                                 numba.types.CPointer(numba.types.int64))
+    return numba.cfunc(signature, cache=True, nopython=True,
+                       error_model="numpy")(_winograd_block).address
 
 
 @_jit
-def _block_buffers(vbuf, mbuf, vstride, mstride, count, c, co):
-    t = numba.get_thread_id()
-    v = vbuf[t * vstride:t * vstride + 16 * count * c].reshape((16, count, c))
-    m = mbuf[t * mstride:t * mstride + 16 * count * co].reshape((16, count, co))
-    return v, m
-
-
-@_jit
-def _block_product(execute, wait, point, row, v, m, status):
-    status[0] = point(row[4], v.ctypes.data) | point(row[5], m.ctypes.data)
-    status[1] = execute(row[0], row[1], np.int32(row[2]), row[3])
-    status[2] = wait(row[1])
-
-
-@_team_jit
-def winograd_blocks(execute, wait, point, x, out, vbuf, mbuf, vstride, mstride, firsts,
-                    counts, tiles_h, tiles_w, top, left, table, status):
-    c, co = x.shape[3], out.shape[3]
-    for k in numba.prange(firsts.shape[0]):
-        v, m = _block_buffers(vbuf, mbuf, vstride, mstride, counts[k], c, co)
-        winograd_input(x, v, firsts[k], tiles_h, tiles_w, top, left)
-        _block_product(execute, wait, point, table[k], v, m, status[k])
-        winograd_output(m, out, firsts[k], tiles_h, tiles_w)
-
-
-@_team_jit
-def winograd_filter_blocks(execute, wait, point, x, g, vbuf, mbuf, vstride, mstride, firsts,
-                           counts, tiles_h, tiles_w, top, left, table, status, parts, total):
-    """Each block's product writes its part of the sum over the tiles (``parts[k]``);
-    ``total`` is their sum, in the blocks' order."""
-    c, co = x.shape[3], g.shape[3]
-    for k in numba.prange(firsts.shape[0]):
-        v, m = _block_buffers(vbuf, mbuf, vstride, mstride, counts[k], c, co)
-        winograd_input(x, v, firsts[k], tiles_h, tiles_w, top, left)
-        winograd_grad_output(g, m, firsts[k], tiles_h, tiles_w)
-        _block_product(execute, wait, point, table[k], v, m, status[k])
+def sum_parts(parts, total):
+    """``total`` = the sum of ``parts`` (the filter gradient's blocks), in their order."""
     flat, first = total.reshape(-1), parts[0].reshape(-1)
     for i in range(flat.size):
         flat[i] = first[i]

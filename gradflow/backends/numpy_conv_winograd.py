@@ -174,9 +174,10 @@ def _filter_from_total(total, c, co, out, scratch):
 # -- the blocks on OpenMP's pool --------------------------------------------------------
 # oneDNN's direct 3x3 kernels (onednn_conv) beat the blocks above on two threads, whose
 # transforms run on one thread between threaded products. Run as a team over the
-# blocks instead, each block's transforms and its product on one thread (a numba prange
-# on OpenMP's pool, the one oneDNN and OpenBLAS use; the product a oneDNN primitive
-# made for one thread, called from the prange), they beat oneDNN's direct kernels.
+# blocks instead, each block's transforms and its product on one thread (an OpenMP
+# team, on the pool oneDNN and OpenBLAS use, calling a numba-compiled C function per
+# block; the product a oneDNN primitive made for one thread, called from it), they beat
+# oneDNN's direct kernels.
 # Measured on the 2-core VM, 3x3 32 -> 64 at 14x14, batch 128, ms (forward, input
 # gradient, filter gradient): two threads 3.54 3.52 3.84 against 4.46 4.10 4.09; one
 # thread 6.64 6.57 7.63 against about 8.6-9.5. The same blocks on threads of the
@@ -194,7 +195,7 @@ MIN_POOLED_BLOCKS = 8
 
 def pooled(geo, dtype, c, co):
     """Whether this convolution runs as ``Pooled`` blocks: float32 where oneDNN is
-    there and OpenMP's pool is shared (``openmp.shared()``: numba's prange runs on it),
+    there and OpenMP's pool is shared (``openmp.shared()``: the team runs on it),
     with ``MIN_POOLED_BLOCKS`` blocks or more (a fixed rule: the bits never depend on
     the load)."""
     from gradflow.backends import onednn, openmp
@@ -259,43 +260,51 @@ class Pooled:
         self.mbuf = np.empty(team * self.mstride, np.float32)
 
     def run(self, x, second, top, left):
-        """The blocks of ``x`` (forward, input gradient: ``second`` is ``out``; filter
-        gradient: ``second`` is the output gradient) on a team of the free cores."""
-        from gradflow.backends import numba_support, onednn, threads
+        """The blocks of C-ordered ``x`` (forward, input gradient: ``second`` is ``out``;
+        filter gradient: ``second`` is the output gradient) on a team of the free
+        cores (``openmp.run_blocks`` of ``numpy_conv_numba.winograd_block``)."""
+        from gradflow.backends import onednn, openmp, threads
 
         kernels = _kernels()
         team = threads.team()
         if team > self.vbuf.size // self.vstride:
             self._buffers(team)
-        numba_support.get_numba().set_num_threads(team)
+        target = second if self.kind == "filter" or second.flags.c_contiguous \
+            else np.empty(second.shape, np.float32)
+        fields = dict(
+            x=x.ctypes.data, n=x.shape[0], h=x.shape[1], w=x.shape[2], c=x.shape[3],
+            second=target.ctypes.data, n2=target.shape[0], h2=target.shape[1],
+            w2=target.shape[2], co=target.shape[3], vbuf=self.vbuf.ctypes.data,
+            mbuf=self.mbuf.ctypes.data, vstride=self.vstride, mstride=self.mstride,
+            firsts=self.firsts.ctypes.data, counts=self.counts.ctypes.data,
+            tiles_h=self.tiles.th, tiles_w=self.tiles.tw, top=top, left=left,
+            table=self.table.ctypes.data, status=self.status.ctypes.data,
+            filter=int(self.kind == "filter"), **_calls())
+        args = np.array([fields[name] for name in kernels.BLOCK_ARGS], np.int64)
+        self.status[...] = 0
         self.api.pool_in_use()
-        args = (*_CALLS(), x, second, self.vbuf, self.mbuf, self.vstride, self.mstride,
-                self.firsts, self.counts, self.tiles.th, self.tiles.tw, top, left,
-                self.table, self.status)
-        if self.kind == "filter":
-            kernels.winograd_filter_blocks(*args, self.parts, self.total)
-        else:
-            kernels.winograd_blocks(*args)
+        openmp.run_blocks(kernels.winograd_block(), args.ctypes.data, len(self.firsts), team)
         if self.status.any():
             raise onednn.OneDNNError(f"oneDNN: a block's calls returned {self.status.max()}")
         for steps, state in self.states:
             steps.check_buffers(state)
+        if self.kind == "filter":
+            kernels.sum_parts(self.parts, self.total)
+        elif target is not second:
+            np.copyto(second, target)
 
 
 @functools.lru_cache(maxsize=None)
-def _CALLS():
-    """(execute, wait, point): oneDNN's dnnl_primitive_execute, dnnl_stream_wait and
-    dnnl_memory_set_data_handle as ctypes functions of integers, for numba."""
+def _calls():
+    """The addresses of oneDNN's dnnl_primitive_execute, dnnl_stream_wait and
+    dnnl_memory_set_data_handle, which each block calls."""
     from gradflow.backends import onednn
 
-    lib, size = onednn.api().lib, ctypes.c_size_t
-
-    def at(name, *args):
-        return ctypes.CFUNCTYPE(ctypes.c_int, *args)(
-            ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
-
-    return (at("dnnl_primitive_execute", size, size, ctypes.c_int, size),
-            at("dnnl_stream_wait", size), at("dnnl_memory_set_data_handle", size, size))
+    lib = onednn.api().lib
+    return {key: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+            for key, name in (("execute", "dnnl_primitive_execute"),
+                              ("wait", "dnnl_stream_wait"),
+                              ("point", "dnnl_memory_set_data_handle"))}
 
 
 _local = threading.local()

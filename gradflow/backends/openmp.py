@@ -261,6 +261,72 @@ def compile_ir(ir, name, gomp=None):
         return engine.get_function_address(name)
 
 
+# A team over blocks, as LLVM IR: each of `threads` OpenMP threads takes the next block
+# not yet taken (an atomic counter), so a thread the scheduler holds back takes fewer,
+# and calls f(block, thread number, args) for it. Nested regions inside f get one
+# thread (the blocks' own calls are made for one).
+_BLOCKS_IR = r"""
+%blocks = type { ptr, ptr, i64, i64 }
+declare void @GOMP_parallel(ptr, ptr, i32, i32)
+declare i32 @omp_get_thread_num()
+declare void @omp_set_num_threads(i32)
+
+define void @gradflow_blocks_worker(ptr %p) {
+entry:
+  %fp = getelementptr %blocks, ptr %p, i32 0, i32 0
+  %f = load ptr, ptr %fp
+  %ap = getelementptr %blocks, ptr %p, i32 0, i32 1
+  %args = load ptr, ptr %ap
+  %np = getelementptr %blocks, ptr %p, i32 0, i32 2
+  %n = load i64, ptr %np
+  %taken = getelementptr %blocks, ptr %p, i32 0, i32 3
+  %t32 = call i32 @omp_get_thread_num()
+  %t = sext i32 %t32 to i64
+  call void @omp_set_num_threads(i32 1)
+  br label %next
+next:
+  %i = atomicrmw add ptr %taken, i64 1 monotonic
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %run, label %done
+run:
+  call void %f(i64 %i, i64 %t, ptr %args)
+  br label %next
+done:
+  ret void
+}
+
+define void @gradflow_run_blocks(ptr %f, ptr %args, i64 %n, i32 %threads) {
+entry:
+  %b = alloca %blocks
+  %fp = getelementptr %blocks, ptr %b, i32 0, i32 0
+  store ptr %f, ptr %fp
+  %ap = getelementptr %blocks, ptr %b, i32 0, i32 1
+  store ptr %args, ptr %ap
+  %np = getelementptr %blocks, ptr %b, i32 0, i32 2
+  store i64 %n, ptr %np
+  %taken = getelementptr %blocks, ptr %b, i32 0, i32 3
+  store i64 0, ptr %taken
+  call void @GOMP_parallel(ptr @gradflow_blocks_worker, ptr %b, i32 %threads, i32 0)
+  ret void
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _blocks_runner():
+    address = compile_ir(_BLOCKS_IR, "gradflow_run_blocks")
+    return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                            ctypes.c_int)(address)
+
+
+def run_blocks(function, arguments, count, threads):
+    """Call the C function at address ``function``, ``void f(int64 block, int64 thread,
+    void *arguments)``, for blocks ``0 .. count - 1`` on a team of ``threads`` OpenMP
+    threads (``thread`` is the caller's number in the team, below ``threads``); each
+    thread takes the next block not yet taken. Needs llvmlite and ``libgomp.so.1``."""
+    _blocks_runner()(function, arguments, count, threads)
+
+
 def _in_child():
     if not _state["started"]:
         return
