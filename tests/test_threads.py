@@ -210,8 +210,8 @@ def test_threads_running_an_lstm_plan_get_their_own_results(backend):
                     for got, want in zip(sess.run([loss] + grads, {ids: f}), expected[k][i]):
                         if backend == "cupy":  # the embedding gradient adds rows with
                             # atomics on the GPU, in whatever order the threads come: a
-                            # float32 sum of 24 terms near 1 may move by a few 1e-7 where
-                            # it cancels (atol=1e-7 failed once in 8 workers on an H100)
+                            # row's float32 sum may move by some 1e-7 where its terms
+                            # cancel (atol=1e-7 failed once among 8 workers on an H100)
                             np.testing.assert_allclose(got, want, rtol=1e-6, atol=2e-6)
                         else:
                             np.testing.assert_array_equal(got, want)
