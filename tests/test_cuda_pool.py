@@ -39,9 +39,10 @@ def kernels(tmp_path_factory):
             for dtype in ("float32", "float64")}
 
 
+@pytest.mark.parametrize("width", ["", "_i32"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype):
+def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
     n, size, k, s, padding = case
     rng = np.random.default_rng(size)
     x = _images(rng, n, size, 3, dtype)
@@ -50,12 +51,12 @@ def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype):
     sizes = geo.sizes()
     ninf = np.dtype(dtype).type(-np.inf)
     want = REGISTRY["max_pool"].impl(xp, x, **attrs)
-    lib, name = kernels[dtype]["pool"]
+    lib, name = kernels[dtype]["pool" + width]
     got = np.full(want.shape, 7, dtype)
     launch(lib, name, [x, got, *sizes, ninf], blocks=3)
     np.testing.assert_array_equal(got, want)
     g = rng.standard_normal(want.shape).astype(dtype)
-    lib, name = kernels[dtype]["grad"]
+    lib, name = kernels[dtype]["grad" + width]
     for op, relu in (("max_pool_grad", 0), ("max_pool_relu_grad", 1)):
         with np.errstate(invalid="ignore"):
             want = REGISTRY[op].impl(xp, g, x, **attrs)
@@ -99,7 +100,7 @@ def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
         assert got is out
         with np.errstate(invalid="ignore"):
             np.testing.assert_array_equal(got, REGISTRY[op].impl(xp, g, x, **attrs))
-    assert launched == ["gf_max_pool_float32"] + ["gf_max_grad_float32"] * 2
+    assert launched == ["gf_max_pool_float32_i32"] + ["gf_max_grad_float32_i32"] * 2
     x16 = x.astype(np.float16)  # no kernel: the op's own function
     np.testing.assert_array_equal(cupy_emit.lower_max_pool(xp, **attrs)(x16),
                                   REGISTRY["max_pool"].impl(xp, x16, **attrs))

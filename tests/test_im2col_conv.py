@@ -6,6 +6,8 @@ on every call, as a captured CUDA graph needs."""
 
 from __future__ import annotations
 
+import types
+
 import array_api_compat.numpy as xp
 import numpy as np
 import pytest
@@ -43,11 +45,12 @@ class _HostWindows:
             for kind, (text, name) in cuda_im2col.window_sources(dtype).items():
                 self.libs[(dtype, kind)] = (build(text, directory), name)
         self.calls = []
+        self.width = ""  # the index width: a suffix of cuda_im2col.INDEX_WIDTHS
 
     def _launch(self, kind, source, result, geo):
         from cuda_host import launch
 
-        lib, name = self.libs[(source.dtype.name, kind)]
+        lib, name = self.libs[(source.dtype.name, kind + self.width)]
         launch(lib, name, [np.ascontiguousarray(source), result, *geo.sizes()], blocks=3)
         self.calls.append(kind)
         return True
@@ -73,11 +76,14 @@ def test_im2col_convolutions_match_the_reference(case):
     _check_case(case, LOWERINGS)
 
 
+@pytest.mark.parametrize("width", list(cuda_im2col.INDEX_WIDTHS))
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_one_kernel_window_copies_match_the_reference(case, host_windows):
+def test_one_kernel_window_copies_match_the_reference(case, host_windows, width):
     """The CuPy backend's one-kernel im2col and col2im (their CUDA C text, run by g++)
-    in the lowerings: the reference's numbers, and the tap loop's bits."""
+    in the lowerings, with 64-bit and 32-bit indices: the reference's numbers, and the
+    tap loop's bits."""
     host_windows.calls.clear()
+    host_windows.width = width
     _check_case(case, conv_lowerings(np.empty, _matmul, host_windows))
     n = case[0]
     assert sorted(set(host_windows.calls)) == ([] if n == 0 else ["columns", "pixels"])
@@ -138,3 +144,9 @@ def test_each_call_writes_into_out_through_the_same_buffers():
         seen.append(out.copy())
     assert len(set(calls)) == 1  # the same column matrix, into the same output
     np.testing.assert_allclose(seen[2], 3 * seen[0], rtol=1e-5, atol=1e-4)
+
+
+def test_32_bit_indices_serve_arrays_well_below_2_to_the_31():
+    small, large = np.empty(10), types.SimpleNamespace(size=2**31 - 2**20)
+    assert cuda_im2col.index_kind(small, small) == "_i32"
+    assert cuda_im2col.index_kind(small, large) == ""

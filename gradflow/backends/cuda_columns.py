@@ -44,7 +44,7 @@ def column_sum_source(dtype_name):
     if t is None:
         return None
     name = f"gf_column_sum_{dtype_name}"
-    return {"sum": (_SUM.format(name=name, t=t), name)}
+    return {"sum": (_SUM.format(name=name, t=t, ix="long long"), name)}
 
 
 def passes(rows):

@@ -86,7 +86,8 @@ def step_sources(dtype_name):
     for key, y_param, total in (("step2", "", "x[p] + row[k + q * units]"),
                                 ("step3", f"const {t} *y, ", "x[p] + y[p] + row[k + q * units]")):
         name = f"gf_lstm_{key}_{dtype_name}"
-        made[key] = (_STEP.format(name=name, t=t, f=f, y_param=y_param, sum=total), name)
+        made[key] = (_STEP.format(name=name, t=t, f=f, y_param=y_param, sum=total,
+                                  ix="long long"), name)
     name = f"gf_lstm_step_grad_{dtype_name}"
-    made["grad"] = (_STEP_GRAD.format(name=name, t=t, f=f), name)
+    made["grad"] = (_STEP_GRAD.format(name=name, t=t, f=f, ix="long long"), name)
     return made

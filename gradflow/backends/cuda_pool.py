@@ -20,16 +20,23 @@ and, in the tests, for the host by g++ (``tests/cuda_host.py``).
 
 from __future__ import annotations
 
-from gradflow.backends.cuda_im2col import GEOMETRY, GRID_LOOP, PIXEL_INDEX, PIXEL_WINDOWS
+from gradflow.backends.cuda_im2col import (
+    GEOMETRY,
+    GEOMETRY_LOCALS,
+    GRID_LOOP,
+    INDEX_WIDTHS,
+    PIXEL_INDEX,
+    PIXEL_WINDOWS,
+)
 
 _TYPES = {"float32": "float", "float64": "double"}
 
 # the maximum of window (oy, ox) of image b, channel ch, into `top`
 _WINDOW_MAX = r"""
         {t} top = ninf;
-        for (long long a = 0; a < kh; ++a) {{
-            for (long long q = 0; q < kw; ++q) {{
-                long long yy = oy * sh + a - pt, xq = ox * sw + q - pl;
+        for ({ix} a = 0; a < kh; ++a) {{
+            for ({ix} q = 0; q < kw; ++q) {{
+                {ix} yy = oy * sh + a - pt, xq = ox * sw + q - pl;
                 {t} v = (yy >= 0 && yy < h && xq >= 0 && xq < w)
                     ? x[((b * h + yy) * w + xq) * c + ch] : ninf;
                 if ((a == 0 && q == 0) || v > top || v != v) top = (top != top) ? top : v;
@@ -39,12 +46,12 @@ _WINDOW_MAX = r"""
 
 _POOL = r"""
 extern "C" __global__ void {name}(const {t} *x, {t} *out, {geometry}, {t} ninf) {{
-    long long total = n * oh * ow * c;
-""" + GRID_LOOP + r"""        long long r = i;
-        long long ch = r % c; r /= c;
-        long long ox = r % ow; r /= ow;
-        long long oy = r % oh;
-        long long b = r / oh;
+""" + GEOMETRY_LOCALS + r"""    {ix} total = n * oh * ow * c;
+""" + GRID_LOOP + r"""        {ix} r = i;
+        {ix} ch = r % c; r /= c;
+        {ix} ox = r % ow; r /= ow;
+        {ix} oy = r % oh;
+        {ix} b = r / oh;
 {window_max}
         out[i] = top;
     }}
@@ -54,13 +61,13 @@ extern "C" __global__ void {name}(const {t} *x, {t} *out, {geometry}, {t} ninf) 
 _GRAD = r"""
 extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry},
                                   {t} ninf, long long relu) {{
-    long long total = n * h * w * c;
+""" + GEOMETRY_LOCALS + r"""    {ix} total = n * h * w * c;
 """ + GRID_LOOP + PIXEL_INDEX + r"""        {t} sum = 0;
 """ + PIXEL_WINDOWS + r"""{window_max}
-                long long first = -1;  // the window's first cell equal to its maximum
-                for (long long a = 0; a < kh && first < 0; ++a) {{
-                    for (long long q = 0; q < kw; ++q) {{
-                        long long yy = oy * sh + a - pt, xq = ox * sw + q - pl;
+                {ix} first = -1;  // the window's first cell equal to its maximum
+                for ({ix} a = 0; a < kh && first < 0; ++a) {{
+                    for ({ix} q = 0; q < kw; ++q) {{
+                        {ix} yy = oy * sh + a - pt, xq = ox * sw + q - pl;
                         {t} v = (yy >= 0 && yy < h && xq >= 0 && xq < w)
                             ? x[((b * h + yy) * w + xq) * c + ch] : ninf;
                         if (v == top) {{ first = a * kw + q; break; }}
@@ -76,16 +83,19 @@ extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry
 
 
 def pool_sources(dtype_name):
-    """``{"pool": (source, name), "grad": (source, name)}`` for ``float32`` or
-    ``float64``, or None for other dtypes. ``pool(x, out, *sizes, ninf)``;
-    ``grad(g, x, dx, *sizes, ninf, relu)``, ``relu`` 1 for ``max_pool_relu_grad``."""
+    """``{kind: (source, name)}`` for ``float32`` or ``float64``, or None for other
+    dtypes: kinds ``pool`` and ``grad``, each also with a suffix of ``INDEX_WIDTHS``
+    (``cuda_im2col``). ``pool(x, out, *sizes, ninf)``; ``grad(g, x, dx, *sizes, ninf,
+    relu)``, ``relu`` 1 for ``max_pool_relu_grad``."""
     t = _TYPES.get(dtype_name)
     if t is None:
         return None
     made = {}
     for kind, text, indent in (("pool", _POOL, ""), ("grad", _GRAD, "        ")):
-        name = f"gf_max_{kind}_{dtype_name}"
-        body = "\n".join(indent + line if line else line
-                         for line in _WINDOW_MAX.format(t=t).split("\n"))
-        made[kind] = (text.format(name=name, t=t, geometry=GEOMETRY, window_max=body), name)
+        for suffix, ix in INDEX_WIDTHS.items():
+            name = f"gf_max_{kind}_{dtype_name}{suffix}"
+            body = "\n".join(indent + line if line else line
+                             for line in _WINDOW_MAX.format(t=t, ix=ix).split("\n"))
+            made[kind + suffix] = (text.format(name=name, t=t, geometry=GEOMETRY,
+                                               window_max=body, ix=ix), name)
     return made

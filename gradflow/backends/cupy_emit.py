@@ -28,7 +28,8 @@ captured as one CUDA graph.
   from run to run (``MatmulPlans``), FP32 unless the session allows TF32.
   **Convolutions** are im2col into kept buffers and one such product each
   (``gradflow.backends.im2col_conv``; CuPy 14 has no cuDNN), the column matrix and
-  the column gradient's sum onto the pixels one kernel each (``CudaWindows``).
+  the column gradient's sum onto the pixels one kernel each (``CudaWindows``), with
+  32-bit indices where the arrays allow (``cuda_im2col.index_kind``), as pooling.
   CuPy 14 refuses cuBLAS calls during stream capture, so without nvmath-python
   matmuls go through ``cupy.matmul`` and plans run uncaptured.
 - **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream;
@@ -506,8 +507,9 @@ class CudaWindows:
         kernels = _WINDOW_KERNELS.get(source.dtype)
         if kernels is None or not result.flags.c_contiguous:
             return False
-        kernels[kind](*_grid(result.size), (cupy.ascontiguousarray(source), result,
-                                            *(np.int64(v) for v in geo.sizes())))
+        kernel = kernels[kind + cuda_im2col.index_kind(source, result)]
+        kernel(*_grid(result.size), (cupy.ascontiguousarray(source), result,
+                                     *(np.int64(v) for v in geo.sizes())))
         return True
 
     def columns(self, x, cols, geo):
@@ -538,7 +540,8 @@ def _pool_lowering(name, grad):
             sizes = tuple(np.int64(v) for v in geo.sizes())
             args = [a if a.flags.c_contiguous else a.copy() for a in inputs]
             extra = (ninf, relu) if grad else (ninf,)
-            kernels["grad" if grad else "pool"](*_grid(out.size), (*args, out, *sizes, *extra))
+            kind = ("grad" if grad else "pool") + cuda_im2col.index_kind(*args, out)
+            kernels[kind](*_grid(out.size), (*args, out, *sizes, *extra))
             return out
 
         run.accepts_out = True
