@@ -64,6 +64,7 @@ class _HostKernel:
     ((128, 28, 28, 32), (32,), [100352, 1568, 25]),  # a convolution's bias gradient
     ((50, 10), (10,), [50]),
     ((3, 1, 5, 4), (1, 5, 4), [3]),  # x's leading 1 is summed too
+    ((70, 3), (), [210, 4]),  # a scalar: one column
     ((2, 3, 4), (3, 1), []),  # an inner axis: the op's function
     ((6, 4), (6, 4), []),  # nothing to sum
 ])
