@@ -533,3 +533,24 @@ def test_steady_cnn_training_step_allocates_no_conv_or_pool_buffer():
     assert len(given) >= 8 and len(found) == len(steps) >= 10, [n.name for n, *_ in found]
     for node, peak in given:
         assert peak < 24 << 10, f"{node.describe()}: {peak} bytes"
+
+
+def test_winograd_blocks_write_into_a_strided_out(monkeypatch):
+    """The pooled forward pass and input gradient into ``out`` views that are not
+    C-ordered (the blocks write into a buffer of their own, then copy)."""
+    winograd = _pooled_or_skip(monkeypatch)
+    ran = []
+    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
+                        ran.append(self.kind) or _run(self, *a))
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 8, 8, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
+    g = rng.standard_normal((4, 8, 8, 16)).astype(np.float32)
+    conv = dict(strides=(1, 1), padding="SAME")
+    for op, args in (("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x])):
+        want = _lowered(op, *args, **conv)
+        wide = np.full((4, 8, 8, 32), 7, np.float32)
+        got = numpy_windows.LOWERINGS[op](xp, **conv)(*args, out=wide[..., ::2])
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(wide[..., 1::2], 7)  # nothing written beside it
+    assert ran == ["convolve"] * 4
