@@ -370,10 +370,16 @@ def profile_ops(weights, x, y, backend=None, optimize=True, steps=20):
     from gradflow import executor
 
     totals, counts = collections.defaultdict(float), collections.Counter()
-    bind = executor._bind
+    bind, depth = executor.bind, [0]
 
-    def timed_bind(backend_, node):
-        fn = bind(backend_, node)
+    def timed_bind(backend_, node, attrs=None, draw=None):
+        if depth[0]:  # a fused node's members: timed as the node
+            return bind(backend_, node, attrs, draw)
+        depth[0] += 1
+        try:
+            fn = bind(backend_, node, attrs, draw)
+        finally:
+            depth[0] -= 1
         name = node.opdef.name
         if "wrt" in node.attrs:
             name += "/" + node.attrs["wrt"]
@@ -396,13 +402,13 @@ def profile_ops(weights, x, y, backend=None, optimize=True, steps=20):
     backend = gf.backends.get(backend)
     accepts_out = backend.accepts_out
     backend.accepts_out = lambda fn: accepts_out(getattr(fn, "inner", fn))
-    executor._bind = timed_bind
+    executor.bind = timed_bind
     try:
         step, *_ = gradflow_step(weights, x, y, backend, optimize=optimize)
         step()
         step()
     finally:
-        executor._bind = bind
+        executor.bind = bind
     per_run, walls = [], []
     for _ in range(steps):
         totals.clear()
