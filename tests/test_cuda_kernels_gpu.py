@@ -205,7 +205,8 @@ def test_the_max_pool_kernels_give_the_references_bits_on_the_device(dtype):
     x = cp.asarray(host)
     assert cupy_emit._POOL_KERNELS.get(np.dtype(dtype)) is not None
     for attrs in ({"ksize": (2, 2), "strides": (2, 2), "padding": "SAME"},
-                  {"ksize": (3, 3), "strides": (2, 2), "padding": "VALID"}):
+                  {"ksize": (3, 3), "strides": (2, 2), "padding": "VALID"},
+                  {"ksize": (3, 3), "strides": (3, 3), "padding": "VALID"}):  # tiled
         y = cupy_emit.lower_max_pool(cxp, **attrs)(x)
         np.testing.assert_array_equal(cp.asnumpy(y), cp.asnumpy(
             REGISTRY["max_pool"].impl(cxp, x, **attrs)))

@@ -22,6 +22,7 @@ CASES = [  # batch, size, window, stride, padding
     (2, 8, 2, 2, "VALID"), (2, 7, 2, 2, "SAME"), (1, 9, 3, 2, "SAME"), (2, 6, 3, 1, "SAME"),
     (1, 7, 3, 2, "VALID"), (1, 5, 1, 1, "VALID"),
 ]
+TILED = [(2, 6, 2, 2, "SAME"), (1, 9, 3, 3, "VALID")]  # more windows tiling the images
 
 
 def _images(rng, n, size, c, dtype):
@@ -41,7 +42,7 @@ def kernels(tmp_path_factory):
 
 @pytest.mark.parametrize("width", ["", "_i32"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("case", CASES + TILED, ids=str)
 def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
     n, size, k, s, padding = case
     rng = np.random.default_rng(size)
@@ -56,13 +57,18 @@ def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
     launch(lib, name, [x, got, *sizes, ninf], blocks=3)
     np.testing.assert_array_equal(got, want)
     g = rng.standard_normal(want.shape).astype(dtype)
-    lib, name = kernels[dtype]["grad" + width]
-    for op, relu in (("max_pool_grad", 0), ("max_pool_relu_grad", 1)):
-        with np.errstate(invalid="ignore"):
-            want = REGISTRY[op].impl(xp, g, x, **attrs)
-        got = np.full(x.shape, 7, dtype)
-        launch(lib, name, [g, x, got, *sizes, ninf, relu], blocks=3)
-        np.testing.assert_array_equal(got, want, err_msg=op)
+    g.reshape(-1)[::5] = -0.0  # a pixel's sum is 0 + g: +0, as the reference's
+    assert cuda_pool.tiles(geo) or case not in TILED
+    kinds = ["grad", "grad_tiled"] if cuda_pool.tiles(geo) else ["grad"]
+    for kind in kinds:
+        lib, name = kernels[dtype][kind + width]
+        for op, relu in (("max_pool_grad", 0), ("max_pool_relu_grad", 1)):
+            with np.errstate(invalid="ignore"):
+                want = REGISTRY[op].impl(xp, g, x, **attrs)
+            got = np.full(x.shape, 7, dtype)
+            launch(lib, name, [g, x, got, *sizes, ninf, relu], blocks=3)
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {kind}")
+            assert not np.signbit(got[got == 0]).any(), f"{op} {kind}: -0"
 
 
 def test_other_dtypes_have_no_kernels():
@@ -105,3 +111,27 @@ def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
     np.testing.assert_array_equal(cupy_emit.lower_max_pool(xp, **attrs)(x16),
                                   REGISTRY["max_pool"].impl(xp, x16, **attrs))
     assert len(launched) == 3
+
+
+def test_a_tiled_pool_gradient_launches_over_the_windows(kernels, monkeypatch):
+    """2x2 windows at stride 2 over even images: ``grad_tiled``, a grid over ``g``."""
+    from gradflow.backends import cupy_emit
+
+    launched, grids = [], []
+    host = {d: {k: _HostKernel(lib, name, launched) for k, (lib, name) in made.items()}
+            for d, made in kernels.items()}
+    monkeypatch.setitem(__import__("sys").modules, "cupy",
+                        types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
+    monkeypatch.setattr(cupy_emit._POOL_KERNELS, "get",
+                        lambda dtype: host.get(np.dtype(dtype).name))
+    grid = cupy_emit._grid
+    monkeypatch.setattr(cupy_emit, "_grid", lambda total: grids.append(total) or grid(total))
+    rng = np.random.default_rng(1)
+    x = _images(rng, 2, 8, 4, "float32")
+    attrs = {"ksize": (2, 2), "strides": (2, 2), "padding": "VALID"}
+    g = rng.standard_normal((2, 4, 4, 4)).astype(np.float32)
+    got = cupy_emit.lower_max_pool_relu_grad(xp, **attrs)(g, x)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, REGISTRY["max_pool_relu_grad"].impl(xp, g, x,
+                                                                                **attrs))
+    assert launched == ["gf_max_grad_tiled_float32_i32"] and grids == [g.size]

@@ -16,7 +16,8 @@ captured as one CUDA graph.
   (``print_row_kernel``). Where the printer declines, the members run in turn.
 - **LSTM steps** (the graph compiler's ``lstm_step``/``lstm_step_grad``) are one
   kernel each way (``gradflow.backends.cuda_lstm``), and **max pooling** and its
-  gradients one kernel each (``gradflow.backends.cuda_pool``).
+  gradients one kernel each (``gradflow.backends.cuda_pool``; one thread per window
+  where the windows tile the images).
 - **Bias gradients** (``unbroadcast`` over leading axes) are column sums, one kernel
   per pass (``gradflow.backends.cuda_columns``), where CuPy's ``sum`` took most of
   the CNN step.
@@ -540,8 +541,12 @@ def _pool_lowering(name, grad):
             sizes = tuple(np.int64(v) for v in geo.sizes())
             args = [a if a.flags.c_contiguous else a.copy() for a in inputs]
             extra = (ninf, relu) if grad else (ninf,)
-            kind = ("grad" if grad else "pool") + cuda_im2col.index_kind(*args, out)
-            kernels[kind](*_grid(out.size), (*args, out, *sizes, *extra))
+            # a tiled gradient runs over the windows (g), the others over their output
+            tiled = grad and cuda_pool.tiles(geo)
+            kind = ("grad_tiled" if tiled else "grad" if grad else "pool") \
+                + cuda_im2col.index_kind(*args, out)
+            kernels[kind](*_grid(args[0].size if tiled else out.size),
+                          (*args, out, *sizes, *extra))
             return out
 
         run.accepts_out = True
