@@ -84,7 +84,9 @@ class _HostKernel:
         self.launched.append(self.name)
 
 
-def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
+def _on_host(kernels, monkeypatch):
+    """``cupy_emit`` with NumPy in CuPy's place and the g++-built kernels in NVRTC's;
+    the names of the kernels launched, in order."""
     from gradflow.backends import cupy_emit
 
     launched = []
@@ -94,6 +96,11 @@ def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
                         types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
     monkeypatch.setattr(cupy_emit._POOL_KERNELS, "get",
                         lambda dtype: host.get(np.dtype(dtype).name))
+    return cupy_emit, launched
+
+
+def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
+    cupy_emit, launched = _on_host(kernels, monkeypatch)
     rng = np.random.default_rng(0)
     x = _images(rng, 2, 7, 4, "float32")
     attrs = {"ksize": (3, 3), "strides": (2, 2), "padding": "SAME"}
@@ -115,16 +122,8 @@ def test_the_cupy_lowerings_launch_one_kernel_per_op(kernels, monkeypatch):
 
 def test_a_tiled_pool_gradient_launches_over_the_windows(kernels, monkeypatch):
     """2x2 windows at stride 2 over even images: ``grad_tiled``, a grid over ``g``."""
-    from gradflow.backends import cupy_emit
-
-    launched, grids = [], []
-    host = {d: {k: _HostKernel(lib, name, launched) for k, (lib, name) in made.items()}
-            for d, made in kernels.items()}
-    monkeypatch.setitem(__import__("sys").modules, "cupy",
-                        types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
-    monkeypatch.setattr(cupy_emit._POOL_KERNELS, "get",
-                        lambda dtype: host.get(np.dtype(dtype).name))
-    grid = cupy_emit._grid
+    cupy_emit, launched = _on_host(kernels, monkeypatch)
+    grids, grid = [], cupy_emit._grid
     monkeypatch.setattr(cupy_emit, "_grid", lambda total: grids.append(total) or grid(total))
     rng = np.random.default_rng(1)
     x = _images(rng, 2, 8, 4, "float32")

@@ -142,6 +142,14 @@ def _pooled_or_skip(monkeypatch):
     return numpy_conv_winograd
 
 
+def _pooled_runs(monkeypatch):
+    """``_pooled_or_skip``, and the list of the kinds of the pooled passes that run."""
+    winograd, ran = _pooled_or_skip(monkeypatch), []
+    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
+                        ran.append(self.kind) or _run(self, *a))
+    return ran
+
+
 def test_winograd_blocks_go_to_openmps_pool_from_eight_blocks_on():
     from gradflow.backends import numpy_conv_winograd as winograd
     from gradflow.backends import openmp
@@ -168,7 +176,7 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
     """float32 3x3 convolutions with oneDNN take Winograd's blocks on OpenMP's pool
     (``numpy_conv_winograd.Pooled``); every pass against the float64 reference, a block
     per image (odd sizes: edge tiles)."""
-    winograd = _pooled_or_skip(monkeypatch)
+    ran = _pooled_runs(monkeypatch)
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((3, 3, shape[3], 16)).astype(np.float32)
@@ -178,9 +186,6 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
     want = [_generic(op, *[a.astype(np.float64) for a in args], **conv) for op, args in (
         ("conv2d", [x, w]), ("conv2d_backprop_input", [g, w, x]),
         ("conv2d_backprop_filter", [x, g, w]))]
-    ran = []
-    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
-                        ran.append(self.kind) or _run(self, *a))
     for got, ref, op in zip(_three_passes(x, w, g, padding), want, ("fwd", "input", "filter")):
         _assert_matches(got, ref.astype(np.float32), np.float32, f"{op} {shape} {padding}")
     assert ran == ["convolve", "convolve", "filter"]  # forward, input gradient, filter
@@ -189,10 +194,7 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
 def test_winograd_blocks_give_the_same_bits_on_one_thread_and_on_two(monkeypatch):
     from gradflow.backends import threads
 
-    winograd = _pooled_or_skip(monkeypatch)
-    ran = []
-    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
-                        ran.append(self.kind) or _run(self, *a))
+    ran = _pooled_runs(monkeypatch)
     rng = np.random.default_rng(4)
     x = rng.standard_normal((16, 14, 14, 32)).astype(np.float32)
     w = rng.standard_normal((3, 3, 32, 64)).astype(np.float32)
@@ -538,10 +540,7 @@ def test_steady_cnn_training_step_allocates_no_conv_or_pool_buffer():
 def test_winograd_blocks_write_into_a_strided_out(monkeypatch):
     """The pooled forward pass and input gradient into ``out`` views that are not
     C-ordered (the blocks write into a buffer of their own, then copy)."""
-    winograd = _pooled_or_skip(monkeypatch)
-    ran = []
-    monkeypatch.setattr(winograd.Pooled, "run", lambda self, *a, _run=winograd.Pooled.run:
-                        ran.append(self.kind) or _run(self, *a))
+    ran = _pooled_runs(monkeypatch)
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 8, 8, 16)).astype(np.float32)
     w = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
