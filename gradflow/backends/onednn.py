@@ -13,9 +13,9 @@ Its threads are an OpenMP pool; ``threads`` sizes it to the free cores. OpenBLAS
 and numba's kernels run on the same pool where ``openmp.shared()``; elsewhere
 ``threads`` keeps OpenBLAS to one thread while oneDNN's pool is in use, so that two
 pools never spin against each other. :class:`Parts` runs several one-thread
-primitives as one OpenMP team (a function compiled with llvmlite, as the BLAS
-callback of ``openmp`` is): a sum split into fixed parts then gives the same bits
-on a team of any size.
+primitives as one OpenMP team (``openmp.run_blocks`` calling a part's steps, a
+function compiled with llvmlite): a sum split into fixed parts then gives the same
+bits on a team of any size.
 """
 
 from __future__ import annotations
@@ -325,34 +325,22 @@ class Steps:
         # process's caches of steps
 
 
-# Parts run as one OpenMP team: each thread takes the next part not yet taken (an atomic
-# counter) until none is left, so a thread that the scheduler holds back takes fewer;
-# each part's steps run in turn on its own stream, each call's status kept.
-_PARTS_IR = r"""
+# Parts run as one OpenMP team (``openmp.run_blocks``: each thread takes the next part not
+# yet taken, so a thread that the scheduler holds back takes fewer); part i's steps run
+# in turn on its own stream, each call's status kept.
+_PART_IR = r"""
 %step = type { ptr, i64, ptr }
 %part = type { ptr, i64, ptr, ptr }
-%team = type { i64, ptr, ptr, ptr, i64 }
-declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare void @omp_set_num_threads(i32)
+%team = type { ptr, ptr, ptr }
 
-define void @gradflow_parts_worker(ptr %t) {
+define void @gradflow_part(i64 %i, i64 %thread, ptr %t) {
 entry:
-  %np = getelementptr %team, ptr %t, i32 0, i32 0
-  %n = load i64, ptr %np
-  %pp = getelementptr %team, ptr %t, i32 0, i32 1
+  %pp = getelementptr %team, ptr %t, i32 0, i32 0
   %parts = load ptr, ptr %pp
-  %ep = getelementptr %team, ptr %t, i32 0, i32 2
+  %ep = getelementptr %team, ptr %t, i32 0, i32 1
   %execute = load ptr, ptr %ep
-  %wp = getelementptr %team, ptr %t, i32 0, i32 3
+  %wp = getelementptr %team, ptr %t, i32 0, i32 2
   %wait = load ptr, ptr %wp
-  call void @omp_set_num_threads(i32 1)
-  %cp0 = getelementptr %team, ptr %t, i32 0, i32 4
-  br label %next_part
-next_part:
-  %i = atomicrmw add ptr %cp0, i64 1 monotonic
-  %more = icmp slt i64 %i, %n
-  br i1 %more, label %part_start, label %done
-part_start:
   %part = getelementptr %part, ptr %parts, i64 %i
   %sp = getelementptr %part, ptr %part, i32 0, i32 0
   %stream = load ptr, ptr %sp
@@ -364,7 +352,7 @@ part_start:
   %status = load ptr, ptr %rp
   br label %next_step
 next_step:
-  %s = phi i64 [ 0, %part_start ], [ %s_next, %step ]
+  %s = phi i64 [ 0, %entry ], [ %s_next, %step ]
   %more_steps = icmp slt i64 %s, %count
   br i1 %more_steps, label %step, label %part_done
 step:
@@ -385,13 +373,6 @@ part_done:
   %w = call i32 %wait(ptr %stream)
   %wslot = getelementptr i32, ptr %status, i64 %count
   store i32 %w, ptr %wslot
-  br label %next_part
-done:
-  ret void
-}
-
-define void @gradflow_run_parts(ptr %t, i32 %threads) {
-  call void @GOMP_parallel(ptr @gradflow_parts_worker, ptr %t, i32 %threads, i32 0)
   ret void
 }
 """
@@ -406,25 +387,23 @@ class _Part(ctypes.Structure):
 
 
 class _Team(ctypes.Structure):
-    _fields_ = [("parts", ctypes.c_int64), ("table", P), ("execute", P), ("wait", P),
-                ("taken", ctypes.c_int64)]
+    _fields_ = [("table", P), ("execute", P), ("wait", P)]
 
 
 @functools.lru_cache(maxsize=None)
-def _parts_runner():
-    """``run(team, threads)`` (the compiled ``gradflow_run_parts``), or None without
-    llvmlite."""
+def _part_function():
+    """The address of the compiled ``gradflow_part`` (one part's steps, for
+    ``openmp.run_blocks``), or None without llvmlite."""
     try:
-        address = openmp.compile_ir(_PARTS_IR, "gradflow_run_parts")
+        return openmp.compile_ir(_PART_IR, "gradflow_part")
     except Exception as err:  # llvmlite missing, or it rejects the IR
         _log.debug("oneDNN parts run on one thread each in turn: %s", err)
         return None
-    return ctypes.CFUNCTYPE(None, ctypes.POINTER(_Team), ctypes.c_int)(address)
 
 
 def parts_available():
     """Whether :class:`Parts` can run (llvmlite compiles its team)."""
-    return _parts_runner() is not None
+    return _part_function() is not None
 
 
 class Parts:
@@ -438,7 +417,7 @@ class Parts:
     def __init__(self, api_, parts):
         self.api, self.parts = api_, parts
         self.local = threading.local()
-        self.run = _parts_runner()
+        self.part = _part_function()
 
     def _thread_state(self):
         local = self.local
@@ -453,7 +432,7 @@ class Parts:
             parts = (_Part * len(states))(*(
                 _Part(stream, len(table), ctypes.cast(table, P), ctypes.cast(status, P))
                 for stream, table, status in zip(streams, tables, statuses)))
-            team = _Team(len(states), ctypes.cast(parts, P),
+            team = _Team(ctypes.cast(parts, P),
                          ctypes.cast(api_.lib.dnnl_primitive_execute, P),
                          ctypes.cast(api_.lib.dnnl_stream_wait, P))
             # the ctypes objects the team's pointers lead to live as long as it does
@@ -468,8 +447,7 @@ class Parts:
         for steps, state, (a, b, out) in zip(self.parts, local.states, arrays):
             steps.bind(state, a, b, out)
         self.api.pool_in_use()
-        local.team.taken = 0
-        self.run(ctypes.byref(local.team), threads_)
+        openmp.run_blocks(self.part, ctypes.addressof(local.team), len(self.parts), threads_)
         for status in local.statuses:
             if any(status):
                 raise OneDNNError(f"oneDNN: a part's steps returned statuses {list(status)}")
