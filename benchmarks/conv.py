@@ -6,8 +6,11 @@ gradient in the filter, each run alone (gradflow: a Session fetching that one
 tensor as the backend's array; PyTorch: ``conv2d`` and ``aten.convolution_backward``
 with one output; TensorFlow: a Session running the op).
 Every row is measured twice, on the machine as it is ("quiet") and with one
-CPU-bound process started beside it ("loaded"), the two contenders taking turns
-round after round in one process. Each row gives milliseconds, the ratio
+CPU-bound process started beside it ("loaded"), the contenders taking turns
+round after round in one process: quiet, the best of 5 rounds (the cost of the
+work); loaded, the median of 9 (what a run typically gets beside the other process:
+the best loaded round favours whichever library's share of the cores swings most,
+``timing.time_ms_each``). Each row gives milliseconds, the ratio
 gradflow / PyTorch, and gradflow's GFLOP/s beside the machine's GEMM GFLOP/s (a
 1024^3 float32 NumPy product measured in the same state). ``load`` is
 ``os.getloadavg()[0]`` and ``others`` the cores other processes used while the
@@ -76,11 +79,18 @@ def cpu_bound_neighbour(count):
             proc.wait()
 
 
+def timing_rule(load):
+    """``time_ms_each``'s keyword arguments for a state with ``load`` neighbours: the
+    best of 5 rounds quiet, the median of 9 loaded."""
+    return {"rounds": 9, "stat": "median"} if load else {"rounds": 5, "stat": "best"}
+
+
 def timed(steps, seconds, load):
-    """``time_ms_each(steps)`` with ``load`` neighbours, and the load seen meanwhile."""
+    """``time_ms_each(steps)`` with ``load`` neighbours (``timing_rule``), and the load
+    seen meanwhile."""
     with cpu_bound_neighbour(load):
         other = OtherLoad()
-        times = time_ms_each(steps, seconds)
+        times = time_ms_each(steps, seconds, **timing_rule(load))
         return times, other.cores(), os.getloadavg()[0]
 
 
@@ -93,7 +103,7 @@ def gemm_gflops(seconds, load):
 
     a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
     with threadpool_limits(threads.cores(), user_api="blas"), cpu_bound_neighbour(load):
-        ms = time_ms_each({"gemm": lambda: a @ a}, seconds)["gemm"]
+        ms = time_ms_each({"gemm": lambda: a @ a}, seconds, **timing_rule(load))["gemm"]
     return 2 * 1024 ** 3 / ms / 1e6
 
 

@@ -10,6 +10,7 @@ machine should use ``--threads 1`` for both NumPy and PyTorch.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 
@@ -47,18 +48,26 @@ def time_ms(step, seconds=1.0):
     return best * 1e3
 
 
-def time_ms_each(steps, seconds=1.0, rounds=5):
+def time_ms_each(steps, seconds=1.0, rounds=5, stat="best"):
     """Milliseconds per call of each function in the dict ``steps``, like ``time_ms`` but
     with the rounds of all of them taken in turn, so that a slow spell of a shared machine
-    hits them all alike: two warm-up calls each, then the best of ``rounds`` rounds of about
+    hits them all alike: two warm-up calls each, then ``rounds`` rounds of about
     ``seconds / rounds`` per function. Each round starts with a quarter of its time (at
     most 0.1 s) untimed, for the threads of the previous function's library to go idle:
     OpenBLAS's spin for about 0.1 s after their last product, on the cores that the next
-    library's threads want."""
+    library's threads want.
+
+    ``stat`` picks each function's figure from its rounds: ``"best"`` (the least
+    disturbed round: the cost of the work on a quiet machine) or ``"median"`` (the
+    typical round: what a run gets while another process shares the cores, where the
+    best round only says how lucky the luckiest round was: a library whose share of the
+    cores swings more gets luckier rounds)."""
+    if stat not in ("best", "median"):
+        raise ValueError(f"stat={stat!r}: expected 'best' or 'median'")
     for step in steps.values():
         step()
         step()
-    best = dict.fromkeys(steps, float("inf"))
+    per_round = {name: [] for name in steps}
     settle = min(0.1, seconds / rounds / 4)
     for _ in range(rounds):
         for name, step in steps.items():
@@ -69,8 +78,9 @@ def time_ms_each(steps, seconds=1.0, rounds=5):
             while time.perf_counter() - start < seconds / rounds:
                 step()
                 count += 1
-            best[name] = min(best[name], (time.perf_counter() - start) / count)
-    return {name: t * 1e3 for name, t in best.items()}
+            per_round[name].append((time.perf_counter() - start) / count)
+    pick = min if stat == "best" else statistics.median
+    return {name: pick(times) * 1e3 for name, times in per_round.items()}
 
 
 class OtherLoad:

@@ -1,0 +1,69 @@
+"""``benchmarks/timing.time_ms_each``: its rounds per function, and the figure it keeps
+(``conv.py`` keeps the best round quiet and the median round loaded), on a clock the
+test moves itself."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "benchmarks")
+
+
+@pytest.fixture
+def timing(monkeypatch):
+    sys.path.insert(0, BENCHMARKS)
+    try:
+        import timing
+    finally:
+        sys.path.remove(BENCHMARKS)
+    clock = {"now": 0.0}
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock["now"])
+    return timing, clock
+
+
+def _visiting(clock, costs):
+    """Steps that move the clock by their cost in seconds per call: ``costs[name][k]``
+    in the k-th round of ``name``. A round of one function begins at its first call
+    after another function's (``time_ms_each`` takes them in turn; the first visit is
+    the warm-up)."""
+    last, visits = [None], dict.fromkeys(costs, 0)
+
+    def make(name):
+        def step():
+            if last[0] != name:
+                last[0] = name
+                visits[name] += 1
+            rounds = costs[name]
+            clock["now"] += rounds[min(max(visits[name] - 2, 0), len(rounds) - 1)]
+        return step
+
+    return {name: make(name) for name in costs}
+
+
+@pytest.mark.parametrize("stat, expected", [("best", {"steady": 2.0, "swinging": 1.0}),
+                                            ("median", {"steady": 2.0, "swinging": 4.0})])
+def test_each_function_keeps_its_best_or_its_median_round(timing, stat, expected):
+    timing, clock = timing
+    costs = {"steady": [0.002] * 5, "swinging": [0.001, 0.004, 0.004, 0.001, 0.004]}
+    times = timing.time_ms_each(_visiting(clock, costs), seconds=0.5, rounds=5, stat=stat)
+    assert times == pytest.approx(expected)
+
+
+def test_an_unknown_statistic_is_refused(timing):
+    timing, _ = timing
+    with pytest.raises(ValueError, match="stat='mean'"):
+        timing.time_ms_each({"f": lambda: None}, stat="mean")
+
+
+def test_conv_times_quiet_rows_by_the_best_round_and_loaded_rows_by_the_median():
+    sys.path.insert(0, BENCHMARKS)
+    try:
+        import conv
+    finally:
+        sys.path.remove(BENCHMARKS)
+    assert conv.timing_rule(0) == {"rounds": 5, "stat": "best"}
+    assert conv.timing_rule(1) == {"rounds": 9, "stat": "median"}
