@@ -214,6 +214,12 @@ class Pooled:
 
         self.kind, self.api = kind, onednn.api()
         self.tiles = tiles
+        # the blocks' arguments (``numpy_conv_numba.BLOCK_ARGS``), kept: the arrays of a
+        # call and the buffers are set where they change, the rest below
+        names = _kernels().BLOCK_ARGS
+        self.args = np.zeros(len(names), np.int64)
+        self._at = {name: i for i, name in enumerate(names)}
+        self._per_call = [self._at[name] for name in _PER_CALL]
         # as many blocks as above, of (nearly) equal sizes: the team's threads take
         # equal shares of them
         count = len(tiles.blocks(c + co, 4))
@@ -252,12 +258,21 @@ class Pooled:
             self.states.append((steps, state))
             self.streams.append(stream)
         self.status = np.zeros((len(blocks), 3), np.int32)
+        self._set(vstride=self.vstride, mstride=self.mstride, firsts=self.firsts.ctypes.data,
+                  counts=self.counts.ctypes.data, tiles_h=tiles.th, tiles_w=tiles.tw,
+                  table=self.table.ctypes.data, status=self.status.ctypes.data,
+                  filter=int(kind == "filter"), **_calls())
+
+    def _set(self, **fields):
+        for name, value in fields.items():
+            self.args[self._at[name]] = value
 
     def _buffers(self, team):
         """Room for the transforms of a block on each of ``team`` threads (the products'
         memory objects are pointed at them block by block)."""
         self.vbuf = np.empty(team * self.vstride, np.float32)
         self.mbuf = np.empty(team * self.mstride, np.float32)
+        self._set(vbuf=self.vbuf.ctypes.data, mbuf=self.mbuf.ctypes.data)
 
     def run(self, x, second, top, left):
         """The blocks of C-ordered ``x`` (forward, input gradient: ``second`` is ``out``;
@@ -271,19 +286,12 @@ class Pooled:
             self._buffers(team)
         target = second if self.kind == "filter" or second.flags.c_contiguous \
             else np.empty(second.shape, np.float32)
-        fields = dict(
-            x=x.ctypes.data, n=x.shape[0], h=x.shape[1], w=x.shape[2], c=x.shape[3],
-            second=target.ctypes.data, n2=target.shape[0], h2=target.shape[1],
-            w2=target.shape[2], co=target.shape[3], vbuf=self.vbuf.ctypes.data,
-            mbuf=self.mbuf.ctypes.data, vstride=self.vstride, mstride=self.mstride,
-            firsts=self.firsts.ctypes.data, counts=self.counts.ctypes.data,
-            tiles_h=self.tiles.th, tiles_w=self.tiles.tw, top=top, left=left,
-            table=self.table.ctypes.data, status=self.status.ctypes.data,
-            filter=int(self.kind == "filter"), **_calls())
-        args = np.array([fields[name] for name in kernels.BLOCK_ARGS], np.int64)
+        self.args[self._per_call] = (x.ctypes.data, *x.shape, target.ctypes.data,
+                                     *target.shape, top, left)
         self.status[...] = 0
         self.api.pool_in_use()
-        openmp.run_blocks(kernels.winograd_block(), args.ctypes.data, len(self.firsts), team)
+        openmp.run_blocks(kernels.winograd_block(), self.args.ctypes.data, len(self.firsts),
+                          team)
         if self.status.any():
             raise onednn.OneDNNError(f"oneDNN: a block's calls returned {self.status.max()}")
         for steps, state in self.states:
@@ -306,6 +314,9 @@ def _calls():
                               ("wait", "dnnl_stream_wait"),
                               ("point", "dnnl_memory_set_data_handle"))}
 
+
+# the blocks' arguments that come with each call, in the order ``Pooled.run`` gives them
+_PER_CALL = ("x", "n", "h", "w", "c", "second", "n2", "h2", "w2", "co", "top", "left")
 
 _local = threading.local()
 
