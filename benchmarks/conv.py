@@ -45,7 +45,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-from timing import OtherLoad, pin_threads_from_argv, pin_torch_threads, time_ms_each  # noqa: E402
+from timing import (  # noqa: E402
+    OtherLoad,
+    add_malloc_argument,
+    pin_threads_from_argv,
+    pin_torch_threads,
+    reuse_freed_memory,
+    time_ms_each,
+)
 
 pin_threads_from_argv()
 
@@ -440,7 +447,9 @@ def main():
     parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
+    add_malloc_argument(parser)
     args = parser.parse_args()
+    print("malloc: " + reuse_freed_memory(args.default_malloc))
     try:
         import torch
     except ImportError:

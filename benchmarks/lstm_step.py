@@ -29,8 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from timing import (  # noqa: E402
     OtherLoad,
+    add_malloc_argument,
     pin_threads_from_argv,
     pin_torch_threads,
+    reuse_freed_memory,
     time_ms_each,
 )
 
@@ -442,7 +444,9 @@ def main(argv=None):
                         help="only print the time per op of the gradflow step")
     parser.add_argument("--optimize", type=int, default=1,
                         help="with --profile: Session(optimize=...) (default 1)")
+    add_malloc_argument(parser)
     args = parser.parse_args(argv)
+    print("malloc: " + reuse_freed_memory(args.default_malloc))
     pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)

@@ -9,10 +9,14 @@ machine should use ``--threads 1`` for both NumPy and PyTorch.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import statistics
 import sys
 import time
+
+# mallopt's parameters (glibc's malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
 def pin_threads_from_argv(argv=None):
@@ -32,6 +36,39 @@ def pin_torch_threads(threads):
         except ImportError:
             return
         torch.set_num_threads(threads)
+
+
+def reuse_freed_memory(default_malloc=False):
+    """Keep the process's freed memory for its next allocations, so that every library
+    timed in it is timed on its work, not on fresh pages from the kernel; returns the
+    setting in words, for the benchmark's header.
+
+    glibc's ``malloc`` gives blocks above its mmap threshold (128 KiB at first, rising to
+    the largest such block freed, at most 32 MiB) fresh pages, and gives them back on
+    ``free``. The first touch of each page then faults. PyTorch and TensorFlow allocate
+    every op's output per call, so whether a multi-MB output costs them these faults
+    depends on what the process freed before: PyTorch's 5x5 1 -> 32 forward pass at batch
+    128 (a 12.8 MB output) took 10-11 ms fresh and 1.1-1.5 ms on reused memory on the
+    2-core VM, its MNIST CNN step at batch 128 47.5 against 36.8 ms. gradflow's plans keep
+    their buffers from run to run, so the setting hardly moves its own rows. The peers
+    are timed at their best unless ``default_malloc`` (``--default-malloc``)."""
+    if default_malloc:
+        return "glibc's default (freed blocks above its mmap threshold go back to the kernel)"
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return "the C library's default (no mallopt)"
+    if mallopt(_M_MMAP_THRESHOLD, 1 << 30) != 1 or mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1) != 1:
+        return "the C library's default (mallopt refused)"
+    return "freed memory kept for reuse (mallopt: mmap and trim thresholds raised)"
+
+
+def add_malloc_argument(parser):
+    """``--default-malloc`` on ``parser``: see ``reuse_freed_memory``."""
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="leave glibc's malloc as it is: large outputs of the peers then "
+                             "get fresh pages (and their faults) or not, as the process's "
+                             "history has it")
 
 
 def time_ms(step, seconds=1.0):

@@ -5,6 +5,8 @@ test moves itself."""
 from __future__ import annotations
 
 import os
+import platform
+import subprocess
 import sys
 import types
 
@@ -69,3 +71,35 @@ def test_conv_times_quiet_rows_by_the_best_round_and_loaded_rows_by_the_median()
         sys.path.remove(BENCHMARKS)
     assert conv.timing_rule(0) == {"rounds": 5, "stat": "best"}
     assert conv.timing_rule(1) == {"rounds": 9, "stat": "median"}
+
+
+_REUSE_SCRIPT = """
+import resource, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import timing
+
+def faults_on_reuse(nbytes=64 << 20):
+    a = np.empty(nbytes // 4, np.float32); a.fill(1); del a
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    b = np.empty(nbytes // 4, np.float32); b.fill(1); del b
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+default = faults_on_reuse()
+print(timing.reuse_freed_memory(default_malloc=True))
+print(timing.reuse_freed_memory())
+print(default, faults_on_reuse())
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's thresholds are glibc's")
+def test_reuse_freed_memory_spares_a_reused_64_mb_block_its_page_faults():
+    """With glibc's default, a freed 64 MB block goes back to the kernel and its next
+    allocation faults on every page; the benchmarks' setting keeps it for reuse."""
+    done = subprocess.run([sys.executable, "-c", _REUSE_SCRIPT, BENCHMARKS],
+                          capture_output=True, text=True, check=True)
+    kept_default, kept, counts = done.stdout.splitlines()
+    assert kept_default.startswith("glibc's default")
+    assert kept.startswith("freed memory kept for reuse")
+    default, reused = map(int, counts.split())
+    assert default > 100 and reused == 0
