@@ -277,10 +277,17 @@ def test_restore_of_a_missing_path_lists_the_checkpoints_there(tmp_path):
             f"checkpoint {tmp_path} is a folder, not a checkpoint file; its newest checkpoint "
             f"is {tmp_path / 'model-20'}. Pass a checkpoint file, such as "
             f"gf.train.latest_checkpoint({str(tmp_path)!r})")
+        open(tmp_path / "tf.ckpt.meta", "wb").write(b"")
+        assert raises(CheckpointError, saver.restore, sess, tmp_path / "tf.ckpt").startswith(
+            f"checkpoint {tmp_path / 'tf.ckpt'}: no such file (tf.ckpt.meta exists, but not "
+            "tf.ckpt.index: a TensorFlow checkpoint is read through its .index file). "
+            "Checkpoints in ")
         open(tmp_path / "tf.ckpt.index", "wb").write(b"")
         assert raises(CheckpointError, saver.restore, sess, tmp_path / "tf.ckpt").startswith(
-            f"checkpoint {tmp_path / 'tf.ckpt'}: no such file (tf.ckpt.index exists: that is a "
-            "TensorFlow checkpoint, which gradflow cannot read). Checkpoints in ")
+            f"checkpoint {tmp_path / 'tf.ckpt'} is a TensorFlow checkpoint that cannot be "
+            f"read: its index {tmp_path / 'tf.ckpt.index'} is not a TensorFlow checkpoint "
+            "index, or is cut short (0 bytes, no table footer); nothing was restored. The "
+            f"newest intact checkpoint in the same folder is {tmp_path / 'model-20'}")
         nowhere = tmp_path / "nowhere" / "model"
         assert raises(CheckpointError, saver.restore, sess, nowhere) == (
             f"checkpoint {nowhere}: no such file, and the folder {nowhere.parent} does not "
@@ -371,10 +378,10 @@ def test_damaged_index_is_an_error_not_an_empty_folder(tmp_path):
                 "it; checkpoint files there: model-0; restore one by its path")
     assert raises(CheckpointError, gf.train.latest_checkpoint, tmp_path) == expected
     assert raises(CheckpointError, saver_module.get_checkpoint_state, tmp_path) == expected
-    open(tmp_path / "checkpoint", "w").write('model_checkpoint_path: "model.ckpt-5"\n')
+    open(tmp_path / "checkpoint", "w").write('model_checkpoint_path: model.ckpt-5\n')
     assert raises(CheckpointError, gf.train.latest_checkpoint, tmp_path).startswith(
         f"the checkpoint index {tmp_path / 'checkpoint'} is damaged: it is a TensorFlow index "
-        "(a text protobuf): gradflow cannot read TensorFlow checkpoints, only its own. ")
+        "that cannot be read: line 1: model_checkpoint_path is not a quoted string. ")
 
 
 def test_save_gives_uninitialized_variables_their_initial_value(tmp_path, backend):

@@ -7,6 +7,11 @@ folder, fsynced and renamed into place, so a failed save never damages an
 earlier checkpoint. A JSON ``checkpoint`` index in the folder lists the
 recent checkpoints, newest last, with TF1's ``CheckpointState`` fields.
 
+``Saver.restore`` also reads the checkpoints TensorFlow writes (``prefix.index`` and
+its data files, listed by TensorFlow's text ``checkpoint`` index:
+``gradflow.train.tf_checkpoint``), so a TF1 program resumes from them; a save then
+writes gradflow's format, and never deletes TensorFlow's files.
+
 Every error says which file is wrong, what is wrong with it and what to do:
 a missing file lists the checkpoints that do exist beside it, and a damaged
 one names the newest earlier checkpoint that loads.
@@ -28,12 +33,13 @@ import numpy as np
 
 from gradflow.errors import FailedPreconditionError, InvalidArgumentError
 from gradflow.graph import get_default_graph
+from gradflow.train import tf_checkpoint
 from gradflow.variables import GLOBAL_VARIABLES, Variable
 
 FORMAT_VERSION = 1
 INDEX_NAME = "checkpoint"
 _HEADER_KEY = "__header__"
-_TF_SUFFIXES = (".index", ".meta", ".data-00000-of-00001")
+_TF_SUFFIXES = (".meta", ".data-00000-of-00001")  # a TF checkpoint's files but its index
 _SCAN_LIMIT = 200  # files looked at when listing the checkpoints of a folder
 
 # What the last gf.train.latest_checkpoint call saw: (folder, result, finding).
@@ -187,10 +193,10 @@ class Saver:
         if not self._vars:
             return
         self._check_graph(sess, "restore")
-        if not os.path.isfile(path):
+        if not _exists(path):
             raise CheckpointError(_missing_file_message(path))
         try:
-            header, arrays = _load(path, list(self._vars))
+            header, arrays = _read(path, list(self._vars))
         except _Unreadable as err:
             raise CheckpointError(f"checkpoint {path} {err}; nothing was restored. "
                                   f"{self._intact_hint(path)}") from None
@@ -270,7 +276,7 @@ class Saver:
         failures = []
         for candidate in candidates:
             try:
-                header, arrays = _load(candidate, list(self._vars))
+                header, arrays = _read(candidate, list(self._vars))
             except _Unreadable as err:
                 failures.append(f"{os.path.basename(candidate)} {err.short}")
                 continue
@@ -346,7 +352,7 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
     found = None
     if state is not None:
         found = next((p for p in reversed(state.all_model_checkpoint_paths)
-                      if os.path.isfile(p)), None)
+                      if _exists(p)), None)
     _last_search = (folder, found, None if found else _no_checkpoint_finding(folder, index_name))
     return found
 
@@ -372,8 +378,9 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 
 def checkpoint_exists(checkpoint_prefix):
-    """TF1's ``checkpoint_exists``: whether a checkpoint file is at this path."""
-    return os.path.isfile(_path_string(checkpoint_prefix, "checkpoint_exists"))
+    """TF1's ``checkpoint_exists``: whether a checkpoint is at this path (a gradflow
+    checkpoint file, or a TensorFlow checkpoint's ``.index``)."""
+    return _exists(_path_string(checkpoint_prefix, "checkpoint_exists"))
 
 
 # -- helpers -----------------------------------------------------------------------
@@ -547,13 +554,17 @@ def _index_state(folder, index_name):
         return None, None
     except OSError as err:
         return None, f"it cannot be read ({type(err).__name__}: {err})"
-    if raw.lstrip().startswith(b"model_checkpoint_path:"):
-        return None, ("it is a TensorFlow index (a text protobuf): gradflow cannot read "
-                      "TensorFlow checkpoints, only its own")
-    try:
-        index = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        return None, f"it is not valid JSON ({type(err).__name__}: {err})"
+    if raw.lstrip().startswith((b"model_checkpoint_path:", b"all_model_checkpoint_paths:")):
+        try:  # TensorFlow's index, a text protobuf
+            index = tf_checkpoint.read_index_text(raw)
+        except tf_checkpoint.TFCheckpointError as err:
+            return None, f"it is a TensorFlow index that cannot be read: {err}"
+        index = _relative_entries(index)
+    else:
+        try:
+            index = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as err:
+            return None, f"it is not valid JSON ({type(err).__name__}: {err})"
     paths = index.get("all_model_checkpoint_paths") if isinstance(index, dict) else None
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         return None, "it has no list of checkpoint names under 'all_model_checkpoint_paths'"
@@ -573,6 +584,17 @@ def _index_state(folder, index_name):
             "last_preserved_timestamp": float(index.get("last_preserved_timestamp") or 0.0)}, None
 
 
+def _relative_entries(index):
+    """A TensorFlow index with each entry as a name in the index's own folder: TensorFlow
+    writes the path it saved to, absolute where that was, and a folder that was copied
+    or moved since still holds its checkpoints. Nothing outside the folder is read."""
+    index["all_model_checkpoint_paths"] = [os.path.basename(p)
+                                           for p in index["all_model_checkpoint_paths"]]
+    if index["model_checkpoint_path"] is not None:
+        index["model_checkpoint_path"] = os.path.basename(index["model_checkpoint_path"])
+    return index
+
+
 def _is_plain_name(entry):
     """Whether an index entry names a file directly inside the index's folder."""
     return (entry not in ("", ".", "..") and "\0" not in entry
@@ -582,10 +604,12 @@ def _is_plain_name(entry):
 
 
 def _mtime(path):
-    try:
-        return os.path.getmtime(path)
-    except OSError:
-        return 0.0
+    for candidate in (path, path + ".index"):  # a TensorFlow checkpoint's time: its index's
+        try:
+            return os.path.getmtime(candidate)
+        except OSError:
+            pass
+    return 0.0
 
 
 def _bad_index_message(folder, index_name, problem):
@@ -610,7 +634,7 @@ def _scan(folder, index_name):
     other gradflow checkpoint files there, oldest first by modification time)."""
     state = _index_state(folder, index_name)[0] if index_name else None
     listed = state["all_model_checkpoint_paths"] if state else []
-    indexed = [os.path.join(folder, p) for p in listed if os.path.isfile(os.path.join(folder, p))]
+    indexed = [os.path.join(folder, p) for p in listed if _exists(os.path.join(folder, p))]
     try:
         entries = sorted(os.listdir(folder))[:_SCAN_LIMIT]
     except OSError:
@@ -669,8 +693,8 @@ def _missing_file_message(path):
     message = f"checkpoint {path}: no such file"
     tf_files = [path + s for s in _TF_SUFFIXES if os.path.exists(path + s)]
     if tf_files:
-        message += (f" ({_names(tf_files)} exists: that is a TensorFlow checkpoint, which "
-                    "gradflow cannot read)")
+        message += (f" ({_names(tf_files)} exists, but not {os.path.basename(path)}.index: "
+                    "a TensorFlow checkpoint is read through its .index file)")
     if not os.path.isdir(folder):
         return f"{message}, and the folder {folder} does not exist."
     indexed, others = _scan(folder, INDEX_NAME)
@@ -685,6 +709,24 @@ def _missing_file_message(path):
         message += (f" The newest is {indexed[-1]}, which "
                     f"gf.train.latest_checkpoint({folder!r}) returns.")
     return message
+
+
+def _exists(path):
+    """Whether a checkpoint is at ``path``: gradflow's file, or TensorFlow's ``.index``."""
+    return os.path.isfile(path) or tf_checkpoint.is_tf_checkpoint(path)
+
+
+def _read(path, names):
+    """``_load`` for gradflow's checkpoints; TensorFlow's read into the same header and
+    arrays (``tf_checkpoint``) where ``path`` is only the prefix of one."""
+    if os.path.isfile(path) or not tf_checkpoint.is_tf_checkpoint(path):
+        return _load(path, names)
+    try:
+        arrays, dtypes = tf_checkpoint.load(path, names)
+    except tf_checkpoint.TFCheckpointError as err:
+        raise _Unreadable(f"is a TensorFlow checkpoint that cannot be read: {err}",
+                          err.short) from None
+    return {"names": list(dtypes), "dtypes": list(dtypes.values())}, arrays
 
 
 def _load(path, names):

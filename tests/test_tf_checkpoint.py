@@ -1,0 +1,204 @@
+"""Saver.restore from checkpoints TensorFlow wrote (``gradflow.train.tf_checkpoint``):
+the files in ``tests/data/tf_checkpoints`` were written by TensorFlow 2.21's
+``compat.v1`` Saver (``make.py`` there), with TensorFlow's values beside them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.train import tf_checkpoint
+from gradflow.train.saver import CheckpointError
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tf_checkpoints")
+
+
+def model():
+    """The graph of ``make.py``'s ``adam()``, in gradflow: the same names, so the same
+    checkpoint keys (Adam's slots and powers included)."""
+    x = gf.placeholder(gf.float32, (4, 3), name="x")
+    y = gf.placeholder(gf.int64, (4,), name="y")
+    with gf.variable_scope("dense"):
+        w = gf.get_variable("kernel", initializer=np.zeros((3, 5), np.float32))
+        b = gf.get_variable("bias", initializer=np.zeros(5, np.float32))
+    logits = gf.matmul(x, w) + b
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                         logits=logits))
+    step = gf.train.get_or_create_global_step()
+    train = gf.train.AdamOptimizer(0.05).minimize(loss, global_step=step)
+    gf.Variable(np.zeros((2, 3)), name="scale64")
+    gf.Variable(np.zeros(2, np.int32), name="counts32")
+    gf.Variable(np.zeros(3, bool), name="mask")
+    feed = {x: np.arange(12, dtype=np.float32).reshape(4, 3) / 10, y: [0, 3, 1, 4]}
+    return train, feed
+
+
+@pytest.fixture
+def adam_folder(tmp_path):
+    """A copy of the Adam checkpoint's folder: its index names the absolute path
+    TensorFlow saved to, on another machine."""
+    folder = tmp_path / "adam"
+    shutil.copytree(os.path.join(DATA, "adam"), folder)
+    return folder
+
+
+def test_a_tf1_program_resumes_from_tensorflows_checkpoint_with_its_numbers(adam_folder,
+                                                                           backend):
+    expected = np.load(os.path.join(DATA, "adam_expected.npz"))
+    with gf.Graph().as_default():
+        train, feed = model()
+        saver = gf.train.Saver()
+        with gf.Session(backend=backend) as sess:
+            state = gf.train.get_checkpoint_state(str(adam_folder))
+            assert state.model_checkpoint_path == str(adam_folder / "model.ckpt-3")
+            assert gf.train.checkpoint_exists(state.model_checkpoint_path)
+            saver.restore(sess, gf.train.latest_checkpoint(str(adam_folder)))
+            assert sess.run(gf.train.get_global_step()) == 3
+            sess.run(train, feed)  # TensorFlow's 4th step, from its own 3
+            variables = {v.op.name: v for v in gf.global_variables()}
+            assert sorted(variables) == sorted(expected.files)
+            for name, var in variables.items():
+                got = sess.run(var)
+                assert got.dtype == expected[name].dtype, name
+                np.testing.assert_allclose(got, expected[name], rtol=2e-6, atol=1e-7,
+                                           err_msg=name)
+
+
+def test_every_dtype_and_shape_of_300_tensors_comes_back_bit_exact(tmp_path):
+    expected = np.load(os.path.join(DATA, "many_expected.npz"))
+    with gf.Graph().as_default():
+        variables = {name: gf.Variable(np.zeros_like(expected[name]), name=name)
+                     for name in expected.files}
+        saver = gf.train.Saver()
+        with gf.Session() as sess:
+            saver.restore(sess, os.path.join(DATA, "many", "many.ckpt"))
+            for name, var in variables.items():
+                got = sess.run(var)
+                assert got.dtype == expected[name].dtype
+                np.testing.assert_array_equal(got, expected[name], err_msg=name)
+
+
+def test_a_save_after_restoring_writes_gradflows_format_and_keeps_tensorflows_files(
+        adam_folder):
+    tf_files = sorted(os.listdir(adam_folder))
+    with gf.Graph().as_default():
+        train, feed = model()
+        saver = gf.train.Saver(max_to_keep=1)
+        with gf.Session() as sess:
+            saver.restore(sess, gf.train.latest_checkpoint(str(adam_folder)))
+            for _ in range(2):
+                sess.run(train, feed)
+                saver.save(sess, str(adam_folder / "model.ckpt"),
+                           global_step=gf.train.get_global_step())
+    assert gf.train.latest_checkpoint(str(adam_folder)) == str(adam_folder / "model.ckpt-5")
+    assert set(tf_files) - {"checkpoint"} <= set(os.listdir(adam_folder))
+    assert not os.path.exists(adam_folder / "model.ckpt-4")  # gradflow's own, rotated out
+
+
+def test_variables_missing_from_tensorflows_checkpoint_are_named(adam_folder):
+    with gf.Graph().as_default():
+        model()
+        extra = gf.Variable(1.0, name="not_in_tf")
+        saver = gf.train.Saver()
+        with gf.Session() as sess:
+            sess.run(extra.initializer)
+            with pytest.raises(CheckpointError) as err:
+                saver.restore(sess, str(adam_folder / "model.ckpt-3"))
+            assert sess.run(extra) == 1.0
+    message = str(err.value)
+    assert message.startswith(f"checkpoint {adam_folder / 'model.ckpt-3'} does not match the "
+                              "variables to restore: variable 'not_in_tf' is missing from the "
+                              "file (it holds 'beta1_power', 'beta2_power', 'counts32', ")
+    assert message.endswith("Nothing was restored.")
+
+
+def _restore_or_error(prefix):
+    """The restored values of the Adam model, or the CheckpointError's message."""
+    with gf.Graph().as_default():
+        model()
+        saver = gf.train.Saver()
+        with gf.Session() as sess:
+            try:
+                saver.restore(sess, prefix)
+            except CheckpointError as err:
+                return str(err)
+            return {v.op.name: sess.run(v) for v in gf.global_variables()}
+
+
+def test_any_damaged_byte_is_an_error_or_changes_nothing(adam_folder):
+    """Every byte of the index and of the data, flipped in turn: the restore refuses
+    the file, or (a byte the reader never uses: the footer's padding, the metaindex)
+    restores TensorFlow's values exactly."""
+    prefix = str(adam_folder / "model.ckpt-3")
+    intact = _restore_or_error(prefix)
+    errors = 0
+    for suffix in (".index", ".data-00000-of-00001"):
+        path = prefix + suffix
+        original = open(path, "rb").read()
+        for k in range(len(original)):
+            damaged = bytearray(original)
+            damaged[k] ^= 0xFF
+            open(path, "wb").write(bytes(damaged))
+            result = _restore_or_error(prefix)
+            if isinstance(result, str):
+                assert result.startswith(f"checkpoint {prefix} is a TensorFlow checkpoint "
+                                         "that cannot be read: "), result
+                errors += 1
+            else:
+                assert suffix == ".index", f"data byte {k} flipped and restored"
+                for name, value in intact.items():
+                    np.testing.assert_array_equal(result[name], value)
+        open(path, "wb").write(original)
+    assert errors > 0.9 * (os.path.getsize(prefix + ".index")
+                           + os.path.getsize(prefix + ".data-00000-of-00001"))
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("short data", "its data file {prefix}.data-00000-of-00001 ends before tensor"),
+    ("no data", "its data file {prefix}.data-00000-of-00001 cannot be read (FileNotFoundError"),
+    ("short index", "its index {prefix}.index is not a TensorFlow checkpoint index, or is cut "
+                    "short (400 bytes, no table footer)"),
+])
+def test_cut_or_missing_files_say_which_file_and_what(adam_folder, case, expected):
+    prefix = str(adam_folder / "model.ckpt-3")
+    if case == "short data":
+        data = prefix + ".data-00000-of-00001"
+        open(data, "r+b").truncate(os.path.getsize(data) - 3)
+    elif case == "no data":
+        os.remove(prefix + ".data-00000-of-00001")
+    else:
+        open(prefix + ".index", "r+b").truncate(400)
+    message = _restore_or_error(prefix)
+    assert message.startswith(f"checkpoint {prefix} is a TensorFlow checkpoint that cannot be "
+                              f"read: {expected.format(prefix=prefix)}")
+    assert "nothing was restored" in message
+
+
+def test_a_tensorflow_index_names_only_files_in_its_own_folder(tmp_path):
+    (tmp_path / "checkpoint").write_text(
+        'model_checkpoint_path: "../../outside/model.ckpt-9"\n'
+        'all_model_checkpoint_paths: "/elsewhere/model.ckpt-8"\n'
+        'all_model_checkpoint_paths: "../../outside/model.ckpt-9"\n')
+    state = gf.train.get_checkpoint_state(str(tmp_path))
+    assert state.model_checkpoint_path == str(tmp_path / "model.ckpt-9")
+    assert state.all_model_checkpoint_paths == [str(tmp_path / "model.ckpt-8"),
+                                                str(tmp_path / "model.ckpt-9")]
+    assert gf.train.latest_checkpoint(str(tmp_path)) is None  # neither is in the folder
+
+
+def test_the_text_index_reads_escapes_and_timestamps_and_refuses_other_fields():
+    fields = tf_checkpoint.read_index_text(
+        b'model_checkpoint_path: "a\\"b\\\\c-1"\n'
+        b'all_model_checkpoint_paths: "a\\"b\\\\c-1"\n'
+        b'all_model_checkpoint_timestamps: 1700000000.5\n'
+        b'last_preserved_timestamp: 1699999999.25\n')
+    assert fields == {"model_checkpoint_path": 'a"b\\c-1',
+                      "all_model_checkpoint_paths": ['a"b\\c-1'],
+                      "all_model_checkpoint_timestamps": [1700000000.5],
+                      "last_preserved_timestamp": 1699999999.25}
+    with pytest.raises(tf_checkpoint.TFCheckpointError, match="line 2 .* is not a field"):
+        tf_checkpoint.read_index_text(b'model_checkpoint_path: "a"\nimport_os: "x"\n')
