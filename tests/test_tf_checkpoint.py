@@ -202,3 +202,10 @@ def test_the_text_index_reads_escapes_and_timestamps_and_refuses_other_fields():
                       "last_preserved_timestamp": 1699999999.25}
     with pytest.raises(tf_checkpoint.TFCheckpointError, match="line 2 .* is not a field"):
         tf_checkpoint.read_index_text(b'model_checkpoint_path: "a"\nimport_os: "x"\n')
+
+
+def test_the_python_checksum_is_crc32c():
+    """The fallback where the crc32c package is missing gives the same sums."""
+    assert tf_checkpoint._crc32c_python(b"123456789") == 0xE3069283  # the standard check
+    data = os.urandom(1000)
+    assert tf_checkpoint._crc32c_python(data) == tf_checkpoint._crc32c(data)

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import ast
+import math
 import os
 
 import numpy as np
@@ -26,6 +27,7 @@ _MAGIC = 0xDB4775248B80FB57  # the table footer's last 8 bytes
 _FOOTER = 48
 _BLOCK_TRAILER = 5  # compression kind, masked CRC-32C
 _MASK_DELTA = 0xA282EAD8
+_LARGEST_INDEX = 1 << 30  # bytes: a larger .index is refused before it is read
 # TensorFlow's DataType numbers (types.proto) for the dtypes a variable can have here
 _DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
            8: "complex64", 9: "int64", 10: "bool", 17: "uint16", 18: "complex128",
@@ -105,6 +107,11 @@ def read_index_text(raw):
 def _read_index(path):
     try:
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > _LARGEST_INDEX:
+                raise TFCheckpointError(f"its index {path} is {size} bytes, more than any "
+                                        f"checkpoint's index this reader takes "
+                                        f"({_LARGEST_INDEX})", "is too large")
             data = f.read()
     except OSError as err:
         raise TFCheckpointError(f"its index {path} cannot be read ({type(err).__name__}: "
@@ -220,7 +227,7 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
         raise TFCheckpointError(f"tensor '{name}' has shape {shape} in data file "
                                 f"{entry['shard']} of {shards}")
     item = np.dtype(dtype).newbyteorder(">" if big_endian else "<")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     if entry["size"] != count * item.itemsize or entry["offset"] < 0:
         raise TFCheckpointError(f"tensor '{name}' of shape {shape} and dtype {dtype} should "
                                 f"take {count * item.itemsize} bytes; the index gives "
@@ -228,8 +235,9 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
     path = f"{prefix}.data-{entry['shard']:05d}-of-{shards:05d}"
     try:
         with open(path, "rb") as f:
+            available = os.fstat(f.fileno()).st_size - entry["offset"]
             f.seek(entry["offset"])
-            raw = f.read(entry["size"])
+            raw = f.read(max(0, min(entry["size"], available)))
     except OSError as err:
         raise TFCheckpointError(f"its data file {path} cannot be read ({type(err).__name__}: "
                                 f"{err})", "has no data file") from None
@@ -307,13 +315,18 @@ def _crc32c_table():
     return table
 
 
+_TABLE = _crc32c_table()
+
+
+def _crc32c_python(data):
+    """CRC-32C (Castagnoli) of ``data``, one byte at a time."""
+    crc = 0xFFFFFFFF
+    for byte in bytes(data):
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
 try:
     from crc32c import crc32c as _crc32c
 except ImportError:  # the crc32c package is optional: the same sums, slower
-    _TABLE = _crc32c_table()
-
-    def _crc32c(data):
-        crc = 0xFFFFFFFF
-        for byte in bytes(data):
-            crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-        return crc ^ 0xFFFFFFFF
+    _crc32c = _crc32c_python
