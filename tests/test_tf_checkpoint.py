@@ -209,3 +209,35 @@ def test_the_python_checksum_is_crc32c():
     assert tf_checkpoint._crc32c_python(b"123456789") == 0xE3069283  # the standard check
     data = os.urandom(1000)
     assert tf_checkpoint._crc32c_python(data) == tf_checkpoint._crc32c(data)
+
+
+@pytest.mark.parametrize("fmt", ["tensorflow", "gradflow"])
+def test_a_checkpoint_reader_lists_and_reads_either_format(tmp_path, fmt):
+    expected = np.load(os.path.join(DATA, "adam_expected.npz"))
+    if fmt == "tensorflow":
+        folder = os.path.join(DATA, "adam")
+    else:  # the same values, saved by gradflow
+        folder = str(tmp_path)
+        with gf.Graph().as_default():
+            values = {n: gf.Variable(expected[n], name=n) for n in expected.files}
+            with gf.Session() as sess:
+                sess.run(gf.global_variables_initializer())
+                gf.train.Saver().save(sess, os.path.join(folder, "model.ckpt"), global_step=3)
+    assert gf.train.list_variables(folder) == sorted(
+        (n, list(expected[n].shape)) for n in expected.files)
+    reader = gf.train.load_checkpoint(folder)
+    assert reader.path == os.path.join(folder, "model.ckpt-3")
+    assert reader.get_variable_to_dtype_map()["counts32"] == gf.int32
+    assert reader.has_tensor("mask") and not reader.has_tensor("Mask")
+    assert gf.train.NewCheckpointReader(reader.path).get_tensor("mask").tolist() == [
+        True, False, True]
+    kernel = gf.train.load_variable(folder, "dense/kernel")
+    if fmt == "gradflow":
+        np.testing.assert_array_equal(kernel, expected["dense/kernel"])
+    else:  # TensorFlow's 3rd step: not the 4th of expected, but close to it
+        np.testing.assert_allclose(kernel, expected["dense/kernel"], atol=0.2)
+    with pytest.raises(CheckpointError, match="has no tensor 'nope'; it holds 'beta1_power'"):
+        reader.get_tensor("nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="empty holds no checkpoint listed in its index"):
+        gf.train.load_checkpoint(tmp_path / "empty")

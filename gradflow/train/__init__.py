@@ -1,6 +1,13 @@
 """Training: optimizers, learning-rate schedules, the global step and checkpoints."""
 
 from gradflow.graph_io import write_graph
+from gradflow.train.checkpoint_reader import (
+    CheckpointReader,
+    NewCheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from gradflow.train.learning_rate import (
     cosine_decay,
     cosine_decay_restarts,
@@ -48,7 +55,8 @@ __all__ = [
     "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
     "piecewise_constant_decay", "polynomial_decay",
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
-    "get_checkpoint_state", "write_graph",
+    "get_checkpoint_state", "write_graph", "CheckpointReader", "NewCheckpointReader",
+    "list_variables", "load_checkpoint", "load_variable",
 ]
 
 from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402

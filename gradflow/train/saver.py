@@ -722,11 +722,12 @@ def _read(path, names):
     if os.path.isfile(path) or not tf_checkpoint.is_tf_checkpoint(path):
         return _load(path, names)
     try:
-        arrays, dtypes = tf_checkpoint.load(path, names)
+        arrays, described = tf_checkpoint.load(path, names)
     except tf_checkpoint.TFCheckpointError as err:
         raise _Unreadable(f"is a TensorFlow checkpoint that cannot be read: {err}",
                           err.short) from None
-    return {"names": list(dtypes), "dtypes": list(dtypes.values())}, arrays
+    return {"names": list(described), "dtypes": [d for d, _ in described.values()],
+            "shapes": [list(s) for _, s in described.values()]}, arrays
 
 
 def _load(path, names):

@@ -12,7 +12,7 @@ wrong. Only the data files named after the prefix are opened.
 Example::
 
     from gradflow.train import tf_checkpoint
-    arrays, dtypes = tf_checkpoint.load("model/dnn.ckpt-100", ["Variable"])
+    arrays, described = tf_checkpoint.load("model/dnn.ckpt-100", ["Variable"])
 """
 
 from __future__ import annotations
@@ -49,16 +49,17 @@ def is_tf_checkpoint(prefix):
 
 
 def load(prefix, names):
-    """``(arrays, dtypes)`` of the checkpoint at ``prefix``: ``arrays`` the tensors of
-    ``names`` it holds (read fully and checked), ``dtypes`` every tensor's dtype name,
-    in the order of the index. Raises ``TFCheckpointError``."""
+    """``(arrays, described)`` of the checkpoint at ``prefix``: ``arrays`` the tensors of
+    ``names`` it holds (read fully and checked), ``described`` every tensor's
+    ``(dtype name, shape)`` in the order of the index. Raises ``TFCheckpointError``."""
     entries, shards, big_endian = _read_index(prefix + ".index")
-    dtypes = {name: _dtype_name(entry["dtype"]) for name, entry in entries.items()}
+    described = {name: (_dtype_name(entry["dtype"]), tuple(entry["shape"]))
+                 for name, entry in entries.items()}
     arrays = {}
     for name in names:
         if name in entries:
             arrays[name] = _read_tensor(prefix, name, entries[name], shards, big_endian)
-    return arrays, dtypes
+    return arrays, described
 
 
 def read_index_text(raw):

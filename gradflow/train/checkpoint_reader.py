@@ -1,0 +1,99 @@
+"""Looking inside a checkpoint without a graph (TF1's ``train.load_checkpoint``,
+``NewCheckpointReader``, ``list_variables`` and ``load_variable``), for gradflow's
+checkpoints and TensorFlow's alike.
+
+Example::
+
+    for name, shape in gf.train.list_variables("ckpt_dir"):
+        print(name, shape)
+    kernel = gf.train.load_variable("ckpt_dir", "dense/kernel")
+"""
+
+from __future__ import annotations
+
+import os
+
+from gradflow import dtypes
+from gradflow.train.saver import (
+    CheckpointError,
+    _exists,
+    _missing_file_message,
+    _path_string,
+    _read,
+    _Unreadable,
+    latest_checkpoint,
+)
+
+
+class CheckpointReader:
+    """The tensors of one checkpoint by name. ``path`` is a checkpoint (a gradflow
+    checkpoint file, or a TensorFlow checkpoint's prefix) or a folder, whose newest
+    checkpoint is read. A missing or damaged checkpoint raises ``CheckpointError``."""
+
+    def __init__(self, path):
+        path = _path_string(path, "load_checkpoint")
+        if os.path.isdir(path):
+            found = latest_checkpoint(path)
+            if found is None:
+                raise CheckpointError(f"load_checkpoint: the folder {path} holds no checkpoint "
+                                      "listed in its index")
+            path = found
+        if not _exists(path):
+            raise CheckpointError(_missing_file_message(path))
+        self.path = path
+        header, _ = self._read([])
+        self._shapes = dict(zip(header["names"], (list(s) for s in header["shapes"])))
+        self._dtypes = dict(zip(header["names"], header["dtypes"]))
+
+    def _read(self, names):
+        try:
+            return _read(self.path, names)
+        except _Unreadable as err:
+            raise CheckpointError(f"checkpoint {self.path} {err}") from None
+
+    def get_variable_to_shape_map(self):
+        """``{name: shape as a list}`` of every tensor in the checkpoint."""
+        return {name: list(shape) for name, shape in self._shapes.items()}
+
+    def get_variable_to_dtype_map(self):
+        """``{name: gradflow dtype}`` of every tensor in the checkpoint (the dtype's name,
+        such as ``"string"``, for a TensorFlow tensor gradflow has no dtype for)."""
+        return {name: _dtype(d) for name, d in self._dtypes.items()}
+
+    def has_tensor(self, name):
+        """Whether the checkpoint holds a tensor called ``name``."""
+        return name in self._shapes
+
+    def get_tensor(self, name):
+        """The tensor called ``name``, as a NumPy array."""
+        if name not in self._shapes:
+            raise CheckpointError(f"checkpoint {self.path} has no tensor {name!r}; it holds "
+                                  f"{', '.join(repr(n) for n in sorted(self._shapes))}")
+        return self._read([name])[1][name]
+
+
+def _dtype(name):
+    try:
+        return dtypes.as_dtype(name)
+    except (TypeError, ValueError):
+        return name
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    """TF1's ``train.load_checkpoint``: a :class:`CheckpointReader`."""
+    return CheckpointReader(ckpt_dir_or_file)
+
+
+def NewCheckpointReader(filepattern):  # noqa: N802 (TF1's name)
+    """TF1's ``train.NewCheckpointReader``: a :class:`CheckpointReader`."""
+    return CheckpointReader(filepattern)
+
+
+def list_variables(ckpt_dir_or_file):
+    """TF1's ``train.list_variables``: ``[(name, shape)]`` of the checkpoint, by name."""
+    return sorted(CheckpointReader(ckpt_dir_or_file).get_variable_to_shape_map().items())
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """TF1's ``train.load_variable``: the tensor ``name`` of the checkpoint."""
+    return CheckpointReader(ckpt_dir_or_file).get_tensor(name)
