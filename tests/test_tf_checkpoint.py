@@ -241,3 +241,35 @@ def test_a_checkpoint_reader_lists_and_reads_either_format(tmp_path, fmt):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CheckpointError, match="empty holds no checkpoint listed in its index"):
         gf.train.load_checkpoint(tmp_path / "empty")
+
+
+def test_init_from_checkpoint_warm_starts_renamed_scopes_from_tensorflows_checkpoint():
+    """TF1's warm start (BERT's fine-tuning does this): the dense layer under another
+    scope takes TensorFlow's trained values through its initializer; the rest keep
+    their own initial values."""
+    prefix = os.path.join(DATA, "adam", "model.ckpt-3")
+    reader = gf.train.load_checkpoint(prefix)
+    with gf.Graph().as_default():
+        with gf.variable_scope("pretrained"):
+            kernel = gf.get_variable("kernel", initializer=np.zeros((3, 5), np.float32))
+            bias = gf.get_variable("bias", initializer=np.zeros(5, np.float32))
+        fresh = gf.Variable(np.ones(2, np.int32), name="counts32")
+        with pytest.raises(ValueError, match="tensor 'dense/nope' \\(for variable "
+                                             "'pretrained/kernel'\\) is not in checkpoint"):
+            gf.train.init_from_checkpoint(prefix, {"dense/nope": kernel})
+        with pytest.raises(ValueError, match="variable 'pretrained/bias' is float32 \\(5,\\), "
+                                             "tensor 'scale64' of checkpoint .* is float64 "
+                                             "\\(2, 3\\)"):
+            gf.train.init_from_checkpoint(prefix, {"scale64": "pretrained/bias"})
+        gf.train.init_from_checkpoint(prefix, {"dense/": "pretrained/"})
+        with gf.Session() as sess:
+            sess.run(gf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(kernel), reader.get_tensor("dense/kernel"))
+            np.testing.assert_array_equal(sess.run(bias), reader.get_tensor("dense/bias"))
+            assert sess.run(fresh).tolist() == [1, 1]
+    with gf.Graph().as_default():
+        w = gf.Variable(np.zeros((3, 5), np.float32), name="w")
+        gf.train.init_from_checkpoint(os.path.join(DATA, "adam"), {"dense/kernel": w})
+        with gf.Session() as sess:
+            sess.run(w.initializer)
+            np.testing.assert_array_equal(sess.run(w), reader.get_tensor("dense/kernel"))

@@ -4,6 +4,7 @@ from gradflow.graph_io import write_graph
 from gradflow.train.checkpoint_reader import (
     CheckpointReader,
     NewCheckpointReader,
+    init_from_checkpoint,
     list_variables,
     load_checkpoint,
     load_variable,
@@ -56,7 +57,7 @@ __all__ = [
     "piecewise_constant_decay", "polynomial_decay",
     "Saver", "CheckpointError", "latest_checkpoint", "CheckpointState", "checkpoint_exists",
     "get_checkpoint_state", "write_graph", "CheckpointReader", "NewCheckpointReader",
-    "list_variables", "load_checkpoint", "load_variable",
+    "list_variables", "load_checkpoint", "load_variable", "init_from_checkpoint",
 ]
 
 from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402

@@ -97,3 +97,60 @@ def list_variables(ckpt_dir_or_file):
 def load_variable(ckpt_dir_or_file, name):
     """TF1's ``train.load_variable``: the tensor ``name`` of the checkpoint."""
     return CheckpointReader(ckpt_dir_or_file).get_tensor(name)
+
+
+def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
+    """TF1's ``train.init_from_checkpoint``: the variables' initializers load their
+    values from the checkpoint (gradflow's or TensorFlow's) instead, for warm starts
+    from a trained model. Call it before ``global_variables_initializer()``.
+
+    ``assignment_map`` maps checkpoint names to the graph's, as TF1 does:
+    ``{"old/w": "new/w"}`` or ``{"old/w": variable}`` for one variable, and
+    ``{"old_scope/": "new_scope/"}`` or ``{"/": "new_scope/"}`` for every variable
+    under a scope, each to the tensor of the same name under the checkpoint's scope.
+    A name the checkpoint lacks, or a shape or dtype that differs, raises
+    ``ValueError`` and changes no initializer.
+    """
+    from gradflow.ops.registry import constant
+    from gradflow.ops.state_ops import assign
+    from gradflow.variables import Variable, global_variables
+
+    reader = CheckpointReader(ckpt_dir_or_file)
+    shapes, kinds = reader.get_variable_to_shape_map(), reader._dtypes
+    by_name = {v.op.name: v for v in global_variables()}
+    pairs = []
+    for stored, current in assignment_map.items():
+        if isinstance(current, Variable):
+            pairs.append((stored, current))
+        elif not isinstance(current, str):
+            raise TypeError(f"init_from_checkpoint: assignment_map[{stored!r}] is "
+                            f"{type(current).__name__}; expected a variable or a name")
+        elif stored.endswith("/") or stored == "/":
+            inner = "" if current in ("/", "") else current.rstrip("/") + "/"
+            outer = "" if stored == "/" else stored
+            found = [(outer + name[len(inner):], var) for name, var in by_name.items()
+                     if name.startswith(inner)]
+            if not found:
+                raise ValueError(f"init_from_checkpoint: no variable of the graph is under "
+                                 f"the scope {current!r} (assignment_map[{stored!r}])")
+            pairs.extend(found)
+        elif current in by_name:
+            pairs.append((stored, by_name[current]))
+        else:
+            raise ValueError(f"init_from_checkpoint: the graph has no variable {current!r} "
+                             f"(assignment_map[{stored!r}])")
+    for stored, var in pairs:
+        if stored not in shapes:
+            raise ValueError(f"init_from_checkpoint: tensor {stored!r} (for variable "
+                             f"'{var.op.name}') is not in checkpoint {reader.path}")
+        if tuple(shapes[stored]) != tuple(var.shape) or kinds[stored] != var.dtype.name:
+            raise ValueError(f"init_from_checkpoint: variable '{var.op.name}' is "
+                             f"{var.dtype.name} {tuple(var.shape)}, tensor {stored!r} of "
+                             f"checkpoint {reader.path} is {kinds[stored]} "
+                             f"{tuple(shapes[stored])}")
+    for stored, var in pairs:
+        with var.graph.as_default(), var.graph.control_dependencies(None):
+            value = constant(reader.get_tensor(stored), dtype=var.dtype,
+                             name=f"{var.op.name}/checkpoint_value")
+            var.initial_value = value
+            var.initializer = assign(var, value, name=f"{var.op.name}/Initializer")
