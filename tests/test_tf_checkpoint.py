@@ -219,7 +219,8 @@ def test_a_checkpoint_reader_lists_and_reads_either_format(tmp_path, fmt):
     else:  # the same values, saved by gradflow
         folder = str(tmp_path)
         with gf.Graph().as_default():
-            values = {n: gf.Variable(expected[n], name=n) for n in expected.files}
+            for name in expected.files:
+                gf.Variable(expected[name], name=name)
             with gf.Session() as sess:
                 sess.run(gf.global_variables_initializer())
                 gf.train.Saver().save(sess, os.path.join(folder, "model.ckpt"), global_step=3)
@@ -273,3 +274,22 @@ def test_init_from_checkpoint_warm_starts_renamed_scopes_from_tensorflows_checkp
         with gf.Session() as sess:
             sess.run(w.initializer)
             np.testing.assert_array_equal(sess.run(w), reader.get_tensor("dense/kernel"))
+
+
+def test_a_sharded_checkpoint_reads_each_tensor_from_its_own_data_file(tmp_path):
+    """``Saver(sharded=True)`` over two devices: one index, two data files."""
+    folder = tmp_path / "sharded"
+    shutil.copytree(os.path.join(DATA, "sharded"), folder)
+    with gf.Graph().as_default():
+        a = gf.Variable(np.zeros((2, 3), np.float32), name="a")
+        with gf.name_scope("scope"):
+            b = gf.Variable(np.zeros(4, np.int64), name="b")
+        with gf.Session() as sess:
+            gf.train.Saver().restore(sess, gf.train.latest_checkpoint(str(folder)))
+            assert sess.run(a).tolist() == [[0, 1, 2], [3, 4, 5]]
+            assert sess.run(b).tolist() == [0, 7, 14, 21]
+    os.remove(folder / "s.ckpt.data-00001-of-00002")
+    with pytest.raises(CheckpointError, match="its data file .*s.ckpt.data-00001-of-00002 "
+                                              "cannot be read"):
+        gf.train.load_variable(str(folder), "scope/b")
+    assert gf.train.load_variable(str(folder), "a").shape == (2, 3)

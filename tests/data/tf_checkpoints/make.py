@@ -4,14 +4,17 @@ TensorFlow itself (2.x, ``compat.v1`` graph mode): ``python make.py`` in this fo
 - ``adam/``: a small TF1 model (the graph of ``test_tf_checkpoint.model``) after 3 Adam
   steps, its ``checkpoint`` index naming the absolute path TensorFlow saved to, and
   ``adam_expected.npz``: every variable after a 4th step, computed by TensorFlow.
-- ``many/``: 300 variables of several dtypes, enough index entries for TensorFlow to
-  compress the index's blocks; ``many_expected.npz`` holds their values.
+- ``many/``: 300 variables of several dtypes in one index block of 10 KB;
+  ``many_expected.npz`` holds their values.
+- ``sharded/``: a ``Saver(sharded=True)`` checkpoint of variables on two (logical)
+  CPUs: two data files under one index.
 """
 
 import os
 import shutil
 
 import numpy as np
+import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -67,7 +70,25 @@ def many():
     np.savez(os.path.join(HERE, "many_expected.npz"), **values)
 
 
+def sharded():
+    tf.reset_default_graph()
+    with tf.device("/cpu:0"):
+        tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="a")
+    with tf.device("/cpu:1"):
+        tf.Variable(np.arange(4, dtype=np.int64) * 7, name="scope/b")
+    folder = os.path.join(HERE, "sharded")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver(sharded=True).save(sess, os.path.join(folder, "s.ckpt"))
+    os.remove(os.path.join(folder, "s.ckpt.meta"))
+
+
 if __name__ == "__main__":
+    cpu = tf2.config.list_physical_devices("CPU")[0]  # two logical CPUs, before any graph
+    tf2.config.set_logical_device_configuration(cpu, [tf2.config.LogicalDeviceConfiguration()] * 2)
     tf.disable_eager_execution()
     adam()
     many()
+    sharded()
