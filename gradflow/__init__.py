@@ -6,7 +6,7 @@ library, chosen per Session.
 """
 
 from gradflow import backends, data, errors, layers, nn, train  # noqa: E402 - they use the names above
-from gradflow import app, contrib, image, keras  # TF1's tf.app, tf.contrib, tf.image, tf.keras
+from gradflow import app, contrib, estimator, image, keras  # TF1's tf.app, tf.contrib, ...
 from gradflow import initializers, losses, metrics  # TF1's tf.initializers, tf.losses, tf.metrics
 from gradflow.initializers import (
     identity_initializer,
