@@ -21,6 +21,11 @@ class OutOfRangeError(GradflowError, IndexError):
     """An iteration ran past its end (TF1's signal that an input is exhausted)."""
 
 
+class CancelledError(GradflowError):
+    """An operation was cancelled (a queue's waiting enqueue, when the queue or its
+    Session closes)."""
+
+
 class NotFoundError(GradflowError, LookupError):
     """Something asked for (a file, a checkpoint, a name) does not exist."""
 

@@ -60,9 +60,24 @@ __all__ = [
     "list_variables", "load_checkpoint", "load_variable", "init_from_checkpoint",
 ]
 
+from gradflow.train import queue_runner  # noqa: E402 - TF1's tf.train.queue_runner
 from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402
+from gradflow.train.input import (  # noqa: E402
+    batch,
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    shuffle_batch,
+    slice_input_producer,
+    string_input_producer,
+)
+from gradflow.train.queue_runner import QueueRunner, add_queue_runner  # noqa: E402
 
-__all__ += ["Coordinator", "start_queue_runners"]
+queue_runner.start_queue_runners = start_queue_runners
+
+__all__ += ["Coordinator", "start_queue_runners", "QueueRunner", "add_queue_runner", "batch",
+            "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
+            "slice_input_producer", "string_input_producer"]
 from gradflow.train.monitored_session import (  # noqa: E402
     MonitoredSession,
     MonitoredTrainingSession,

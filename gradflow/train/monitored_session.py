@@ -13,7 +13,7 @@ ends the ``with`` block quietly at the end of the input (``OutOfRangeError``).
 from __future__ import annotations
 
 from gradflow import errors
-from gradflow.train.coordinator import Coordinator
+from gradflow.train.coordinator import Coordinator, start_queue_runners
 from gradflow.train.session_run_hook import (
     CheckpointSaverHook,
     SessionRunArgs,
@@ -59,6 +59,7 @@ class MonitoredSession:
         latest = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
         if latest is not None:
             Saver().restore(sess, latest)
+        start_queue_runners(sess, self._coord)  # TF1 starts the graph's queue runners too
         for hook in self._hooks:
             hook.after_create_session(sess, self._coord)
         return sess
