@@ -13,7 +13,7 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
     features) and ``y`` (the labels, if given): ``num_epochs`` passes (``None``: no end)
     in order, or shuffled when ``shuffle`` is True (uniformly: the whole data set is the
     buffer; the graph seed decides the order). The last batch of a pass may be smaller.
-    ``queue_capacity`` and ``num_threads`` are accepted (there are no queues)."""
+    ``queue_capacity`` and ``num_threads`` are accepted (it reads through ``gf.data``)."""
     if not isinstance(shuffle, bool):
         raise ValueError(f"numpy_input_fn: shuffle must be given as True or False, got "
                          f"{shuffle!r}")

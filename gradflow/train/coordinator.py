@@ -125,8 +125,8 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
                         collection="queue_runners"):
     """Start the threads of the queue runners in ``collection`` and return them (TF1).
 
-    gradflow feeds its inputs without queues (``feed_dict``, ``gf.data``), so a graph
-    holds queue runners only where a program adds its own objects with TF1's
+    The runners are ``gf.train.QueueRunner`` objects (added by ``batch``, the input
+    producers or ``add_queue_runner``), or any object with TF1's
     ``create_threads(sess, coord, daemon, start)``; with none it returns ``[]``.
     """
     from gradflow.graph import get_default_graph
