@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 from array_api_compat import device as _device
 
 from gradflow import dtypes
@@ -152,10 +153,82 @@ def getitem_key(key, shape):
 
 
 def getitem(x, key, name=None):
-    """``x[key]`` with static ints, slices, ``None`` and ``...``; slice bounds past the
-    end of an axis of known size are clamped, as in Python and TF1."""
+    """``x[key]`` with ints, slices, ``None`` and ``...``; slice bounds past the end of an
+    axis are clamped, as in Python and TF1. Bounds and indices known when the graph is
+    built make one view; scalar integer tensors among them (``x[:, i * n:(i + 1) * n]``
+    with ``i`` fed or dequeued) are gathers along their axes (``_dynamic_getitem``)."""
     x = convert_to_tensor(x)
+    key = _folded(key)
+    if _has_tensor(key):
+        return _dynamic_getitem(x, key)
     return apply("getitem", [x], name=name or "strided_slice", key=getitem_key(key, x.shape))
+
+
+def _folded(key):
+    """``key`` with constant tensors and NumPy integers as Python ints."""
+    from gradflow.ops.array_ops import static_value
+
+    def fold(v):
+        if isinstance(v, Tensor):
+            static = static_value(v)
+            return int(static) if static is not None and static.ndim == 0 \
+                and static.dtype.kind in "iu" else v
+        return int(v) if isinstance(v, np.integer) else v
+
+    items = key if isinstance(key, tuple) else (key,)
+    folded = tuple(slice(fold(k.start), fold(k.stop), fold(k.step)) if isinstance(k, slice)
+                   else fold(k) for k in items)
+    return folded if isinstance(key, tuple) else folded[0]
+
+
+def _has_tensor(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(v, Tensor) for k in items
+               for v in ((k.start, k.stop, k.step) if isinstance(k, slice) else (k,)))
+
+
+def _dynamic_getitem(x, key):
+    """``x[key]`` where bounds or indices are scalar integer tensors: each such slice a
+    gather of ``range(begin, end, step)`` along its axis (negative bounds count from the
+    end and are clamped, as in TF1), each such index a gather that drops its axis.
+    Gradients flow as through any gather."""
+    from gradflow.ops.math_ops import cast, maximum, minimum, where
+    from gradflow.ops.shape_ops import range_
+
+    if x.shape is None:
+        raise ValueError(f"'{x.name}'[{key!r}]: slicing with tensor bounds needs a known rank")
+    items = list(key if isinstance(key, tuple) else (key,))
+    used = sum(1 for k in items if k is not None and k is not Ellipsis)
+    if used > len(x.shape):
+        raise IndexError(f"too many indices ({used}) for rank {len(x.shape)}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(x.shape) - used)
+
+    def bound(value, dim, clamp):
+        value = cast(convert_to_tensor(value), dtypes.int32)
+        value = where(value < 0, value + dim, value)
+        return minimum(maximum(value, 0), dim) if clamp else value
+
+    out, axis = x, 0
+    for k in items:
+        if k is None:
+            out = expand_dims(out, axis)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else k.step
+            if not isinstance(step, int) or step <= 0:
+                raise ValueError(f"'{x.name}'[{key!r}]: with tensor bounds, a slice's step must "
+                                 f"be a positive int, got {step!r}")
+            if k.start is not None or k.stop is not None or step != 1:
+                dim = shape(out)[axis]
+                begin = 0 if k.start is None else bound(k.start, dim, True)
+                end = dim if k.stop is None else bound(k.stop, dim, True)
+                out = gather(out, range_(begin, maximum(begin, end), step), axis=axis)
+        else:
+            out = gather(out, bound(k, shape(out)[axis], False), axis=axis)
+            continue  # the axis is gone
+        axis += 1
+    return out
 
 
 # -- concat and its gradient -----------------------------------------------------
@@ -430,6 +503,21 @@ def slice_(input_, begin, size, name=None):
     return getitem(x, tuple(key), name=name or "Slice")
 
 
+def _bounds(value, what):
+    """``strided_slice``'s ``begin`` or ``end`` as a list of ints and scalar tensors (one
+    per entry): known values as ints, the entries of a 1-D tensor as its elements."""
+    from gradflow.ops.array_ops import static_value
+
+    static = static_value(value)
+    if static is not None:
+        return _static_ints(value, what, "strided_slice")
+    if isinstance(value, Tensor):
+        if value.shape is None or len(value.shape) != 1 or value.shape[0] is None:
+            raise ValueError(f"strided_slice: {what} '{value.name}' needs a known length")
+        return [value[i] for i in range(value.shape[0])]
+    return [_folded(v) for v in value]
+
+
 def _bit(mask, i):
     return bool((int(mask) >> i) & 1)
 
@@ -445,8 +533,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,
     as ``x[...]``.
     """
     x = convert_to_tensor(input_)
-    begin = _static_ints(begin, "begin", "strided_slice")
-    end = _static_ints(end, "end", "strided_slice")
+    begin, end = _bounds(begin, "begin"), _bounds(end, "end")
     strides = [1] * len(begin) if strides is None else \
         _static_ints(strides, "strides", "strided_slice")
     if not len(begin) == len(end) == len(strides):
