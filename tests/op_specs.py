@@ -56,6 +56,14 @@ EXEMPT = {
     "iterator_component": "kind 'call': one component of an iterator's element",
     "iterator_initialize": "kind 'call': starts a gf.data iterator on a data set",
     "dataset_function_arg": "kind 'call': an element's component in a traced map function",
+    # queues (gradflow/ops/queue_ops.py): elements held by the session's queue state, taken
+    # and given by threads of one Session, no gradient (tests/test_queues.py)
+    "queue_enqueue": "kind 'call': adds elements to a queue of the session",
+    "queue_dequeue": "kind 'call': takes elements from a queue of the session",
+    "queue_close": "kind 'call': closes a queue of the session",
+    "queue_size": "kind 'call': the number of elements in a queue of the session",
+    "queue_is_closed": "kind 'call': whether a queue of the session is closed",
+    "input_epochs": "kind 'call': an input producer's rows, per epoch, for num_epochs runs",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",
