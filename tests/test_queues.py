@@ -54,6 +54,21 @@ def test_fifo_order_batches_size_and_the_end_of_a_closed_queue():
             sess.run(put)
 
 
+def test_a_queue_of_strings_and_floats_keeps_each_dtype():
+    q = gf.FIFOQueue(4, [gf.string, gf.float32], shapes=[(), (2,)])
+    put = q.enqueue([b"ab", np.ones(2, np.float32)])
+    name, value = q.dequeue()
+    names, values = q.dequeue_many(2)
+    with gf.Session() as sess:
+        for _ in range(3):
+            sess.run(put)
+        one = sess.run([name, value])
+        two = sess.run([names, values])
+    assert one[0] == b"ab" and one[1].dtype == np.float32
+    assert two[0].dtype == object and two[0].tolist() == [b"ab", b"ab"]
+    assert two[1].dtype == np.float32 and two[1].shape == (2, 2)
+
+
 def test_two_sessions_on_one_graph_have_their_own_queue():
     q = gf.FIFOQueue(3, gf.int64, shapes=[()])
     put, size = q.enqueue(7), q.size()
@@ -155,6 +170,7 @@ def test_shuffle_batch_of_strings_in_a_monitored_session_ends_with_the_input():
         return seen
 
     seen = in_thread(train)["result"]
+    assert all(b.dtype == object for b in seen)  # gradflow's strings: bytes objects
     assert sorted(sum((b.tolist() for b in seen), [])) == sorted(names)
     assert [len(b) for b in seen] == [5, 5, 2]
 

@@ -267,12 +267,18 @@ def _host_elements(arrays, queue, node, many):
         elements = [tuple(a[i] for a in arrays) for i in range(counts.pop())]
     else:
         elements = [tuple(arrays)]
+    if any(a.dtype.kind == "O" for a in arrays):  # a scalar string: its bytes, not a 0-d array
+        elements = [tuple(c.item() if isinstance(c, np.ndarray) and c.ndim == 0
+                          and c.dtype.kind == "O" else c for c in element)
+                    for element in elements]
     if queue.shapes is not None and elements:
         for k, (component, want) in enumerate(zip(elements[0], queue.shapes)):
-            if tuple(np.shape(component)) != want:
+            have = np.shape(component)
+            if len(have) != len(want) or any(w is not None and w != h
+                                             for h, w in zip(have, want)):
                 raise InvalidArgumentError(
-                    f"'{node.name}': component {k} of an element has shape "
-                    f"{tuple(np.shape(component))}; {queue._kind} '{queue.name}' holds {want}")
+                    f"'{node.name}': component {k} of an element has shape {tuple(have)}; "
+                    f"{queue._kind} '{queue.name}' holds {want}")
     return elements
 
 
@@ -292,17 +298,17 @@ def _dequeue_impl(session, node):
     queue, n, up_to = node.attrs["queue"], node.attrs["n"], node.attrs["up_to"]
     single, asarray = node.attrs["single"], session.backend.asarray
 
-    def deliver(host):
-        host = np.asarray(host)
-        return host if host.dtype.kind == "O" else asarray(host)
+    def deliver(parts, dtype):
+        if dtype is dtypes.string:  # strings stay on the host, as object arrays of bytes
+            return dtypes.bytes_array(parts)
+        return asarray(np.asarray(parts, dtype=dtype.as_numpy_dtype))
 
     def run():
         elements = queue.state(session).take(n, up_to, node)
         if n is None:
-            out = [deliver(c) for c in elements[0]]
+            out = [deliver(c, t) for c, t in zip(elements[0], queue.dtypes)]
         else:
-            out = [deliver(np.stack([e[k] for e in elements]))
-                   for k in range(len(queue.dtypes))]
+            out = [deliver([e[k] for e in elements], t) for k, t in enumerate(queue.dtypes)]
         return out[0] if single else tuple(out)
 
     return run
