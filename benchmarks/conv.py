@@ -47,10 +47,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 from timing import (  # noqa: E402
     OtherLoad,
-    add_malloc_argument,
+    parse_args,
     pin_threads_from_argv,
     pin_torch_threads,
-    reuse_freed_memory,
     time_ms_each,
 )
 
@@ -447,9 +446,7 @@ def main():
     parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
-    add_malloc_argument(parser)
-    args = parser.parse_args()
-    print("malloc: " + reuse_freed_memory(args.default_malloc))
+    args = parse_args(parser)
     try:
         import torch
     except ImportError:

@@ -29,10 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from timing import (  # noqa: E402
     OtherLoad,
-    add_malloc_argument,
+    parse_args,
     pin_threads_from_argv,
     pin_torch_threads,
-    reuse_freed_memory,
     time_ms_each,
 )
 
@@ -444,9 +443,7 @@ def main(argv=None):
                         help="only print the time per op of the gradflow step")
     parser.add_argument("--optimize", type=int, default=1,
                         help="with --profile: Session(optimize=...) (default 1)")
-    add_malloc_argument(parser)
-    args = parser.parse_args(argv)
-    print("malloc: " + reuse_freed_memory(args.default_malloc))
+    args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)

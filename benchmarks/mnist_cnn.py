@@ -21,13 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from timing import (  # noqa: E402
-    add_malloc_argument,
-    pin_threads_from_argv,
-    pin_torch_threads,
-    reuse_freed_memory,
-    time_ms,
-)
+from timing import parse_args, pin_threads_from_argv, pin_torch_threads, time_ms  # noqa: E402
 
 pin_threads_from_argv()
 
@@ -143,9 +137,7 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--seconds", type=float, default=6.0,
                         help="timing per batch size, shared by the contenders")
-    add_malloc_argument(parser)
-    args = parser.parse_args(argv)
-    print("malloc: " + reuse_freed_memory(args.default_malloc))
+    args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)

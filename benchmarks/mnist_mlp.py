@@ -22,10 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from timing import (  # noqa: E402
     OtherLoad,
-    add_malloc_argument,
+    parse_args,
     pin_threads_from_argv,
     pin_torch_threads,
-    reuse_freed_memory,
     time_ms_each,
 )
 
@@ -350,9 +349,7 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--check", action="store_true",
                         help="only compare the weights after 3 steps of each implementation")
-    add_malloc_argument(parser)
-    args = parser.parse_args(argv)
-    print("malloc: " + reuse_freed_memory(args.default_malloc))
+    args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)

@@ -63,12 +63,16 @@ def reuse_freed_memory(default_malloc=False):
     return "freed memory kept for reuse (mallopt: mmap and trim thresholds raised)"
 
 
-def add_malloc_argument(parser):
-    """``--default-malloc`` on ``parser``: see ``reuse_freed_memory``."""
+def parse_args(parser, argv=None):
+    """``parser.parse_args(argv)`` with ``--default-malloc`` added; the malloc setting of
+    ``reuse_freed_memory`` applied and printed, for the benchmark's header."""
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc's malloc as it is: large outputs of the peers then "
                              "get fresh pages (and their faults) or not, as the process's "
                              "history has it")
+    args = parser.parse_args(argv)
+    print("malloc: " + reuse_freed_memory(args.default_malloc))
+    return args
 
 
 def time_ms(step, seconds=1.0):

@@ -20,6 +20,7 @@ of their input. ``model_fn(features, labels, mode[, params][, config])`` returns
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import tempfile
@@ -229,7 +230,7 @@ class Estimator:
             init_from_checkpoint(reader.path, {name: v for name, v in held.items()})
 
     def _restored(self, input_fn, mode, checkpoint_path):
-        return _RestoredSession(self, input_fn, mode, checkpoint_path)
+        return _restored_session(self, input_fn, mode, checkpoint_path)
 
     @staticmethod
     def _run_to_end(sess, fetches):
@@ -242,40 +243,24 @@ class Estimator:
             return False
 
 
-class _RestoredSession:
-    """``with``: a new graph of ``mode``, a Session with the checkpoint restored; gives
+@contextlib.contextmanager
+def _restored_session(est, input_fn, mode, checkpoint_path):
+    """A new graph of ``mode`` and a Session with the checkpoint restored, as
     ``(session, spec, global step tensor)``."""
+    from gradflow import train as gf_train
+    from gradflow.graph import Graph
+    from gradflow.session import Session
 
-    def __init__(self, estimator, input_fn, mode, checkpoint_path):
-        self.estimator, self.input_fn, self.mode = estimator, input_fn, mode
-        self.checkpoint_path = checkpoint_path
-
-    def __enter__(self):
-        from gradflow import train as gf_train
-        from gradflow.graph import Graph
-        from gradflow.session import Session
-
-        est = self.estimator
-        path = self.checkpoint_path or est.latest_checkpoint()
-        if path is None:
-            raise ValueError(f"Could not find trained model in model_dir: {est.model_dir}")
-        self._graph_scope = Graph().as_default()
-        graph = self._graph_scope.__enter__()
-        try:
-            est._seed(graph)
-            step = gf_train.get_or_create_global_step()
-            spec = est._call_model_fn(self.input_fn, self.mode)
-            self.sess = Session(graph=graph, config=est.config.session_config)
-            gf_train.Saver().restore(self.sess, path)
-        except BaseException:
-            self._graph_scope.__exit__(None, None, None)
-            raise
-        return self.sess, spec, step
-
-    def __exit__(self, *exc):
-        self.sess.close()
-        self._graph_scope.__exit__(*exc)
-        return False
+    path = checkpoint_path or est.latest_checkpoint()
+    if path is None:
+        raise ValueError(f"Could not find trained model in model_dir: {est.model_dir}")
+    with Graph().as_default() as graph:
+        est._seed(graph)
+        step = gf_train.get_or_create_global_step()
+        spec = est._call_model_fn(input_fn, mode)
+        with Session(graph=graph, config=est.config.session_config) as sess:
+            gf_train.Saver().restore(sess, path)
+            yield sess, spec, step
 
 
 def _no_hooks(where, hooks):

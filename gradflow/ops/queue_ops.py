@@ -23,15 +23,11 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import CancelledError, InvalidArgumentError, OutOfRangeError
 from gradflow.graph import get_default_graph
+from gradflow.ops.control_flow_ops import VARIANT, _pick
+from gradflow.ops.dataset_ops import _declared  # shape and dtype as the op's builder gives them
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 __all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue"]
-
-
-def _variant():
-    from gradflow.ops.control_flow_ops import VARIANT
-
-    return VARIANT
 
 
 class QueueBase:
@@ -90,7 +86,7 @@ class QueueBase:
 
         node = apply("queue_close", [], name=(name or f"{self.name}_Close") + "/run",
                      graph=self.graph, queue=self, cancel=bool(cancel_pending_enqueues),
-                     shape=None, dtype=_variant())
+                     shape=None, dtype=VARIANT)
         return group(node, name=name or f"{self.name}_Close")
 
     def size(self, name=None):
@@ -126,12 +122,10 @@ class QueueBase:
                     raise ValueError(f"{name}: component {k} has shape {have}"
                                      f"{' per element' if many else ''}; the queue's is {want}")
         node = apply("queue_enqueue", tensors, name=name + "/run", graph=self.graph,
-                     queue=self, many=many, shape=None, dtype=_variant())
+                     queue=self, many=many, shape=None, dtype=VARIANT)
         return group(node, name=name)
 
     def _dequeue(self, n, up_to, name):
-        from gradflow.ops.control_flow_ops import _pick
-
         if n is not None and n < 0:
             raise ValueError(f"{name}: cannot take {n} elements")
         if n is not None and self.shapes is None:
@@ -143,7 +137,7 @@ class QueueBase:
         single = len(self.dtypes) == 1
         node = apply("queue_dequeue", [], name=name, graph=self.graph, queue=self, n=n,
                      up_to=up_to, single=single, shape=shapes[0] if single else None,
-                     dtype=self.dtypes[0] if single else _variant())
+                     dtype=self.dtypes[0] if single else VARIANT)
         if single:
             return node
         return [_pick(node, k, s, t) for k, (s, t) in enumerate(zip(shapes, self.dtypes))]
@@ -249,10 +243,6 @@ class _QueueState:
 
 
 # -- the ops -------------------------------------------------------------------------
-
-
-def _declared(shapes, in_dtypes, shape, dtype, **_):
-    return shape, dtype
 
 
 def _host_elements(arrays, queue, node, many):

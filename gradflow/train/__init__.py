@@ -60,7 +60,6 @@ __all__ = [
     "list_variables", "load_checkpoint", "load_variable", "init_from_checkpoint",
 ]
 
-from gradflow.train import queue_runner  # noqa: E402 - TF1's tf.train.queue_runner
 from gradflow.train.coordinator import Coordinator, start_queue_runners  # noqa: E402
 from gradflow.train.input import (  # noqa: E402
     batch,
@@ -72,8 +71,6 @@ from gradflow.train.input import (  # noqa: E402
     string_input_producer,
 )
 from gradflow.train.queue_runner import QueueRunner, add_queue_runner  # noqa: E402
-
-queue_runner.start_queue_runners = start_queue_runners
 
 __all__ += ["Coordinator", "start_queue_runners", "QueueRunner", "add_queue_runner", "batch",
             "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",

@@ -148,9 +148,10 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
                              f"{var.dtype.name} {tuple(var.shape)}, tensor {stored!r} of "
                              f"checkpoint {reader.path} is {kinds[stored]} "
                              f"{tuple(shapes[stored])}")
+    values = reader._read([stored for stored, _ in pairs])[1]  # one read for them all
     for stored, var in pairs:
         with var.graph.as_default(), var.graph.control_dependencies(None):
-            value = constant(reader.get_tensor(stored), dtype=var.dtype,
+            value = constant(values[stored], dtype=var.dtype,
                              name=f"{var.op.name}/checkpoint_value")
             var.initial_value = value
             var.initializer = assign(var, value, name=f"{var.op.name}/Initializer")

@@ -1,6 +1,6 @@
 """TF1's ``QueueRunner``: threads that run a queue's enqueue ops in one Session until
-the input ends, and ``add_queue_runner``. ``start_queue_runners`` (in
-``coordinator``) starts those a graph holds.
+the input ends, ``add_queue_runner``, and (as TF1's ``tf.train.queue_runner``)
+``start_queue_runners``, which starts those a graph holds.
 
 >>> qr = gf.train.QueueRunner(queue, [enqueue_op] * 4)
 >>> gf.train.add_queue_runner(qr)
@@ -13,8 +13,9 @@ import threading
 
 from gradflow import errors
 from gradflow.graph import get_default_graph
+from gradflow.train.coordinator import start_queue_runners
 
-__all__ = ["QueueRunner", "add_queue_runner"]
+__all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 QUEUE_RUNNERS = "queue_runners"
 _log = logging.getLogger("gradflow.train")
