@@ -46,6 +46,13 @@ def build(source, directory):
     return ctypes.CDLL(lib)
 
 
+def build_printed(printed, directory):
+    """``{kind: (lib, name)}`` for a kernel generator's ``{kind: (text, name)}``: the
+    texts compiled together, one library, one g++ call."""
+    lib = build("\n".join(text for text, _ in printed.values()), directory)
+    return {kind: (lib, name) for kind, (_, name) in printed.items()}
+
+
 def launch(lib, name, args, blocks=1):
     """Run kernel ``name`` as a grid of ``blocks`` one-thread blocks, one after another."""
     fn = getattr(lib, name)

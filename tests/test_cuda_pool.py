@@ -12,7 +12,7 @@ import types
 import array_api_compat.numpy as xp
 import numpy as np
 import pytest
-from cuda_host import build, launch, needs_gxx
+from cuda_host import build_printed, launch, needs_gxx
 
 from gradflow.backends import cuda_pool, im2col_conv
 from gradflow.ops.registry import REGISTRY
@@ -34,10 +34,17 @@ def _images(rng, n, size, c, dtype):
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("pool"))
-    return {dtype: {k: (build(text, directory), name)
-                    for k, (text, name) in cuda_pool.pool_sources(dtype).items()}
-            for dtype in ("float32", "float64")}
+    """``kernels(dtype name, fixed)``: ``{kind: (lib, name)}``, the text specialized to
+    the sizes ``fixed`` built by g++ once."""
+    directory, made = str(tmp_path_factory.mktemp("pool")), {}
+
+    def get(dtype, fixed):
+        key = (dtype, tuple(fixed))
+        if key not in made:
+            made[key] = build_printed(cuda_pool.pool_sources(dtype, key[1]), directory)
+        return made[key]
+
+    return get
 
 
 @pytest.mark.parametrize("width", ["", "_i32"])
@@ -52,7 +59,7 @@ def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
     sizes = geo.sizes()
     ninf = np.dtype(dtype).type(-np.inf)
     want = REGISTRY["max_pool"].impl(xp, x, **attrs)
-    lib, name = kernels[dtype]["pool" + width]
+    lib, name = kernels(dtype, sizes[1:])["pool" + width]
     got = np.full(want.shape, 7, dtype)
     launch(lib, name, [x, got, *sizes, ninf], blocks=3)
     np.testing.assert_array_equal(got, want)
@@ -61,7 +68,7 @@ def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
     assert cuda_pool.tiles(geo) or case not in TILED
     kinds = ["grad", "grad_tiled"] if cuda_pool.tiles(geo) else ["grad"]
     for kind in kinds:
-        lib, name = kernels[dtype][kind + width]
+        lib, name = kernels(dtype, sizes[1:])[kind + width]
         for op, relu in (("max_pool_grad", 0), ("max_pool_relu_grad", 1)):
             with np.errstate(invalid="ignore"):
                 want = REGISTRY[op].impl(xp, g, x, **attrs)
@@ -72,7 +79,7 @@ def test_the_pool_kernels_give_the_references_bits(kernels, case, dtype, width):
 
 
 def test_other_dtypes_have_no_kernels():
-    assert cuda_pool.pool_sources("float16") is None
+    assert cuda_pool.pool_sources("float16", (8, 8, 3, 2, 2, 2, 2, 0, 0, 4, 4)) is None
 
 
 class _HostKernel:
@@ -90,12 +97,16 @@ def _on_host(kernels, monkeypatch):
     from gradflow.backends import cupy_emit
 
     launched = []
-    host = {d: {k: _HostKernel(lib, name, launched) for k, (lib, name) in made.items()}
-            for d, made in kernels.items()}
+
+    def get(dtype, fixed):
+        if np.dtype(dtype).name not in ("float32", "float64"):
+            return None
+        return {k: _HostKernel(lib, name, launched)
+                for k, (lib, name) in kernels(np.dtype(dtype).name, fixed).items()}
+
     monkeypatch.setitem(__import__("sys").modules, "cupy",
                         types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
-    monkeypatch.setattr(cupy_emit._POOL_KERNELS, "get",
-                        lambda dtype: host.get(np.dtype(dtype).name))
+    monkeypatch.setattr(cupy_emit._POOL_KERNELS, "get", get)
     return cupy_emit, launched
 
 

@@ -35,22 +35,21 @@ def _reference(op, *args, strides, padding):
 
 class _HostWindows:
     """``cupy_emit.CudaWindows``'s role on the host: the CUDA C text of
-    ``cuda_im2col``, compiled with g++ and run as a grid of 3 blocks."""
+    ``cuda_im2col``, specialized to each geometry, compiled with g++ and run as a grid
+    of 3 blocks."""
 
     def __init__(self, directory):
-        from cuda_host import build
-
-        self.libs = {}
-        for dtype in ("float32", "float64"):
-            for kind, (text, name) in cuda_im2col.window_sources(dtype).items():
-                self.libs[(dtype, kind)] = (build(text, directory), name)
+        self.directory, self.libs = directory, {}
         self.calls = []
         self.width = ""  # the index width: a suffix of cuda_im2col.INDEX_WIDTHS
 
     def _launch(self, kind, source, result, geo):
-        from cuda_host import launch
+        from cuda_host import build_printed, launch
 
-        lib, name = self.libs[(source.dtype.name, kind + self.width)]
+        key = (source.dtype.name, geo.sizes()[1:])
+        if key not in self.libs:
+            self.libs[key] = build_printed(cuda_im2col.window_sources(*key), self.directory)
+        lib, name = self.libs[key][kind + self.width]
         launch(lib, name, [np.ascontiguousarray(source), result, *geo.sizes()], blocks=3)
         self.calls.append(kind)
         return True
@@ -150,3 +149,24 @@ def test_32_bit_indices_serve_arrays_well_below_2_to_the_31():
     small, large = np.empty(10), types.SimpleNamespace(size=2**31 - 2**20)
     assert cuda_im2col.index_kind(small, small) == "_i32"
     assert cuda_im2col.index_kind(small, large) == ""
+
+
+def test_a_specialized_window_text_reads_only_the_batch(host_windows):
+    """The text is specialized to every size but the batch: one compiled text serves
+    images of any batch with that geometry."""
+    from gradflow.backends import im2col_conv
+
+    rng = np.random.default_rng(2)
+    host_windows.width = "_i32"
+    for n in (1, 3):
+        x = rng.standard_normal((n, 6, 6, 2)).astype(np.float32)
+        geo = im2col_conv.geometry(x.shape, (3, 3), (1, 1), "SAME")
+        cols = np.full((n, geo.oh, geo.ow, 3, 3, 2), 7, np.float32)
+        assert host_windows.columns(x, cols, geo)
+        padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        want = np.stack([padded[:, i:i + 6, j:j + 6, :] for i in range(3) for j in range(3)],
+                        axis=3).reshape(cols.shape)
+        np.testing.assert_array_equal(cols, want)
+    assert sum(key[1] == geo.sizes()[1:] for key in host_windows.libs) == 1
+    with pytest.raises(ValueError, match="fixed sizes"):
+        cuda_im2col.window_sources("float32", geo.sizes())

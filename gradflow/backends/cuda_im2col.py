@@ -15,6 +15,10 @@ Images are C-ordered NHWC, the column matrices ``(n, oh, ow, kh, kw, c)``. The t
 compiled for the GPU by ``cupy.RawKernel`` (``gradflow.backends.cupy_emit``) and, in
 the tests, for the host by g++ (``tests/cuda_host.py``).
 
+Each text is specialized to one geometry (``fixed``: every size but the batch's), so
+that the compiler divides by constants with multiplications and shifts: the CuPy
+backend compiles the kernels once per geometry it meets.
+
 Each kernel comes in two index widths (``INDEX_WIDTHS``): 64-bit, and 32-bit for
 arrays of fewer than 2**31 elements (``index_kind``). Each element's index is split
 into its coordinates by divisions, and a GPU divides 64-bit integers in software,
@@ -27,12 +31,22 @@ from __future__ import annotations
 _TYPES = {"float32": "float", "float64": "double"}
 
 _SIZES = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "pt", "pl", "oh", "ow")
-# The sizes as kernel parameters (64-bit), then as locals of the index type ``{ix}``.
+# The sizes as kernel parameters (64-bit), then as locals (``geometry_locals``).
 GEOMETRY = ", ".join(f"long long {v}_" for v in _SIZES)
-GEOMETRY_LOCALS = ("    const {ix} " + ", ".join(f"{v} = ({{ix}}){v}_" for v in _SIZES)
-                   + ";\n")
 # The C types of the two index widths, by the suffix of the kernels' kinds.
 INDEX_WIDTHS = {"": "long long", "_i32": "int"}
+
+
+def geometry_locals(ix, fixed):
+    """The kernel's first line: the sizes as constants of index type ``ix``, the batch
+    ``n`` read from its parameter, the eleven others the literals ``fixed`` (in
+    ``_SIZES``' order)."""
+    if len(fixed) != len(_SIZES) - 1:
+        raise ValueError(f"fixed sizes are {_SIZES[1:]}, got {fixed!r}")
+    values = [f"({ix})n_"] + [str(int(v)) for v in fixed]
+    return f"    const {ix} " + ", ".join(f"{v} = {value}" for v, value in zip(_SIZES, values)) \
+        + ";\n"
+
 
 # The head of a grid-stride loop of element ``i`` over ``total`` (a template: braces
 # doubled; ``{ix}`` the index type).
@@ -65,7 +79,7 @@ PIXEL_WINDOWS = r"""        for ({ix} ky = 0; ky < kh; ++ky) {{
 
 _COLUMNS = r"""
 extern "C" __global__ void {name}(const {t} *x, {t} *cols, {geometry}) {{
-""" + GEOMETRY_LOCALS + r"""    {ix} total = n * oh * ow * kh * kw * c;
+{locals}    {ix} total = n * oh * ow * kh * kw * c;
 """ + GRID_LOOP + r"""        {ix} r = i;
         {ix} ch = r % c; r /= c;
         {ix} kx = r % kw; r /= kw;
@@ -82,7 +96,7 @@ extern "C" __global__ void {name}(const {t} *x, {t} *cols, {geometry}) {{
 
 _PIXELS = r"""
 extern "C" __global__ void {name}(const {t} *cells, {t} *dx, {geometry}) {{
-""" + GEOMETRY_LOCALS + r"""    {ix} total = n * h * w * c;
+{locals}    {ix} total = n * h * w * c;
 """ + GRID_LOOP + PIXEL_INDEX + r"""        {t} sum = 0;
 """ + PIXEL_WINDOWS + r"""
                 {ix} at = (((b * oh + oy) * ow + ox) * kh + ky) * kw + kx;
@@ -106,11 +120,12 @@ def index_kind(*arrays):
     return "_i32" if max(a.size for a in arrays) < _I32_ROOM else ""
 
 
-def window_sources(dtype_name):
+def window_sources(dtype_name, fixed):
     """``{kind: (source, name)}`` for ``float32`` or ``float64``, or None for other
     dtypes: kinds ``columns`` and ``pixels``, each also with a suffix of
-    ``INDEX_WIDTHS``. Both kernels take ``(source array, result array, n, h, w, c, kh,
-    kw, sh, sw, pt, pl, oh, ow)``, all sizes ``long long``."""
+    ``INDEX_WIDTHS``, specialized to the sizes ``fixed`` (``geometry_locals``). Both
+    kernels take ``(source array, result array, n, h, w, c, kh, kw, sh, sw,
+    pt, pl, oh, ow)``, all sizes ``long long``."""
     t = _TYPES.get(dtype_name)
     if t is None:
         return None
@@ -118,6 +133,7 @@ def window_sources(dtype_name):
     for kind, text in (("columns", _COLUMNS), ("pixels", _PIXELS)):
         for suffix, ix in INDEX_WIDTHS.items():
             name = f"gf_im2col_{kind}_{dtype_name}{suffix}"
-            made[kind + suffix] = (text.format(name=name, t=t, geometry=GEOMETRY, ix=ix),
+            made[kind + suffix] = (text.format(name=name, t=t, geometry=GEOMETRY, ix=ix,
+                                               locals=geometry_locals(ix, fixed)),
                                    name)
     return made

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from gradflow.backends.cuda_im2col import (
     GEOMETRY,
-    GEOMETRY_LOCALS,
     GRID_LOOP,
     INDEX_WIDTHS,
     PIXEL_INDEX,
     PIXEL_WINDOWS,
+    geometry_locals,
 )
 
 _TYPES = {"float32": "float", "float64": "double"}
@@ -50,7 +50,7 @@ _WINDOW_MAX = r"""
 
 _POOL = r"""
 extern "C" __global__ void {name}(const {t} *x, {t} *out, {geometry}, {t} ninf) {{
-""" + GEOMETRY_LOCALS + r"""    {ix} total = n * oh * ow * c;
+{locals}    {ix} total = n * oh * ow * c;
 """ + GRID_LOOP + r"""        {ix} r = i;
         {ix} ch = r % c; r /= c;
         {ix} ox = r % ow; r /= ow;
@@ -78,7 +78,7 @@ _FIRST_MAX = r"""
 _GRAD = r"""
 extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry},
                                   {t} ninf, long long relu) {{
-""" + GEOMETRY_LOCALS + r"""    {ix} total = n * h * w * c;
+{locals}    {ix} total = n * h * w * c;
 """ + GRID_LOOP + PIXEL_INDEX + r"""        {t} sum = 0;
 """ + PIXEL_WINDOWS + r"""{window_max}{first_max}
                 if (first == ky * kw + kx) sum += g[((b * oh + oy) * ow + ox) * c + ch];
@@ -92,7 +92,7 @@ extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry
 _GRAD_TILED = r"""
 extern "C" __global__ void {name}(const {t} *g, const {t} *x, {t} *dx, {geometry},
                                   {t} ninf, long long relu) {{
-""" + GEOMETRY_LOCALS + r"""    {ix} total = n * oh * ow * c;
+{locals}    {ix} total = n * oh * ow * c;
 """ + GRID_LOOP + r"""        {ix} r = i;
         {ix} ch = r % c; r /= c;
         {ix} ox = r % ow; r /= ow;
@@ -119,12 +119,13 @@ def tiles(geo):
         and (geo.oh * geo.kh, geo.ow * geo.kw) == (geo.h, geo.w)
 
 
-def pool_sources(dtype_name):
+def pool_sources(dtype_name, fixed):
     """``{kind: (source, name)}`` for ``float32`` or ``float64``, or None for other
     dtypes: kinds ``pool``, ``grad`` and ``grad_tiled``, each also with a suffix of
     ``INDEX_WIDTHS`` (``cuda_im2col``). ``pool(x, out, *sizes, ninf)``; ``grad(g, x,
     dx, *sizes, ninf, relu)`` (over ``dx``) and ``grad_tiled`` (the same arguments,
-    over ``g``), ``relu`` 1 for ``max_pool_relu_grad``."""
+    over ``g``), ``relu`` 1 for ``max_pool_relu_grad``. Specialized to the sizes
+    ``fixed`` (``cuda_im2col.geometry_locals``)."""
     t = _TYPES.get(dtype_name)
     if t is None:
         return None
@@ -138,5 +139,6 @@ def pool_sources(dtype_name):
                       for key, piece in (("window_max", _WINDOW_MAX),
                                          ("first_max", _FIRST_MAX))}
             made[kind + suffix] = (text.format(name=name, t=t, geometry=GEOMETRY, ix=ix,
+                                               locals=geometry_locals(ix, fixed),
                                                **pieces), name)
     return made

@@ -14,10 +14,9 @@ from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
     import cupy
-    import cupyx
 
     out = cupy.zeros((num_rows,) + tuple(rows.shape[1:]), dtype=rows.dtype)
-    cupyx.scatter_add(out, indices, rows)
+    cupy.add.at(out, indices, rows)  # cupyx.scatter_add is deprecated in its favour
     return out
 
 

@@ -381,19 +381,21 @@ def lower_concat(xp, axis):
 
 class _Compiled:
     """The kernels ``sources(dtype name)`` prints (``{kind: (text, name)}``, or None),
-    compiled by NVRTC on first use per dtype. ``get(dtype)`` is None for a dtype they
-    do not take, or text NVRTC rejects (said once on ``gradflow.cupy``, with
-    ``instead``: what runs in their place)."""
+    compiled by NVRTC on first use per dtype, or per dtype and sizes where ``get`` is
+    given ``fixed`` (``sources(dtype name, fixed)``: text specialized to them).
+    ``get`` is None for a dtype they do not take, or text NVRTC rejects (said on
+    ``gradflow.cupy``, with ``instead``: what runs in their place)."""
 
     def __init__(self, sources, instead):
         self.sources, self.instead, self.made = sources, instead, {}
 
-    def get(self, dtype):
+    def get(self, dtype, fixed=None):
         import cupy
 
         name = np.dtype(dtype).name
-        if name not in self.made:
-            printed = self.sources(name)
+        key = name if fixed is None else (name, tuple(int(v) for v in fixed))
+        if key not in self.made:
+            printed = self.sources(name) if fixed is None else self.sources(name, key[1])
             kernels = None
             if printed is not None:
                 try:
@@ -404,8 +406,8 @@ class _Compiled:
                 except Exception as err:  # noqa: BLE001 (NVRTC's and the driver's errors)
                     _log.warning("kernels did not compile, %s: %s", self.instead, err)
                     kernels = None
-            self.made[name] = kernels
-        return self.made[name]
+            self.made[key] = kernels
+        return self.made[key]
 
 
 _STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
@@ -505,7 +507,7 @@ class CudaWindows:
     def _launch(self, kind, source, result, geo):
         import cupy
 
-        kernels = _WINDOW_KERNELS.get(source.dtype)
+        kernels = _WINDOW_KERNELS.get(source.dtype, geo.sizes()[1:])
         if kernels is None or not result.flags.c_contiguous:
             return False
         kernel = kernels[kind + cuda_im2col.index_kind(source, result)]
@@ -528,12 +530,13 @@ def _pool_lowering(name, grad):
 
         def run(*inputs, out=None):
             x = inputs[-1]
-            kernels = _POOL_KERNELS.get(x.dtype) if x.ndim == 4 else None
+            geo = im2col_conv.geometry(tuple(x.shape), ksize, strides, padding) \
+                if x.ndim == 4 else None
+            kernels = _POOL_KERNELS.get(x.dtype, geo.sizes()[1:]) if geo else None
             if kernels is None or any(v.dtype != x.dtype or v.ndim != 4 for v in inputs) \
                     or (out is not None and not out.flags.c_contiguous):
                 value = impl(xp, *inputs, ksize, strides, padding)
                 return value if out is None else _copied(out, value)
-            geo = im2col_conv.geometry(tuple(x.shape), ksize, strides, padding)
             shape = tuple(x.shape) if grad else (geo.n, geo.oh, geo.ow, geo.c)
             if out is None:
                 out = xp.empty(shape, dtype=x.dtype)
