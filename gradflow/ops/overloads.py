@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradflow.graph import Tensor
-from gradflow.ops import array_ops, index_ops, math_ops
+from gradflow.ops import array_ops, index_ops, math_ops, state_ops
 
 
 def _binary(fn):
@@ -46,4 +46,5 @@ Tensor.__invert__ = lambda self: math_ops.logical_not(self)
 Tensor.__getitem__ = lambda self, key: index_ops.getitem(self, key)
 Tensor.__bool__ = _no_bool
 Tensor.__iter__ = _no_iter
+Tensor.set_shape = state_ops.set_shape
 Tensor.__array_ufunc__ = None  # so numpy_array * tensor defers to Tensor.__rmul__

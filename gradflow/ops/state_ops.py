@@ -10,7 +10,7 @@ import contextlib
 
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
-from gradflow.graph import get_default_graph, user_source_line
+from gradflow.graph import TensorShape, get_default_graph, user_source_line
 from gradflow.ops.registry import apply, constant, convert_to_tensor, register
 
 
@@ -108,6 +108,55 @@ def ensure_shape(x, shape, name=None):
     message = (f"'{x.name}' has shape {{actual}} at run time, expected {shape} "
                f"(None = any size); ensure_shape created at {user_source_line()}")
     return apply("ensure_shape", [x], name=name or "EnsureShape", shape=shape, message=message)
+
+
+def set_shape(tensor, shape):
+    """TF1's ``Tensor.set_shape``: declare sizes of ``tensor`` that shape inference
+    could not know (a ``py_func``'s result, a slice with tensor bounds), for the ops
+    built from it.
+
+    The static shape becomes ``shape`` merged with the known one; a shape that
+    contradicts it is a ``ValueError`` at once. Where the merge adds a size, the
+    declaration is also checked at run time, as ``ensure_shape`` does, so that a wrong
+    one fails naming this line instead of giving wrong numbers: ``tensor`` becomes the
+    check of a copy of its node (``<name>/unchecked``), and the ops that already read
+    it read the checked value. A placeholder's feeds are checked against its shape
+    anyway: its shape is refined in place.
+
+    >>> y = gf.py_func(np.sort, [x], gf.float32)
+    >>> y.set_shape([None, 10])
+    """
+    claimed = _static_shape(shape, "set_shape")
+    if tensor.opdef.kind == "group":
+        raise TypeError(f"set_shape: '{tensor.name}' is an operation, which has no shape")
+    current = tensor.shape
+    if not _compatible(current, claimed):
+        raise ValueError(f"set_shape: '{tensor.name}' has shape {tuple(current)}, "
+                         f"which {tuple(claimed)} contradicts")
+    if claimed is None:
+        return
+    merged = claimed if current is None else tuple(
+        c if h is None else int(h) for h, c in zip(current, claimed))
+    if current is not None and merged == tuple(current):
+        return  # nothing new
+    graph = tensor.graph
+    if tensor.opdef.kind == "placeholder":
+        tensor.shape = TensorShape(merged)
+        return
+    inner = object.__new__(type(tensor))  # the node as it was, where it was
+    inner.__dict__.update(tensor.__dict__)
+    graph.nodes[tensor.index] = inner
+    source = user_source_line()
+    message = (f"'{tensor.name}' has shape {{actual}} at run time, but set_shape at "
+               f"{source} declared {merged} (None = any size)")
+    with graph.name_scope(None), graph.control_dependencies(None):
+        inner.name = graph.unique_name(f"{tensor.name}/unchecked")
+        checked = apply("ensure_shape", [inner], name=f"{tensor.name}/set_shape",
+                        shape=merged, message=message)
+    name = tensor.name
+    tensor.__dict__.update(checked.__dict__)
+    tensor.name = name
+    graph.nodes[checked.index] = tensor
 
 
 # -- weak_cast: a placeholder made without a dtype meets another dtype ---------------

@@ -77,9 +77,17 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
 
 def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
                          shared_name=None, name=None):
-    """``input_producer`` over the int32 numbers ``0 .. limit - 1``."""
-    return input_producer(np.arange(int(limit), dtype=np.int32), (), num_epochs, shuffle,
-                          seed, capacity, name=name or "input_producer")
+    """``input_producer`` over the int32 numbers ``0 .. limit - 1`` (``limit`` an int,
+    or a scalar integer tensor, computed by each Session's queue runner)."""
+    if isinstance(limit, Tensor):
+        from gradflow.ops.math_ops import cast
+        from gradflow.ops.shape_ops import range_
+
+        numbers = range_(cast(limit, dtypes.int32))
+    else:
+        numbers = np.arange(int(limit), dtype=np.int32)
+    return input_producer(numbers, (), num_epochs, shuffle, seed, capacity,
+                          name=name or "input_producer")
 
 
 def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32,
