@@ -17,6 +17,7 @@ from gradflow import tf_logging as logging  # TF1's tf.logging
 from gradflow import summary  # TF1's tf.summary (tensorboardX is imported on first use)
 from gradflow import timeline  # TF1's tensorflow.python.client.timeline
 from gradflow import gfile, io  # TF1's tf.gfile and tf.io.gfile
+from gradflow.io import read_file  # TF1's tf.read_file
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow import compat  # TF1's tf.compat, tf.compat.v1
 from gradflow.compat.v1 import (  # TF 1.15's mode switches: no-ops, or errors away from TF1

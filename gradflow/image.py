@@ -1,9 +1,11 @@
-"""TF1's ``tf.image``, for what tutorials' input code uses: ``resize_images``
-(bilinear and nearest neighbour, TF1's legacy pixel alignment) and
-``random_flip_left_right``. Images are ``[height, width, channels]`` or a batch
-``[batch, height, width, channels]``.
+"""TF1's ``tf.image``, for what tutorials' input code uses: the decoders
+``decode_jpeg``, ``decode_png``, ``decode_bmp`` and ``decode_image`` (on the host, by
+Pillow), ``resize_images`` (bilinear and nearest neighbour, TF1's legacy pixel
+alignment) and ``random_flip_left_right``. Images are ``[height, width, channels]``
+or a batch ``[batch, height, width, channels]``.
 
->>> small = gf.image.resize_images(images, [14, 14])
+>>> image = gf.image.decode_jpeg(gf.read_file(path), channels=3)
+>>> small = gf.image.resize_images(image, [64, 64])
 """
 
 from __future__ import annotations
@@ -13,7 +15,62 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.ops.registry import convert_to_tensor
 
-__all__ = ["ResizeMethod", "random_flip_left_right", "resize_images"]
+__all__ = ["ResizeMethod", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
+           "random_flip_left_right", "resize_images"]
+
+
+def _decoded(fmt, contents, channels, dtype, name, allowed):
+    from gradflow.ops import image_io_ops  # noqa: F401 - registers decode_image
+    from gradflow.ops.registry import apply
+
+    what = f"decode_{fmt}"
+    x = convert_to_tensor(contents, dtype=dtypes.string)
+    if x.dtype is not dtypes.string or (x.shape is not None and len(x.shape)):
+        raise ValueError(f"{what}: '{x.name}' must be one string (the file's bytes), got "
+                         f"{x.dtype.name} of shape {x.shape}")
+    channels = int(channels or 0)
+    if channels not in allowed:
+        raise ValueError(f"{what}: channels must be one of {allowed}, got {channels}")
+    if dtypes.as_dtype(dtype) is not dtypes.uint8:
+        raise NotImplementedError(f"{what}: only dtype=uint8 is supported, got "
+                                  f"{dtypes.as_dtype(dtype).name}")
+    return apply("decode_image", [x], name=name or f"Decode{fmt.capitalize()}",
+                 shape=(None, None, channels or None), dtype=dtypes.uint8, format=fmt,
+                 channels=channels)
+
+
+def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
+                try_recover_truncated=False, acceptable_fraction=1, dct_method="",
+                name=None):
+    """The ``uint8`` image ``[height, width, channels]`` of the JPEG bytes ``contents``
+    (TF1 ``tf.image.decode_jpeg``), decoded by Pillow (libjpeg-turbo) at each run:
+    ``channels`` 0 keeps the file's (1 or 3), 1 is grey, 3 is RGB. Anything but a whole
+    JPEG image is an ``InvalidArgumentError``. Only ``ratio=1`` with the default
+    options is supported."""
+    if ratio != 1 or not fancy_upscaling or try_recover_truncated \
+            or acceptable_fraction != 1 or dct_method not in ("", "INTEGER_ACCURATE"):
+        raise NotImplementedError("decode_jpeg: only ratio=1 with the default decoding "
+                                  "options is supported")
+    return _decoded("jpeg", contents, channels, dtypes.uint8, name, (0, 1, 3))
+
+
+def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
+    """The ``uint8`` image of the PNG bytes ``contents`` (TF1 ``tf.image.decode_png``):
+    ``channels`` 0 keeps the file's (1 to 4), 1 grey, 3 RGB, 4 RGBA; 16-bit samples
+    give their high byte."""
+    return _decoded("png", contents, channels, dtype, name, (0, 1, 3, 4))
+
+
+def decode_bmp(contents, channels=0, name=None):
+    """The ``uint8`` image of the BMP bytes ``contents`` (TF1 ``tf.image.decode_bmp``)."""
+    return _decoded("bmp", contents, channels, dtypes.uint8, name, (0, 1, 3, 4))
+
+
+def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
+                 expand_animations=True):
+    """The ``uint8`` image of JPEG, PNG or BMP bytes, whichever they are (TF1
+    ``tf.image.decode_image``; GIF is not supported)."""
+    return _decoded("image", contents, channels, dtype, name, (0, 1, 3, 4))
 
 
 class ResizeMethod:
@@ -37,26 +94,53 @@ def _batched(images, what):
 
 
 def _source_positions(in_size, out_size, align_corners):
-    """Where each output pixel samples the input, as TF1's legacy kernels place it."""
+    """Where each output pixel samples the input, as TF1's legacy kernels place it (in
+    float32, as they compute it)."""
+    f32 = np.float32
     if align_corners and out_size > 1:
-        scale = (in_size - 1) / (out_size - 1)
+        scale = f32(in_size - 1) / f32(out_size - 1)
     else:
-        scale = in_size / out_size
-    return np.arange(out_size) * scale
+        scale = f32(in_size) / f32(out_size)
+    return np.arange(out_size, dtype=f32) * scale
+
+
+def _positions_in_graph(x, axis, out_size, align_corners):
+    """``_source_positions`` (the same float32 bits) and the last index, computed at run
+    time from ``x``'s size along ``axis``."""
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.math_ops import cast
+    from gradflow.ops.shape_ops import range_
+
+    size = shape_of(x)[axis]
+    scale = cast(size - 1, dtypes.float32) / float(out_size - 1) \
+        if align_corners and out_size > 1 else cast(size, dtypes.float32) / float(out_size)
+    return cast(range_(out_size), dtypes.float32) * scale, size - 1
 
 
 def _resize_axis(x, axis, in_size, out_size, method, align_corners):
+    """``x`` resized along ``axis`` from ``in_size`` (None: known at run time only)."""
+    from gradflow.ops import math_ops
+    from gradflow.ops.array_ops import reshape
     from gradflow.ops.index_ops import gather
 
-    pos = _source_positions(in_size, out_size, align_corners)
+    if in_size is None:
+        pos, last = _positions_in_graph(x, axis, out_size, align_corners)
+        xp_, as_index = math_ops, lambda v: math_ops.cast(v, dtypes.int32)
+    else:
+        pos, last = _source_positions(in_size, out_size, align_corners), in_size - 1
+        xp_, as_index = np, lambda v: np.asarray(v).astype(np.int32)
     if method == ResizeMethod.NEAREST_NEIGHBOR:
-        index = np.round(pos) if align_corners else np.floor(pos)
-        return gather(x, np.minimum(index, in_size - 1).astype(np.int32), axis=axis)
-    low = np.floor(pos).astype(np.int32)
-    high = np.minimum(low + 1, in_size - 1).astype(np.int32)
+        index = xp_.round(pos) if align_corners else xp_.floor(pos)
+        return gather(x, xp_.minimum(as_index(index), last), axis=axis)
+    low = as_index(xp_.floor(pos))
+    high = xp_.minimum(low + 1, last)
     shape = [1, 1, 1, 1]
     shape[axis] = out_size
-    frac = convert_to_tensor((pos - low).reshape(shape), dtype=x.dtype)
+    if in_size is None:
+        frac = reshape(math_ops.cast(pos - math_ops.cast(low, dtypes.float32), x.dtype),
+                       shape)
+    else:
+        frac = convert_to_tensor((pos - low).reshape(shape), dtype=x.dtype)
     top = gather(x, low, axis=axis)
     return top + (gather(x, high, axis=axis) - top) * frac
 
@@ -65,8 +149,9 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
                   preserve_aspect_ratio=False, name=None):
     """``images`` resized to ``size`` ``[new_height, new_width]`` (TF1
     ``tf.image.resize_images``): bilinear (float32 result, as TF1) or nearest neighbour
-    (the input's dtype). The input's height and width must be known; the result is
-    differentiable in the input."""
+    (the input's dtype). The result is differentiable in the input. The input's height
+    and width may be known only at run time (a decoded image): the sampling positions
+    are then computed at run time, with the same bits."""
     from gradflow.ops.array_ops import squeeze
     from gradflow.ops.math_ops import cast
 
@@ -77,14 +162,13 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
         raise NotImplementedError("resize_images: preserve_aspect_ratio is not supported")
     x, added = _batched(images, "resize_images")
     height, width = (int(d) for d in size)
-    if x.shape[1] is None or x.shape[2] is None:
-        raise ValueError(f"resize_images: the height and width of '{x.name}' must be known, "
-                         f"got shape {tuple(x.shape)}")
     if method == ResizeMethod.BILINEAR and x.dtype is not dtypes.float32 \
             and x.dtype is not dtypes.float64:
         x = cast(x, dtypes.float32)
-    out = _resize_axis(x, 1, int(x.shape[1]), height, method, align_corners)
-    out = _resize_axis(out, 2, int(x.shape[2]), width, method, align_corners)
+    in_height, in_width = (None if d is None else int(d) for d in x.shape[1:3])
+    # across first, then down: the order, and so the bits, of TF1's kernel
+    out = _resize_axis(x, 2, in_width, width, method, align_corners)
+    out = _resize_axis(out, 1, in_height, height, method, align_corners)
     return squeeze(out, [0], name=name) if added else out
 
 

@@ -1,6 +1,23 @@
-"""TF1's ``tf.io`` namespace, for its file functions: ``tf.io.gfile.exists`` and the
-rest of ``gradflow.gfile``."""
+"""TF1's ``tf.io`` namespace, for its file functions: ``read_file`` and
+``tf.io.gfile.exists`` and the rest of ``gradflow.gfile``."""
 
-from gradflow import gfile
+from gradflow import dtypes, gfile
+from gradflow.ops import image_io_ops  # noqa: F401 - registers read_file
+from gradflow.ops.registry import apply, convert_to_tensor
 
-__all__ = ["gfile"]
+__all__ = ["gfile", "read_file"]
+
+
+def read_file(filename, name=None):
+    """The bytes of the file ``filename`` (a string scalar tensor, or a Python string),
+    read at each run, as a string scalar (TF1 ``tf.read_file``). A missing file is a
+    ``NotFoundError`` naming it.
+
+    >>> contents = gf.read_file(path)
+    >>> image = gf.image.decode_jpeg(contents, channels=3)
+    """
+    path = convert_to_tensor(filename, dtype=dtypes.string)
+    if path.dtype is not dtypes.string or (path.shape is not None and len(path.shape)):
+        raise ValueError(f"read_file: '{path.name}' must be one string, got "
+                         f"{path.dtype.name} of shape {path.shape}")
+    return apply("read_file", [path], name=name or "ReadFile", shape=(), dtype=dtypes.string)

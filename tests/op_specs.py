@@ -64,6 +64,10 @@ EXEMPT = {
     "queue_size": "kind 'call': the number of elements in a queue of the session",
     "queue_is_closed": "kind 'call': whether a queue of the session is closed",
     "input_epochs": "kind 'call': an input producer's rows, per epoch, for num_epochs runs",
+    # host ops of image input (gradflow/ops/image_io_ops.py, tests/test_image_io.py)
+    "read_file": "kind 'call': a file's bytes, read on the host",
+    "decode_image": "kind 'call': image bytes decoded on the host by Pillow",
+    "gather_strings": "kind 'call': gather of a string tensor, on the host where strings are",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",

@@ -695,6 +695,26 @@ def _gather_impl(xp, params, indices, axis, validate=True):
     return xp.reshape(out, params.shape[:axis] + indices.shape + params.shape[axis + 1:])
 
 
+def _gather_strings_impl(session, node):
+    """``gather`` of a ``string`` tensor: on the host, where strings are held."""
+    axis, host = node.attrs["axis"], session.backend.host_value
+
+    def run(params, indices):
+        ids = np.asarray(host(indices)).astype(np.int64)
+        bad = np.argwhere((ids < 0) | (ids >= params.shape[axis]))
+        if len(bad):
+            at = tuple(int(k) for k in bad[0])
+            raise InvalidArgumentError(f"gather '{node.name}': indices{list(at)} = {ids[at]} "
+                                       f"is not in [0, {params.shape[axis]})")
+        return np.take(params, ids, axis=axis)
+
+    return run
+
+
+register("gather_strings", _gather_strings_impl, _gather_infer, grad=None, kind="call",
+         takes_strings=True)
+
+
 def scatter_add_rows_reference(xp, rows, indices, num_rows):
     """Deterministic Array-API scatter-add: a one-hot matrix product, or where a row is
     not finite (the product would spread its NaN to every row: 0 * nan), a masked sum."""
@@ -776,6 +796,8 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     axis = run_time_axes(params, axis, "gather")[0] if params.shape is None else \
         rules.normalize_axis(axis, len(params.shape), allow_none=False)[0]
     validate = validate_indices is None or bool(validate_indices)
+    if params.dtype is dtypes.string:
+        return apply("gather_strings", [params, indices], name=name or "Gather", axis=axis)
     return apply("gather", [params, indices], name=name, axis=axis, validate=validate)
 
 
