@@ -99,6 +99,14 @@ from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, s
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
 from gradflow.ops.queue_ops import FIFOQueue, QueueBase, RandomShuffleQueue  # TF1's queues
+from gradflow.ops.reader_ops import (  # TF1's readers
+    FixedLengthRecordReader,
+    ReaderBase,
+    TextLineReader,
+    WholeFileReader,
+    decode_raw,
+)
+from gradflow.image import random_crop  # TF1's tf.random_crop
 from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
 from gradflow.ops.sort_ops import argsort, sort, unique
 from gradflow.ops.control_flow_ops import case

@@ -15,8 +15,11 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.ops.registry import convert_to_tensor
 
-__all__ = ["ResizeMethod", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
-           "random_flip_left_right", "resize_images"]
+__all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
+           "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
+           "flip_left_right", "flip_up_down", "per_image_standardization", "random_brightness",
+           "random_contrast", "random_crop", "random_flip_left_right", "resize_images",
+           "resize_image_with_crop_or_pad"]
 
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
@@ -194,3 +197,181 @@ def random_flip_left_right(image, seed=None):
     if batched:
         flip = reshape(flip, (-1, 1, 1, 1))
     return where(flip, reverse(x, [2 if batched else 1]), x)
+
+
+def _image(image, what):
+    x = convert_to_tensor(image)
+    if x.shape is None or len(x.shape) not in (3, 4):
+        raise ValueError(f"{what}: '{x.name}' must be [height, width, channels] or "
+                         f"[batch, height, width, channels], got shape {x.shape}")
+    return x
+
+
+def _as_float(x):
+    from gradflow.ops.math_ops import cast
+
+    return x if x.dtype.is_floating else cast(x, dtypes.float32)
+
+
+def flip_left_right(image):
+    """``image`` mirrored left to right (each image of a batch)."""
+    from gradflow.ops.shape_ops import reverse
+
+    x = _image(image, "flip_left_right")
+    return reverse(x, [len(x.shape) - 2])
+
+
+def flip_up_down(image):
+    """``image`` mirrored top to bottom (each image of a batch)."""
+    from gradflow.ops.shape_ops import reverse
+
+    x = _image(image, "flip_up_down")
+    return reverse(x, [len(x.shape) - 3])
+
+
+def adjust_brightness(image, delta):
+    """``image + delta`` (a float image; an integer one is made float32 first)."""
+    return _as_float(_image(image, "adjust_brightness")) + delta
+
+
+def random_brightness(image, max_delta, seed=None):
+    """``adjust_brightness`` by one draw in ``[-max_delta, max_delta)`` per run (TF1)."""
+    from gradflow.ops.state_ops import random_uniform
+
+    if max_delta < 0:
+        raise ValueError(f"random_brightness: max_delta must be non-negative, got {max_delta}")
+    return adjust_brightness(image, random_uniform([], -max_delta, max_delta, seed=seed))
+
+
+def adjust_contrast(images, contrast_factor):
+    """Each channel of each image moved from its mean by ``contrast_factor``:
+    ``(x - mean) * factor + mean``, the mean over the image's pixels."""
+    from gradflow.ops.array_ops import reduce_mean
+
+    x = _as_float(_image(images, "adjust_contrast"))
+    rank = len(x.shape)
+    mean = reduce_mean(x, axis=[rank - 3, rank - 2], keepdims=True)
+    return (x - mean) * contrast_factor + mean
+
+
+def random_contrast(image, lower, upper, seed=None):
+    """``adjust_contrast`` by one factor drawn in ``[lower, upper)`` per run (TF1)."""
+    from gradflow.ops.state_ops import random_uniform
+
+    if not 0 <= lower < upper:
+        raise ValueError(f"random_contrast: need 0 <= lower < upper, got {lower}, {upper}")
+    return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
+
+
+def per_image_standardization(image):
+    """Each image scaled to mean 0 and variance 1 over all its values (TF1): ``(x -
+    mean) / max(stddev, 1 / sqrt(number of values))``, in float32 for integer images."""
+    from gradflow.ops.array_ops import reduce_mean
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.math_ops import cast, maximum, relu, rsqrt, sqrt
+
+    x = _as_float(_image(image, "per_image_standardization"))
+    axes = [len(x.shape) - 3, len(x.shape) - 2, len(x.shape) - 1]
+    mean = reduce_mean(x, axis=axes, keepdims=True)
+    variance = relu(reduce_mean(x * x, axis=axes, keepdims=True) - mean * mean)
+    sizes = shape_of(x)
+    count = cast(sizes[-1] * sizes[-2] * sizes[-3], x.dtype)
+    return (x - mean) / maximum(sqrt(variance), rsqrt(count))
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A window of ``size`` (one size per dimension of ``value``) at a random place,
+    drawn anew each run (TF1 ``tf.random_crop``)."""
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.math_ops import cast, floor, minimum
+    from gradflow.ops.state_ops import random_uniform
+
+    x = convert_to_tensor(value)
+    size = [int(s) for s in size]
+    if x.shape is None or len(x.shape) != len(size):
+        raise ValueError(f"random_crop: '{x.name}' has shape {x.shape}, size {size} needs "
+                         f"rank {len(size)}")
+    for d, s in zip(x.shape, size):
+        if d is not None and not 0 < s <= d:
+            raise ValueError(f"random_crop: size {size} does not fit in '{x.name}' of shape "
+                             f"{tuple(x.shape)}")
+    draws = random_uniform([len(size)], seed=seed)
+    key = []
+    for axis, (d, s) in enumerate(zip(x.shape, size)):
+        if d is not None and d == s:
+            key.append(slice(None))
+            continue
+        room = shape_of(x)[axis] - s + 1  # the places the window may start
+        start = minimum(cast(floor(draws[axis] * cast(room, dtypes.float32)), dtypes.int32),
+                        room - 1)
+        key.append(slice(start, start + s))
+    out = x[tuple(key)]
+    out.set_shape(size)
+    return out if name is None else _named(out, name)
+
+
+def _named(x, name):
+    from gradflow.ops.array_ops import identity
+
+    return identity(x, name=name)
+
+
+def resize_image_with_crop_or_pad(image, target_height, target_width):
+    """``image`` cut, or padded with zeros, about its centre to ``target_height`` x
+    ``target_width`` (TF1); its height and width must be known."""
+    from gradflow.ops.shape_ops import pad
+
+    x = _image(image, "resize_image_with_crop_or_pad")
+    rank = len(x.shape)
+    height, width = x.shape[rank - 3], x.shape[rank - 2]
+    if height is None or width is None:
+        raise ValueError(f"resize_image_with_crop_or_pad: the height and width of "
+                         f"'{x.name}' must be known, got shape {tuple(x.shape)}")
+    key, paddings = [slice(None)] * rank, [[0, 0]] * rank
+    for axis, have, want in ((rank - 3, int(height), int(target_height)),
+                             (rank - 2, int(width), int(target_width))):
+        cut = max((have - want) // 2, 0)
+        key[axis] = slice(cut, cut + min(have, want))
+        before = max((want - have) // 2, 0)
+        paddings[axis] = [before, want - min(have, want) - before]
+    out = x[tuple(key)]
+    return pad(out, paddings) if any(p != [0, 0] for p in paddings) else out
+
+
+def central_crop(image, central_fraction):
+    """The central ``central_fraction`` (in (0, 1]) of ``image``'s height and width."""
+    x = _image(image, "central_crop")
+    if not 0 < central_fraction <= 1:
+        raise ValueError(f"central_crop: central_fraction must be in (0, 1], got "
+                         f"{central_fraction}")
+    rank = len(x.shape)
+    height, width = x.shape[rank - 3], x.shape[rank - 2]
+    if height is None or width is None:
+        raise ValueError(f"central_crop: the height and width of '{x.name}' must be known")
+    key = [slice(None)] * rank
+    for axis, size in ((rank - 3, int(height)), (rank - 2, int(width))):
+        start = int((size - size * central_fraction) / 2)
+        key[axis] = slice(start, size - start)
+    return x[tuple(key)]
+
+
+def convert_image_dtype(image, dtype, saturate=False, name=None):
+    """``image`` as ``dtype``, its values scaled between the types' ranges (TF1): an
+    integer image's maximum becomes 1.0 in a float type, and back."""
+    from gradflow.ops.math_ops import cast, clip_by_value
+
+    x = convert_to_tensor(image)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is x.dtype:
+        return x
+    if x.dtype.is_integer and dtype.is_floating:
+        return cast(x, dtype) * (1.0 / float(x.dtype.max))
+    if x.dtype.is_floating and dtype.is_integer:
+        scaled = x * (float(dtype.max) + 0.5)
+        if saturate:
+            scaled = clip_by_value(scaled, float(dtype.min), float(dtype.max))
+        return cast(scaled, dtype)
+    if x.dtype.is_floating and dtype.is_floating:
+        return cast(x, dtype)
+    raise NotImplementedError(f"convert_image_dtype: {x.dtype.name} to {dtype.name} is not "
+                              "supported")

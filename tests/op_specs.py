@@ -68,6 +68,11 @@ EXEMPT = {
     "read_file": "kind 'call': a file's bytes, read on the host",
     "decode_image": "kind 'call': image bytes decoded on the host by Pillow",
     "gather_strings": "kind 'call': gather of a string tensor, on the host where strings are",
+    # readers (gradflow/ops/reader_ops.py, tests/test_readers.py)
+    "reader_read": "kind 'call': the next records of the files a queue names",
+    "reader_count": "kind 'call': how many records a reader gave in the session",
+    "reader_reset": "kind 'call': forgets a reader's file and count",
+    "decode_raw": "kind 'call': strings' bytes as numbers, on the host",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",

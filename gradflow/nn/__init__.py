@@ -44,6 +44,7 @@ from gradflow.ops.nn_ops import (
     softplus,
     sparse_softmax_cross_entropy_with_logits,
     weighted_cross_entropy_with_logits,
+    zero_fraction,
 )
 from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm, moments
 from gradflow.ops.topk_ops import in_top_k, top_k
@@ -55,7 +56,7 @@ __all__ = [
     "avg_pool", "conv2d", "dropout", "max_pool",
     "bias_add", "bidirectional_dynamic_rnn", "dynamic_rnn", "embedding_lookup", "rnn_cell",
     "static_bidirectional_rnn", "static_rnn",
-    "l2_loss", "leaky_relu", "log_softmax", "relu", "sigmoid",
+    "l2_loss", "zero_fraction", "leaky_relu", "log_softmax", "relu", "sigmoid",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",
     "tanh",

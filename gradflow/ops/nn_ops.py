@@ -215,6 +215,16 @@ def l2_loss(t, name=None):
     return reduce_sum(t * t, name=name) * 0.5
 
 
+def zero_fraction(value, name=None):
+    """The fraction of ``value``'s entries that are 0, a float32 scalar (TF1's activation
+    sparsity summaries)."""
+    from gradflow.ops.array_ops import reduce_mean
+    from gradflow.ops.math_ops import cast, equal
+
+    value = convert_to_tensor(value)
+    return reduce_mean(cast(equal(value, 0), dtypes.float32), name=name or "zero_fraction")
+
+
 def bias_add(value, bias, data_format=None, name=None):
     """``value + bias`` where ``bias`` is 1-D and matches the channel axis of ``value``:
     the last (``data_format`` None or ``"NHWC"``/``"N...C"``), or axis 1 (``"NCHW"``/

@@ -1,0 +1,244 @@
+"""TF1's readers and image preprocessing: ``FixedLengthRecordReader`` with
+``decode_raw`` running the CIFAR-10 tutorial's input code as written (tensorflow/models
+``cifar10_input.py``) over files in its binary format; ``TextLineReader``,
+``WholeFileReader``, ``read_up_to``, the end of the input, files that are not what the
+reader expects; and ``random_crop``, ``random_brightness``, ``random_contrast``,
+``per_image_standardization``, ``resize_image_with_crop_or_pad`` against NumPy, with
+float64 gradients on every CPU backend."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
+
+
+def _cifar_files(directory, names, records, seed=0):
+    """Files in CIFAR-10's binary format: per record a label byte, then 3 x 32 x 32
+    bytes (depth major). Returns {(label, image bytes)} over all files."""
+    rng = np.random.default_rng(seed)
+    content = set()
+    for name in names:
+        labels = rng.integers(0, 10, records, dtype=np.uint8)
+        images = rng.integers(0, 256, (records, 3 * 32 * 32), dtype=np.uint8)
+        data = np.concatenate([labels[:, None], images], axis=1)
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data.tobytes())
+        content |= {(int(lab), img.tobytes()) for lab, img in zip(labels, images)}
+    return content
+
+
+def read_cifar10(filename_queue):
+    """``cifar10_input.read_cifar10`` of the CIFAR-10 tutorial (TF1), as written."""
+    tf = gf
+
+    class CIFAR10Record(object):
+        pass
+    result = CIFAR10Record()
+    label_bytes = 1
+    result.height = 32
+    result.width = 32
+    result.depth = 3
+    image_bytes = result.height * result.width * result.depth
+    record_bytes = label_bytes + image_bytes
+    reader = tf.FixedLengthRecordReader(record_bytes=record_bytes)
+    result.key, value = reader.read(filename_queue)
+    record_bytes = tf.decode_raw(value, tf.uint8)
+    result.label = tf.cast(
+        tf.strided_slice(record_bytes, [0], [label_bytes]), tf.int32)
+    depth_major = tf.reshape(
+        tf.strided_slice(record_bytes, [label_bytes],
+                         [label_bytes + image_bytes]),
+        [result.depth, result.height, result.width])
+    result.uint8image = tf.transpose(depth_major, [1, 2, 0])
+    return result
+
+
+def distorted_inputs(filenames, batch_size, min_queue_examples):
+    """``cifar10_input.distorted_inputs`` as written, but for the file list and the
+    queue's size (the tutorial's is 20,000 examples)."""
+    tf = gf
+    height = width = 24
+    filename_queue = tf.train.string_input_producer(filenames)
+    read_input = read_cifar10(filename_queue)
+    reshaped_image = tf.cast(read_input.uint8image, tf.float32)
+    distorted_image = tf.random_crop(reshaped_image, [height, width, 3])
+    distorted_image = tf.image.random_flip_left_right(distorted_image)
+    distorted_image = tf.image.random_brightness(distorted_image, max_delta=63)
+    distorted_image = tf.image.random_contrast(distorted_image, lower=0.2, upper=1.8)
+    float_image = tf.image.per_image_standardization(distorted_image)
+    float_image.set_shape([height, width, 3])
+    read_input.label.set_shape([1])
+    images, label_batch = tf.train.shuffle_batch(
+        [float_image, read_input.label], batch_size=batch_size, num_threads=4,
+        capacity=min_queue_examples + 3 * batch_size, min_after_dequeue=min_queue_examples)
+    return images, tf.reshape(label_batch, [batch_size])
+
+
+def test_the_cifar10_tutorials_input_reads_every_record(tmp_path):
+    names = ["data_batch_1.bin", "data_batch_2.bin"]
+    content = _cifar_files(str(tmp_path), names, records=7)
+    queue = gf.train.string_input_producer([str(tmp_path / n) for n in names], num_epochs=1,
+                                           shuffle=False)
+    record = read_cifar10(queue)
+    assert record.uint8image.shape.as_list() == [32, 32, 3]
+    seen = set()
+    keys = []
+    with gf.Session() as sess:
+        sess.run(gf.local_variables_initializer())
+        threads = gf.train.start_queue_runners(sess)
+        while True:
+            try:
+                key, label, image = sess.run([record.key, record.label, record.uint8image])
+            except OutOfRangeError:
+                break
+            keys.append(key)
+            seen.add((int(label[0]), image.transpose(2, 0, 1).tobytes()))
+        for t in threads:
+            t.join(timeout=30)
+    assert seen == content and len(keys) == 14
+    assert keys[:2] == [f"{tmp_path / names[0]}:0".encode(), f"{tmp_path / names[0]}:1".encode()]
+
+
+def test_the_cifar10_tutorials_distorted_batches(tmp_path):
+    names = [f"data_batch_{i}.bin" for i in (1, 2)]
+    _cifar_files(str(tmp_path), names, records=20)
+    images, labels = distorted_inputs([str(tmp_path / n) for n in names], batch_size=8,
+                                      min_queue_examples=16)
+    assert images.shape.as_list() == [8, 24, 24, 3] and labels.shape.as_list() == [8]
+    with gf.train.MonitoredTrainingSession() as sess:
+        for _ in range(3):
+            x, y = sess.run([images, labels])
+            np.testing.assert_allclose(x.mean(axis=(1, 2, 3)), 0, atol=1e-4)
+            np.testing.assert_allclose(x.std(axis=(1, 2, 3)), 1, rtol=1e-3)
+            assert ((0 <= y) & (y < 10)).all()
+
+
+def test_text_lines_whole_files_and_read_up_to(tmp_path):
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_bytes(b"x,y\n1,2\r\n3,4\n")
+    second.write_bytes(b"x,y\n5,6")
+    files = [str(first), str(second)]
+    lines = gf.TextLineReader(skip_header_lines=1).read(
+        gf.train.string_input_producer(files, num_epochs=1, shuffle=False))
+    reader = gf.WholeFileReader()
+    whole = reader.read(gf.train.string_input_producer(files, num_epochs=1, shuffle=False))
+    many = gf.TextLineReader().read_up_to(
+        gf.train.string_input_producer(files, num_epochs=1, shuffle=False), 4)
+    with gf.Session() as sess:
+        sess.run(gf.local_variables_initializer())
+        gf.train.start_queue_runners(sess)
+        got = [tuple(sess.run(lines)) for _ in range(3)]
+        assert got == [(f"{first}:2".encode(), b"1,2"), (f"{first}:3".encode(), b"3,4"),
+                       (f"{second}:2".encode(), b"5,6")]
+        with pytest.raises(OutOfRangeError):
+            sess.run(lines)
+        assert sess.run(whole)[1] == first.read_bytes()
+        assert sess.run(whole)[0] == str(second).encode()
+        assert sess.run(reader.num_records_produced()) == 2
+        keys, values = sess.run(many)
+        assert list(values) == [b"x,y", b"1,2", b"3,4", b"x,y"] and len(keys) == 4
+        assert list(sess.run(many)[1]) == [b"5,6"]  # the input ends: fewer
+
+
+def test_files_that_are_not_what_the_reader_expects(tmp_path):
+    partial = tmp_path / "partial.bin"
+    partial.write_bytes(bytes(10))
+    values = {}
+    for name in ("partial.bin", "missing.bin"):
+        queue = gf.train.string_input_producer([str(tmp_path / name)], shuffle=False)
+        values[name] = gf.FixedLengthRecordReader(record_bytes=4, name="cifar").read(queue)[1]
+    strings = gf.placeholder(gf.string, (None,))
+    with gf.Session() as sess:
+        gf.train.start_queue_runners(sess)
+        with pytest.raises(InvalidArgumentError, match=r"cifar: '.*partial.bin' has 10 bytes "
+                                                       "between its header and footer, not a "
+                                                       "whole number of 4-byte records"):
+            sess.run(values["partial.bin"])
+        with pytest.raises(NotFoundError, match=r"cifar_1: no file '.*missing.bin'"):
+            sess.run(values["missing.bin"])
+        with pytest.raises(InvalidArgumentError, match=r"one length, a multiple of 4 bytes "
+                                                       r"\(int32\); got lengths \[3, 4\]"):
+            sess.run(gf.decode_raw(strings, gf.int32), {strings: [b"abc", b"abcd"]})
+        big = sess.run(gf.decode_raw(strings, gf.int16, little_endian=False),
+                       {strings: [b"\x01\x02\x03\x04"]})
+        np.testing.assert_array_equal(big, [[0x0102, 0x0304]])
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known-shape", "unknown-shape"])
+def test_image_preprocessing_matches_numpy_with_gradients(backend, known):
+    x = np.random.default_rng(5).standard_normal((2, 5, 6, 3)) * 3 + 1
+    images = gf.placeholder(gf.float64, x.shape if known else (None, None, None, 3))
+    standard = gf.image.per_image_standardization(images)
+    contrast = gf.image.adjust_contrast(images, 1.7)
+    weights = np.random.default_rng(6).standard_normal(x.shape)
+    loss = gf.reduce_sum((standard + contrast) * weights)
+    (grad,) = gf.gradients(loss, [images])
+    mean = x.mean(axis=(1, 2, 3), keepdims=True)
+    channel_mean = x.mean(axis=(1, 2), keepdims=True)
+    with gf.Session(backend=backend) as sess:
+        got_standard, got_contrast, got = sess.run([standard, contrast, grad], {images: x})
+        numeric = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            up, down = x.copy(), x.copy()
+            up[idx] += 1e-6
+            down[idx] -= 1e-6
+            numeric[idx] = (sess.run(loss, {images: up}) - sess.run(loss, {images: down})) / 2e-6
+    np.testing.assert_allclose(got_standard, (x - mean) / x.std(axis=(1, 2, 3), keepdims=True),
+                               rtol=1e-10)
+    np.testing.assert_allclose(got_contrast, (x - channel_mean) * 1.7 + channel_mean,
+                               rtol=1e-12)
+    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_random_crops_brightness_and_contrast_are_drawn_each_run():
+    gf.set_random_seed(3)
+    x = np.arange(6 * 7 * 2, dtype=np.float32).reshape(6, 7, 2)
+    image = gf.constant(x)
+    crop = gf.random_crop(image, [3, 4, 2])
+    bright = gf.image.random_brightness(image, max_delta=5.0)
+    contrast = gf.image.random_contrast(image, 0.5, 1.5)
+    starts = set()
+    with gf.Session() as sess:
+        for _ in range(200):
+            c, b, k = sess.run([crop, bright, contrast])
+            top, left = int(c[0, 0, 0]) // 14, int(c[0, 0, 0]) % 14 // 2
+            np.testing.assert_array_equal(c, x[top:top + 3, left:left + 4])
+            starts.add((top, left))
+            delta = b - x
+            assert np.allclose(delta, delta.flat[0], atol=1e-4) and -5 <= delta.flat[0] < 5
+            mean = x.mean(axis=(0, 1))
+            factor = (k - mean) / (x - mean)
+            assert np.allclose(factor, factor.flat[0], rtol=1e-4) and 0.5 <= factor.flat[0] < 1.5
+    assert len(starts) == 16  # every place a 3 x 4 window fits in 6 x 7
+    with pytest.raises(ValueError, match="does not fit"):
+        gf.random_crop(image, [7, 4, 2])
+
+
+def test_crop_or_pad_and_central_crop_as_tf1():
+    x = np.arange(5 * 4, dtype=np.float32).reshape(5, 4, 1)
+    image = gf.constant(x)
+    with gf.Session() as sess:
+        small, big, mixed, centre = sess.run([
+            gf.image.resize_image_with_crop_or_pad(image, 3, 2),
+            gf.image.resize_image_with_crop_or_pad(image, 8, 7),
+            gf.image.resize_image_with_crop_or_pad(image, 2, 6),
+            gf.image.central_crop(image, 0.5)])
+    np.testing.assert_array_equal(small, x[1:4, 1:3])
+    want = np.zeros((8, 7, 1), np.float32)
+    want[1:6, 1:5] = x
+    np.testing.assert_array_equal(big, want)
+    want = np.zeros((2, 6, 1), np.float32)
+    want[:, 1:5] = x[1:3]
+    np.testing.assert_array_equal(mixed, want)
+    np.testing.assert_array_equal(centre, x[1:4, 1:3])
+    as_float = gf.image.convert_image_dtype(gf.constant(np.array([0, 255], np.uint8)),
+                                            gf.float32)
+    back = gf.image.convert_image_dtype(as_float, gf.uint8)
+    with gf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(as_float), [0.0, 1.0])
+        np.testing.assert_array_equal(sess.run(back), [0, 255])
