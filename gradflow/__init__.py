@@ -15,6 +15,13 @@ from gradflow.initializers import (
 )
 from gradflow import tf_logging as logging  # TF1's tf.logging
 from gradflow import summary  # TF1's tf.summary (tensorboardX is imported on first use)
+from gradflow.summary.legacy import (  # the names before TF 1.0
+    histogram_summary,
+    image_summary,
+    merge_all_summaries,
+    merge_summary,
+    scalar_summary,
+)
 from gradflow import timeline  # TF1's tensorflow.python.client.timeline
 from gradflow import gfile, io  # TF1's tf.gfile and tf.io.gfile
 from gradflow.io import read_file  # TF1's tf.read_file

@@ -17,7 +17,8 @@ from gradflow.ops.registry import convert_to_tensor
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
            "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
-           "flip_left_right", "flip_up_down", "per_image_standardization", "random_brightness",
+           "flip_left_right", "flip_up_down", "per_image_standardization", "per_image_whitening",
+           "random_brightness",
            "random_contrast", "random_crop", "random_flip_left_right", "resize_images",
            "resize_image_with_crop_or_pad"]
 
@@ -375,3 +376,8 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
         return cast(x, dtype)
     raise NotImplementedError(f"convert_image_dtype: {x.dtype.name} to {dtype.name} is not "
                               "supported")
+
+
+def per_image_whitening(image):
+    """``per_image_standardization`` under its name before TF 1.0."""
+    return per_image_standardization(image)

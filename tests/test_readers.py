@@ -242,3 +242,37 @@ def test_crop_or_pad_and_central_crop_as_tf1():
     with gf.Session() as sess:
         np.testing.assert_array_equal(sess.run(as_float), [0.0, 1.0])
         np.testing.assert_array_equal(sess.run(back), [0, 255])
+
+
+def test_fixed_length_record_dataset_gives_every_record(tmp_path):
+    names = ["data_batch_1.bin", "data_batch_2.bin"]
+    content = _cifar_files(str(tmp_path), names, records=5, seed=1)
+    (tmp_path / "partial.bin").write_bytes(bytes(3073 + 7))
+    records = gf.data.FixedLengthRecordDataset([str(tmp_path / n) for n in names], 3073)
+    pixels = records.map(lambda r: gf.decode_raw(r, gf.uint8)).batch(4)
+    broken = gf.data.FixedLengthRecordDataset(str(tmp_path / "partial.bin"), 3073)
+    nxt, bad = (ds.make_one_shot_iterator().get_next() for ds in (pixels, broken))
+    seen = set()
+    with gf.Session() as sess:
+        for _ in range(3):
+            for row in sess.run(nxt):
+                seen.add((int(row[0]), row[1:].tobytes()))
+        with pytest.raises(OutOfRangeError):
+            sess.run(nxt)
+        with pytest.raises(InvalidArgumentError, match="has 3080 bytes between its header"):
+            sess.run(bad)
+    assert seen == content
+
+
+def test_slice_of_unknown_sizes_has_its_static_size_and_checks_it():
+    x = gf.placeholder(gf.float32, (None, 3))
+    block = gf.slice(x, [1, 0], [2, -1])
+    assert block.shape.as_list() == [2, 3]
+    with gf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(block, {x: np.ones((4, 3), np.float32)}),
+                                      np.ones((2, 3)))
+        with pytest.raises(InvalidArgumentError, match=r"slice: begin \[1, 0\] and size "
+                                                       r"\[2, -1\] go past the end of "
+                                                       r"'Placeholder': the block has shape "
+                                                       r"\(1, 3\)"):
+            sess.run(block, {x: np.ones((2, 3), np.float32)})

@@ -15,8 +15,8 @@ from gradflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
-from gradflow.data.sources import TextLineDataset
+from gradflow.data.sources import FixedLengthRecordDataset, TextLineDataset
 
-__all__ = ["Dataset", "Iterator", "TextLineDataset", "batches", "experimental",
-           "get_output_classes", "get_output_shapes", "get_output_types",
+__all__ = ["Dataset", "FixedLengthRecordDataset", "Iterator", "TextLineDataset", "batches",
+           "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator", "mnist"]

@@ -281,3 +281,38 @@ class TextLineDataset(Dataset):
                 value = np.empty((), dtype=object)
                 value[()] = line.rstrip(b"\n").rstrip(b"\r")
                 yield (value,)
+
+
+class FixedLengthRecordDataset(Dataset):
+    """The records of ``record_bytes`` bytes each in binary files, after
+    ``header_bytes`` and before ``footer_bytes``, as ``string`` scalars (TF1
+    ``tf.data.FixedLengthRecordDataset``). A file its records do not fill exactly is
+    an error naming it.
+
+    >>> records = gf.data.FixedLengthRecordDataset(["data_batch_1.bin"], 3073)
+    >>> pixels = records.map(lambda r: gf.decode_raw(r, gf.uint8))
+    """
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
+                 buffer_size=None, compression_type=None):
+        if isinstance(filenames, (str, bytes)):
+            filenames = [filenames]
+        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
+        if compression_type:
+            raise NotImplementedError("FixedLengthRecordDataset: compression_type is not "
+                                      "supported")
+        if int(record_bytes) <= 0:
+            raise ValueError(f"FixedLengthRecordDataset: record_bytes must be positive, got "
+                             f"{record_bytes}")
+        self._sizes = (int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0))
+        super().__init__(None, [dtypes.string], [TensorShape(())])
+
+    def _iterate(self, run):
+        from gradflow.ops.reader_ops import fixed_length_records
+
+        for path in self._files:
+            for _, record in fixed_length_records(path, *self._sizes,
+                                                  "FixedLengthRecordDataset"):
+                value = np.empty((), dtype=object)
+                value[()] = record
+                yield (value,)

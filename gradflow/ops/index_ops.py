@@ -10,7 +10,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
-from gradflow.graph import Tensor
+from gradflow.graph import Tensor, user_source_line
 from gradflow.ops import rules
 from gradflow.ops.array_ops import expand_dims, reshape_like, run_time_axes
 from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
@@ -500,7 +500,18 @@ def slice_(input_, begin, size, name=None):
             raise ValueError(f"slice: begin {begin} with size {size} goes past axis {axis} "
                              f"of '{x.name}' (size {dim})")
         key.append(slice(b, None) if s == -1 else slice(b, b + s))
-    return getitem(x, tuple(key), name=name or "Slice")
+    block = getitem(x, tuple(key), name=name or "Slice")
+    dims = x.shape if x.shape is not None else (None,) * rank
+    declared = [s if d is None and s != -1 else None for d, s in zip(dims, size)]
+    if not any(declared):
+        return block
+    # sizes the graph cannot check: the block has them, or the run fails (as TF1's does)
+    # instead of giving a shorter block
+    message = (f"slice: begin {begin} and size {size} go past the end of '{x.name}': the "
+               f"block has shape {{actual}} at run time; slice created at "
+               f"{user_source_line()}")
+    return apply("ensure_shape", [block], name=f"{block.name}/checked", shape=tuple(declared),
+                 message=message)
 
 
 def _bounds(value, what):

@@ -79,10 +79,20 @@ def log_softmax(logits, axis=None, name=None, dim=None):
                  axis=_axis(x, _dim_alias("log_softmax", axis, dim)))
 
 
-def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None, dim=None):
+def _named_only(what, sentinel):
+    """TF1's guard: before TF 1.0 these losses took ``(logits, labels)`` in that order, so
+    a positional call from such a program would swap them silently."""
+    if sentinel is not None:
+        raise ValueError(f"Only call `{what}` with named arguments (labels=..., logits=..., "
+                         "...): before TF 1.0 the order was (logits, labels)")
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=None,
+                                      name=None, axis=-1):
     """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row.
     Labels of another dtype are cast to the logits' (as TF1 does: ``input_data``'s one-hot
-    labels are float64)."""
+    labels are float64). Named arguments only, as in TF1."""
+    _named_only("softmax_cross_entropy_with_logits", _sentinel)
     if labels is None or logits is None:
         raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)
@@ -96,8 +106,11 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
 softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
 
 
-def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """Cross-entropy of integer class ``labels`` against ``softmax(logits)``, per row."""
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None):
+    """Cross-entropy of integer class ``labels`` against ``softmax(logits)``, per row.
+    Named arguments only, as in TF1."""
+    _named_only("sparse_softmax_cross_entropy_with_logits", _sentinel)
     if labels is None or logits is None:
         raise ValueError("sparse_softmax_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)
@@ -143,14 +156,15 @@ register("check_label_range", _check_label_range_impl,
          lambda s, d, depth, message: (s[0], d[0]), grad=None, check=True)
 
 
-def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """Elementwise logistic loss ``softplus(x) - x z`` (TF1's ``max(x, 0) - x z +
     log(1 + exp(-|x|))``, the same values), for logits ``x`` and labels ``z``.
 
     Through the ``softplus`` primitive the gradient is ``sigmoid(x) - z`` everywhere,
     including at ``x = 0``, where a zero-initialized last layer starts and where the
-    kinks of ``max`` and ``|x|`` would give ``-z``.
+    kinks of ``max`` and ``|x|`` would give ``-z``. Named arguments only, as in TF1.
     """
+    _named_only("sigmoid_cross_entropy_with_logits", _sentinel)
     if labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)

@@ -103,15 +103,25 @@ class FixedLengthRecordReader(ReaderBase):
         self.header_bytes, self.footer_bytes = int(header_bytes or 0), int(footer_bytes or 0)
 
     def _records(self, path):
-        body = os.path.getsize(path) - self.header_bytes - self.footer_bytes
-        if body < 0 or body % self.record_bytes:
-            raise InvalidArgumentError(
-                f"{self.name}: {path!r} has {max(body, 0)} bytes between its header and "
-                f"footer, not a whole number of {self.record_bytes}-byte records")
-        with open(path, "rb") as f:
-            f.seek(self.header_bytes)
-            for k in range(body // self.record_bytes):
-                yield f"{path}:{k}", f.read(self.record_bytes)
+        return fixed_length_records(path, self.record_bytes, self.header_bytes,
+                                    self.footer_bytes, self.name)
+
+
+def fixed_length_records(path, record_bytes, header_bytes, footer_bytes, who):
+    """``(key, record)`` for each record of the file ``path`` (see
+    ``FixedLengthRecordReader``); ``who`` names the reader in errors."""
+    try:
+        body = os.path.getsize(path) - header_bytes - footer_bytes
+    except FileNotFoundError:
+        raise NotFoundError(f"{who}: no file {path!r}") from None
+    if body < 0 or body % record_bytes:
+        raise InvalidArgumentError(
+            f"{who}: {path!r} has {max(body, 0)} bytes between its header and footer, not "
+            f"a whole number of {record_bytes}-byte records")
+    with open(path, "rb") as f:
+        f.seek(header_bytes)
+        for k in range(body // record_bytes):
+            yield f"{path}:{k}", f.read(record_bytes)
 
 
 class TextLineReader(ReaderBase):

@@ -92,3 +92,7 @@ from gradflow.train.session_run_hook import (  # noqa: E402
 __all__ += ["CheckpointSaverHook", "MonitoredSession", "MonitoredTrainingSession",
             "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
             "StopAtStepHook", "SummarySaverHook"]
+
+from gradflow.summary.legacy import SummaryWriter  # noqa: E402 - tf.train.SummaryWriter, before TF 1.0
+
+__all__ += ["SummaryWriter"]
