@@ -18,6 +18,7 @@ from __future__ import annotations
 import weakref
 from contextlib import contextmanager
 
+from gradflow import protowire
 from gradflow.graph import get_default_graph
 
 __all__ = ["ConfigProto", "DeviceSpec", "DeviceStepStats", "GPUOptions", "GraphOptions",
@@ -79,13 +80,13 @@ class _Message:
             value = getattr(self, name)
             for item in (value if isinstance(value, list) else [value]):
                 if kind == "message":
-                    _wire_bytes(out, number, item.SerializeToString())
+                    protowire.write_bytes_field(out, number, item.SerializeToString())
                 elif kind == "string":
                     if item:
-                        _wire_bytes(out, number, str(item).encode("utf-8"))
+                        protowire.write_bytes_field(out, number, str(item).encode("utf-8"))
                 elif item:  # an integer: a varint
-                    out += _varint(number << 3)
-                    out += _varint(int(item) & 0xFFFFFFFFFFFFFFFF)
+                    out += protowire.write_varint(number << 3)
+                    out += protowire.write_varint(int(item) & 0xFFFFFFFFFFFFFFFF)
         return bytes(out)
 
     def __repr__(self) -> str:
@@ -95,21 +96,6 @@ class _Message:
             if value != _fresh(default):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _wire_bytes(out: bytearray, number: int, payload: bytes) -> None:
-    out += _varint(number << 3 | 2)
-    out += _varint(len(payload))
-    out += payload
 
 
 def _fresh(default):

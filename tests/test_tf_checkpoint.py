@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow import protowire
 from gradflow.train import tf_checkpoint
 from gradflow.train.saver import CheckpointError
 
@@ -206,9 +207,9 @@ def test_the_text_index_reads_escapes_and_timestamps_and_refuses_other_fields():
 
 def test_the_python_checksum_is_crc32c():
     """The fallback where the crc32c package is missing gives the same sums."""
-    assert tf_checkpoint._crc32c_python(b"123456789") == 0xE3069283  # the standard check
+    assert protowire.crc32c_python(b"123456789") == 0xE3069283  # the standard check
     data = os.urandom(1000)
-    assert tf_checkpoint._crc32c_python(data) == tf_checkpoint._crc32c(data)
+    assert protowire.crc32c_python(data) == protowire.crc32c(data)
 
 
 @pytest.mark.parametrize("fmt", ["tensorflow", "gradflow"])

@@ -23,10 +23,11 @@ import os
 
 import numpy as np
 
+from gradflow import protowire
+
 _MAGIC = 0xDB4775248B80FB57  # the table footer's last 8 bytes
 _FOOTER = 48
 _BLOCK_TRAILER = 5  # compression kind, masked CRC-32C
-_MASK_DELTA = 0xA282EAD8
 _LARGEST_INDEX = 1 << 30  # bytes: a larger .index is refused before it is read
 # TensorFlow's DataType numbers (types.proto) for the dtypes a variable can have here
 _DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
@@ -151,8 +152,7 @@ def _block(data, offset, size):
         raise TFCheckpointError(f"a block ({size} bytes at {offset}) runs past the table")
     raw, kind = data[offset:end], data[end]
     stored = int.from_bytes(data[end + 1:end + _BLOCK_TRAILER], "little")
-    rotated = (stored - _MASK_DELTA) & 0xFFFFFFFF
-    if _crc32c(data[offset:end + 1]) != ((rotated >> 17) | (rotated << 15)) & 0xFFFFFFFF:
+    if protowire.masked_crc32c(data[offset:end + 1]) != stored:
         raise TFCheckpointError(f"the block at byte {offset} fails its checksum")
     if kind != 0:  # TensorFlow writes a bundle's index uncompressed
         raise TFCheckpointError(f"the block at byte {offset} is compressed (kind {kind}), "
@@ -199,10 +199,10 @@ def _entry(value):
         if number == 1:
             entry["dtype"] = field
         elif number == 2:
-            entry["shape"] = [_signed(size) for n, _, dim in _fields(field) if n == 2
+            entry["shape"] = [protowire.signed(size) for n, _, dim in _fields(field) if n == 2
                               for m, _, size in _fields(dim) if m == 1]
         elif number in (3, 4, 5):
-            entry[{3: "shard", 4: "offset", 5: "size"}[number]] = _signed(field)
+            entry[{3: "shard", 4: "offset", 5: "size"}[number]] = protowire.signed(field)
         elif number == 6:
             entry["crc"] = field
         elif number == 7:
@@ -246,7 +246,7 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
         raise TFCheckpointError(f"its data file {path} ends before tensor '{name}' (bytes "
                                 f"{entry['offset']}-{entry['offset'] + entry['size']}), as "
                                 "when a copy is cut short", "is cut short")
-    if entry["crc"] is not None and _masked(_crc32c(raw)) != entry["crc"]:
+    if entry["crc"] is not None and protowire.masked_crc32c(raw) != entry["crc"]:
         raise TFCheckpointError(f"tensor '{name}' in {path} fails its checksum: the data "
                                 "file is damaged")
     return np.frombuffer(raw, item).astype(dtype).reshape(shape)
@@ -260,74 +260,8 @@ def _dtype_name(number):
 
 
 def _varint(buf, pos):
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise TFCheckpointError("a number runs past the end of its record")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise TFCheckpointError("a number is longer than 10 bytes")
-
-
-def _signed(value):
-    return value - (1 << 64) if value >= 1 << 63 else value
+    return protowire.read_varint(buf, pos, TFCheckpointError)
 
 
 def _fields(buf):
-    """``(field number, wire type, value)`` of each field of a protobuf message: an int
-    for numbers, bytes for length-delimited fields."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        kind = key & 7
-        if kind == 0:
-            value, pos = _varint(buf, pos)
-        elif kind in (1, 5):
-            width = 8 if kind == 1 else 4
-            if pos + width > len(buf):
-                raise TFCheckpointError("a fixed-width field runs past its record")
-            value, pos = int.from_bytes(buf[pos:pos + width], "little"), pos + width
-        elif kind == 2:
-            size, pos = _varint(buf, pos)
-            if pos + size > len(buf):
-                raise TFCheckpointError("a field runs past its record")
-            value, pos = buf[pos:pos + size], pos + size
-        else:
-            raise TFCheckpointError(f"a field has wire type {kind}")
-        yield key >> 3, kind, value
-
-
-def _masked(crc):
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def _crc32c_table():
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _crc32c_table()
-
-
-def _crc32c_python(data):
-    """CRC-32C (Castagnoli) of ``data``, one byte at a time."""
-    crc = 0xFFFFFFFF
-    for byte in bytes(data):
-        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-try:
-    from crc32c import crc32c as _crc32c
-except ImportError:  # the crc32c package is optional: the same sums, slower
-    _crc32c = _crc32c_python
+    return protowire.fields(buf, TFCheckpointError)
