@@ -110,9 +110,17 @@ from gradflow.ops.reader_ops import (  # TF1's readers
     FixedLengthRecordReader,
     ReaderBase,
     TextLineReader,
+    TFRecordReader,
     WholeFileReader,
     decode_raw,
 )
+from gradflow.ops.parsing_ops import (  # tf.train.Example records to tensors
+    FixedLenFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
+from gradflow import tfrecord as python_io  # TF1's tf.python_io: TFRecord files
 from gradflow.image import random_crop  # TF1's tf.random_crop
 from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
 from gradflow.ops.sort_ops import argsort, sort, unique

@@ -44,3 +44,7 @@ class AlreadyExistsError(GradflowError, FileExistsError):
 
 class PermissionDeniedError(GradflowError, PermissionError):
     """The operating system refused access (a file, a folder)."""
+
+
+class DataLossError(GradflowError, IOError):
+    """A file's contents are damaged (a record fails its checksum, or is cut short)."""

@@ -1,11 +1,20 @@
-"""TF1's ``tf.io`` namespace, for its file functions: ``read_file`` and
-``tf.io.gfile.exists`` and the rest of ``gradflow.gfile``."""
+"""TF1's ``tf.io`` namespace, for its file functions: ``read_file``, the TFRecord and
+``tf.train.Example`` functions, and ``tf.io.gfile.exists`` and the rest of
+``gradflow.gfile``."""
 
 from gradflow import dtypes, gfile
 from gradflow.ops import image_io_ops  # noqa: F401 - registers read_file
+from gradflow.ops.parsing_ops import (
+    FixedLenFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
 from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 
-__all__ = ["gfile", "read_file"]
+__all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "gfile",
+           "parse_example", "parse_single_example", "read_file", "tf_record_iterator"]
 
 
 def read_file(filename, name=None):

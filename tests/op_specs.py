@@ -73,6 +73,8 @@ EXEMPT = {
     "reader_count": "kind 'call': how many records a reader gave in the session",
     "reader_reset": "kind 'call': forgets a reader's file and count",
     "decode_raw": "kind 'call': strings' bytes as numbers, on the host",
+    "parse_example": "kind 'call': tf.train.Example records parsed on the host "
+                     "(tests/test_tfrecord.py)",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",

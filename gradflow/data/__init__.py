@@ -15,8 +15,9 @@ from gradflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
-from gradflow.data.sources import FixedLengthRecordDataset, TextLineDataset
+from gradflow.data.sources import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
-__all__ = ["Dataset", "FixedLengthRecordDataset", "Iterator", "TextLineDataset", "batches",
+__all__ = ["Dataset", "FixedLengthRecordDataset", "Iterator", "TextLineDataset",
+           "TFRecordDataset", "batches",
            "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator", "mnist"]

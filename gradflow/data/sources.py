@@ -316,3 +316,31 @@ class FixedLengthRecordDataset(Dataset):
                 value = np.empty((), dtype=object)
                 value[()] = record
                 yield (value,)
+
+
+class TFRecordDataset(Dataset):
+    """The records of TFRecord files (``gradflow.tfrecord``), as ``string`` scalars (TF1
+    ``tf.data.TFRecordDataset``; ``compression_type`` "", "GZIP" or "ZLIB").
+
+    >>> records = gf.data.TFRecordDataset(["train.tfrecords"])
+    >>> parsed = records.map(lambda r: gf.parse_single_example(r, features))
+    """
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        from gradflow.tfrecord import compression
+
+        if isinstance(filenames, (str, bytes)):
+            filenames = [filenames]
+        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
+        self._compression = compression(compression_type)
+        super().__init__(None, [dtypes.string], [TensorShape(())])
+
+    def _iterate(self, run):
+        from gradflow.tfrecord import records
+
+        for path in self._files:
+            for record in records(path, self._compression):
+                value = np.empty((), dtype=object)
+                value[()] = record
+                yield (value,)

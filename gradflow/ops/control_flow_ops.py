@@ -330,7 +330,8 @@ def _identity_call(session, node):
 register("cond", _call_impl, _construct_infer, grad=None, kind="call")
 register("while", _call_impl, _construct_infer, grad=None, kind="call")
 register("while_grad", _call_impl, _construct_infer, grad=None, kind="call")
-register("tuple_get", _tuple_get_impl, _tuple_get_infer, grad=_tuple_get_grad, kind="call")
+register("tuple_get", _tuple_get_impl, _tuple_get_infer, grad=_tuple_get_grad, kind="call",
+         takes_strings=True)  # picks from a tuple; a string input is only carried along
 # A loop variable inside the body: fed by the loop; outside it is its initial value.
 register("while_loop_var", _identity_call, _loop_var_infer, grad=None, kind="call")
 

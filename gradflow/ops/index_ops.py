@@ -717,7 +717,7 @@ def _gather_strings_impl(session, node):
             at = tuple(int(k) for k in bad[0])
             raise InvalidArgumentError(f"gather '{node.name}': indices{list(at)} = {ids[at]} "
                                        f"is not in [0, {params.shape[axis]})")
-        return np.take(params, ids, axis=axis)
+        return dtypes.bytes_array(np.take(params, ids, axis=axis))  # 0-d stays an array
 
     return run
 

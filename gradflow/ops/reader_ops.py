@@ -1,6 +1,7 @@
-"""TF1's readers, which turn a queue of file names into records: ``FixedLengthRecordReader``
-(the CIFAR-10 binaries), ``TextLineReader`` and ``WholeFileReader``; and ``decode_raw``,
-which turns a record's bytes into numbers.
+"""TF1's readers, which turn a queue of file names into records:
+``FixedLengthRecordReader`` (the CIFAR-10 binaries), ``TFRecordReader``,
+``TextLineReader`` and ``WholeFileReader``; and ``decode_raw``, which turns a record's
+bytes into numbers.
 
 ``reader.read(filename_queue)`` gives ``(key, value)``, two string scalars: the record
 and ``b"<file name>:<record number>"`` (the file name alone for ``WholeFileReader``).
@@ -28,8 +29,8 @@ from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
-__all__ = ["FixedLengthRecordReader", "ReaderBase", "TextLineReader", "WholeFileReader",
-           "decode_raw"]
+__all__ = ["FixedLengthRecordReader", "ReaderBase", "TFRecordReader", "TextLineReader",
+           "WholeFileReader", "decode_raw"]
 
 
 class ReaderBase:
@@ -149,6 +150,23 @@ class WholeFileReader(ReaderBase):
         with open(path, "rb") as f:
             data = f.read()
         yield path, data
+
+
+class TFRecordReader(ReaderBase):
+    """The records of TFRecord files (``gradflow.tfrecord``); keys number them from 0.
+    ``options``: a ``TFRecordOptions`` or compression name for compressed files."""
+
+    def __init__(self, name=None, options=None):
+        from gradflow.tfrecord import compression
+
+        super().__init__(name or "TFRecordReader")
+        self.compression = compression(options)
+
+    def _records(self, path):
+        from gradflow.tfrecord import records
+
+        for k, data in enumerate(records(path, self.compression)):
+            yield f"{path}:{k}", data
 
 
 class _ReaderState:

@@ -96,3 +96,14 @@ __all__ += ["CheckpointSaverHook", "MonitoredSession", "MonitoredTrainingSession
 from gradflow.summary.legacy import SummaryWriter  # noqa: E402 - tf.train.SummaryWriter, before TF 1.0
 
 __all__ += ["SummaryWriter"]
+
+from gradflow.train.example import (  # noqa: E402 - tf.train.Example and its parts
+    BytesList,
+    Example,
+    Feature,
+    Features,
+    FloatList,
+    Int64List,
+)
+
+__all__ += ["BytesList", "Example", "Feature", "Features", "FloatList", "Int64List"]

@@ -1,0 +1,150 @@
+"""``tf.parse_single_example`` and ``tf.parse_example``: ``tf.train.Example`` records
+(serialized, as strings) to tensors, one per feature asked for, on the host.
+
+Each ``FixedLenFeature(shape, dtype, default_value)`` gives a tensor of ``shape``
+(with a leading batch axis for ``parse_example``) of ``float32``, ``int64`` or
+``string``. A record without the feature takes ``default_value``, or fails naming it;
+a feature of another kind, or with another number of values, fails naming it.
+
+>>> features = gf.parse_single_example(record, {
+...     "image_raw": gf.FixedLenFeature([], gf.string),
+...     "label": gf.FixedLenFeature([], gf.int64)})
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+from gradflow import dtypes
+from gradflow.errors import DataLossError, InvalidArgumentError
+from gradflow.ops.control_flow_ops import VARIANT, _pick
+from gradflow.ops.dataset_ops import _declared
+from gradflow.ops.registry import apply, convert_to_tensor, register
+
+__all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]
+
+FixedLenFeature = collections.namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])
+FixedLenFeature.__new__.__defaults__ = (None,)
+FixedLenFeature.__doc__ = ("A feature of a fixed ``shape`` and ``dtype`` (float32, int64 or "
+                           "string), ``default_value`` where a record lacks it.")
+
+VarLenFeature = collections.namedtuple("VarLenFeature", ["dtype"])
+VarLenFeature.__doc__ = "A feature of any length (a SparseTensor in TF1: not supported)."
+
+_LISTS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
+
+
+def _specs(features, what):
+    specs = []
+    for key in sorted(features):
+        spec = features[key]
+        if isinstance(spec, VarLenFeature):
+            raise NotImplementedError(f"{what}: VarLenFeature ('{key}') gives a SparseTensor, "
+                                      "which gradflow does not have; use FixedLenFeature")
+        if not isinstance(spec, FixedLenFeature):
+            raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature, got {spec!r}")
+        dtype = dtypes.as_dtype(spec.dtype)
+        if dtype not in _LISTS:
+            raise TypeError(f"{what}: feature '{key}' must be float32, int64 or string, got "
+                            f"{dtype.name}")
+        shape = tuple(int(d) for d in spec.shape)
+        default = None  # kept as a flat tuple of values: node attributes stay hashable
+        if spec.default_value is not None:
+            value = dtypes.bytes_array(spec.default_value) if dtype is dtypes.string \
+                else np.asarray(spec.default_value, dtype=dtype.as_numpy_dtype)
+            try:
+                default = tuple(np.broadcast_to(value, shape).ravel().tolist())
+            except ValueError:
+                raise ValueError(f"{what}: the default of feature '{key}' has shape "
+                                 f"{value.shape}, not {list(shape)}") from None
+        specs.append((key, dtype, shape, default))
+    return specs
+
+
+def _values(example, key, dtype, shape, default, where):
+    """One feature of one parsed ``Example`` as an array of ``shape``."""
+    if key not in example.features.feature:
+        if default is None:
+            raise InvalidArgumentError(f"{where}: feature '{key}' ({dtype.name}) is required "
+                                       "but the record does not have it")
+        values = list(default)
+    else:
+        values = _listed(example.features.feature[key], key, dtype, where)
+    if len(values) != math.prod(shape):
+        raise InvalidArgumentError(f"{where}: feature '{key}' has {len(values)} values, its "
+                                   f"shape {list(shape)} needs {math.prod(shape)}")
+    if dtype is dtypes.string:
+        return dtypes.bytes_array(values).reshape(shape)
+    return np.asarray(values, dtype=dtype.as_numpy_dtype).reshape(shape)
+
+
+def _listed(feature, key, dtype, where):
+    kind = feature.WhichOneof("kind")
+    if kind != _LISTS[dtype]:
+        raise InvalidArgumentError(f"{where}: feature '{key}' holds a {kind}, not the "
+                                   f"{_LISTS[dtype]} of a {dtype.name} feature")
+    return getattr(feature, kind).value
+
+
+def _parse_impl(session, node):
+    from gradflow.train.example import Example
+
+    specs, single = node.attrs["specs"], node.attrs["single"]
+    to_host, device = session.backend.host_value, session.backend.device_value
+
+    def run(serialized):
+        records = np.asarray(to_host(serialized), dtype=object)
+        columns = [[] for _ in specs]
+        for index, record in enumerate(records.ravel()):
+            where = f"{node.opdef.name} '{node.name}'" + ("" if single else f", record {index}")
+            try:
+                example = Example.FromString(record)
+            except DataLossError as err:
+                raise InvalidArgumentError(f"{where}: not a tf.train.Example ({err})") from None
+            for column, (key, dtype, shape, default) in zip(columns, specs):
+                column.append(_values(example, key, dtype, shape, default, where))
+        out = []
+        for column, (_, dtype, shape, _) in zip(columns, specs):
+            kind = object if dtype is dtypes.string else dtype.as_numpy_dtype
+            stacked = np.stack(column) if column else np.empty((0,) + shape, kind)
+            # a reshape, never an index: an element of an object array is bare bytes, which
+            # NumPy would make an "S" array (and strip its trailing zero bytes)
+            out.append(device(stacked.reshape(records.shape + shape)))
+        return tuple(out)
+
+    return run
+
+
+def _parse(serialized, features, name, single):
+    what = "parse_single_example" if single else "parse_example"
+    x = convert_to_tensor(serialized, dtype=dtypes.string)
+    if x.dtype is not dtypes.string:
+        raise TypeError(f"{what}: '{x.name}' must be a string tensor (serialized records)")
+    if single and x.shape is not None and len(x.shape) != 0:
+        raise ValueError(f"{what}: '{x.name}' must be one string, got shape {x.shape}")
+    if not single and x.shape is not None and len(x.shape) != 1:
+        raise ValueError(f"{what}: '{x.name}' must be a vector of strings, got shape "
+                         f"{x.shape}")
+    specs = _specs(features, what)
+    node = apply("parse_example", [x], name=name or "ParseExample", specs=tuple(specs),
+                 single=single, shape=None, dtype=VARIANT)
+    batch = () if single else (None if x.shape is None else x.shape[0],)
+    return {key: _pick(node, k, batch + shape, dtype)
+            for k, (key, dtype, shape, _) in enumerate(specs)}
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """``{name: tensor}`` of one serialized ``tf.train.Example`` (see the module)."""
+    return _parse(serialized, features, name, True)
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """``{name: tensor}`` of a vector of serialized ``tf.train.Example`` records, each
+    tensor with the batch as its first axis (see the module)."""
+    return _parse(serialized, features, name, False)
+
+
+register("parse_example", _parse_impl, _declared, grad=None, kind="call", takes_strings=True)
