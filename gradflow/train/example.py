@@ -82,16 +82,8 @@ class FloatList(_Message):
                                                             *self.value))
 
     def _read(self, data):
-        self.value = []
-        for n, kind, v in _fields(data):
-            if n != 1:
-                continue
-            if kind == 2:  # packed
-                if len(v) % 4:
-                    raise DataLossError("a packed float list is not a whole number of floats")
-                self.value += list(struct.unpack(f"<{len(v) // 4}f", v))
-            elif kind == 5:
-                self.value.append(struct.unpack("<f", v.to_bytes(4, "little"))[0])
+        self.value = _numbers(data, _packed_floats, 5,
+                              lambda v: struct.unpack("<f", v.to_bytes(4, "little"))[0])
 
     def __repr__(self):
         return f"FloatList(value={self.value!r})"
@@ -113,17 +105,7 @@ class Int64List(_Message):
             protowire.write_bytes_field(out, 1, packed)
 
     def _read(self, data):
-        self.value = []
-        for n, kind, v in _fields(data):
-            if n != 1:
-                continue
-            if kind == 2:  # packed
-                pos = 0
-                while pos < len(v):
-                    number, pos = protowire.read_varint(v, pos, DataLossError)
-                    self.value.append(protowire.signed(number))
-            elif kind == 0:
-                self.value.append(protowire.signed(v))
+        self.value = _numbers(data, _packed_ints, 0, protowire.signed)
 
     def __repr__(self):
         return f"Int64List(value={self.value!r})"
@@ -220,3 +202,29 @@ class Example(_Message):
 
 def _fields(data):
     return protowire.fields(data, DataLossError)
+
+
+def _numbers(data, packed, plain_kind, plain):
+    """The numbers of a list message's field 1, packed (``packed(bytes)`` gives a list)
+    or one per field (wire type ``plain_kind``, ``plain(value)`` gives the number)."""
+    values = []
+    for n, kind, v in _fields(data):
+        if n == 1 and kind == 2:
+            values += packed(v)
+        elif n == 1 and kind == plain_kind:
+            values.append(plain(v))
+    return values
+
+
+def _packed_floats(v):
+    if len(v) % 4:
+        raise DataLossError("a packed float list is not a whole number of floats")
+    return list(struct.unpack(f"<{len(v) // 4}f", v))
+
+
+def _packed_ints(v):
+    values, pos = [], 0
+    while pos < len(v):
+        number, pos = protowire.read_varint(v, pos, DataLossError)
+        values.append(protowire.signed(number))
+    return values
