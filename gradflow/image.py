@@ -18,9 +18,8 @@ from gradflow.ops.registry import convert_to_tensor
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
            "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
            "flip_left_right", "flip_up_down", "per_image_standardization", "per_image_whitening",
-           "random_brightness",
-           "random_contrast", "random_crop", "random_flip_left_right", "resize_images",
-           "resize_image_with_crop_or_pad"]
+           "random_brightness", "random_contrast", "random_crop", "random_flip_left_right",
+           "resize_images", "resize_image_with_crop_or_pad"]
 
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
@@ -50,7 +49,9 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
     (TF1 ``tf.image.decode_jpeg``), decoded by Pillow (libjpeg-turbo) at each run:
     ``channels`` 0 keeps the file's (1 or 3), 1 is grey, 3 is RGB. Anything but a whole
     JPEG image is an ``InvalidArgumentError``. Only ``ratio=1`` with the default
-    options is supported."""
+    options is supported. The pixels are TensorFlow's with
+    ``dct_method="INTEGER_ACCURATE"``; its default, a faster DCT, differs from them by
+    a few levels."""
     if ratio != 1 or not fancy_upscaling or try_recover_truncated \
             or acceptable_fraction != 1 or dct_method not in ("", "INTEGER_ACCURATE"):
         raise NotImplementedError("decode_jpeg: only ratio=1 with the default decoding "

@@ -142,6 +142,7 @@ def set_shape(tensor, shape):
     graph = tensor.graph
     if tensor.opdef.kind == "placeholder":
         tensor.shape = TensorShape(merged)
+        tensor.attrs = {**tensor.attrs, "shape": merged}
         return
     inner = object.__new__(type(tensor))  # the node as it was, where it was
     inner.__dict__.update(tensor.__dict__)
