@@ -121,6 +121,7 @@ from gradflow.ops.parsing_ops import (  # tf.train.Example records to tensors
     parse_single_example,
 )
 from gradflow import tfrecord as python_io  # TF1's tf.python_io: TFRecord files
+from gradflow.ops.csv_ops import decode_csv  # CSV lines to columns
 from gradflow.image import random_crop  # TF1's tf.random_crop
 from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
 from gradflow.ops.sort_ops import argsort, sort, unique

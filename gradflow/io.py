@@ -4,6 +4,7 @@
 
 from gradflow import dtypes, gfile
 from gradflow.ops import image_io_ops  # noqa: F401 - registers read_file
+from gradflow.ops.csv_ops import decode_csv
 from gradflow.ops.parsing_ops import (
     FixedLenFeature,
     VarLenFeature,
@@ -13,7 +14,8 @@ from gradflow.ops.parsing_ops import (
 from gradflow.ops.registry import apply, convert_to_tensor
 from gradflow.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 
-__all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "gfile",
+__all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",
+           "gfile",
            "parse_example", "parse_single_example", "read_file", "tf_record_iterator"]
 
 

@@ -75,6 +75,7 @@ EXEMPT = {
     "decode_raw": "kind 'call': strings' bytes as numbers, on the host",
     "parse_example": "kind 'call': tf.train.Example records parsed on the host "
                      "(tests/test_tfrecord.py)",
+    "decode_csv": "kind 'call': CSV lines parsed on the host (tests/test_readers.py)",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",

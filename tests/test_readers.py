@@ -272,3 +272,57 @@ def test_slice_of_unknown_sizes_has_its_static_size_and_checks_it():
                                                        r"'Placeholder': the block has shape "
                                                        r"\(1, 3\)"):
             sess.run(block, {x: np.ones((2, 3), np.float32)})
+
+
+def test_decode_csv_of_a_text_line_reader_as_tf1s_reading_data_guide(tmp_path):
+    """The flow of TF1's "Reading data" guide: file names, TextLineReader, decode_csv,
+    the columns stacked into features."""
+    first, second = tmp_path / "file0.csv", tmp_path / "file1.csv"
+    first.write_text('1,2,3,4,5\n6,7,"8",9,10\n')
+    second.write_text("11,12,13,14,15\n")
+    filename_queue = gf.train.string_input_producer([str(first), str(second)], num_epochs=1,
+                                                    shuffle=False)
+    reader = gf.TextLineReader()
+    key, value = reader.read(filename_queue)
+    record_defaults = [[1], [1], [1], [1], [1]]
+    col1, col2, col3, col4, col5 = gf.decode_csv(value, record_defaults=record_defaults)
+    features = gf.stack([col1, col2, col3, col4])
+    rows = []
+    with gf.Session() as sess:
+        sess.run(gf.local_variables_initializer())
+        coord = gf.train.Coordinator()
+        threads = gf.train.start_queue_runners(sess, coord=coord)
+        try:
+            while True:
+                example, label = sess.run([features, col5])
+                rows.append(list(example) + [label])
+        except OutOfRangeError:
+            pass
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=30)
+    assert rows == [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12, 13, 14, 15]]
+
+
+def test_decode_csv_defaults_quotes_and_bad_records():
+    lines = gf.placeholder(gf.string, (None,))
+    number, ratio, text, required = gf.decode_csv(
+        lines, record_defaults=[[0], [9.5], ["none"], []], name="csv")
+    assert number.dtype is gf.int32 and ratio.dtype is gf.float32
+    assert text.dtype is gf.string and required.dtype is gf.float32
+    with gf.Session() as sess:
+        got = sess.run([number, ratio, text, required],
+                       {lines: ['1,2.5,"a, b",7', ',,,0.5', '3,-1e3,"say ""hi""",2']})
+        np.testing.assert_array_equal(got[0], [1, 0, 3])
+        np.testing.assert_array_equal(got[1], np.float32([2.5, 9.5, -1000.0]))
+        assert list(got[2]) == [b"a, b", b"none", b'say "hi"']
+        np.testing.assert_array_equal(got[3], np.float32([7, 0.5, 2]))
+        for bad, message in (
+                (["1,2,3"], r"'csv': record 0 has 3 fields, the record_defaults 4"),
+                (["1,2,3,"], r"record 0, column 3 is empty, and the column has no default"),
+                (["1,2,3,4", "x,2,3,4"], r"record 1, column 0: 'x' is not a int32"),
+                (["99999999999,2,3,4"], r"99999999999 is out of the int32 range")):
+            with pytest.raises(InvalidArgumentError, match=message):
+                sess.run(number, {lines: bad})
+    with pytest.raises(TypeError, match="column 0 must be int32, int64, float32, float64 or "
+                                        "string, got bool"):
+        gf.decode_csv(lines, record_defaults=[[True]])
