@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import numeric_grad
 
 import gradflow as gf
 from gradflow.nn import rnn_cell
@@ -47,15 +48,7 @@ def check_gradients(loss, wrt, feed, backend, eps=1e-6, rtol=1e-5, atol=1e-7):
     with gf.Session(backend=backend) as sess:
         analytic = sess.run(grads, feed)
         for t, a in zip(wrt, analytic):
-            value = np.asarray(feed[t], np.float64)
-            numeric = np.zeros(value.shape)
-            for idx in np.ndindex(value.shape):
-                results = []
-                for step in (eps, -eps):
-                    moved = value.copy()
-                    moved[idx] += step
-                    results.append(float(sess.run(loss, {**feed, t: moved})))
-                numeric[idx] = (results[0] - results[1]) / (2 * eps)
+            numeric = numeric_grad(sess, loss, t, feed[t], feed=feed, eps=eps)
             scale = max(1.0, float(np.abs(numeric).max()))
             np.testing.assert_allclose(a, numeric, rtol=rtol, atol=atol * scale,
                                        err_msg=f"gradient of '{t.name}'")
