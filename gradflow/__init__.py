@@ -105,7 +105,12 @@ from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
-from gradflow.ops.queue_ops import FIFOQueue, QueueBase, RandomShuffleQueue  # TF1's queues
+from gradflow.ops.queue_ops import (  # TF1's queues
+    FIFOQueue,
+    PaddingFIFOQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from gradflow.ops.reader_ops import (  # TF1's readers
     FixedLengthRecordReader,
     ReaderBase,

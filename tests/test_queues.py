@@ -202,3 +202,23 @@ def test_a_stop_request_ends_runners_waiting_on_a_full_queue():
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=WAIT)  # no thread left waiting
         assert not any(t.is_alive() for t in threads)
+
+
+def test_a_padding_queue_pads_each_batch_to_its_longest():
+    """batch(dynamic_pad=True) through a PaddingFIFOQueue: sequences of open length (a
+    py_func's, declared with set_shape) padded with zeros, strings with b""."""
+    index = gf.train.range_input_producer(5, shuffle=False).dequeue()
+    seq = gf.py_func(lambda i: np.arange(1, i + 2, dtype=np.int64), [index], gf.int64)
+    seq.set_shape([None])
+    word = gf.py_func(lambda i: np.array([b"w"] * int(i), dtype=object), [index], gf.string)
+    word.set_shape([None])
+    seqs, words, ids = gf.train.batch([seq, word, index], batch_size=2, dynamic_pad=True)
+    assert seqs.shape.as_list() == [2, None] and ids.shape.as_list() == [2]
+    with gf.train.MonitoredTrainingSession() as sess:
+        first, first_words, _ = sess.run([seqs, words, ids])
+        second = sess.run(seqs)
+    np.testing.assert_array_equal(first, [[1, 0], [1, 2]])
+    assert first_words.tolist() == [[b""], [b"w"]]
+    np.testing.assert_array_equal(second, [[1, 2, 3, 0], [1, 2, 3, 4]])
+    with pytest.raises(ValueError, match="shapes are required"):
+        gf.PaddingFIFOQueue(4, [gf.int32], None)

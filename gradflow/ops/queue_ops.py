@@ -27,7 +27,7 @@ from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared  # shape and dtype as the op's builder gives them
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue"]
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"]
 
 
 class QueueBase:
@@ -162,6 +162,31 @@ class FIFOQueue(QueueBase):
         super().__init__(capacity, dtypes, shapes, names, name)
 
 
+class PaddingFIFOQueue(QueueBase):
+    """A ``FIFOQueue`` whose ``shapes`` may leave sizes open (``None``): ``dequeue_many``
+    pads each component of its elements with zeros (empty strings) to the largest size
+    among them, per open axis (TF1). The shapes are required, with a known rank."""
+
+    _kind = "PaddingFIFOQueue"
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        if shapes is None or any(s is None for s in shapes):
+            raise ValueError("PaddingFIFOQueue: shapes are required, each of known rank")
+        super().__init__(capacity, dtypes, shapes, names, name)
+
+
+def _padded(parts, fill):
+    """Arrays of one rank stacked, each padded with ``fill`` at the end of every axis to
+    the largest size among them."""
+    parts = [np.asarray(p, dtype=object) if fill == b"" else np.asarray(p) for p in parts]
+    size = tuple(max(sizes) for sizes in zip(*(p.shape for p in parts))) if parts else ()
+    out = np.full((len(parts),) + size, fill, dtype=object if fill == b"" else parts[0].dtype)
+    for k, p in enumerate(parts):
+        out[(k,) + tuple(slice(0, d) for d in p.shape)] = p
+    return out
+
+
 class RandomShuffleQueue(QueueBase):
     """A queue that gives a uniformly random one of its elements, and keeps at least
     ``min_after_dequeue`` until it is closed (TF1). ``seed``: the order, for one thread
@@ -288,7 +313,11 @@ def _dequeue_impl(session, node):
     queue, n, up_to = node.attrs["queue"], node.attrs["n"], node.attrs["up_to"]
     single, asarray = node.attrs["single"], session.backend.asarray
 
+    padding = isinstance(queue, PaddingFIFOQueue)
+
     def deliver(parts, dtype):
+        if padding and n is not None:
+            parts = _padded(parts, b"" if dtype is dtypes.string else 0)
         if dtype is dtypes.string:  # strings stay on the host, as object arrays of bytes
             return dtypes.bytes_array(parts)
         return asarray(np.asarray(parts, dtype=dtype.as_numpy_dtype))

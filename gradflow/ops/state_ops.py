@@ -95,7 +95,8 @@ def _ensure_shape_impl(xp, x, shape, message, copy=False):
     return xp.asarray(x, copy=True) if copy else x
 
 
-register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g], check=True)
+register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g], check=True,
+         takes_strings=True)  # a string value is checked and passed on as it is
 
 
 def ensure_shape(x, shape, name=None):

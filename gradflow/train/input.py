@@ -16,7 +16,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph
-from gradflow.ops.queue_ops import FIFOQueue, RandomShuffleQueue
+from gradflow.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from gradflow.ops.registry import apply, convert_to_tensor
 from gradflow.train.queue_runner import QueueRunner, add_queue_runner
 
@@ -113,12 +113,15 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
           dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """``tensors`` (a tensor, list or dict) as batches of ``batch_size``, through a
     ``FIFOQueue`` of ``capacity`` that ``num_threads`` threads fill (``enqueue_many``:
-    the tensors are batches already). ``allow_smaller_final_batch``: the last batch of
+    the tensors are batches already; ``dynamic_pad``: their sizes may be open (``None``),
+    each batch padded with zeros to its largest, through a ``PaddingFIFOQueue``).
+    ``allow_smaller_final_batch``: the last batch of
     a finite input may be smaller, else its rest is dropped."""
+    kind = PaddingFIFOQueue if dynamic_pad else FIFOQueue
     return _batched(tensors, batch_size, num_threads, capacity, enqueue_many, shapes,
                     dynamic_pad, allow_smaller_final_batch, name or "batch",
-                    lambda types, shapes_: FIFOQueue(capacity, types, shapes_,
-                                                     name=f"{name or 'batch'}/fifo_queue"))
+                    lambda types, shapes_: kind(capacity, types, shapes_,
+                                                name=f"{name or 'batch'}/fifo_queue"))
 
 
 def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
@@ -139,9 +142,6 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
 
 def _batched(tensors, batch_size, num_threads, capacity, enqueue_many, shapes, dynamic_pad,
              smaller, name, make_queue):
-    if dynamic_pad:
-        raise NotImplementedError(f"{name}: dynamic_pad is not supported; pad the examples "
-                                  "to one shape first")
     keys = list(tensors) if isinstance(tensors, dict) else None
     single = isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple, dict))
     items = [tensors] if single else ([tensors[k] for k in keys] if keys else list(tensors))
@@ -150,9 +150,9 @@ def _batched(tensors, batch_size, num_threads, capacity, enqueue_many, shapes, d
         shapes = []
         for t in items:
             shape = None if t.shape is None else tuple(t.shape[1:] if enqueue_many else t.shape)
-            if shape is None or None in shape:
+            if shape is None or (None in shape and not dynamic_pad):
                 raise ValueError(f"{name}: all shapes must be fully defined: '{t.name}' has "
-                                 f"{t.shape}; give shapes=")
+                                 f"{t.shape}; give shapes=, or dynamic_pad=True")
             shapes.append(shape)
     queue = make_queue([t.dtype for t in items], shapes)
     enqueue = (queue.enqueue_many if enqueue_many else queue.enqueue)(items)
