@@ -37,6 +37,8 @@ Example::
 
 from __future__ import annotations
 
+import threading
+
 CPU_DTYPES = ("float32", "float64")
 CUDA_DTYPES = ("float16", "float32", "float64")
 
@@ -85,6 +87,7 @@ class PlannedMatmul:
             return  # filled directly by execute
         self._copies = False  # the product comes back in nvmath's array, copied into out
         if self.on_gpu:
+            device_current_in_thread(out)
             try:
                 self._mm = _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream)
             except Exception:  # an in-place product that cuBLASLt refuses: copy the result
@@ -121,6 +124,7 @@ class PlannedMatmul:
         if self._mm is None:
             self.out[...] = 0 if self.bias is None else self.bias
         elif self.on_gpu:
+            device_current_in_thread(self.out)
             self.captured = self.captured or _stream(self.stream).is_capturing()
             result = self._mm.execute(stream=self.stream)
             if self._copies:
@@ -147,6 +151,26 @@ class PlannedMatmul:
 
     def __exit__(self, *exc):
         self.free()
+
+
+_THREAD = threading.local()
+
+
+def device_current_in_thread(array):
+    """Make ``array``'s GPU current in this thread for cuda.core, under nvmath, once per
+    thread and device: a thread that had not (one of several running one Session) failed
+    its first product with "Device 0 is not yet initialized" (seen on an H100)."""
+    device_id = array.device.id
+    done = getattr(_THREAD, "devices", None)
+    if done is None:
+        done = _THREAD.devices = set()
+    if device_id not in done:
+        try:
+            from cuda.core import Device
+        except ImportError:  # cuda-core before 0.3
+            from cuda.core.experimental import Device
+        Device(device_id).set_current()
+        done.add(device_id)
 
 
 def _stream(stream):
