@@ -30,7 +30,11 @@ class Backend:
 
     def device_value(self, host: np.ndarray):
         """``host`` as the value a plan computes with: a backend array (``asarray``), but
-        ``string`` values (``dtypes.bytes_array``) stay on the host on every backend."""
+        ``string`` values (``dtypes.bytes_array``) stay on the host on every backend. Bare
+        ``bytes`` or text (an element taken out of such an array) become one too: NumPy
+        would make them an ``S`` array, which drops trailing zero bytes."""
+        if isinstance(host, (bytes, str)):
+            return dtypes.bytes_array(host)
         return host if dtypes.is_bytes_array(host) else self.asarray(host)
 
     def host_value(self, value) -> np.ndarray:

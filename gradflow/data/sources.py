@@ -242,7 +242,23 @@ class Concatenate(Dataset):
             yield from ds._iterate(run)
 
 
-class TextLineDataset(Dataset):
+class _FileRecords(Dataset):
+    """A data set of ``string`` scalars read from files in turn: each subclass gives a
+    file's records (``_records(path)``, bytes)."""
+
+    def __init__(self, filenames):
+        if isinstance(filenames, (str, bytes)):
+            filenames = [filenames]
+        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
+        super().__init__(None, [dtypes.string], [TensorShape(())])
+
+    def _iterate(self, run):
+        for path in self._files:
+            for record in self._records(path):
+                yield (dtypes.bytes_array(record),)  # a 0-d object array: bytes kept whole
+
+
+class TextLineDataset(_FileRecords):
     """The lines of text files, without their line endings, as ``string`` scalars
     (TF1 ``tf.data.TextLineDataset``; ``compression_type`` "", "GZIP" or "ZLIB").
 
@@ -251,15 +267,12 @@ class TextLineDataset(Dataset):
     """
 
     def __init__(self, filenames, compression_type=None, buffer_size=None):
-        if isinstance(filenames, (str, bytes)):
-            filenames = [filenames]
-        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
         kind = (compression_type or "").upper()
         if kind not in ("", "GZIP", "ZLIB"):
             raise ValueError(f"TextLineDataset: compression_type must be '', 'GZIP' or "
                              f"'ZLIB', got {compression_type!r}")
         self._compression = kind
-        super().__init__(None, [dtypes.string], [TensorShape(())])
+        super().__init__(filenames)
 
     def _lines(self, path):
         try:
@@ -275,15 +288,12 @@ class TextLineDataset(Dataset):
         except FileNotFoundError:
             raise NotFoundError(f"TextLineDataset: {path}: no such file") from None
 
-    def _iterate(self, run):
-        for path in self._files:
-            for line in self._lines(path):
-                value = np.empty((), dtype=object)
-                value[()] = line.rstrip(b"\n").rstrip(b"\r")
-                yield (value,)
+    def _records(self, path):
+        for line in self._lines(path):
+            yield line.rstrip(b"\n").rstrip(b"\r")
 
 
-class FixedLengthRecordDataset(Dataset):
+class FixedLengthRecordDataset(_FileRecords):
     """The records of ``record_bytes`` bytes each in binary files, after
     ``header_bytes`` and before ``footer_bytes``, as ``string`` scalars (TF1
     ``tf.data.FixedLengthRecordDataset``). A file its records do not fill exactly is
@@ -295,9 +305,6 @@ class FixedLengthRecordDataset(Dataset):
 
     def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
                  buffer_size=None, compression_type=None):
-        if isinstance(filenames, (str, bytes)):
-            filenames = [filenames]
-        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
         if compression_type:
             raise NotImplementedError("FixedLengthRecordDataset: compression_type is not "
                                       "supported")
@@ -305,20 +312,16 @@ class FixedLengthRecordDataset(Dataset):
             raise ValueError(f"FixedLengthRecordDataset: record_bytes must be positive, got "
                              f"{record_bytes}")
         self._sizes = (int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0))
-        super().__init__(None, [dtypes.string], [TensorShape(())])
+        super().__init__(filenames)
 
-    def _iterate(self, run):
+    def _records(self, path):
         from gradflow.ops.reader_ops import fixed_length_records
 
-        for path in self._files:
-            for _, record in fixed_length_records(path, *self._sizes,
-                                                  "FixedLengthRecordDataset"):
-                value = np.empty((), dtype=object)
-                value[()] = record
-                yield (value,)
+        for _, record in fixed_length_records(path, *self._sizes, "FixedLengthRecordDataset"):
+            yield record
 
 
-class TFRecordDataset(Dataset):
+class TFRecordDataset(_FileRecords):
     """The records of TFRecord files (``gradflow.tfrecord``), as ``string`` scalars (TF1
     ``tf.data.TFRecordDataset``; ``compression_type`` "", "GZIP" or "ZLIB").
 
@@ -330,17 +333,10 @@ class TFRecordDataset(Dataset):
                  num_parallel_reads=None):
         from gradflow.tfrecord import compression
 
-        if isinstance(filenames, (str, bytes)):
-            filenames = [filenames]
-        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
         self._compression = compression(compression_type)
-        super().__init__(None, [dtypes.string], [TensorShape(())])
+        super().__init__(filenames)
 
-    def _iterate(self, run):
+    def _records(self, path):
         from gradflow.tfrecord import records
 
-        for path in self._files:
-            for record in records(path, self._compression):
-                value = np.empty((), dtype=object)
-                value[()] = record
-                yield (value,)
+        return records(path, self._compression)

@@ -708,15 +708,13 @@ def _gather_impl(xp, params, indices, axis, validate=True):
 
 def _gather_strings_impl(session, node):
     """``gather`` of a ``string`` tensor: on the host, where strings are held."""
+    import array_api_compat.numpy as host_xp
+
     axis, host = node.attrs["axis"], session.backend.host_value
 
     def run(params, indices):
-        ids = np.asarray(host(indices)).astype(np.int64)
-        bad = np.argwhere((ids < 0) | (ids >= params.shape[axis]))
-        if len(bad):
-            at = tuple(int(k) for k in bad[0])
-            raise InvalidArgumentError(f"gather '{node.name}': indices{list(at)} = {ids[at]} "
-                                       f"is not in [0, {params.shape[axis]})")
+        ids = np.asarray(host(indices))
+        check_ids(host_xp, ids, params.shape[axis])  # the session names the op
         return dtypes.bytes_array(np.take(params, ids, axis=axis))  # 0-d stays an array
 
     return run
