@@ -226,6 +226,26 @@ def test_the_same_bits_on_one_thread_and_on_two(monkeypatch, case, layout):
         np.testing.assert_array_equal(one, two, err_msg=name)
 
 
+def test_its_thread_count_does_not_outlive_its_calls(monkeypatch):
+    """OpenMP's thread count is one setting for every library on the same runtime
+    (PyTorch's CPU ops load the same ``libgomp``): a convolution on gradflow's count
+    leaves the caller's count as it found it, whatever gradflow chose."""
+    api = onednn.api()
+    x, w, g, geometry = _case(np.random.default_rng(3), *CASES[1])
+    before = api.get_threads()
+    try:
+        for ours, theirs in ((1, 2), (2, 1)):
+            monkeypatch.setenv("GRADFLOW_THREADS", str(ours))
+            threads.reset()
+            threads.refresh()
+            api.set_threads(theirs)
+            _passes(x, w, g, geometry)
+            assert api.get_threads() == theirs
+    finally:
+        api.set_threads(before)
+        threads.reset()
+
+
 def test_a_cnn_trains_alike_with_and_without_onednn():
     """The same three steps of a small CNN (convolutions, a dense layer, Adam) from the
     same weights, with oneDNN and with im2col and OpenBLAS: the same losses."""

@@ -88,7 +88,7 @@ class Api:
         self.check("dnnl_set_primitive_cache_capacity", 0)
         self.engine = P()
         self.check("dnnl_engine_create", ctypes.byref(self.engine), _CPU, 0)
-        self.local = threading.local()  # each thread's stream and thread count
+        self.local = threading.local()  # each thread's stream
         # the OpenMP runtime oneDNN runs on (the one already loaded under that name)
         omp = ctypes.CDLL("libgomp.so.1")
         self.set_threads, self.get_threads = omp.omp_set_num_threads, omp.omp_get_max_threads
@@ -98,18 +98,13 @@ class Api:
         if status != OK:
             raise OneDNNError(f"oneDNN: {name} returned status {status}")
 
-    def stream(self, count):
-        """This thread's stream, with OpenMP's thread count (per calling thread) set to
-        ``count``; tells ``threads`` that the pool is in use (it then keeps the BLAS to
-        one thread)."""
+    def stream(self):
+        """This thread's stream; tells ``threads`` that the pool is in use (it then keeps
+        the BLAS to one thread)."""
         local = self.local
         stream = getattr(local, "stream", None)
         if stream is None:
             stream = local.stream = self.new_stream()
-            local.threads = None
-        if count != local.threads:
-            self.set_threads(count)
-            local.threads = count
         self.pool_in_use()
         return stream
 
@@ -132,16 +127,25 @@ class Api:
         return threads.current() or self.get_threads()
 
     @contextlib.contextmanager
+    def threads(self, count):
+        """OpenMP's thread count (per calling thread) is ``count`` in this block and what
+        it was after it. The count is the OpenMP runtime's, shared with every library
+        in the process that uses it (PyTorch's CPU ops load the same ``libgomp``), so
+        gradflow's choice must not outlive its own calls."""
+        before = self.get_threads()
+        if before != count:
+            self.set_threads(count)
+        try:
+            yield
+        finally:
+            if before != count:
+                self.set_threads(before)
+
     def making(self, count):
         """Make primitives in this block for ``count`` threads: a primitive takes OpenMP's
         count when it is made, runs on that many threads whatever the count later, and
         sizes its scratch memory for them."""
-        before = self.get_threads()
-        self.set_threads(count)
-        try:
-            yield
-        finally:
-            self.set_threads(before)
+        return self.threads(count)
 
     def primitive(self, pd):
         primitive = P()
@@ -311,10 +315,17 @@ class Steps:
         ``a`` and ``b`` into ``out``; returns ``out``."""
         api_, state = self.api, self._thread_state()
         self.bind(state, a, b, out)
-        stream = api_.stream(self.count)
-        for primitive, args in state.args:
-            api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
-        api_.check("dnnl_stream_wait", stream)
+        stream = api_.stream()
+        before = api_.get_threads()  # inline api_.threads(count): this runs every call
+        if before != self.count:
+            api_.set_threads(self.count)
+        try:
+            for primitive, args in state.args:
+                api_.check("dnnl_primitive_execute", primitive, stream, len(args), args)
+            api_.check("dnnl_stream_wait", stream)
+        finally:
+            if before != self.count:
+                api_.set_threads(before)
         self.check_buffers(state)
         return out
 
