@@ -87,6 +87,26 @@ def test_a_parallel_kernel_gives_the_bits_of_one_thread(monkeypatch):
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
+@needs_pool
+def test_a_kernel_on_a_team_leaves_the_callers_numba_count(monkeypatch):
+    """numba's thread count (per calling thread) is the program's too: the kernels of
+    Adam's update and of pooling on a team of two leave it as they found it."""
+    from gradflow.backends import numpy_windows
+
+    numba = numba_support.get_numba()
+    monkeypatch.setattr(threads, "team", lambda: 2)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        _adam_steps(1)
+        assert numba.get_num_threads() == 1
+        x = np.ones((9, 30, 30, 64), np.float32)
+        numpy_windows.max_pool_forward(x, (2, 2), (2, 2), "VALID")
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+
+
 _FORK = """
 import os, numpy as np, gradflow as gf
 from gradflow.backends import onednn, openmp

@@ -43,6 +43,19 @@ def get_numba():
     return numba
 
 
+def on_team(kernel, team, *args):
+    """``kernel(*args)`` (a numba ``parallel=True`` kernel) on ``team`` threads: numba's
+    thread count of the calling thread is ``team`` for the call and what it was after,
+    so that the program's own numba kernels keep the count it chose."""
+    numba = get_numba()
+    before = numba.get_num_threads()
+    numba.set_num_threads(team)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(before)
+
+
 def cache_dir():
     """The private folder where generated kernel modules (and numba's compiled code
     beside them) live, or ``None`` when there is none to trust: kernels then compile

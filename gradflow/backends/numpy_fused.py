@@ -38,7 +38,7 @@ import numpy as np
 
 from gradflow.backends import openmp, threads
 from gradflow.backends.base import generated_function
-from gradflow.backends.numba_support import get_numba, load_kernel
+from gradflow.backends.numba_support import get_numba, load_kernel, on_team
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
 # once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
@@ -304,12 +304,13 @@ def _kernel_caller(program, kernel, kinds, shape, split, team=False):
     # takes the kernel that writes it there
     apart = " and ".join(f"{d} is not a{i}" for d in dests for i in full) or "True"
     if team:
-        env.update(team=threads.team, NONE=none, set_threads=get_numba().set_num_threads)
+        env.update(team=threads.team, NONE=none, on_team=on_team)
         lines += ["t = team()",
-                  "if t > 1: set_threads(t)",
                   f"o = NONE if {apart} else {over_expr}",
-                  f"variant(o, t > 1)(t, {rows}, {cols}, {', '.join(params)}, "
-                  f"*[d for d, i in zip(({', '.join(dests)},), o) if i < 0])"]
+                  f"args = (t, {rows}, {cols}, {', '.join(params)}, "
+                  f"*[d for d, i in zip(({', '.join(dests)},), o) if i < 0])",
+                  "if t > 1: on_team(variant(o, True), t, *args)",
+                  "else: variant(o, False)(*args)"]
     else:
         env.update(plain=kernel(none))
         lines += [f"if {apart}: plain({rows}, {cols}, {', '.join(params + dests)})",

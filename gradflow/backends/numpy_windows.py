@@ -35,7 +35,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from gradflow.backends import onednn_conv, openmp, threads
-from gradflow.backends.numba_support import get_numba
+from gradflow.backends.numba_support import get_numba, on_team
 from gradflow.backends.numpy_fused import PARALLEL_SIZE
 from gradflow.backends.threads import uses_blas
 from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC, window_geometry
@@ -411,8 +411,7 @@ def _pool(kernels, name, size, *args):
     and the images hold ``PARALLEL_SIZE`` values or more, else on this thread."""
     team = threads.team() if size >= PARALLEL_SIZE and openmp.shared() else 1
     if team > 1:
-        get_numba().set_num_threads(team)
-        getattr(kernels, name + "_team")(team, *args)
+        on_team(getattr(kernels, name + "_team"), team, team, *args)
     else:
         getattr(kernels, name)(*args, 0, args[0].shape[0])
 
