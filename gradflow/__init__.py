@@ -25,6 +25,10 @@ from gradflow.summary.legacy import (  # the names before TF 1.0
 from gradflow import timeline  # TF1's tensorflow.python.client.timeline
 from gradflow import gfile, io  # TF1's tf.gfile and tf.io.gfile
 from gradflow.io import read_file  # TF1's tf.read_file
+from gradflow import sparse  # TF1's tf.sparse
+from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder
+from gradflow.ops.sparse_ops import sparse_tensor_to_dense, sparse_to_dense
+from gradflow.ops.ctc_ops import edit_distance
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow import compat  # TF1's tf.compat, tf.compat.v1
 from gradflow.compat.v1 import (  # TF 1.15's mode switches: no-ops, or errors away from TF1

@@ -22,6 +22,7 @@ from gradflow.executor import (
 )
 from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
+from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 
 _DEFAULT_GRAPH_SEED = 87654321
 
@@ -132,6 +133,8 @@ class Session:
     def _run(self, fetches, feed_dict, options, run_metadata, output):
         flat, rebuild = self._fetch_list(fetches)
         feed_items = list(feed_dict.items()) if feed_dict else []
+        if any(type(k) is SparseTensor for k, _ in feed_items):
+            feed_items = expand_feeds(feed_items)
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
@@ -483,7 +486,11 @@ register_session_finder(_session_for)
 
 
 def _flatten(fetches, graph):
-    """The tensors of a nested fetch structure, and a function that rebuilds it."""
+    """The tensors of a nested fetch structure, and a function that rebuilds it (a
+    ``SparseTensor`` is its three tensors, rebuilt as a ``SparseTensorValue``)."""
+    if isinstance(fetches, SparseTensor):
+        parts = [fetches.indices, fetches.values, fetches.dense_shape]
+        return parts, lambda values: SparseTensorValue(*values)
     if isinstance(fetches, (list, tuple)):
         parts = [_flatten(f, graph) for f in fetches]
         flat = [t for p in parts for t in p[0]]

@@ -76,6 +76,13 @@ EXEMPT = {
     "parse_example": "kind 'call': tf.train.Example records parsed on the host "
                      "(tests/test_tfrecord.py)",
     "decode_csv": "kind 'call': CSV lines parsed on the host (tests/test_readers.py)",
+    # CTC (gradflow/ops/ctc_ops.py): the gradient op is checked by the ctc_loss specs' finite
+    # differences; the decoder and edit_distance make and read value-sized sparse tensors
+    # on the host (tests/test_ctc.py, against TensorFlow's outputs)
+    "ctc_loss_grad": "kind 'call': the gradient of ctc_loss (specs ctc_loss*)",
+    "ctc_greedy_paths": "kind 'call': best paths of nn.ctc_greedy_decoder (test_ctc.py)",
+    "padded_sparse_part": "kind 'call': a part of the decoder's SparseTensor (test_ctc.py)",
+    "edit_distance": "kind 'call': Levenshtein distances on the host (test_ctc.py)",
     # summaries (gradflow/summary/): their value is bytes, a serialized Summary protobuf
     "ScalarSummary": "kind 'call': summary.scalar, bytes on the host (test_summary.py)",
     "HistogramSummary": "kind 'call': summary.histogram, bytes on the host (test_summary.py)",
@@ -1538,6 +1545,63 @@ spec("loss_sparse_softmax_cross_entropy", ("log_softmax", "one_hot"),
      [ints(3, 1, hi=4), uniform(3, 4)],
      lambda y, x: np.mean(-2.0 * np_log_softmax(x)[np.arange(3), y[:, 0]]),
      dynamic=keep(1, -1))
+
+
+# -- CTC and sparse tensors (gradflow/ops/ctc_ops.py, sparse_ops.py) ------------------
+
+_CTC_INDICES = np.array([[0, 0], [0, 1], [0, 2], [1, 0]], np.int64)
+_CTC_VALUES = np.array([0, 1, 1, 1], np.int32)  # a repeat: a blank must come between
+
+
+def np_ctc_loss(x, indices, values, lengths):
+    """-log p(labels | x), summed over every path of C^T classes that collapses (repeats
+    merged, blanks dropped) to the labels: independent of the op's recursions."""
+    import itertools
+
+    steps, batch, classes = x.shape
+    out = []
+    for b in range(batch):
+        label = tuple(int(v) for (row, _), v in zip(indices, values) if row == b)
+        n = int(lengths[b])
+        logp = x[:n, b] - np.log(np.sum(np.exp(x[:n, b]), axis=1, keepdims=True))
+        total = -np.inf
+        for path in itertools.product(range(classes), repeat=n):
+            merged = [k for i, k in enumerate(path) if i == 0 or path[i - 1] != k]
+            if tuple(k for k in merged if k != classes - 1) == label:
+                total = np.logaddexp(total, sum(logp[t, k] for t, k in enumerate(path)))
+        out.append(-total)
+    return np.array(out)
+
+
+spec("ctc_loss", "ctc_loss",
+     lambda x, i, v, n: gf.nn.ctc_loss(gf.SparseTensor(i, v, [2, 3]), x, n),
+     [uniform(5, 2, 3), lambda rng: _CTC_INDICES, lambda rng: _CTC_VALUES,
+      lambda rng: np.array([5, 3], np.int32)],
+     np_ctc_loss, grad=(0,), second_order=False)
+spec("ctc_loss_batch_major", "ctc_loss",
+     lambda x, i, v, n: gf.nn.ctc_loss(gf.SparseTensor(i, v, [2, 3]), x, n,
+                                       time_major=False),
+     [uniform(2, 4, 3), lambda rng: _CTC_INDICES, lambda rng: _CTC_VALUES,
+      lambda rng: np.array([4, 2], np.int32)],
+     lambda x, i, v, n: np_ctc_loss(x.transpose(1, 0, 2), i, v, n), grad=(0,),
+     second_order=False)
+
+
+def np_sparse_to_dense(indices, values, shape, default=0):
+    out = np.full(shape, default, values.dtype)
+    for row, v in zip(indices, values):
+        out[tuple(row)] = v
+    return out
+
+
+spec("sparse_tensor_to_dense", ("sparse_linear_index", "gather_grad"),
+     lambda i, v: gf.sparse_tensor_to_dense(gf.SparseTensor(i, v, [3, 4])),
+     [lambda rng: np.array([[0, 1], [2, 3], [1, 0]], np.int64), uniform(3)],
+     lambda i, v: np_sparse_to_dense(i, v, (3, 4)), grad=(1,))
+spec("sparse_tensor_to_dense_default", ("sparse_linear_index", "gather_grad", "where"),
+     lambda i, v: gf.sparse.to_dense(gf.SparseTensor(i, v, [2, 3]), default_value=-1.5),
+     [lambda rng: np.array([[1, 2], [0, 0]], np.int64), uniform(2)],
+     lambda i, v: np_sparse_to_dense(i, v, (2, 3), -1.5), grad=(1,))
 
 
 # -- sort, unique, scatter (gradflow/ops/sort_ops.py, scatter_ops.py) ------------------

@@ -128,10 +128,45 @@ def test_parsing_errors_name_the_feature():
             parse({"pair": gf.FixedLenFeature([2], gf.int64)})
         with pytest.raises(InvalidArgumentError, match="not a tf.train.Example"):
             parse({"label": gf.FixedLenFeature([], gf.float32)}, value=b"\x0a\xff\xff")
-    with pytest.raises(NotImplementedError, match="VarLenFeature"):
-        gf.parse_single_example(record, {"x": gf.VarLenFeature(gf.int64)})
+    with pytest.raises(InvalidArgumentError, match="feature 'label' holds a float_list"):
+        with gf.Session() as sess:
+            sess.run(gf.parse_single_example(record, {"label": gf.VarLenFeature(gf.int64)}),
+                     {record: serialized})
     with pytest.raises(TypeError, match="float32, int64 or string"):
         gf.parse_single_example(record, {"x": gf.FixedLenFeature([], gf.int32)})
+
+
+def test_variable_length_features_are_sparse_tensors():
+    """VarLenFeature gives TF1's SparseTensor: positions within the record (and the record
+    in a batch), the values in order, the longest count as the dense width; a record
+    without the feature has no entries."""
+    def example(tokens, words):
+        feature = {"tokens": gf.train.Feature(int64_list=gf.train.Int64List(value=tokens))}
+        if words is not None:
+            feature["words"] = gf.train.Feature(bytes_list=gf.train.BytesList(value=words))
+        return gf.train.Example(features=gf.train.Features(feature=feature)).SerializeToString()
+
+    records = [example([4, 5, 6], [b"a\x00", b"bc"]), example([7], None), example([], [b"d"])]
+    one, batch = gf.placeholder(gf.string, ()), gf.placeholder(gf.string, (None,))
+    spec = {"tokens": gf.VarLenFeature(gf.int64), "words": gf.VarLenFeature(gf.string),
+            "n": gf.FixedLenFeature([], gf.int64, default_value=-1)}
+    single = gf.parse_single_example(one, spec)
+    many = gf.parse_example(batch, spec)
+    assert isinstance(single["tokens"], gf.SparseTensor)
+    dense = gf.sparse_tensor_to_dense(many["tokens"], default_value=-1)
+    with gf.Session() as sess:
+        got = sess.run(single, {one: records[0]})
+        np.testing.assert_array_equal(got["tokens"].indices, [[0], [1], [2]])
+        np.testing.assert_array_equal(got["tokens"].values, [4, 5, 6])
+        np.testing.assert_array_equal(got["tokens"].dense_shape, [3])
+        assert list(got["words"].values) == [b"a\x00", b"bc"]
+        assert got["n"] == -1
+        got, padded = sess.run([many, dense], {batch: records})
+        np.testing.assert_array_equal(got["tokens"].indices, [[0, 0], [0, 1], [0, 2], [1, 0]])
+        np.testing.assert_array_equal(got["tokens"].dense_shape, [3, 3])
+        np.testing.assert_array_equal(got["words"].indices, [[0, 0], [0, 1], [2, 0]])
+        np.testing.assert_array_equal(got["words"].dense_shape, [3, 2])
+        np.testing.assert_array_equal(padded, [[4, 5, 6], [7, -1, -1], [-1, -1, -1]])
 
 
 def _convert_to(images, labels, path):

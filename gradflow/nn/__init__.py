@@ -27,6 +27,7 @@ from gradflow.ops.conv_variants import (
     lrn,
     separable_conv2d,
 )
+from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
     bias_add,
@@ -50,6 +51,7 @@ from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm
 from gradflow.ops.topk_ops import in_top_k, top_k
 
 __all__ = [
+    "ctc_greedy_decoder", "ctc_loss",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",

@@ -300,7 +300,11 @@ register("cast", lambda xp, x, dtype: xp.astype(x, dtype.resolve(xp)),
 
 
 def cast(x, dtype, name=None):
-    """``x`` converted to ``dtype`` (TF1 ``tf.cast``)."""
+    """``x`` converted to ``dtype`` (TF1 ``tf.cast``); of a ``SparseTensor``, its values."""
+    from gradflow.sparse_tensor import SparseTensor
+
+    if isinstance(x, SparseTensor):
+        return SparseTensor(x.indices, cast(x.values, dtype, name), x.dense_shape)
     x = convert_to_tensor(x)
     dtype = dtypes.as_dtype(dtype)
     if x.dtype is dtype:

@@ -4,7 +4,10 @@
 Each ``FixedLenFeature(shape, dtype, default_value)`` gives a tensor of ``shape``
 (with a leading batch axis for ``parse_example``) of ``float32``, ``int64`` or
 ``string``. A record without the feature takes ``default_value``, or fails naming it;
-a feature of another kind, or with another number of values, fails naming it.
+a feature of another kind, or with another number of values, fails naming it. Each
+``VarLenFeature(dtype)`` gives a ``SparseTensor`` of the values each record has (none
+where it lacks the feature): ``[n]`` for ``parse_single_example``, ``[batch, most
+values]`` for ``parse_example``, as TF1.
 
 >>> features = gf.parse_single_example(record, {
 ...     "image_raw": gf.FixedLenFeature([], gf.string),
@@ -23,6 +26,7 @@ from gradflow.errors import DataLossError, InvalidArgumentError
 from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared
 from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]
 
@@ -32,24 +36,27 @@ FixedLenFeature.__doc__ = ("A feature of a fixed ``shape`` and ``dtype`` (float3
                            "string), ``default_value`` where a record lacks it.")
 
 VarLenFeature = collections.namedtuple("VarLenFeature", ["dtype"])
-VarLenFeature.__doc__ = "A feature of any length (a SparseTensor in TF1: not supported)."
+VarLenFeature.__doc__ = "A feature of any length, parsed into a ``SparseTensor``."
 
 _LISTS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
 
 
 def _specs(features, what):
+    """``(key, dtype, shape, default)`` per feature, in key order; ``shape`` is None for a
+    ``VarLenFeature``."""
     specs = []
     for key in sorted(features):
         spec = features[key]
-        if isinstance(spec, VarLenFeature):
-            raise NotImplementedError(f"{what}: VarLenFeature ('{key}') gives a SparseTensor, "
-                                      "which gradflow does not have; use FixedLenFeature")
-        if not isinstance(spec, FixedLenFeature):
-            raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature, got {spec!r}")
+        if not isinstance(spec, (FixedLenFeature, VarLenFeature)):
+            raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature or a "
+                            f"VarLenFeature, got {spec!r}")
         dtype = dtypes.as_dtype(spec.dtype)
         if dtype not in _LISTS:
             raise TypeError(f"{what}: feature '{key}' must be float32, int64 or string, got "
                             f"{dtype.name}")
+        if isinstance(spec, VarLenFeature):
+            specs.append((key, dtype, None, None))
+            continue
         shape = tuple(int(d) for d in spec.shape)
         default = None  # kept as a flat tuple of values: node attributes stay hashable
         if spec.default_value is not None:
@@ -62,6 +69,27 @@ def _specs(features, what):
                                  f"{value.shape}, not {list(shape)}") from None
         specs.append((key, dtype, shape, default))
     return specs
+
+
+def _host_array(values, dtype):
+    if dtype is dtypes.string:
+        return dtypes.bytes_array(list(values))
+    return np.asarray(values, dtype=dtype.as_numpy_dtype)
+
+
+def _sparse_parts(rows, dtype, single):
+    """The indices, values and dense shape of the ``SparseTensor`` of a variable-length
+    feature whose records hold the value lists ``rows``."""
+    width = max([len(r) for r in rows] + [0])
+    if single:
+        indices = np.arange(width, dtype=np.int64).reshape(-1, 1)
+        shape = [width]
+    else:
+        indices = np.array([[b, i] for b, r in enumerate(rows) for i in range(len(r))],
+                           np.int64).reshape(-1, 2)
+        shape = [len(rows), width]
+    values = _host_array([v for r in rows for v in r], dtype)
+    return indices, values, np.asarray(shape, np.int64)
 
 
 def _values(example, key, dtype, shape, default, where):
@@ -105,9 +133,17 @@ def _parse_impl(session, node):
             except DataLossError as err:
                 raise InvalidArgumentError(f"{where}: not a tf.train.Example ({err})") from None
             for column, (key, dtype, shape, default) in zip(columns, specs):
-                column.append(_values(example, key, dtype, shape, default, where))
+                if shape is None:  # a VarLenFeature: whatever values the record has
+                    listed = example.features.feature
+                    column.append(list(_listed(listed[key], key, dtype, where))
+                                  if key in listed else [])
+                else:
+                    column.append(_values(example, key, dtype, shape, default, where))
         out = []
         for column, (_, dtype, shape, _) in zip(columns, specs):
+            if shape is None:
+                out += [device(a) for a in _sparse_parts(column, dtype, single)]
+                continue
             kind = object if dtype is dtypes.string else dtype.as_numpy_dtype
             stacked = np.stack(column) if column else np.empty((0,) + shape, kind)
             # a reshape, never an index: an element of an object array is bare bytes, which
@@ -132,8 +168,18 @@ def _parse(serialized, features, name, single):
     node = apply("parse_example", [x], name=name or "ParseExample", specs=tuple(specs),
                  single=single, shape=None, dtype=VARIANT)
     batch = () if single else (None if x.shape is None else x.shape[0],)
-    return {key: _pick(node, k, batch + shape, dtype)
-            for k, (key, dtype, shape, _) in enumerate(specs)}
+    out, k = {}, 0
+    for key, dtype, shape, _ in specs:
+        if shape is None:
+            rank = len(batch) + 1
+            out[key] = SparseTensor(_pick(node, k, (None, rank), dtypes.int64),
+                                    _pick(node, k + 1, (None,), dtype),
+                                    _pick(node, k + 2, (rank,), dtypes.int64))
+            k += 3
+        else:
+            out[key] = _pick(node, k, batch + shape, dtype)
+            k += 1
+    return out
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):

@@ -1,0 +1,468 @@
+"""Connectionist temporal classification (TF1 ``tf.nn.ctc_loss``,
+``tf.nn.ctc_greedy_decoder``) and ``tf.edit_distance``.
+
+``ctc_loss`` runs the forward (alpha) and backward (beta) recursions of Graves et al.
+(2006) in log space on the backend's arrays, one time step of every sequence of the
+batch at a time, over the labels extended with blanks (``2 L + 1`` states). The
+labels come as TF1's ``SparseTensor``, one row per sequence, read on the host (they
+are small) into the extended labels' one-hot matrix, so that taking each state's
+log-probability at every step is one batched matrix product (exact: one term of each
+sum is non-zero). The gradient op runs both recursions and gives TF1's gradient in
+the logits, ``softmax(logits)`` less each class's share of the state occupancy, zero
+past each sequence's length. The blank is the last class, ``num_classes - 1``.
+
+The decoder and ``edit_distance`` make and read sparse tensors whose sizes depend on
+the values: host ops (NumPy), as TF1's are CPU kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from array_api_compat import device as _device
+
+from gradflow import dtypes
+from gradflow.errors import InvalidArgumentError
+from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.sparse_tensor import SparseTensor
+
+__all__ = ["ctc_greedy_decoder", "ctc_loss", "edit_distance"]
+
+_NINF = -float("inf")
+
+
+def _sequences(indices, values, lengths, steps, classes, ignore, what):
+    """Each batch entry's label sequence from the sparse labels (host arrays), after
+    TF1's checks; and whether each fits in its time."""
+    batch = len(lengths)
+    for b, n in enumerate(lengths):
+        if not 0 <= n <= steps:
+            raise InvalidArgumentError(f"{what}: sequence_length({b}) = {n} is not in "
+                                       f"[0, {steps}] (the inputs' max_time)")
+    if indices.ndim != 2 or indices.shape[1] != 2 or values.shape != (indices.shape[0],):
+        raise InvalidArgumentError(f"{what}: the labels must be a SparseTensor of rank 2 "
+                                   f"(indices {indices.shape}, values {values.shape})")
+    rows, cols = indices[:, 0], indices[:, 1]
+    bad = np.flatnonzero((rows < 0) | (rows >= batch) | (cols < 0))
+    if bad.size:
+        i = bad[0]
+        raise InvalidArgumentError(f"{what}: labels.indices[{i}] = [{rows[i]}, {cols[i]}] "
+                                   f"is outside a batch of {batch}")
+    order = rows * (int(cols.max(initial=0)) + 1) + cols
+    bad = np.flatnonzero(np.diff(order) <= 0)
+    if bad.size:
+        i = bad[0] + 1
+        raise InvalidArgumentError(f"{what}: labels.indices[{i}] = [{rows[i]}, {cols[i]}] "
+                                   "is out of order: the indices must be in row-major order, "
+                                   "each once")
+    bad = np.flatnonzero((values < 0) | (values >= classes - 1))
+    if bad.size:
+        i = bad[0]
+        raise InvalidArgumentError(f"{what}: labels.values[{i}] = {values[i]} is not in "
+                                   f"[0, {classes - 1}): the last of the {classes} classes is "
+                                   "the blank")
+    starts = np.searchsorted(rows, np.arange(batch + 1))
+    sequences = [values[starts[b]:starts[b + 1]] for b in range(batch)]
+    fits = []
+    for b, seq in enumerate(sequences):
+        if not len(seq):
+            raise InvalidArgumentError(f"{what}: labels length is zero in batch {b}")
+        need = len(seq) + int(np.count_nonzero(seq[1:] == seq[:-1]))
+        fits.append(need <= lengths[b])
+        if not fits[-1] and not ignore:
+            raise InvalidArgumentError(
+                f"{what}: not enough time for target transition sequence (required: {need}, "
+                f"available: {lengths[b]}) in batch entry {b}; "
+                "ignore_longer_outputs_than_inputs=True gives such entries a loss of 0")
+    return sequences, np.asarray(fits)
+
+
+def _extended_onehot(sequences, classes):
+    """The labels with blanks between and around, one-hot: ``[B, 2 L + 1, C]``; states
+    past a sequence's own ``2 len + 1`` are all zero."""
+    width = max([len(seq) for seq in sequences] + [0])
+    onehot = np.zeros((len(sequences), 2 * width + 1, classes), dtype=np.float64)
+    for b, seq in enumerate(sequences):
+        onehot[b, 0:2 * len(seq) + 1:2, classes - 1] = 1.0
+        onehot[b, 2 * np.arange(len(seq)) + 1, seq] = 1.0
+    return onehot
+
+
+def _lse(xp, parts):
+    """log(sum(exp(p) for p in parts)), elementwise, -inf where every part is."""
+    top = parts[0]
+    for p in parts[1:]:
+        top = xp.maximum(top, p)
+    shift = xp.where(xp.isfinite(top), top, xp.zeros_like(top))
+    total = xp.zeros_like(top)
+    for p in parts:
+        total = total + xp.exp(p - shift)
+    positive = total > 0
+    return xp.where(positive, shift + xp.log(xp.where(positive, total, xp.ones_like(total))),
+                    xp.full_like(total, _NINF))
+
+
+def _shift(xp, a, by):
+    """``a`` moved ``by`` states along its last axis (to higher states for ``by > 0``),
+    -inf coming in."""
+    pad = xp.full(a.shape[:-1] + (abs(by),), _NINF, dtype=a.dtype, device=_device(a))
+    if by > 0:
+        return xp.concat([pad, a[:, :-by]], axis=-1)
+    return xp.concat([a[:, -by:], pad], axis=-1)
+
+
+class _Lattice:
+    """One batch's CTC lattice: the states' log-probabilities and both recursions."""
+
+    def __init__(self, backend, logits, indices, values, seq_len, ignore, what):
+        xp = backend.xp
+        steps, batch, classes = logits.shape
+        host = backend.host_value
+        lengths = [int(n) for n in host(seq_len).reshape(-1)]
+        if len(lengths) != batch:
+            raise InvalidArgumentError(f"{what}: sequence_length has {len(lengths)} entries "
+                                       f"for a batch of {batch}")
+        sequences, fits = _sequences(host(indices).astype(np.int64),
+                                     host(values).astype(np.int64), lengths, steps, classes,
+                                     ignore, what)
+        dtype = logits.dtype
+        onehot = xp.astype(backend.asarray(_extended_onehot(sequences, classes)), dtype)
+        counts = backend.asarray(np.asarray([2 * len(s) + 1 for s in sequences], np.int64))
+        self.lengths = backend.asarray(np.asarray(lengths, np.int64))
+        self.fits = backend.asarray(fits)
+        self.xp, self.onehot, self.steps = xp, onehot, steps
+        states = onehot.shape[1]
+        shifted = logits - xp.max(logits, axis=2, keepdims=True)
+        self.logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=2, keepdims=True))
+        # [B, T, S]: the log-probability of each state's class at each step
+        s = xp.arange(states, device=_device(logits))
+        self.ninf = xp.full((batch, states), _NINF, dtype=dtype, device=_device(logits))
+        lp = xp.matmul(xp.permute_dims(self.logp, (1, 0, 2)), xp.permute_dims(onehot, (0, 2, 1)))
+        # states past a sequence's own end have no class: probability 0, not the product's 1
+        self.lp = xp.where((s < counts[:, None])[:, None, :], lp, self.ninf[:, None, :])
+        # a label state is entered from two states back unless that holds the same label
+        same = xp.sum(onehot[:, 2:, :] * onehot[:, :-2, :], axis=2) > 0
+        self.skip = xp.concat([xp.zeros((batch, 2), dtype=xp.bool, device=_device(logits)),
+                               xp.logical_not(same)], axis=1)
+        self.ends = (s == counts[:, None] - 1) | (s == counts[:, None] - 2)
+        self.alpha = self._forward(s)
+
+    def _forward(self, s):
+        xp, lp, ninf, lengths = self.xp, self.lp, self.ninf, self.lengths
+        empty = xp.where(s == 0, xp.zeros_like(ninf), ninf)  # no steps: the empty label
+        if not self.steps:
+            return [empty]
+        alpha = [xp.where((lengths > 0)[:, None], xp.where(s < 2, lp[:, 0, :], ninf), empty)]
+        for t in range(1, self.steps):
+            prev = alpha[-1]
+            into = _lse(xp, [prev, _shift(xp, prev, 1),
+                             xp.where(self.skip, _shift(xp, prev, 2), ninf)])
+            alpha.append(xp.where((t < lengths)[:, None], into + lp[:, t, :], prev))
+        return alpha
+
+    def log_likelihood(self):
+        """log p(labels | inputs) of each sequence."""
+        xp = self.xp
+        last = xp.where(self.ends, self.alpha[-1], self.ninf)
+        return _lse(xp, [last[:, k] for k in range(last.shape[1])])
+
+    def grad(self):
+        """d(-log p) / d logits, ``[T, B, C]``; zero past each length and for the entries
+        that do not fit."""
+        xp, lp, ninf, lengths = self.xp, self.lp, self.ninf, self.lengths
+        log_like = self.log_likelihood()
+        log_like = xp.where(xp.isfinite(log_like), log_like, xp.zeros_like(log_like))
+        skip_next = _shift(xp, xp.astype(self.skip, lp.dtype), -2) > 0
+        beta = ninf
+        occupancy = [None] * self.steps
+        for t in reversed(range(self.steps)):
+            out = _lse(xp, [beta, _shift(xp, beta, -1),
+                            xp.where(skip_next, _shift(xp, beta, -2), ninf)]) + lp[:, t, :]
+            first = xp.where(self.ends, lp[:, t, :], ninf)
+            beta = xp.where((t == lengths - 1)[:, None], first,
+                            xp.where((t < lengths - 1)[:, None], out, ninf))
+            here = lp[:, t, :]  # counted in alpha and in beta: once off (-inf: no state)
+            here = xp.where(xp.isfinite(here), here, xp.zeros_like(here))
+            gamma = self.alpha[t] + beta - here - log_like[:, None]
+            weights = xp.where(xp.isfinite(gamma), xp.exp(xp.where(
+                xp.isfinite(gamma), gamma, xp.zeros_like(gamma))), xp.zeros_like(gamma))
+            occupancy[t] = xp.matmul(weights[:, None, :], self.onehot)[:, 0, :]
+        if not self.steps:
+            return xp.zeros(self.logp.shape, dtype=self.logp.dtype, device=_device(self.logp))
+        occupied = xp.stack(occupancy, axis=0)
+        live = (xp.arange(self.steps, device=_device(lengths))[:, None] < lengths[None, :]) \
+            & self.fits[None, :]
+        return xp.where(live[:, :, None], xp.exp(self.logp) - occupied,
+                        xp.zeros_like(occupied))
+
+
+def _loss_impl(session, node):
+    ignore = node.attrs["ignore_longer"]
+
+    def run(logits, indices, values, seq_len):
+        lattice = _Lattice(session.backend, logits, indices, values, seq_len, ignore,
+                           f"ctc_loss '{node.name}'")
+        xp = session.backend.xp
+        loss = -lattice.log_likelihood()
+        return xp.where(lattice.fits, loss, xp.zeros_like(loss))
+
+    return run
+
+
+def _grad_impl(session, node):
+    ignore = node.attrs["ignore_longer"]
+
+    def run(logits, indices, values, seq_len, g):
+        lattice = _Lattice(session.backend, logits, indices, values, seq_len, ignore,
+                           f"ctc_loss '{node.name}'")
+        return lattice.grad() * g[None, :, None]
+
+    return run
+
+
+def _loss_infer(shapes, in_dtypes, **_):
+    logits = shapes[0]
+    if not in_dtypes[0].is_floating:
+        raise TypeError(f"inputs must be float, got {in_dtypes[0].name}")
+    if logits is None:
+        return (None,), in_dtypes[0]
+    if len(logits) != 3:
+        raise ValueError(f"inputs must be [max_time, batch, num_classes], got rank "
+                         f"{len(logits)}")
+    if shapes[3] is not None and len(shapes[3]) != 1:
+        raise ValueError(f"sequence_length must be a vector, got rank {len(shapes[3])}")
+    return (logits[1],), in_dtypes[0]
+
+
+def _grad_infer(shapes, in_dtypes, **_):
+    return shapes[0], in_dtypes[0]
+
+
+def _loss_grad(n, g):
+    grad = apply("ctc_loss_grad", list(n.inputs) + [g], name=n.name + "/grad",
+                 ignore_longer=n.attrs["ignore_longer"])
+    return [grad, None, None, None]
+
+
+register("ctc_loss", _loss_impl, _loss_infer, grad=_loss_grad, kind="call")
+register("ctc_loss_grad", _grad_impl, _grad_infer, grad=None, kind="call")
+
+
+def _sparse_labels(labels, what):
+    if not isinstance(labels, SparseTensor):
+        raise TypeError(f"{what}: expected labels (first argument) to be a SparseTensor, got "
+                        f"{type(labels).__name__}")
+    if not labels.dtype.is_integer:
+        raise TypeError(f"{what}: labels must hold integers (int32), got {labels.dtype.name}")
+    return labels
+
+
+def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repeated=False,
+             ctc_merge_repeated=True, ignore_longer_outputs_than_inputs=False,
+             time_major=True, logits=None):
+    """The CTC loss of each sequence, ``-log p(labels | inputs)`` (TF1 ``tf.nn.ctc_loss``).
+
+    ``labels``: an int32 ``SparseTensor`` (``sparse_placeholder``), row ``b`` the label
+    sequence of batch entry ``b`` in index order, each label in ``[0, num_classes - 1)``.
+    ``inputs`` (or ``logits=``): unnormalized log-probabilities ``[max_time, batch,
+    num_classes]`` (``[batch, max_time, num_classes]`` with ``time_major=False``); the
+    last class is the blank. ``sequence_length``: int ``[batch]``, each at most
+    ``max_time``. Returns ``[batch]``. A label sequence that needs more steps than its
+    sequence has is an ``InvalidArgumentError``, or a loss (and gradient) of 0 with
+    ``ignore_longer_outputs_than_inputs=True``. Only TF1's defaults of
+    ``preprocess_collapse_repeated`` and ``ctc_merge_repeated`` are supported.
+
+    >>> targets = gf.sparse_placeholder(gf.int32)
+    >>> loss = gf.reduce_mean(gf.nn.ctc_loss(targets, logits, seq_len))
+    """
+    labels = _sparse_labels(labels, "ctc_loss")
+    if preprocess_collapse_repeated or not ctc_merge_repeated:
+        raise NotImplementedError("ctc_loss: only preprocess_collapse_repeated=False and "
+                                  "ctc_merge_repeated=True (TF1's defaults) are supported")
+    if inputs is not None and logits is not None:
+        raise ValueError("ctc_loss: give inputs or logits, not both")
+    x = convert_to_tensor(inputs if inputs is not None else logits)
+    if not time_major:
+        from gradflow.ops.array_ops import transpose
+
+        x = transpose(x, [1, 0, 2])
+    if sequence_length is None:
+        raise ValueError("ctc_loss: sequence_length is required")
+    seq_len = convert_to_tensor(sequence_length)
+    if not seq_len.dtype.is_integer:
+        raise TypeError(f"ctc_loss: sequence_length must be int32, got {seq_len.dtype.name}")
+    return apply("ctc_loss", [x, labels.indices, labels.values, seq_len], name="CTCLoss",
+                 ignore_longer=bool(ignore_longer_outputs_than_inputs))
+
+
+def _host_parts(session):
+    backend = session.backend
+    return backend.host_value, backend.asarray
+
+
+def _greedy_impl(session, node):
+    to_host, asarray = _host_parts(session)
+    merge = node.attrs["merge_repeated"]
+
+    def run(logits, seq_len):
+        x = to_host(logits)
+        lengths = to_host(seq_len).reshape(-1).astype(np.int64)
+        steps, batch, classes = x.shape
+        if len(lengths) != batch or np.any((lengths < 0) | (lengths > steps)):
+            raise InvalidArgumentError(f"ctc_greedy_decoder '{node.name}': sequence_length "
+                                       f"{lengths.tolist()} for {batch} sequences of at most "
+                                       f"{steps} steps")
+        best = np.argmax(x, axis=2)  # [T, B]: the first of equal maxima, as TF1
+        paths = []
+        for b in range(batch):
+            path = best[:lengths[b], b]
+            if merge and len(path):
+                path = path[np.concatenate([[True], path[1:] != path[:-1]])]
+            paths.append(path[path != classes - 1])
+        width = max([len(p) for p in paths] + [0])
+        padded = np.full((batch, width), -1, np.int64)
+        for b, path in enumerate(paths):
+            padded[b, :len(path)] = path
+        return asarray(padded)
+
+    return run
+
+
+def _padded_part_impl(session, node):
+    """One part of the SparseTensor of a padded matrix (-1 marks no entry)."""
+    to_host, asarray = _host_parts(session)
+    part = node.attrs["part"]
+
+    def run(padded):
+        dense = to_host(padded)
+        if part == "indices":
+            return asarray(np.argwhere(dense >= 0).astype(np.int64).reshape(-1, 2))
+        if part == "values":
+            return asarray(dense[dense >= 0].astype(np.int64))
+        return asarray(np.asarray(dense.shape, np.int64))
+
+    return run
+
+
+def _declared(shapes, in_dtypes, shape, dtype, **_):
+    return shape, dtype
+
+
+register("ctc_greedy_paths", _greedy_impl, _declared, grad=None, kind="call")
+register("padded_sparse_part", _padded_part_impl, _declared, grad=None, kind="call")
+
+
+def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True):
+    """Best-path decoding (TF1 ``tf.nn.ctc_greedy_decoder``): each step's most likely
+    class, repeats merged (``merge_repeated``), blanks (the last class) dropped.
+
+    ``inputs``: logits ``[max_time, batch, num_classes]``; ``sequence_length``: int
+    ``[batch]``. Returns ``([decoded], neg_sum_logits)``: ``decoded`` an int64
+    ``SparseTensor`` ``[batch, longest path]``, and ``[batch, 1]`` holding each sequence's
+    negated sum over its steps of the largest logit, as TF1's kernel returns it.
+    """
+    from gradflow.ops.array_ops import expand_dims, reduce_max, reduce_sum, transpose
+    from gradflow.ops.math_ops import negative, where, zeros_like
+    from gradflow.ops.shape_ops import sequence_mask
+
+    x = convert_to_tensor(inputs)
+    if x.shape is not None and len(x.shape) != 3:
+        raise ValueError(f"ctc_greedy_decoder: inputs must be [max_time, batch, num_classes], "
+                         f"got shape {tuple(x.shape)}")
+    seq_len = convert_to_tensor(sequence_length)
+    batch = None if x.shape is None else x.shape[1]
+    padded = apply("ctc_greedy_paths", [x, seq_len], name="CTCGreedyDecoder",
+                   merge_repeated=bool(merge_repeated), shape=(batch, None),
+                   dtype=dtypes.int64)
+    parts = [apply("padded_sparse_part", [padded], part=part, shape=shape, dtype=dtypes.int64)
+             for part, shape in (("indices", (None, 2)), ("values", (None,)),
+                                 ("shape", (2,)))]
+    top = reduce_max(x, axis=2)  # [T, B]
+    steps = None if x.shape is None else x.shape[0]
+    live = transpose(sequence_mask(seq_len, maxlen=steps if steps is not None else
+                                   _max_time(x)), [1, 0])
+    neg_sum = negative(reduce_sum(where(live, top, zeros_like(top)), axis=0))
+    return [SparseTensor(*parts)], expand_dims(neg_sum, 1)
+
+
+def _max_time(x):
+    from gradflow.ops.index_ops import shape
+
+    return shape(x)[0]
+
+
+def _edit_distance_impl(session, node):
+    to_host, asarray = _host_parts(session)
+    normalize = node.attrs["normalize"]
+    what = f"edit_distance '{node.name}'"
+
+    def groups(indices, values, shape, which):
+        indices, shape = to_host(indices).astype(np.int64), to_host(shape).astype(np.int64)
+        values = to_host(values)
+        if indices.ndim != 2 or indices.shape[1] != shape.shape[0] or \
+                values.shape[0] != indices.shape[0] or shape.shape[0] < 2:
+            raise InvalidArgumentError(f"{what}: {which} must be a SparseTensor of rank 2 or "
+                                       f"more (indices {indices.shape}, values {values.shape}, "
+                                       f"dense_shape {shape.tolist()})")
+        bad = np.flatnonzero(np.any((indices < 0) | (indices >= shape), axis=1))
+        if bad.size:
+            raise InvalidArgumentError(f"{what}: {which}.indices[{bad[0]}] = "
+                                       f"{indices[bad[0]].tolist()} is outside the dense shape "
+                                       f"{shape.tolist()}")
+        order = np.lexsort(indices.T[::-1])
+        seqs = {}
+        for i in order:
+            seqs.setdefault(tuple(indices[i, :-1]), []).append(values[i])
+        return seqs, shape
+
+    def run(h_idx, h_vals, h_shape, t_idx, t_vals, t_shape):
+        hyp, h_shape = groups(h_idx, h_vals, h_shape, "hypothesis")
+        truth, t_shape = groups(t_idx, t_vals, t_shape, "truth")
+        if len(h_shape) != len(t_shape):
+            raise InvalidArgumentError(f"{what}: hypothesis and truth have ranks "
+                                       f"{len(h_shape)} and {len(t_shape)}")
+        out_shape = tuple(int(v) for v in np.maximum(h_shape, t_shape)[:-1])
+        out = np.zeros(out_shape, np.float32)
+        for at in np.ndindex(*out_shape):
+            h, t = hyp.get(at, []), truth.get(at, [])
+            d = _levenshtein(h, t)
+            if normalize:
+                d = d / len(t) if len(t) else (np.inf if d else 0.0)
+            out[at] = d
+        return asarray(out)
+
+    return run
+
+
+def _levenshtein(a, b):
+    """The edit distance (insertions, deletions, substitutions) between two sequences."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+register("edit_distance", _edit_distance_impl, _declared, grad=None, kind="call",
+         takes_strings=True)
+
+
+def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
+    """The Levenshtein distance between the sequences of two ``SparseTensor``s (TF1
+    ``tf.edit_distance``): the sequences are the values along the last axis, grouped by
+    the other indices; the result, float32, has the larger dense shape less its last
+    axis. ``normalize`` divides by the truth's length (an empty truth gives inf, or 0
+    where the hypothesis is empty too, as TF1)."""
+    for what, sp in (("hypothesis", hypothesis), ("truth", truth)):
+        if not isinstance(sp, SparseTensor):
+            raise TypeError(f"edit_distance: {what} must be a SparseTensor, got "
+                            f"{type(sp).__name__}")
+    if hypothesis.dtype is not truth.dtype:
+        raise TypeError(f"edit_distance: hypothesis is {hypothesis.dtype.name} but truth is "
+                        f"{truth.dtype.name}")
+    rank = hypothesis.indices.shape[1] if hypothesis.indices.shape is not None else None
+    shape = None if rank is None else (None,) * (int(rank) - 1)
+    return apply("edit_distance", [hypothesis.indices, hypothesis.values,
+                                   hypothesis.dense_shape, truth.indices, truth.values,
+                                   truth.dense_shape], name=name, normalize=bool(normalize),
+                 shape=shape, dtype=dtypes.float32)

@@ -1,0 +1,123 @@
+"""Sparse tensors to dense ones (TF1 ``tf.sparse_tensor_to_dense``, ``tf.sparse.to_dense``,
+``tf.sparse_to_dense``), built from ``scatter_nd``."""
+
+from __future__ import annotations
+
+from array_api_compat import device as _device
+
+from gradflow import dtypes
+from gradflow.ops.index_checks import IndexOutOfRange, check_index_tuples
+from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.sparse_tensor import SparseTensor
+
+__all__ = ["sparse_tensor_to_dense", "sparse_to_dense"]
+
+
+def _linear_impl(xp, indices, dense_shape):
+    """Row-major positions in an array of ``dense_shape`` (a vector read on the host) of
+    the index rows of ``indices``, after checking that each row points into it."""
+    shape = tuple(int(d) for d in dense_shape)
+    if indices.ndim != 2 or indices.shape[1] != len(shape):
+        raise IndexOutOfRange(f"indices of shape {tuple(indices.shape)} for a dense shape "
+                              f"of rank {len(shape)}: each row must hold {len(shape)} indices")
+    if any(d < 0 for d in shape):
+        raise IndexOutOfRange(f"the dense shape {list(shape)} has a negative size")
+    idx = xp.astype(indices, xp.int64)
+    check_index_tuples(xp, idx, shape)
+    out = xp.zeros((idx.shape[0],), dtype=xp.int64, device=_device(idx))
+    stride = 1
+    for k in reversed(range(len(shape))):
+        out = out + idx[:, k] * stride
+        stride *= shape[k]
+    return out
+
+
+def _linear_infer(shapes, in_dtypes):
+    if not (in_dtypes[0].is_integer and in_dtypes[1].is_integer):
+        raise TypeError("indices and dense_shape must be integers")
+    rules_rank = [len(s) for s in shapes]
+    if rules_rank != [2, 1]:
+        raise ValueError(f"indices must be a matrix and dense_shape a vector, got ranks "
+                         f"{rules_rank}")
+    return (shapes[0][0],), dtypes.int64
+
+
+register("sparse_linear_index", _linear_impl, _linear_infer, grad=None, check=True)
+
+
+def _dense(indices, values, shape, default, validate, what, name):
+    """``values`` at the index rows ``indices`` of a dense tensor of ``shape`` (a vector),
+    ``default`` elsewhere; with ``validate``, an entry named twice is an error."""
+    from gradflow.ops.array_ops import reduce_all, reduce_prod, reshape, static_value
+    from gradflow.ops.control_flow_ops import control_dependencies
+    from gradflow.ops.debug_ops import Assert
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.math_ops import cast, greater, less_equal, where
+    from gradflow.ops.shape_ops import fill
+    from gradflow.ops.state_ops import identity
+
+    values = convert_to_tensor(values)
+    if values.dtype is dtypes.string:
+        raise TypeError(f"{what}: string values are not supported")
+    indices, shape = convert_to_tensor(indices), convert_to_tensor(shape)
+    default = convert_to_tensor(0 if default is None else default, like=values)
+    if default.dtype is not values.dtype:
+        default = cast(default, values.dtype)
+    known_shape = static_value(shape)
+    size = [int(known_shape.prod())] if known_shape is not None else \
+        reshape(reduce_prod(shape), [1])
+    position = apply("sparse_linear_index", [indices, shape])
+
+    def scattered(updates):  # zeros of the flat size with ``updates`` added at ``position``
+        return apply("gather_grad", [updates, position, fill(size, convert_to_tensor(
+            0, dtype=updates.dtype))], axis=0)
+
+    dense = scattered(values)
+    known = static_value(default)
+    zero_default = known is not None and not known.any()
+    count = None
+    if validate or not zero_default:  # how often each entry is named
+        count = scattered(fill(shape_of(position), convert_to_tensor(1, dtype=dtypes.int32)))
+    if not zero_default:
+        dense = where(greater(count, 0), dense, fill(shape_of(dense), default))
+    dense = reshape(dense, shape if known_shape is None else
+                    [int(d) for d in known_shape.reshape(-1)])
+    if not validate:
+        return identity(dense, name=name)
+    check = Assert(reduce_all(less_equal(count, 1)),
+                   [f"{what}: indices '{indices.name}' name an entry more than once"])
+    with control_dependencies([check]):
+        return identity(dense, name=name)
+
+
+def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, name=None):
+    """The dense tensor of ``sp_input`` (a ``SparseTensor``): its values at its indices,
+    ``default_value`` (0) elsewhere (TF1 ``tf.sparse_tensor_to_dense``). An index named
+    twice is an ``InvalidArgumentError`` when ``validate_indices``; one outside the dense
+    shape always is."""
+    if not isinstance(sp_input, SparseTensor):
+        raise TypeError(f"sparse_tensor_to_dense: expected a SparseTensor, got "
+                        f"{type(sp_input).__name__}")
+    return _dense(sp_input.indices, sp_input.values, sp_input.dense_shape, default_value,
+                  validate_indices, "sparse_tensor_to_dense", name or "SparseToDense")
+
+
+def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
+                    validate_indices=True, name=None):
+    """A dense tensor of ``output_shape`` holding ``sparse_values`` at ``sparse_indices``
+    and ``default_value`` elsewhere (TF1 ``tf.sparse_to_dense``). Indices may be a vector
+    (positions along the one axis) or a matrix of index rows; a scalar value fills every
+    index."""
+    from gradflow.ops.array_ops import expand_dims
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.shape_ops import fill
+
+    indices = convert_to_tensor(sparse_indices)
+    if indices.shape is not None and len(indices.shape) < 2:
+        indices = expand_dims(indices, -1) if len(indices.shape) == 1 else \
+            expand_dims(expand_dims(indices, 0), 0)
+    values = convert_to_tensor(sparse_values)
+    if values.shape is not None and len(values.shape) == 0:
+        values = fill(shape_of(indices)[:1], values)
+    return _dense(indices, values, output_shape, default_value, validate_indices,
+                  "sparse_to_dense", name or "SparseToDense")
