@@ -399,6 +399,11 @@ spec("logical_not", "logical_not", lambda x: ~x, [bools(3, 4)], np.logical_not,
 
 # where, cast, zeros_like, ones_like
 spec("where", "where", gf.where, [bools(3, 1), uniform(3, 4), uniform(4)], np.where)
+spec("where_coordinates", "where_coordinates", gf.where, [bools(3, 4)],
+     lambda c: np.argwhere(c).astype(np.int64), dtypes=("bool",), value_shaped=True)
+spec("where_coordinates_3d", "where_coordinates", lambda c: gf.where(gf.logical_not(c)),
+     [bools(2, 3, 2)], lambda c: np.argwhere(~c).astype(np.int64), dtypes=("bool",),
+     value_shaped=True)
 spec("where_int", "where", gf.where, [bools(3, 4), ints(3, 4), ints(3, 1)], np.where,
      dtypes=("int32",))
 spec("where_scalar", "where", gf.where, [bools(3, 4), uniform(3, 4), uniform()], np.where)

@@ -213,3 +213,32 @@ def test_a_tf1_speech_style_program_learns_its_transcripts():
         last, error = sess.run([cost, ler], feed)
     assert last < first / 10
     assert error == 0.0
+
+
+def test_dense_labels_to_a_sparse_tensor_as_tf1_programs_do():
+    """TF1 programs make CTC labels from a padded dense matrix: ``tf.where`` of the
+    entries that are not padding (its one-argument form: their coordinates),
+    ``gather_nd`` of those, and ``tf.shape(..., out_type=tf.int64)``."""
+    tf = gf
+    g = tf.Graph()
+    with g.as_default():
+        padded = tf.placeholder(tf.int32, [None, None])
+        logits = tf.placeholder(tf.float64, [None, None, 6])
+        seq_len = tf.placeholder(tf.int32, [None])
+        indices = tf.where(tf.not_equal(padded, 5))
+        sparse = tf.SparseTensor(indices, tf.gather_nd(padded, indices),
+                                 tf.shape(padded, out_type=tf.int64))
+        from_dense = tf.nn.ctc_loss(sparse, logits, seq_len)
+        fed = tf.sparse_placeholder(tf.int32)
+        from_feed = tf.nn.ctc_loss(fed, logits, seq_len)
+    rows = _ROWS
+    dense = np.full((len(rows), 5), 5, np.int32)
+    for b, row in enumerate(rows):
+        dense[b, :len(row)] = row
+    with tf.Session(graph=g) as sess:
+        a, b, where = sess.run([from_dense, from_feed, indices],
+                               {padded: dense, fed: _labels(rows), logits: _RNG_LOGITS,
+                                seq_len: _LENGTHS})
+    np.testing.assert_array_equal(where, np.argwhere(dense != 5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, _TF_LOSS, rtol=1e-8)

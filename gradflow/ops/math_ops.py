@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array_api_compat import device as _device
+
 from gradflow import dtypes
 from gradflow.ops import rules
 from gradflow.ops import scalar_exprs as sx
@@ -280,11 +282,34 @@ register("where", lambda xp, c, a, b: xp.where(c, a, b), _where_infer,
          lower=lambda xp: xp.where, scalar=sx.where)
 
 
+def _coordinates_impl(xp, condition):
+    if condition.ndim == 0:  # nonzero takes no 0-d array: one empty coordinate, or none
+        rows = 1 if bool(condition) else 0
+        return xp.zeros((rows, 0), dtype=xp.int64, device=_device(condition))
+    return xp.stack([xp.astype(i, xp.int64) for i in xp.nonzero(condition)], axis=1)
+
+
+def _coordinates_infer(shapes, in_dtypes):
+    if not in_dtypes[0].is_bool:
+        raise TypeError(f"the condition must be bool, got {in_dtypes[0].name}")
+    return (None, None if shapes[0] is None else len(shapes[0])), dtypes.int64
+
+
+register("where_coordinates", _coordinates_impl, _coordinates_infer, grad=None)
+
+
 def where(condition, x=None, y=None, name=None):
-    """Pick from ``x`` where ``condition`` holds, else from ``y`` (broadcasting)."""
+    """Pick from ``x`` where ``condition`` holds, else from ``y`` (broadcasting). With
+    ``condition`` alone, the coordinates of its true elements in row-major order, int64
+    ``[count, rank]`` (TF1's one-argument form).
+
+    >>> gf.where(gf.not_equal(labels, 0))   # the positions of the non-zero labels
+    """
+    if x is None and y is None:
+        return apply("where_coordinates", [convert_to_tensor(condition)], name=name or "Where")
     if x is None or y is None:
-        raise ValueError("where: gradflow needs both x and y (the one-argument form, "
-                         "which returns coordinates, is not supported)")
+        raise ValueError("where: give both x and y, or neither (the coordinates of the true "
+                         "elements)")
     condition = convert_to_tensor(condition)
     x, y = _binary_args(x, y)
     return apply("where", [condition, x, y], name=name)
