@@ -27,9 +27,6 @@ from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["ctc_greedy_decoder", "ctc_loss", "edit_distance"]
 
-_NINF = -float("inf")
-
-
 def _sequences(indices, values, lengths, steps, classes, ignore, what):
     """Each batch entry's label sequence from the sparse labels (host arrays), after
     TF1's checks; and whether each fits in its time."""
@@ -87,31 +84,21 @@ def _extended_onehot(sequences, classes):
     return onehot
 
 
-def _lse(xp, parts):
-    """log(sum(exp(p) for p in parts)), elementwise, -inf where every part is."""
-    top = parts[0]
-    for p in parts[1:]:
-        top = xp.maximum(top, p)
-    shift = xp.where(xp.isfinite(top), top, xp.zeros_like(top))
-    total = xp.zeros_like(top)
-    for p in parts:
-        total = total + xp.exp(p - shift)
-    positive = total > 0
-    return xp.where(positive, shift + xp.log(xp.where(positive, total, xp.ones_like(total))),
-                    xp.full_like(total, _NINF))
+# The log-probability of an impossible state: finite, so that log-sum-exp needs no guards
+# (the largest term gives exp(0) = 1, so the sum is never 0) and no -inf - -inf appears;
+# added to any log-probability the sum stays near it, and exp of it is 0.
+_IMPOSSIBLE = -1e30
 
 
-def _shift(xp, a, by):
-    """``a`` moved ``by`` states along its last axis (to higher states for ``by > 0``),
-    -inf coming in."""
-    pad = xp.full(a.shape[:-1] + (abs(by),), _NINF, dtype=a.dtype, device=_device(a))
-    if by > 0:
-        return xp.concat([pad, a[:, :-by]], axis=-1)
-    return xp.concat([a[:, -by:], pad], axis=-1)
+def _lse3(xp, a, b, c):
+    """log(exp(a) + exp(b) + exp(c)), elementwise."""
+    top = xp.maximum(xp.maximum(a, b), c)
+    return top + xp.log(xp.exp(a - top) + xp.exp(b - top) + xp.exp(c - top))
 
 
 class _Lattice:
-    """One batch's CTC lattice: the states' log-probabilities and both recursions."""
+    """One batch's CTC lattice: the states' log-probabilities ``lp`` ``[B, T, S]`` and the
+    forward recursion ``alpha``; ``grad`` runs the backward one."""
 
     def __init__(self, backend, logits, indices, values, seq_len, ignore, what):
         xp = backend.xp
@@ -124,71 +111,69 @@ class _Lattice:
         sequences, fits = _sequences(host(indices).astype(np.int64),
                                      host(values).astype(np.int64), lengths, steps, classes,
                                      ignore, what)
-        dtype = logits.dtype
+        dtype, dev = logits.dtype, _device(logits)
         onehot = xp.astype(backend.asarray(_extended_onehot(sequences, classes)), dtype)
-        counts = backend.asarray(np.asarray([2 * len(s) + 1 for s in sequences], np.int64))
+        counts = backend.asarray(np.asarray([2 * len(q) + 1 for q in sequences], np.int64))
         self.lengths = backend.asarray(np.asarray(lengths, np.int64))
         self.fits = backend.asarray(fits)
         self.xp, self.onehot, self.steps = xp, onehot, steps
         states = onehot.shape[1]
         shifted = logits - xp.max(logits, axis=2, keepdims=True)
         self.logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=2, keepdims=True))
-        # [B, T, S]: the log-probability of each state's class at each step
-        s = xp.arange(states, device=_device(logits))
-        self.ninf = xp.full((batch, states), _NINF, dtype=dtype, device=_device(logits))
+        s = xp.arange(states, device=dev)
+        self.never = xp.full((batch, states), _IMPOSSIBLE, dtype=dtype, device=dev)
         lp = xp.matmul(xp.permute_dims(self.logp, (1, 0, 2)), xp.permute_dims(onehot, (0, 2, 1)))
-        # states past a sequence's own end have no class: probability 0, not the product's 1
-        self.lp = xp.where((s < counts[:, None])[:, None, :], lp, self.ninf[:, None, :])
+        # states past a sequence's own end have no class: impossible, not the product's 0
+        self.lp = xp.where((s < counts[:, None])[:, None, :], lp, self.never[:, None, :])
         # a label state is entered from two states back unless that holds the same label
         same = xp.sum(onehot[:, 2:, :] * onehot[:, :-2, :], axis=2) > 0
-        self.skip = xp.concat([xp.zeros((batch, 2), dtype=xp.bool, device=_device(logits)),
+        self.skip = xp.concat([xp.zeros((batch, 2), dtype=xp.bool, device=dev),
                                xp.logical_not(same)], axis=1)
         self.ends = (s == counts[:, None] - 1) | (s == counts[:, None] - 2)
         self.alpha = self._forward(s)
 
     def _forward(self, s):
-        xp, lp, ninf, lengths = self.xp, self.lp, self.ninf, self.lengths
-        empty = xp.where(s == 0, xp.zeros_like(ninf), ninf)  # no steps: the empty label
+        xp, lp, never, lengths = self.xp, self.lp, self.never, self.lengths
+        empty = xp.where(s == 0, xp.zeros_like(never), never)  # no steps: the empty label
         if not self.steps:
             return [empty]
-        alpha = [xp.where((lengths > 0)[:, None], xp.where(s < 2, lp[:, 0, :], ninf), empty)]
+        pad = never[:, :2]
+        alpha = [xp.where((lengths > 0)[:, None], xp.where(s < 2, lp[:, 0, :], never), empty)]
         for t in range(1, self.steps):
             prev = alpha[-1]
-            into = _lse(xp, [prev, _shift(xp, prev, 1),
-                             xp.where(self.skip, _shift(xp, prev, 2), ninf)])
+            padded = xp.concat([pad, prev], axis=1)
+            into = _lse3(xp, prev, padded[:, 1:-1], xp.where(self.skip, padded[:, :-2], never))
             alpha.append(xp.where((t < lengths)[:, None], into + lp[:, t, :], prev))
         return alpha
 
     def log_likelihood(self):
-        """log p(labels | inputs) of each sequence."""
+        """log p(labels | inputs) of each sequence (near ``_IMPOSSIBLE`` where none)."""
         xp = self.xp
-        last = xp.where(self.ends, self.alpha[-1], self.ninf)
-        return _lse(xp, [last[:, k] for k in range(last.shape[1])])
+        last = xp.where(self.ends, self.alpha[-1], self.never)
+        top = xp.max(last, axis=1)
+        return top + xp.log(xp.sum(xp.exp(last - top[:, None]), axis=1))
 
     def grad(self):
         """d(-log p) / d logits, ``[T, B, C]``; zero past each length and for the entries
         that do not fit."""
-        xp, lp, ninf, lengths = self.xp, self.lp, self.ninf, self.lengths
-        log_like = self.log_likelihood()
-        log_like = xp.where(xp.isfinite(log_like), log_like, xp.zeros_like(log_like))
-        skip_next = _shift(xp, xp.astype(self.skip, lp.dtype), -2) > 0
-        beta = ninf
-        occupancy = [None] * self.steps
-        for t in reversed(range(self.steps)):
-            out = _lse(xp, [beta, _shift(xp, beta, -1),
-                            xp.where(skip_next, _shift(xp, beta, -2), ninf)]) + lp[:, t, :]
-            first = xp.where(self.ends, lp[:, t, :], ninf)
-            beta = xp.where((t == lengths - 1)[:, None], first,
-                            xp.where((t < lengths - 1)[:, None], out, ninf))
-            here = lp[:, t, :]  # counted in alpha and in beta: once off (-inf: no state)
-            here = xp.where(xp.isfinite(here), here, xp.zeros_like(here))
-            gamma = self.alpha[t] + beta - here - log_like[:, None]
-            weights = xp.where(xp.isfinite(gamma), xp.exp(xp.where(
-                xp.isfinite(gamma), gamma, xp.zeros_like(gamma))), xp.zeros_like(gamma))
-            occupancy[t] = xp.matmul(weights[:, None, :], self.onehot)[:, 0, :]
+        xp, lp, never, lengths = self.xp, self.lp, self.never, self.lengths
         if not self.steps:
             return xp.zeros(self.logp.shape, dtype=self.logp.dtype, device=_device(self.logp))
-        occupied = xp.stack(occupancy, axis=0)
+        log_like = self.log_likelihood()
+        skip_next = xp.concat([self.skip[:, 2:], self.skip[:, :2] & False], axis=1)
+        pad = never[:, :2]
+        beta = never
+        gammas = [None] * self.steps
+        for t in reversed(range(self.steps)):
+            padded = xp.concat([beta, pad], axis=1)
+            out = _lse3(xp, beta, padded[:, 1:-1], xp.where(skip_next, padded[:, 2:], never))
+            here = lp[:, t, :]
+            beta = xp.where((t == lengths - 1)[:, None], xp.where(self.ends, here, never),
+                            xp.where((t < lengths - 1)[:, None], out + here, never))
+            # the state's own log-probability is in alpha and in beta: once off
+            gammas[t] = self.alpha[t] + beta - here
+        gamma = xp.stack(gammas, axis=1) - log_like[:, None, None]  # [B, T, S]
+        occupied = xp.permute_dims(xp.matmul(xp.exp(gamma), self.onehot), (1, 0, 2))
         live = (xp.arange(self.steps, device=_device(lengths))[:, None] < lengths[None, :]) \
             & self.fits[None, :]
         return xp.where(live[:, :, None], xp.exp(self.logp) - occupied,
@@ -221,8 +206,8 @@ def _grad_impl(session, node):
 
 def _loss_infer(shapes, in_dtypes, **_):
     logits = shapes[0]
-    if not in_dtypes[0].is_floating:
-        raise TypeError(f"inputs must be float, got {in_dtypes[0].name}")
+    if in_dtypes[0] not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"inputs must be float32 or float64, got {in_dtypes[0].name}")
     if logits is None:
         return (None,), in_dtypes[0]
     if len(logits) != 3:
