@@ -169,6 +169,27 @@ def test_variable_length_features_are_sparse_tensors():
         np.testing.assert_array_equal(padded, [[4, 5, 6], [7, -1, -1], [-1, -1, -1]])
 
 
+def test_a_data_set_parses_variable_length_features(tmp_path):
+    """In a TFRecordDataset's map, a VarLenFeature made dense batches with padded_batch;
+    a map that returns the SparseTensor itself is refused, naming what to do."""
+    path = str(tmp_path / "tokens.tfrecord")
+    with gf.python_io.TFRecordWriter(path) as writer:
+        for tokens in ([1, 2, 3], [4], [5, 6]):
+            feature = {"t": gf.train.Feature(int64_list=gf.train.Int64List(value=tokens))}
+            writer.write(gf.train.Example(features=gf.train.Features(feature=feature))
+                         .SerializeToString())
+
+    def tokens(record):
+        return gf.parse_single_example(record, {"t": gf.VarLenFeature(gf.int64)})["t"]
+
+    data = gf.data.TFRecordDataset(path).map(lambda r: gf.sparse_tensor_to_dense(tokens(r)))
+    batch = data.padded_batch(3, padded_shapes=[None]).make_one_shot_iterator().get_next()
+    with gf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(batch), [[1, 2, 3], [4, 0, 0], [5, 6, 0]])
+    with pytest.raises(TypeError, match="returned a SparseTensor.*sparse_tensor_to_dense"):
+        gf.data.TFRecordDataset(path).map(tokens)
+
+
 def _convert_to(images, labels, path):
     """TF1's reading-data example, ``convert_to_records.convert_to``'s loop."""
     tf = gf

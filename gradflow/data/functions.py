@@ -107,6 +107,12 @@ def _batched(shape):
 
 
 def _as_output(value, what, label):
+    from gradflow.sparse_tensor import SparseTensor
+
+    if isinstance(value, SparseTensor):
+        raise TypeError(f"{what}: {label} returned a SparseTensor; gradflow's data sets hold "
+                        "dense elements: return gf.sparse_tensor_to_dense(...) of it (and "
+                        "padded_batch to batch them)")
     if isinstance(value, Tensor) and value.opdef.kind == "group":
         raise TypeError(f"{what}: {label} returned the operation '{value.name}', which has "
                         "no value")
