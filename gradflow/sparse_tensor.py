@@ -160,7 +160,7 @@ def expand_feeds(feed_items):
                             f"got {type(value).__name__}")
         indices, values, dense_shape = value
         out += [(key.indices, indices), (key.values, values)]
-        if key.dense_shape.opdef.kind == "placeholder":
+        if key.dense_shape.opdef.kind != "constant":
             out.append((key.dense_shape, dense_shape))
             continue
         fixed = [int(d) for d in key.shape]
