@@ -27,7 +27,12 @@ from gradflow import gfile, io  # TF1's tf.gfile and tf.io.gfile
 from gradflow.io import read_file  # TF1's tf.read_file
 from gradflow import sparse  # TF1's tf.sparse
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder
-from gradflow.ops.sparse_ops import sparse_tensor_to_dense, sparse_to_dense
+from gradflow.ops.sparse_ops import (
+    sparse_retain,
+    sparse_tensor_dense_matmul,
+    sparse_tensor_to_dense,
+    sparse_to_dense,
+)
 from gradflow.ops.ctc_ops import edit_distance
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow import compat  # TF1's tf.compat, tf.compat.v1

@@ -97,7 +97,7 @@ class SparseTensor:
     @property
     def shape(self):
         """The static dense shape: known where ``dense_shape`` is a constant, else only
-        its rank (or nothing)."""
+        its rank, or None where that is unknown too (as a ``Tensor``'s)."""
         from gradflow.graph import TensorShape
         from gradflow.ops.array_ops import static_value
 
@@ -105,7 +105,9 @@ class SparseTensor:
         if known is not None:
             return TensorShape([int(d) for d in known.reshape(-1)])
         rank = None if self._indices.shape is None else self._indices.shape[1]
-        return TensorShape(None if rank is None else [None] * int(rank))
+        if rank is None and self._dense_shape.shape is not None:
+            rank = self._dense_shape.shape[0]
+        return None if rank is None else TensorShape([None] * int(rank))
 
     def get_shape(self):
         """``shape``: the static dense shape, e.g. ``[2, 3]`` or ``[None, None]``."""
@@ -116,6 +118,29 @@ class SparseTensor:
         from gradflow.graph import _find_session
 
         return _find_session(session, self._values).run(self, feed_dict=feed_dict)
+
+    def _scaled(self, other, op, symbol):
+        from gradflow.ops.registry import convert_to_tensor
+
+        other = convert_to_tensor(other, like=self._values)
+        if other.shape is None or len(other.shape) != 0:
+            raise NotImplementedError(f"SparseTensor {symbol} a tensor of shape "
+                                      f"{other.shape}: only a scalar is supported")
+        return SparseTensor(self._indices, op(self._values, other), self._dense_shape)
+
+    def __mul__(self, other):
+        """The entries times a scalar (TF1's ``SparseTensor * dense``, for scalars)."""
+        from gradflow.ops.math_ops import multiply
+
+        return self._scaled(other, multiply, "*")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        """The entries divided by a scalar."""
+        from gradflow.ops.math_ops import divide
+
+        return self._scaled(other, divide, "/")
 
     def __repr__(self) -> str:
         return (f"SparseTensor(indices={self._indices.name!r}, values={self._values.name!r}, "
@@ -132,6 +157,11 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
 
     name = name or "SparsePlaceholder"
     rank = None
+    if isinstance(shape, Tensor):  # the dense shape as a tensor (a constant, usually)
+        rank = None if shape.shape is None else shape.shape[0]
+        values = placeholder(dtype, (None,), name=name + "/values")
+        indices = placeholder(dtypes.int64, (None, rank), name=name + "/indices")
+        return SparseTensor(indices, values, shape)
     if shape is not None:
         shape = [None if d is None or (not isinstance(d, int) and getattr(d, "value", 0)
                                        is None) else int(d) for d in shape]

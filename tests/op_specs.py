@@ -1603,6 +1603,24 @@ spec("sparse_tensor_to_dense", ("sparse_linear_index", "gather_grad"),
      lambda i, v: gf.sparse_tensor_to_dense(gf.SparseTensor(i, v, [3, 4])),
      [lambda rng: np.array([[0, 1], [2, 3], [1, 0]], np.int64), uniform(3)],
      lambda i, v: np_sparse_to_dense(i, v, (3, 4)), grad=(1,))
+_SPMM_INDICES = np.array([[0, 1], [2, 3], [0, 1], [1, 0]], np.int64)  # an entry twice: adds
+
+
+def np_spmm(i, v, b, shape, adjoint_a=False, adjoint_b=False):
+    a = np.zeros(shape, v.dtype)
+    np.add.at(a, (i[:, 0], i[:, 1]), v)
+    return (a.T if adjoint_a else a) @ (b.T if adjoint_b else b)
+
+
+spec("sparse_tensor_dense_matmul", ("gather", "gather_grad", "multiply"),
+     lambda i, v, b: gf.sparse_tensor_dense_matmul(gf.SparseTensor(i, v, [3, 4]), b),
+     [lambda rng: _SPMM_INDICES, uniform(4), uniform(4, 2)],
+     lambda i, v, b: np_spmm(i, v, b, (3, 4)), grad=(1, 2))
+spec("sparse_tensor_dense_matmul_adjoint", ("gather", "gather_grad", "multiply"),
+     lambda i, v, b: gf.sparse.sparse_dense_matmul(gf.SparseTensor(i, v, [3, 4]), b,
+                                                   adjoint_a=True, adjoint_b=True),
+     [lambda rng: _SPMM_INDICES, uniform(4), uniform(2, 3)],
+     lambda i, v, b: np_spmm(i, v, b, (3, 4), True, True), grad=(1, 2))
 spec("sparse_tensor_to_dense_default", ("sparse_linear_index", "gather_grad", "where"),
      lambda i, v: gf.sparse.to_dense(gf.SparseTensor(i, v, [2, 3]), default_value=-1.5),
      [lambda rng: np.array([[1, 2], [0, 0]], np.int64), uniform(2)],

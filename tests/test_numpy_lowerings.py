@@ -553,3 +553,29 @@ def test_winograd_blocks_write_into_a_strided_out(monkeypatch):
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(wide[..., 1::2], 7)  # nothing written beside it
     assert ran == ["convolve"] * 4
+
+
+@pytest.mark.skipif(get_numba() is None, reason="numba is not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("row_shape", [(), (16,), (3, 4)])
+def test_the_scatter_kernel_sums_in_float64(monkeypatch, dtype, row_shape):
+    """Above the one-hot product's size, rows are added into their targets by a numba
+    loop in float64: the float32 result is the float64 sum rounded once (the sorted
+    float32 sums of ``np.add.reduceat`` it replaced were further off), into ``out`` too."""
+    from gradflow.backends import numpy as numpy_backend
+
+    rng = np.random.default_rng(4)
+    count, num_rows = 50_000, 300  # 15M one-hot entries: past the product path
+    rows = rng.standard_normal((count,) + row_shape).astype(dtype)
+    indices = rng.integers(0, num_rows, count)
+    got = numpy_backend._scatter_add_rows(xp, rows, indices, num_rows)
+    out = np.full((num_rows,) + row_shape, np.nan, dtype)
+    assert numpy_backend._scatter_add_rows(xp, rows, indices, num_rows, out=out) is out
+    exact = np.zeros((num_rows,) + row_shape, np.float64)
+    np.add.at(exact, indices, rows.astype(np.float64))
+    np.testing.assert_allclose(got, exact.astype(dtype), rtol=1e-12 if dtype == np.float64
+                               else 1e-6, atol=1e-12 if dtype == np.float64 else 1e-5)
+    np.testing.assert_array_equal(out, got)
+    monkeypatch.setattr(numpy_backend, "_scatter_kernel", lambda dtype: None)
+    sorted_sums = numpy_backend._scatter_add_rows(xp, rows, indices, num_rows)
+    assert np.abs(got - exact).max() <= np.abs(sorted_sums - exact).max()

@@ -102,7 +102,7 @@ data.Dataset estimator.Estimator keras.layers.Dense keras.Model image.resize_ima
 image.random_flip_left_right io.read_file
 # sparse tensors and CTC
 SparseTensor SparseTensorValue sparse_placeholder sparse_tensor_to_dense sparse_to_dense
-sparse.to_dense nn.ctc_greedy_decoder edit_distance
+sparse.to_dense nn.ctc_greedy_decoder edit_distance sparse_retain sparse_tensor_dense_matmul
 """
 
 MISSING = set("""

@@ -9,6 +9,7 @@ import numpy as np
 
 from gradflow.backends import numpy_windows, onednn
 from gradflow.backends.base import Backend, KeptArrays
+from gradflow.backends.numba_support import get_numba
 from gradflow.backends.numpy_fused import lower_fused
 from gradflow.backends.numpy_matmul import lower_matmul
 from gradflow.backends.numpy_out import LOWERINGS as OUT_LOWERINGS
@@ -48,6 +49,14 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
         np.equal(positions, indices[None, :], out=hits)
         np.copyto(one_hot, hits, casting="unsafe")
         return np.matmul(one_hot, rows, out=out)
+    kernel = _scatter_kernel(rows.dtype)
+    if kernel is not None:
+        result = np.empty((num_rows,) + rows.shape[1:], dtype=rows.dtype) if out is None \
+            else out
+        width = math.prod(rows.shape[1:])
+        kernel(np.ascontiguousarray(rows).reshape(count, width), np.ascontiguousarray(indices),
+               result.reshape(num_rows, width))
+        return result
     order = np.argsort(indices, kind="stable")
     ordered = indices[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
@@ -56,6 +65,15 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
         out.fill(0)
     result[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return result
+
+
+def _scatter_kernel(dtype):
+    """The numba scatter-add of rows of ``dtype`` (float32, float64), or None."""
+    if dtype not in (np.float32, np.float64) or get_numba() is None:
+        return None
+    from gradflow.backends.numpy_scatter_numba import scatter_add_rows
+
+    return scatter_add_rows
 
 
 def _all_finite(rows, scratch):

@@ -10,7 +10,8 @@ from gradflow.ops.index_checks import IndexOutOfRange, check_index_tuples
 from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.sparse_tensor import SparseTensor
 
-__all__ = ["sparse_tensor_to_dense", "sparse_to_dense"]
+__all__ = ["sparse_retain", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense",
+           "sparse_to_dense"]
 
 
 def _linear_impl(xp, indices, dense_shape):
@@ -121,3 +122,74 @@ def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0
         values = fill(shape_of(indices)[:1], values)
     return _dense(indices, values, output_shape, default_value, validate_indices,
                   "sparse_to_dense", name or "SparseToDense")
+
+
+def _sparse_arg(sp, what):
+    if not isinstance(sp, SparseTensor):
+        raise TypeError(f"{what}: expected a SparseTensor, got {type(sp).__name__}")
+    return sp
+
+
+def sparse_retain(sp_input, to_retain):
+    """The ``SparseTensor`` of the entries of ``sp_input`` where the bool vector
+    ``to_retain`` (one per entry) is true (TF1 ``tf.sparse_retain``); same dense shape."""
+    from gradflow.ops.array_ops import reshape
+    from gradflow.ops.index_ops import gather
+    from gradflow.ops.math_ops import where
+
+    sp = _sparse_arg(sp_input, "sparse_retain")
+    keep = convert_to_tensor(to_retain)
+    if not keep.dtype.is_bool:
+        raise TypeError(f"sparse_retain: to_retain '{keep.name}' must be bool, got "
+                        f"{keep.dtype.name}")
+    if keep.shape is not None and len(keep.shape) != 1:
+        raise ValueError(f"sparse_retain: to_retain '{keep.name}' must be a vector (one "
+                         f"flag per entry), got shape {tuple(keep.shape)}")
+    # the entries kept, by position (a vector however unknown the flags' rank is now)
+    kept = reshape(where(keep), [-1])
+    return SparseTensor(gather(sp.indices, kept), gather(sp.values, kept), sp.dense_shape)
+
+
+def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
+    """The product of the rank-2 ``SparseTensor`` ``sp_a`` and the dense matrix ``b``
+    (TF1 ``tf.sparse_tensor_dense_matmul``), either transposed first (``adjoint_*``; real
+    values, so the adjoint is the transpose). Each entry scales a row of ``b`` into a row
+    of the result, repeated entries adding up; differentiable in ``b`` and in the
+    entries' values.
+
+    >>> h = gf.sparse_tensor_dense_matmul(adjacency, features @ w)   # a graph convolution
+    """
+    from gradflow.ops.array_ops import expand_dims, transpose
+    from gradflow.ops.index_ops import gather, stack
+    from gradflow.ops.index_ops import shape as shape_of
+    from gradflow.ops.math_ops import cast, multiply
+    from gradflow.ops.shape_ops import fill
+
+    sp = _sparse_arg(sp_a, "sparse_tensor_dense_matmul")
+    b = convert_to_tensor(b, like=sp.values)
+    if b.shape is not None and len(b.shape) != 2:
+        raise ValueError(f"sparse_tensor_dense_matmul: b '{b.name}' must be a matrix, got "
+                         f"shape {tuple(b.shape)}")
+    if sp.indices.shape is not None and sp.indices.shape[1] not in (None, 2):
+        raise ValueError("sparse_tensor_dense_matmul: sp_a must be a SparseTensor of rank 2")
+    if b.dtype is not sp.values.dtype:
+        raise TypeError(f"sparse_tensor_dense_matmul: sp_a holds {sp.values.dtype.name} but b "
+                        f"'{b.name}' is {b.dtype.name}")
+    rows, cols = sp.indices[:, 0], sp.indices[:, 1]
+    if adjoint_a:
+        rows, cols = cols, rows
+    if adjoint_b:
+        b = transpose(b)
+    known = sp.shape
+    out_rows = known[1 if adjoint_a else 0] if known is not None and len(known) == 2 \
+        else None
+    width = None if b.shape is None else b.shape[1]
+    if out_rows is not None and width is not None:  # a static result shape
+        dims = [int(out_rows), int(width)]
+    else:
+        dims = stack([cast(sp.dense_shape[1 if adjoint_a else 0], dtypes.int32),
+                      shape_of(b)[1]])
+    scaled = multiply(gather(b, cols), expand_dims(sp.values, 1))
+    zeros = fill(dims, convert_to_tensor(0, dtype=b.dtype))
+    return apply("gather_grad", [scaled, rows, zeros], name=name or "SparseTensorDenseMatMul",
+                 axis=0)
