@@ -67,12 +67,14 @@ def _graph(rng, nodes=30, features=12):
 def test_a_graph_convolution_network_trains_and_matches_its_dense_form(backend):
     rng = np.random.default_rng(0)
     (support, feats, norm, x) = _graph(rng)
-    labels = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 30)]
+    # labels that a graph convolution can tell: the best of 3 scores of the neighbourhood
+    labels = np.eye(3, dtype=np.float32)[np.argmax(norm @ x @ rng.standard_normal((12, 3)), 1)]
     w1 = rng.standard_normal((12, 8)).astype(np.float32) * 0.3
     w2 = rng.standard_normal((8, 3)).astype(np.float32) * 0.3
     tf = gf
     g = tf.Graph()
     with g.as_default():
+        tf.set_random_seed(3)
         a = tf.sparse_placeholder(tf.float32)
         f = tf.sparse_placeholder(tf.float32, shape=tf.constant(feats[2], dtype=tf.int64))
         keep = tf.placeholder_with_default(1.0, shape=())
@@ -95,6 +97,7 @@ def test_a_graph_convolution_network_trains_and_matches_its_dense_form(backend):
         sess.run(init)
         sparse_out, dense_out, first = sess.run([logits, dense_logits, loss], feed)
         np.testing.assert_allclose(sparse_out, dense_out, rtol=1e-5, atol=1e-6)
-        for _ in range(60):
+        for _ in range(100):
             sess.run(train, {**feed, keep: 0.8})
-        assert sess.run(loss, feed) < 0.8 * first
+        last = sess.run(loss, feed)
+    assert last < 0.5 * first, (first, last)

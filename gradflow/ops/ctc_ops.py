@@ -27,6 +27,7 @@ from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["ctc_greedy_decoder", "ctc_loss", "edit_distance"]
 
+
 def _sequences(indices, values, lengths, steps, classes, ignore, what):
     """Each batch entry's label sequence from the sparse labels (host arrays), after
     TF1's checks; and whether each fits in its time."""
