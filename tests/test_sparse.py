@@ -101,3 +101,32 @@ def test_a_graph_convolution_network_trains_and_matches_its_dense_form(backend):
             sess.run(train, {**feed, keep: 0.8})
         last = sess.run(loss, feed)
     assert last < 0.5 * first, (first, last)
+
+
+def test_sparse_tensors_without_entries():
+    """No entries: zeros from to_dense and from the product, distances against nothing,
+    no coordinates from where, an empty decoding of sequences without steps."""
+    none = (np.zeros((0, 2), np.int64), np.zeros(0, np.float32), [2, 3])
+    g = gf.Graph()
+    with g.as_default():
+        sp = gf.sparse_placeholder(gf.float32)
+        b = gf.placeholder(gf.float32, (None, 2))
+        hyp, truth = gf.sparse_placeholder(gf.int64), gf.sparse_placeholder(gf.int64)
+        x = gf.placeholder(gf.float32, (None, None, 4))
+        lengths = gf.placeholder(gf.int32, (None,))
+        (decoded,), neg_sum = gf.nn.ctc_greedy_decoder(x, lengths)
+        outs = [gf.sparse_tensor_to_dense(sp), gf.sparse_tensor_dense_matmul(sp, b),
+                gf.edit_distance(hyp, truth), gf.where(gf.zeros((0, 3), gf.bool)),
+                decoded, neg_sum]
+    with gf.Session(graph=g) as sess:
+        dense, product, distance, where, dec, sums = sess.run(outs, {
+            sp: none, b: np.ones((3, 2), np.float32),
+            hyp: (np.zeros((0, 2), np.int64), np.zeros(0, np.int64), [2, 0]),
+            truth: ([[0, 0]], [1], [2, 1]),
+            x: np.zeros((0, 2, 4), np.float32), lengths: [0, 0]})
+    np.testing.assert_array_equal(dense, np.zeros((2, 3)))
+    np.testing.assert_array_equal(product, np.zeros((2, 2)))
+    np.testing.assert_array_equal(distance, [1.0, 0.0])
+    assert where.shape == (0, 2)
+    assert dec.indices.shape == (0, 2) and list(dec.dense_shape) == [2, 0]
+    assert not np.signbit(sums).any()

@@ -366,7 +366,8 @@ def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True):
     steps = None if x.shape is None else x.shape[0]
     live = transpose(sequence_mask(seq_len, maxlen=steps if steps is not None else
                                    _max_time(x)), [1, 0])
-    neg_sum = negative(reduce_sum(where(live, top, zeros_like(top)), axis=0))
+    # the negated maxima summed, as TF1's kernel adds them (no steps: +0, not -0)
+    neg_sum = reduce_sum(where(live, negative(top), zeros_like(top)), axis=0)
     return [SparseTensor(*parts)], expand_dims(neg_sum, 1)
 
 
