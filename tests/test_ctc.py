@@ -242,3 +242,30 @@ def test_dense_labels_to_a_sparse_tensor_as_tf1_programs_do():
     np.testing.assert_array_equal(where, np.argwhere(dense != 5))
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(a, _TF_LOSS, rtol=1e-8)
+
+
+def test_the_gradient_reuses_the_forward_recursion_of_its_run(monkeypatch):
+    """The gradient op takes the loss op's lattice of the same run (known by the very loss
+    array), so a training step runs the forward recursion once; a lattice of an earlier
+    run is never taken."""
+    from gradflow.ops import ctc_ops
+
+    made = []
+
+    class Counted(ctc_ops._Lattice):
+        def __init__(self, *args):
+            made.append(1)
+            super().__init__(*args)
+
+    monkeypatch.setattr(ctc_ops, "_Lattice", Counted)
+    g, labels, x, lengths, loss, grad = _ctc_graph(6)
+    feed = {labels: _labels(_ROWS), x: _RNG_LOGITS, lengths: _LENGTHS}
+    with gf.Session(graph=g) as sess:
+        got, dx = sess.run([loss, grad], feed)
+        assert len(made) == 1
+        sess.run(loss, feed)  # leaves its lattice behind
+        other = {**feed, x: _RNG_LOGITS * 2.0}
+        dx2 = sess.run(grad, other)
+    fresh = gf.Session(graph=g)
+    np.testing.assert_array_equal(dx2, fresh.run(grad, other))
+    np.testing.assert_allclose(got, _TF_LOSS, rtol=1e-8)

@@ -183,23 +183,35 @@ class _Lattice:
 
 def _loss_impl(session, node):
     ignore = node.attrs["ignore_longer"]
+    key = ("ctc_lattice", node)
 
     def run(logits, indices, values, seq_len):
         lattice = _Lattice(session.backend, logits, indices, values, seq_len, ignore,
                            f"ctc_loss '{node.name}'")
         xp = session.backend.xp
         loss = -lattice.log_likelihood()
-        return xp.where(lattice.fits, loss, xp.zeros_like(loss))
+        loss = xp.where(lattice.fits, loss, xp.zeros_like(loss))
+        # for this run's gradient op, which knows it by this very loss array
+        session.resources[key] = (loss, lattice)
+        return loss
 
     return run
 
 
 def _grad_impl(session, node):
     ignore = node.attrs["ignore_longer"]
+    key = ("ctc_lattice", node.inputs[5])
 
-    def run(logits, indices, values, seq_len, g):
-        lattice = _Lattice(session.backend, logits, indices, values, seq_len, ignore,
-                           f"ctc_loss '{node.name}'")
+    def run(logits, indices, values, seq_len, g, loss):
+        kept = session.resources.get(key)
+        if kept is not None and kept[0] is loss:
+            # the loss op made it from these inputs in this run: the array is new in every
+            # run and the entry holds it, so no later array can be mistaken for it
+            lattice = kept[1]
+            session.resources.pop(key, None)
+        else:  # another thread's run took the slot since: recompute
+            lattice = _Lattice(session.backend, logits, indices, values, seq_len, ignore,
+                               f"ctc_loss '{node.name}'")
         return lattice.grad() * g[None, :, None]
 
     return run
@@ -224,7 +236,9 @@ def _grad_infer(shapes, in_dtypes, **_):
 
 
 def _loss_grad(n, g):
-    grad = apply("ctc_loss_grad", list(n.inputs) + [g], name=n.name + "/grad",
+    # the loss itself is an input, so that its op (which keeps the forward recursion for
+    # this op) runs first, and so that this op can tell that run's lattice
+    grad = apply("ctc_loss_grad", list(n.inputs) + [g, n], name=n.name + "/grad",
                  ignore_longer=n.attrs["ignore_longer"])
     return [grad, None, None, None]
 
