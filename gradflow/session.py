@@ -133,10 +133,12 @@ class Session:
     def _run(self, fetches, feed_dict, options, run_metadata, output):
         flat, rebuild = self._fetch_list(fetches)
         feed_items = list(feed_dict.items()) if feed_dict else []
-        if any(type(k) is SparseTensor for k, _ in feed_items):
-            feed_items = expand_feeds(feed_items)
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
-        feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
+        try:
+            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
+        except _SparseKey:  # fed as its three parts; found where keys are resolved anyway
+            feed_items = expand_feeds(feed_items)
+            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         key = (tuple(flat), feed_keys)
         plan = self._plans.get(key)
         if plan is None:
@@ -345,6 +347,8 @@ class Session:
         elif hasattr(fetch, "_as_graph_tensor"):
             fetch = fetch._as_graph_tensor()
         if not isinstance(fetch, Tensor):
+            if role == "feed" and isinstance(fetch, SparseTensor):
+                raise _SparseKey
             if role == "feed":
                 raise TypeError(f"cannot feed {fetch!r}: the keys of feed_dict must be "
                                 "placeholders, tensors or tensor names")
@@ -483,6 +487,10 @@ def _session_for(session, tensor):
 
 
 register_session_finder(_session_for)
+
+
+class _SparseKey(Exception):
+    """A ``feed_dict`` key is a ``SparseTensor`` (``Session._run`` expands it)."""
 
 
 def _flatten(fetches, graph):
