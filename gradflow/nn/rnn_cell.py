@@ -38,6 +38,7 @@ from gradflow.ops.math_ops import (
 )
 from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.rnn_ops import batch_zeros, lstm_c, lstm_gates, lstm_h
+from gradflow.ops.shape_ops import checked_sequence_length
 from gradflow.variables import (
     AUTO_REUSE,
     constant_initializer,
@@ -568,22 +569,6 @@ def _check_inputs(what, inputs):
     return inputs
 
 
-def _sequence_length(what, sequence_length, first):
-    """``sequence_length`` as an int32 vector of one length per batch row, checked."""
-    seq = convert_to_tensor(sequence_length)
-    if not seq.dtype.is_integer:
-        raise TypeError(f"{what}: sequence_length '{seq.name}' must be integer, got "
-                        f"{seq.dtype.name}")
-    if seq.shape is not None and len(seq.shape) != 1:
-        raise ValueError(f"{what}: sequence_length '{seq.name}' must be a vector of length "
-                         f"batch_size, got shape {tuple(seq.shape)}")
-    if seq.shape is not None and seq.shape[0] is not None and first.shape[0] is not None \
-            and seq.shape[0] != first.shape[0]:
-        raise ValueError(f"{what}: sequence_length '{seq.name}' has {seq.shape[0]} entries, "
-                         f"inputs '{first.name}' have batch {first.shape[0]}")
-    return cast(seq, dtypes.int32)
-
-
 def _select(valid, new, old):
     """``new`` where ``valid`` (a [batch, 1] bool tensor), else ``old``, leaf by leaf
     of a (nested) state."""
@@ -620,7 +605,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         else:
             state = initial_state
         lengths = None if sequence_length is None else \
-            _sequence_length(what, sequence_length, first)
+            checked_sequence_length(what, sequence_length, first)
         outputs, zero_output = [], None
         for t, x in enumerate(inputs):
             out, new_state = cell(x, state)
@@ -660,7 +645,7 @@ def _bidirectional(what, cell_fw, cell_bw, inputs, initial_state_fw, initial_sta
             raise TypeError(f"{what}: {arg} must be an RNNCell, got {type(cell).__name__}")
     inputs = _check_inputs(what, inputs)
     lengths = None if sequence_length is None else \
-        _sequence_length(what, sequence_length, inputs[0])
+        checked_sequence_length(what, sequence_length, inputs[0])
     with variable_scope(scope if scope is not None else "bidirectional_rnn"):
         with variable_scope("fw") as fw_scope:
             out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype, lengths,
@@ -770,7 +755,7 @@ def _while_rnn(what, cell, inputs, sequence_length, initial_state, dtype, time_m
         else:
             state = initial_state
         lengths = None if sequence_length is None else \
-            _sequence_length(what, sequence_length, first)
+            checked_sequence_length(what, sequence_length, first)
         # The first call creates the variables (named as by static_rnn), outside the
         # loop; the loop body's calls reuse them. Its own nodes are never run.
         probe, _ = cell(first, state)

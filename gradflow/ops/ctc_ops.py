@@ -22,7 +22,9 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
+from gradflow.ops.dataset_ops import _declared
 from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.shape_ops import checked_sequence_length
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["ctc_greedy_decoder", "ctc_loss", "edit_distance"]
@@ -287,9 +289,7 @@ def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repe
         x = transpose(x, [1, 0, 2])
     if sequence_length is None:
         raise ValueError("ctc_loss: sequence_length is required")
-    seq_len = convert_to_tensor(sequence_length)
-    if not seq_len.dtype.is_integer:
-        raise TypeError(f"ctc_loss: sequence_length must be int32, got {seq_len.dtype.name}")
+    seq_len = checked_sequence_length("ctc_loss", sequence_length, x, batch_axis=1)
     return apply("ctc_loss", [x, labels.indices, labels.values, seq_len], name="CTCLoss",
                  ignore_longer=bool(ignore_longer_outputs_than_inputs))
 
@@ -343,10 +343,6 @@ def _padded_part_impl(session, node):
     return run
 
 
-def _declared(shapes, in_dtypes, shape, dtype, **_):
-    return shape, dtype
-
-
 register("ctc_greedy_paths", _greedy_impl, _declared, grad=None, kind="call")
 register("padded_sparse_part", _padded_part_impl, _declared, grad=None, kind="call")
 
@@ -368,7 +364,7 @@ def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True):
     if x.shape is not None and len(x.shape) != 3:
         raise ValueError(f"ctc_greedy_decoder: inputs must be [max_time, batch, num_classes], "
                          f"got shape {tuple(x.shape)}")
-    seq_len = convert_to_tensor(sequence_length)
+    seq_len = checked_sequence_length("ctc_greedy_decoder", sequence_length, x, batch_axis=1)
     batch = None if x.shape is None else x.shape[1]
     padded = apply("ctc_greedy_paths", [x, seq_len], name="CTCGreedyDecoder",
                    merge_repeated=bool(merge_repeated), shape=(batch, None),

@@ -594,12 +594,18 @@ def _linear_index_impl(xp, indices, params):
     """Row-major positions in ``params``'s leading axes of the index tuples of ``indices``,
     after checking that each tuple points into them (TF1's message)."""
     count = indices.shape[-1]
-    bounds = tuple(params.shape[:count])
+    return row_major_positions(xp, indices, tuple(params.shape[:count]))
+
+
+def row_major_positions(xp, indices, bounds):
+    """The row-major positions in an array whose leading axes are ``bounds`` of the index
+    tuples in the last axis of ``indices`` (int64), after checking that each points into
+    it (``check_index_tuples``)."""
     idx = xp.astype(indices, xp.int64)
     check_index_tuples(xp, idx, bounds)
     out = xp.zeros(idx.shape[:-1], dtype=xp.int64, device=_device(idx))
     stride = 1
-    for k in reversed(range(count)):
+    for k in reversed(range(len(bounds))):
         out = out + idx[..., k] * stride
         stride *= bounds[k]
     return out

@@ -104,9 +104,7 @@ def _values(example, key, dtype, shape, default, where):
     if len(values) != math.prod(shape):
         raise InvalidArgumentError(f"{where}: feature '{key}' has {len(values)} values, its "
                                    f"shape {list(shape)} needs {math.prod(shape)}")
-    if dtype is dtypes.string:
-        return dtypes.bytes_array(values).reshape(shape)
-    return np.asarray(values, dtype=dtype.as_numpy_dtype).reshape(shape)
+    return _host_array(values, dtype).reshape(shape)
 
 
 def _listed(feature, key, dtype, where):

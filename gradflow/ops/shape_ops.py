@@ -508,6 +508,26 @@ def _reshape(x, dims):
     return reshape(x, dims)
 
 
+def checked_sequence_length(what, sequence_length, inputs, batch_axis=0):
+    """``sequence_length`` as an int32 vector of one length per batch entry of ``inputs``
+    (whose batch is axis ``batch_axis``), checked where the shapes are known: for
+    ``dynamic_rnn`` and its kin, and the CTC ops."""
+    seq = convert_to_tensor(sequence_length)
+    if not seq.dtype.is_integer:
+        raise TypeError(f"{what}: sequence_length '{seq.name}' must be integer, got "
+                        f"{seq.dtype.name}")
+    if seq.shape is not None and len(seq.shape) != 1:
+        raise ValueError(f"{what}: sequence_length '{seq.name}' must be a vector of length "
+                         f"batch_size, got shape {tuple(seq.shape)}")
+    batch = None if inputs.shape is None or len(inputs.shape) <= batch_axis \
+        else inputs.shape[batch_axis]
+    if seq.shape is not None and seq.shape[0] is not None and batch is not None \
+            and seq.shape[0] != batch:
+        raise ValueError(f"{what}: sequence_length '{seq.name}' has {seq.shape[0]} entries, "
+                         f"inputs '{inputs.name}' have batch {batch}")
+    return cast(seq, dtypes.int32)
+
+
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name=None):
     """``mask[..., j] = j < lengths[...]`` (TF1 ``tf.sequence_mask``); ``maxlen``
     defaults to the largest length. The result has ``lengths``' shape plus one axis."""

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from array_api_compat import device as _device
-
 from gradflow import dtypes
-from gradflow.ops.index_checks import IndexOutOfRange, check_index_tuples
+from gradflow.ops.index_checks import IndexOutOfRange
+from gradflow.ops.index_ops import row_major_positions
 from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.scatter_ops import _rows
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["sparse_retain", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense",
@@ -23,14 +23,7 @@ def _linear_impl(xp, indices, dense_shape):
                               f"of rank {len(shape)}: each row must hold {len(shape)} indices")
     if any(d < 0 for d in shape):
         raise IndexOutOfRange(f"the dense shape {list(shape)} has a negative size")
-    idx = xp.astype(indices, xp.int64)
-    check_index_tuples(xp, idx, shape)
-    out = xp.zeros((idx.shape[0],), dtype=xp.int64, device=_device(idx))
-    stride = 1
-    for k in reversed(range(len(shape))):
-        out = out + idx[:, k] * stride
-        stride *= shape[k]
-    return out
+    return row_major_positions(xp, indices, shape)
 
 
 def _linear_infer(shapes, in_dtypes):
@@ -70,8 +63,7 @@ def _dense(indices, values, shape, default, validate, what, name):
     position = apply("sparse_linear_index", [indices, shape])
 
     def scattered(updates):  # zeros of the flat size with ``updates`` added at ``position``
-        return apply("gather_grad", [updates, position, fill(size, convert_to_tensor(
-            0, dtype=updates.dtype))], axis=0)
+        return _rows(updates, position, fill(size, convert_to_tensor(0, dtype=updates.dtype)))
 
     dense = scattered(values)
     known = static_value(default)
@@ -159,11 +151,11 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
 
     >>> h = gf.sparse_tensor_dense_matmul(adjacency, features @ w)   # a graph convolution
     """
-    from gradflow.ops.array_ops import expand_dims, transpose
+    from gradflow.ops.array_ops import expand_dims, reshape, transpose
     from gradflow.ops.index_ops import gather, stack
     from gradflow.ops.index_ops import shape as shape_of
     from gradflow.ops.math_ops import cast, multiply
-    from gradflow.ops.shape_ops import fill
+    from gradflow.ops.scatter_ops import scatter_nd
 
     sp = _sparse_arg(sp_a, "sparse_tensor_dense_matmul")
     b = convert_to_tensor(b, like=sp.values)
@@ -190,6 +182,7 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
         dims = stack([cast(sp.dense_shape[1 if adjoint_a else 0], dtypes.int32),
                       shape_of(b)[1]])
     scaled = multiply(gather(b, cols), expand_dims(sp.values, 1))
-    zeros = fill(dims, convert_to_tensor(0, dtype=b.dtype))
-    return apply("gather_grad", [scaled, rows, zeros], name=name or "SparseTensorDenseMatMul",
-                 axis=0)
+    # each entry's target row as a one-long index tuple (known so, however unknown the
+    # indices' rank)
+    return scatter_nd(reshape(rows, [-1, 1]), scaled, dims,
+                      name=name or "SparseTensorDenseMatMul")
