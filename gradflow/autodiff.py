@@ -41,9 +41,11 @@ def _differentiable(t) -> bool:
     return t.dtype is not None and t.dtype.is_floating
 
 
-def _reachable(ys, xs_set):
-    """Nodes on some path from an x to a y: only they need gradients."""
-    order = topological_order(ys, xs_set, control=False)
+def _reachable(ys, xs_set, stops):
+    """``(order, leads)``: the nodes that ``ys`` depend on short of ``stops`` (inputs
+    first), and those of them on some path from an x to a y: only they need gradients.
+    An x is not a stop: an x that depends on another x passes its gradient on (TF1)."""
+    order = topological_order(ys, stops, control=False)
     leads = set(xs_set)
     for node in order:  # inputs come before consumers in post-order
         if node not in leads and any(i in leads for i in node.inputs):
@@ -218,7 +220,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
     if len(grad_ys) != len(ys):
         raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys")
     stops = set(stop_gradients or ())
-    order, leads = _reachable(ys, set(xs))
+    order, leads = _reachable(ys, set(xs), stops)
     pending: dict[Tensor, list] = {}
     graph = ys[0].graph
     with graph.name_scope(name):
@@ -227,13 +229,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
                 continue
             gy = ones_like(y) if gy is None else convert_to_tensor(gy, like=y)
             pending.setdefault(y, []).append(gy)
-        xs_set = set(xs)
         stacks: dict = {}
         for node in reversed(order):
-            if node not in pending or node in xs_set or node in stops:
+            if node not in pending or node in stops:
                 continue
             g = pending[node] = [_sum(pending[node], stacks)]
-            _propagate(node, g[0], leads, pending)
+            if any(i in leads for i in node.inputs):
+                _propagate(node, g[0], leads, pending)
         return [_sum(pending[x], stacks) if x in pending else None for x in xs]
 
 

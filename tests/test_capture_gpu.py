@@ -21,29 +21,47 @@ if not cp.cuda.is_available():
 STEPS = WARM_RUNS + 4
 
 
-def _train(name, backend, capture=None, steps=STEPS):
-    sess, train, feed, variables = session_of(name, backend=backend, capture=capture)
+def _train(name, backend, capture=None, steps=STEPS, dtype=gf.float32):
+    """``(variables, losses of the steps, plans)`` after ``steps`` training steps."""
+    sess, train, feed, variables = session_of(name, dtype, backend=backend, capture=capture)
+    loss, = sess.graph.get_collection(gf.GraphKeys.LOSSES)
     with sess:
-        for _ in range(steps):
-            sess.run(train, feed)
+        losses = [sess.run([train, loss], feed)[1] for _ in range(steps)]
         plans = [p for p in sess._plans.values() if hasattr(p, "captured")]
-        return [sess.run(v) for v in variables], plans
+        return [sess.run(v) for v in variables], np.array(losses), plans
+
+
+# In float32 the variables after a few steps are no test of agreement: a ReLU input
+# within rounding of 0 (a handful of 3.2 million in the CNN's second convolution at batch
+# 256) falls on either side of the kink, depending on the order of a sum, and moves a
+# whole element of the kernel's gradient; Adam then turns every sign of a gradient near
+# 0 into a step of the learning rate. The NumPy and PyTorch CPU backends differ by up to
+# 6e-3 of the largest gradient there, each as far from the float64 gradient. So: the
+# variables in float64, where one number is to be expected, and float32's losses.
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_captured_and_uncaptured_runs_agree_with_numpy(name):
+    reference, _, _ = _train(name, "numpy", dtype=gf.float64)
+    plain, _, _ = _train(name, "cupy", capture=False, dtype=gf.float64)
+    captured, _, plans = _train(name, "cupy", capture=True, dtype=gf.float64)
+    print(name, "float64 capture:", [p.capture_failure or "captured" for p in plans])
+    for ref, a, b in zip(reference, plain, captured):
+        np.testing.assert_allclose(a, ref, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(b, ref, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
-def test_captured_and_uncaptured_runs_agree_with_numpy(name):
-    reference, _ = _train(name, "numpy")
-    plain, _ = _train(name, "cupy", capture=False)
-    captured, plans = _train(name, "cupy", capture=True)
-    print(name, "capture:", [p.capture_failure or "captured" for p in plans])
-    for ref, a, b in zip(reference, plain, captured):
-        np.testing.assert_allclose(a, ref, rtol=2e-3, atol=2e-4)
-        np.testing.assert_allclose(b, ref, rtol=2e-3, atol=2e-4)
+def test_float32_steps_report_numpys_losses(name):
+    _, reference, _ = _train(name, "numpy")
+    _, plain, _ = _train(name, "cupy", capture=False)
+    _, captured, plans = _train(name, "cupy", capture=True)
+    assert any(p.captured is not None for p in plans), [p.capture_failure for p in plans]
+    np.testing.assert_allclose(plain, reference, rtol=2e-5)
+    np.testing.assert_allclose(captured, reference, rtol=2e-5)
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
 def test_the_training_step_is_captured(name):
-    _, plans = _train(name, "cupy", capture=True)
+    _, _, plans = _train(name, "cupy", capture=True)
     assert any(p.captured is not None for p in plans), [p.capture_failure for p in plans]
 
 

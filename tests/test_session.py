@@ -263,6 +263,25 @@ def test_gradients_of_unrelated_and_integer_paths_are_none():
     assert gf.gradients(y, [x, unrelated, k])[1:] == [None, None]
 
 
+def test_an_x_that_feeds_another_x_gets_its_whole_gradient():
+    """TF1: ``gradients(y, [h, x])`` with ``h = f(x)`` differentiates through ``h``:
+    the xs are not where the gradient stops (``stop_gradients`` are)."""
+    x = gf.placeholder(gf.float64, (3,))
+    h = x * x
+    y = gf.reduce_sum(gf.nn.relu(h) * 2.0) + gf.reduce_sum(x)
+    gh, gx = gf.gradients(y, [h, x])
+    gx_alone, = gf.gradients(y, [x])
+    gh_stopped, gx_stopped = gf.gradients(y, [h, x], stop_gradients=[h])
+    xv = np.array([1.0, -2.0, 3.0])
+    with gf.Session() as sess:
+        got = sess.run([gh, gx, gx_alone, gh_stopped, gx_stopped], {x: xv})
+    np.testing.assert_allclose(got[0], [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(got[1], 4.0 * xv + 1.0)
+    np.testing.assert_allclose(got[2], got[1])
+    np.testing.assert_allclose(got[3], [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(got[4], [1.0, 1.0, 1.0])
+
+
 def test_register_gradient_override():
     @gf.RegisterGradient("TestDoubleSquareGrad")
     def _grad(node, g):

@@ -37,25 +37,29 @@ TRACED_STEPS = 3
 BATCH = 256
 
 
-def _classifier_tail(features, labels):
-    logits = gf.layers.dense(features, 10)
-    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits))
+def _minimize(loss):
+    gf.losses.add_loss(loss)
     return gf.train.AdamOptimizer(1e-3).minimize(loss)
 
 
-def mlp():
-    x = gf.placeholder(gf.float32, [None, 784])
+def _classifier_tail(features, labels):
+    logits = gf.layers.dense(features, 10)
+    return _minimize(gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)))
+
+
+def mlp(dtype=gf.float32):
+    x = gf.placeholder(dtype, [None, 784])
     y = gf.placeholder(gf.int64, [None])
     h = gf.layers.dense(x, 512, gf.nn.relu)
     h = gf.layers.dense(h, 512, gf.nn.relu)
     rng = np.random.default_rng(0)
-    return _classifier_tail(h, y), {x: rng.random((BATCH, 784), dtype=np.float32),
+    return _classifier_tail(h, y), {x: rng.random((BATCH, 784)).astype(x.dtype.name),
                                     y: rng.integers(0, 10, BATCH)}
 
 
-def cnn():
-    x = gf.placeholder(gf.float32, [None, 28, 28, 1])
+def cnn(dtype=gf.float32):
+    x = gf.placeholder(dtype, [None, 28, 28, 1])
     y = gf.placeholder(gf.int64, [None])
     h = gf.layers.conv2d(x, 32, 5, padding="same", activation=gf.nn.relu)
     h = gf.layers.max_pooling2d(h, 2, 2)
@@ -63,16 +67,16 @@ def cnn():
     h = gf.layers.max_pooling2d(h, 2, 2)
     h = gf.layers.dense(gf.reshape(h, [-1, 7 * 7 * 64]), 256, gf.nn.relu)
     rng = np.random.default_rng(0)
-    return _classifier_tail(h, y), {x: rng.random((BATCH, 28, 28, 1), dtype=np.float32),
+    return _classifier_tail(h, y), {x: rng.random((BATCH, 28, 28, 1)).astype(x.dtype.name),
                                     y: rng.integers(0, 10, BATCH)}
 
 
-def lstm(steps=10, vocab=65, hidden=128):
+def lstm(dtype=gf.float32, steps=10, vocab=65, hidden=128):
     ids = gf.placeholder(gf.int32, [None, steps])
     targets = gf.placeholder(gf.int32, [None, steps])
-    emb = gf.get_variable("emb", [vocab, 32])
+    emb = gf.get_variable("emb", [vocab, 32], dtype)
     inputs = [gf.nn.embedding_lookup(emb, ids[:, t]) for t in range(steps)]
-    outputs, _ = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(hidden), inputs, dtype=gf.float32)
+    outputs, _ = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(hidden), inputs, dtype=dtype)
     logits = gf.layers.dense(gf.concat(outputs, 0), vocab)
     labels = gf.reshape(gf.transpose(targets), [-1])
     loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
@@ -81,7 +85,7 @@ def lstm(steps=10, vocab=65, hidden=128):
     batch = BATCH // 8
     feed = {ids: rng.integers(0, vocab, (batch, steps)).astype(np.int32),
             targets: rng.integers(0, vocab, (batch, steps)).astype(np.int32)}
-    return gf.train.AdamOptimizer(1e-3).minimize(loss), feed
+    return _minimize(loss), feed
 
 
 NETWORKS = {"mlp": mlp, "cnn": cnn, "lstm": lstm}
@@ -163,12 +167,13 @@ def test_a_steady_training_step_allocates_no_arrays(name, monkeypatch):
 
 
 
-def session_of(name, **options):
-    """``(session, train op, feed, variables)`` of network ``name``, initialized."""
+def session_of(name, dtype=gf.float32, **options):
+    """``(session, train op, feed, variables)`` of network ``name`` in ``dtype``,
+    initialized (its loss is in the graph's ``GraphKeys.LOSSES``)."""
     graph = gf.Graph()
     with graph.as_default():
         gf.set_random_seed(0)
-        train, feed = NETWORKS[name]()
+        train, feed = NETWORKS[name](dtype)
         init = gf.global_variables_initializer()
         variables = gf.global_variables()
     sess = gf.Session(graph=graph, **options)

@@ -170,6 +170,15 @@ def _is_value(t) -> bool:
         and t.dtype is not VARIANT
 
 
+def _partials(ys, xs, grad_ys):
+    """The partial derivatives of ``ys`` (weighted by ``grad_ys``) in each of ``xs``: an x
+    that depends on another x is held constant, since the outer chain rule adds that
+    path (``gradients`` itself differentiates through such an x, as TF1 does)."""
+    from gradflow.autodiff import gradients
+
+    return gradients(ys, xs, grad_ys=grad_ys, stop_gradients=xs)
+
+
 def _differentiable(t) -> bool:
     return _is_value(t) and t.dtype.is_floating
 
@@ -458,7 +467,6 @@ class _CondInfo(_Construct):
 
     def output_grad(self, picker, g):
         """``cond(pred, d(true output)/d(captured) . g, d(false output)/d(captured) . g)``."""
-        from gradflow.autodiff import gradients
         from gradflow.ops.math_ops import zeros_like
 
         node = self.node
@@ -478,7 +486,7 @@ class _CondInfo(_Construct):
                 found = {}
                 if _differentiable(y) and y.opdef.kind != "assign":
                     with recorders[side].recording():
-                        found = dict(zip(wrt, gradients([y], wrt, grad_ys=[g])))
+                        found = dict(zip(wrt, _partials([y], wrt, [g])))
                 maps.append(found)
             keep = [c for c in wrt if any(m.get(c) is not None for m in maps)]
             if not keep:
@@ -795,7 +803,6 @@ class _WhileInfo(_Construct):
         """The body's vector-Jacobian product as a sub-graph (built once)."""
         if self._vjp is not None:
             return self._vjp
-        from gradflow.autodiff import gradients
 
         graph = self.node.graph
         n = len(self.standins)
@@ -810,7 +817,7 @@ class _WhileInfo(_Construct):
                           shape=self.invariants[j], dtype=self.standins[j].dtype)
                     for j in diff]
             xs = [self.standins[j] for j in diff] + wrt
-            grads = gradients([outs[j] for j in diff], xs, grad_ys=cots) if diff \
+            grads = _partials([outs[j] for j in diff], xs, cots) if diff \
                 else [None] * len(xs)
         var_grads, cap_grads = grads[:len(diff)], grads[len(diff):]
         caps = [c for c, gc in zip(wrt, cap_grads) if gc is not None]

@@ -189,8 +189,9 @@ def _second_order(forward):
 
         g, a, state = n.inputs
         y = forward(a, state)
-        first = gradients(y, [a if n.attrs["wrt"] == "gates" else state], grad_ys=g)[0]
-        return gradients(first, [g, a, state], grad_ys=gout)
+        wrt = a if n.attrs["wrt"] == "gates" else state
+        first = gradients(y, [wrt], grad_ys=g, stop_gradients=[wrt])[0]
+        return gradients(first, [g, a, state], grad_ys=gout, stop_gradients=[g, a, state])
 
     return rule
 
@@ -207,7 +208,7 @@ def _gates_second_order(n, gout):
     mask = np.zeros(4 * units)
     mask[units:2 * units] = 1.0
     first = g * (1.0 - a) * (a + constant(mask, dtype=a.dtype))
-    return gradients(first, [g, a], grad_ys=gout)
+    return gradients(first, [g, a], grad_ys=gout, stop_gradients=[g, a])
 
 
 register("lstm_gates", _lstm_gates_impl, _gates_infer,
