@@ -48,7 +48,7 @@ from gradflow.compat.v1 import (  # TF 1.15's mode switches: no-ops, or errors a
     executing_eagerly,
     resource_variables_enabled,
 )
-from gradflow.autodiff import RegisterGradient, gradients
+from gradflow.autodiff import RegisterGradient, UnconnectedGradients, gradients
 from gradflow.config import (
     ConfigProto,
     DeviceSpec,
@@ -146,6 +146,7 @@ from gradflow.ops.math_ops import (
     cast,
     clip_by_value,
     cumsum,
+    div,
     divide,
     equal,
     exp,
@@ -307,6 +308,9 @@ def add_n(inputs, name=None):
 
 sub = subtract
 mul = multiply
-div = divide
 
 __version__ = "0.1.0"
+
+# TF1's tf.math and tf.linalg: aliases of the names above, so imported after them
+from gradflow import linalg, math  # noqa: E402, A004
+from gradflow.ops.math_ops import logical_xor  # noqa: E402

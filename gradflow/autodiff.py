@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradflow.graph import Operation, Tensor, topological_order
 from gradflow.ops.array_ops import matmul, unbroadcast
 from gradflow.ops.index_ops import concat, stack
-from gradflow.ops.math_ops import add, ones_like
+from gradflow.ops.math_ops import add, ones_like, zeros_like
 from gradflow.ops.registry import apply, convert_to_tensor
 
 _USER_GRADIENTS: dict[str, object] = {}
@@ -114,14 +114,14 @@ def _merge_same_slice_grads(grads, stacks):
     if len(grads) < 2:
         return grads
     groups: dict = {}
-    for g in grads:
-        key = ("one", g)
+    for k, g in enumerate(grads):  # the same tensor may come twice (x + x)
+        key = ("one", k)
         if g.opdef.name == "getitem_grad":
             try:
                 key = (g.inputs[1], g.attrs["key"])
                 hash(key)
             except TypeError:
-                key = ("one", g)
+                key = ("one", k)
         groups.setdefault(key, []).append(g)
     if len(groups) == len(grads):
         return grads
@@ -195,15 +195,29 @@ def _stacked(group, stacks):
     return unbroadcast(rows(0), first.inputs[1])
 
 
-def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
+class UnconnectedGradients:
+    """TF1: what ``gradients`` gives for an x that the ys do not depend on."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None,
+              unconnected_gradients=UnconnectedGradients.NONE):
     """Symbolic gradients of ``sum(ys)`` with respect to each of ``xs``.
 
     Returns a list with one tensor per x, or ``None`` where y does not depend on
-    x (as TF1 does). The result is ordinary graph: fetch it, run it on any
-    backend, or differentiate it again.
+    x (as TF1 does; zeros with ``unconnected_gradients="zero"``). The result is
+    ordinary graph: fetch it, run it on any backend, or differentiate it again.
+    ``colocate_gradients_with_ops``, ``gate_gradients`` and ``aggregation_method``
+    are accepted for TF1 programs; they change no number here.
 
     >>> dx, = gf.gradients(gf.reduce_sum(x * x), [x])
     """
+    unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
+    if unconnected not in (UnconnectedGradients.NONE, UnconnectedGradients.ZERO):
+        raise ValueError(f"gradients: unconnected_gradients must be 'none' or 'zero', got "
+                         f"{unconnected_gradients!r}")
     ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
     single_x = not isinstance(xs, (list, tuple))
     xs = [xs] if single_x else list(xs)
@@ -236,7 +250,9 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
             g = pending[node] = [_sum(pending[node], stacks)]
             if any(i in leads for i in node.inputs):
                 _propagate(node, g[0], leads, pending)
-        return [_sum(pending[x], stacks) if x in pending else None for x in xs]
+        zero = unconnected == UnconnectedGradients.ZERO
+        return [_sum(pending[x], stacks) if x in pending else zeros_like(x) if zero else None
+                for x in xs]
 
 
 def _propagate(node, g, leads, pending):

@@ -21,10 +21,12 @@ def global_norm(t_list, name=None):
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     """Scale every tensor by ``clip_norm / max(global_norm, clip_norm)``.
 
-    Returns ``(clipped_list, global_norm)``; ``None`` entries stay ``None``.
+    Returns ``(clipped_list, global_norm)``; ``None`` entries stay ``None``. An infinite
+    (or NaN) global norm makes every entry NaN, as in TF1, rather than zeroing the finite
+    ones.
     """
     norm = global_norm(t_list) if use_norm is None else convert_to_tensor(use_norm)
-    scale = clip_norm / maximum(norm, clip_norm)
+    scale = clip_norm / maximum(norm, clip_norm) + (norm - norm)  # NaN where norm is inf
     clipped = [None if t is None else convert_to_tensor(t) * scale for t in t_list]
     return clipped, norm
 

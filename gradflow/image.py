@@ -135,7 +135,8 @@ def _resize_axis(x, axis, in_size, out_size, method, align_corners):
         pos, last = _source_positions(in_size, out_size, align_corners), in_size - 1
         xp_, as_index = np, lambda v: np.asarray(v).astype(np.int32)
     if method == ResizeMethod.NEAREST_NEIGHBOR:
-        index = xp_.round(pos) if align_corners else xp_.floor(pos)
+        # TF rounds halves up (the positions are >= 0), not to the even neighbour
+        index = xp_.floor(pos + 0.5) if align_corners else xp_.floor(pos)
         return gather(x, xp_.minimum(as_index(index), last), axis=axis)
     low = as_index(xp_.floor(pos))
     high = xp_.minimum(low + 1, last)

@@ -132,6 +132,8 @@ class Session:
 
     def _run(self, fetches, feed_dict, options, run_metadata, output):
         flat, rebuild = self._fetch_list(fetches)
+        if not flat:  # run([]), run({}): nothing to compute (TF1 gives the empty structure)
+            return rebuild([])
         feed_items = list(feed_dict.items()) if feed_dict else []
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         try:

@@ -136,7 +136,10 @@ class Variable(Tensor):
         """TF1: the variable as a tensor holding its current value (here, the variable itself)."""
         return self
 
-    read_value = value
+    def read_value(self):
+        """TF1: a new tensor holding the variable's value, read after the control
+        dependencies around the call (``with gf.control_dependencies([update]):``)."""
+        return state_ops.identity(self, name=self.name + "/read_value")
 
     def initialized_value(self):
         """The initial value (for initializing other variables from this one)."""

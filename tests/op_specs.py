@@ -637,6 +637,10 @@ spec("log_softmax_large_logits", "log_softmax", gf.nn.log_softmax,
      np_log_softmax)
 spec("softmax_cross_entropy_with_logits", ("log_softmax", "multiply", "reduce_sum"),
      lambda y, x: gf.nn.softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [distribution(3, 4), uniform(3, 4)], lambda y, x: -np.sum(y * np_log_softmax(x), -1),
+     grad=(1,))  # TF1's first version: no gradient reaches the labels
+spec("softmax_cross_entropy_with_logits_v2", ("log_softmax", "multiply", "reduce_sum"),
+     lambda y, x: gf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=x),
      [distribution(3, 4), uniform(3, 4)], lambda y, x: -np.sum(y * np_log_softmax(x), -1))
 spec("sparse_softmax_cross_entropy_with_logits", ("one_hot", "log_softmax"),
      lambda y, x: gf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),

@@ -112,6 +112,19 @@ def test_moving_averages_follow_numpy(backend, shape, fused):
     np.testing.assert_allclose(var, var_np, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("fused,want", [(None, 278.25), (True, 318.0), (False, 278.25)])
+def test_float64_layers_take_the_unfused_path_unless_asked(fused, want):
+    """TF's fused kernel has no float64, so ``fused=None`` averages the biased variance
+    there (TF 2.21's compat.v1 layer gave 278.25 for these numbers)."""
+    x = gf.constant(np.arange(8.0).reshape(2, 2, 2, 1) ** 2)
+    gf.layers.batch_normalization(x, training=True, momentum=0.0, fused=fused)
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        sess.run(gf.get_collection(gf.GraphKeys.UPDATE_OPS))
+        got = sess.run(_var("batch_normalization/moving_variance"))
+    np.testing.assert_allclose(got, [want])
+
+
 def test_updates_run_only_when_asked(backend):
     x = gf.placeholder(gf.float32, (None, 2))
     h = gf.layers.batch_normalization(x, training=True)

@@ -128,6 +128,22 @@ def test_resize_of_sizes_known_at_run_time_has_the_same_bits(backend, method, al
         np.testing.assert_array_equal(a, b)
 
 
+def test_nearest_resize_with_aligned_corners_rounds_halves_up_as_tf():
+    """TF 2.21's numbers: source positions 0.5 and 1.5 (3 -> 5) take 1 and 2."""
+    x = np.arange(3.0, dtype=np.float32).reshape(1, 1, 3, 1)
+    wide = np.arange(7.0, dtype=np.float32).reshape(1, 1, 7, 1)
+    unknown = gf.placeholder(gf.float32, (1, 1, None, 1))
+    nearest = gf.image.ResizeMethod.NEAREST_NEIGHBOR
+    out = [gf.image.resize_images(x, (1, 5), nearest, align_corners=True),
+           gf.image.resize_images(unknown, (1, 5), nearest, align_corners=True),
+           gf.image.resize_images(wide, (1, 5), nearest, align_corners=True)]
+    with gf.Session() as sess:
+        got = sess.run(out, {unknown: x})
+    assert got[0].ravel().tolist() == [0, 1, 1, 2, 2]
+    assert got[1].ravel().tolist() == [0, 1, 1, 2, 2]
+    assert got[2].ravel().tolist() == [0, 2, 3, 5, 6]
+
+
 def test_gradients_of_a_resize_of_unknown_size(backend):
     x = np.random.default_rng(2).standard_normal((1, 4, 5, 2))
     images = gf.placeholder(gf.float64, (None, None, None, 2))

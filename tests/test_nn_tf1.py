@@ -83,6 +83,30 @@ def test_selu_uses_tf_constants(backend):
     assert gf.nn.selu(gf.constant([1.0])).dtype is gf.float32
 
 
+def test_elu_and_selu_slopes_at_zero_are_tfs(backend):
+    """TF's gradient takes the linear side at 0 (and -0): selu's scale, not scale * alpha."""
+    x = np.array([0.0, -0.0])
+    _, g_selu = _grad(backend, gf.nn.selu, x)
+    _, g_elu = _grad(backend, gf.nn.elu, x)
+    np.testing.assert_allclose(g_selu, [1.0507009873554805] * 2, rtol=1e-15)
+    np.testing.assert_allclose(g_elu, [1.0, 1.0], rtol=1e-15)
+
+
+def test_the_first_softmax_cross_entropy_sends_no_gradient_to_its_labels():
+    labels = gf.constant([[0.2, 0.8]], gf.float64)
+    logits = gf.constant([[1.0, 2.0]], gf.float64)
+    v1 = gf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    v2 = gf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    assert gf.gradients(v1, [labels]) == [None]
+    (g_labels,) = gf.gradients(v2, [labels])
+    (g1,), (g2,) = gf.gradients(v1, [logits]), gf.gradients(v2, [logits])
+    with gf.Session() as sess:
+        got = sess.run([v1, v2, g_labels, g1, g2])
+    np.testing.assert_allclose(got[0], got[1])
+    np.testing.assert_allclose(got[2], [[1.3132616875182228, 0.31326168751822286]])
+    np.testing.assert_allclose(got[3], got[4])
+
+
 def test_elu_large_negative_is_minus_one_and_its_gradient_is_tiny_not_cancelled(backend):
     y, g = _grad(backend, gf.nn.elu, np.array([-40.0, -745.0]))
     np.testing.assert_array_equal(y, [np.expm1(-40.0), -1.0])

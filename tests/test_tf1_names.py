@@ -26,6 +26,7 @@ get_variable_scope AUTO_REUSE global_variables_initializer initialize_all_variab
 local_variables_initializer variables_initializer global_variables trainable_variables
 local_variables model_variables get_collection add_to_collection get_collection_ref GraphKeys
 control_dependencies device set_random_seed ConfigProto GPUOptions RunOptions RunMetadata
+UnconnectedGradients
 Tensor Operation TensorShape Dimension convert_to_tensor constant identity group no_op
 # dtypes
 float16 float32 float64 int8 int16 int32 int64 uint8 bool string as_dtype DType
@@ -34,7 +35,7 @@ add subtract multiply divide truediv floordiv mod pow square sqrt rsqrt exp log 
 negative sign reciprocal round floor ceil maximum minimum add_n sigmoid tanh sin cos
 equal not_equal less less_equal greater greater_equal logical_and logical_or logical_not
 where cast to_float to_int32 to_int64 clip_by_value clip_by_norm clip_by_global_norm
-global_norm squared_difference cumsum matmul tensordot einsum norm
+global_norm squared_difference cumsum matmul tensordot einsum norm logical_xor math linalg
 reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
 reduce_logsumexp argmax argmin arg_max count_nonzero
 # arrays

@@ -77,15 +77,16 @@ def _elu_impl(xp, x, alpha, scale):
 
 
 def _elu_grad_impl(xp, g, x, alpha, scale):
-    # from the input rather than TF's (output + alpha): no cancellation for x << 0
-    slope = xp.where(x > 0, scale, (scale * alpha) * xp.exp(xp.minimum(x, 0)))
+    # from the input rather than TF's (output + alpha): no cancellation for x << 0;
+    # at 0 the linear side's slope, as TF's (selu: scale, not scale * alpha)
+    slope = xp.where(x >= 0, scale, (scale * alpha) * xp.exp(xp.minimum(x, 0)))
     return g * slope
 
 
 def _elu_grad_grad(n, h):
     g, x = n.inputs
     # d/dx [g * scale * alpha * exp(x)] is the same expression again for x <= 0
-    return [apply("elu_grad", [h, x], **n.attrs), where(x > 0.0, zeros_like(n), h * n)]
+    return [apply("elu_grad", [h, x], **n.attrs), where(x >= 0.0, zeros_like(n), h * n)]
 
 
 register("elu", _elu_impl, _float_infer,

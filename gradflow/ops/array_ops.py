@@ -9,7 +9,16 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.math_ops import cast, divide, equal, multiply
+from gradflow.ops.math_ops import (
+    cast,
+    divide,
+    equal,
+    logical_and,
+    multiply,
+    ones_like,
+    where,
+    zeros_like,
+)
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 # -- reductions ------------------------------------------------------------------
@@ -48,11 +57,24 @@ register("reduce_max",
 register("reduce_min",
          lambda xp, x, axes, keepdims: xp.min(x, axis=axes, keepdims=keepdims),
          _reduce_infer, grad=_max_grad)
+def _prod_grad(n, g):
+    """d prod / dx_i = the product of the other elements: ``prod / x_i`` without zeros;
+    with one zero, the product of the rest at the zero and 0 elsewhere; with two, 0.
+    (Differentiated again, this is exact where no element is 0.)"""
+    x, axes = n.inputs[0], n.attrs["axes"]
+    zero = equal(x, 0.0)
+    safe = where(zero, ones_like(x), x)
+    rest = reduce_prod(safe, axes, keepdims=True)  # the product of the nonzero elements
+    zeros = reduce_sum(cast(zero, x.dtype), axes, keepdims=True)
+    others = where(equal(zeros, 0.0), divide(rest, safe),
+                   where(logical_and(zero, equal(zeros, 1.0)), rest * ones_like(x),
+                         zeros_like(x)))
+    return [multiply(broadcast_like(_keep_axes(n, g), x), others)]
+
+
 register("reduce_prod",
          lambda xp, x, axes, keepdims: xp.prod(x, axis=axes, keepdims=keepdims, dtype=x.dtype),
-         _reduce_infer,  # d prod / dx_i = prod / x_i (inputs without zeros)
-         grad=lambda n, g: [broadcast_like(_keep_axes(n, g) * _keep_axes(n, n), n.inputs[0])
-                            / n.inputs[0]])
+         _reduce_infer, grad=_prod_grad)
 
 
 def _count_impl(xp, x, axes):
@@ -435,6 +457,8 @@ def _squeeze_infer(shapes, in_dtypes, axes):
         if shapes[0] is None or None in shapes[0]:
             return None, in_dtypes[0]
         axes = _size_one_axes(shapes[0])
+    # negative axes stay so while the rank is unknown: here the rank is known
+    axes = tuple(ax % len(shapes[0]) if -len(shapes[0]) <= ax < 0 else ax for ax in axes)
     for ax in axes:
         if shapes[0][ax] not in (1, None):
             raise ValueError(f"cannot squeeze axis {ax} of size {shapes[0][ax]}")

@@ -837,6 +837,26 @@ def _one_hot_infer(shapes, in_dtypes, depth, on_value, off_value, dtype):
 register("one_hot", _one_hot_impl, _one_hot_infer, grad=None)
 
 
+def _python_scalar_dtype(value):
+    """TF1's dtype of a Python or NumPy scalar: bool, int32 or float32 for Python's."""
+    if value.dtype == bool:
+        return dtypes.bool_
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.dtype not in (
+            np.dtype(np.int64), np.dtype(np.float64)):
+        return dtypes.as_dtype(value.dtype)
+    return dtypes.int32 if value.dtype.kind in "iu" else dtypes.float32
+
+
+def _fits(value, known, kind, dtype):
+    """Whether ``value`` converts to ``dtype`` as TF1's ``convert_to_tensor`` allows: a
+    tensor of that dtype, or a Python number that loses nothing (no float to int)."""
+    if isinstance(value, Tensor):
+        return kind is dtype
+    if known.dtype == bool or dtype.is_bool:
+        return known.dtype == bool and dtype.is_bool
+    return dtype.is_floating or known.dtype.kind in "iu"
+
+
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """One-hot vectors of length ``depth`` on a new last axis (default float32), TF1
     ``tf.one_hot``.
@@ -858,9 +878,23 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
                         f"{what}")
     if int(static) < 0:
         raise ValueError(f"one_hot: depth must not be negative, got {int(static)}")
+    given = [(what, v) for what, v in (("on_value", on_value), ("off_value", off_value))
+             if v is not None]
+    values = {}
+    for what, v in given:  # TF1: the values' dtype is the result's, unless dtype says
+        known = static_value(v)
+        if known is None or known.ndim != 0:
+            raise NotImplementedError(f"one_hot: {what} must be a scalar known when the "
+                                      "graph is built")
+        kind = v.dtype if isinstance(v, Tensor) else _python_scalar_dtype(known)
+        if dtype is not None and not _fits(v, known, kind, dtypes.as_dtype(dtype)):
+            raise TypeError(f"one_hot: {what} {known.item()!r} is {kind.name}, but dtype is "
+                            f"{dtypes.as_dtype(dtype).name}")
+        dtype = kind if dtype is None else dtype
+        values[what] = known.item()
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
-    on = 1 if on_value is None else on_value
-    off = 0 if off_value is None else off_value
+    on = values.get("on_value", 1)
+    off = values.get("off_value", 0)
     return apply("one_hot", [convert_to_tensor(indices)], name=name, depth=int(static),
                  on_value=on, off_value=off, dtype=dtype)
 

@@ -229,12 +229,25 @@ multiply = _binary_fn("multiply")
 def divide(x, y, name=None):
     """Elementwise ``x / y`` with broadcasting (TF1 ``tf.divide``/``truediv``).
 
-    Integer operands (int32, int64) are divided as float64, as in TF1.
+    Integer operands are divided as float64 (int32, int64) or float32 (8 and 16 bits),
+    as in TF1.
     """
     x, y = _binary_args(x, y)
     if x.dtype.is_integer and x.dtype == y.dtype:
-        x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
+        to = dtypes.float32 if x.dtype.size <= 2 else dtypes.float64
+        x, y = cast(x, to), cast(y, to)
     return apply("divide", [x, y], name=name)
+
+
+def div(x, y, name=None):
+    """TF1 ``tf.div``: Python 2's ``/``: floor division of integers, ``x / y`` otherwise.
+
+    >>> gf.div(gf.constant([7, -7]), 2)   # [3, -4], int32
+    """
+    x, y = _binary_args(x, y)
+    if x.dtype.is_integer and y.dtype.is_integer:
+        return floordiv(x, y, name=name)
+    return divide(x, y, name=name)
 
 
 pow = _binary_fn("pow")  # noqa: A001 - TF1 name
@@ -299,7 +312,8 @@ register("where_coordinates", _coordinates_impl, _coordinates_infer, grad=None)
 
 
 def where(condition, x=None, y=None, name=None):
-    """Pick from ``x`` where ``condition`` holds, else from ``y`` (broadcasting). With
+    """Pick from ``x`` where ``condition`` holds, else from ``y`` (broadcasting; a vector
+    ``condition`` with matrices or higher picks rows, as TF1's ``tf.where``). With
     ``condition`` alone, the coordinates of its true elements in row-major order, int64
     ``[count, rank]`` (TF1's one-argument form).
 
@@ -312,6 +326,13 @@ def where(condition, x=None, y=None, name=None):
                          "elements)")
     condition = convert_to_tensor(condition)
     x, y = _binary_args(x, y)
+    ranks = [len(t.shape) for t in (x, y) if t.shape is not None]
+    if condition.shape is not None and len(condition.shape) == 1 and ranks and max(ranks) > 1:
+        # TF1: a vector condition picks whole rows (along the first axis), which
+        # broadcasting from the right would not do
+        from gradflow.ops.array_ops import reshape
+
+        condition = reshape(condition, [-1] + [1] * (max(ranks) - 1))
     return apply("where", [condition, x, y], name=name)
 
 

@@ -87,12 +87,12 @@ def _named_only(what, sentinel):
                          "...): before TF 1.0 the order was (logits, labels)")
 
 
-def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=None,
-                                      name=None, axis=-1):
+def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, dim=None,
+                                         name=None, axis=-1):
     """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row.
     Labels of another dtype are cast to the logits' (as TF1 does: ``input_data``'s one-hot
     labels are float64). Named arguments only, as in TF1."""
-    _named_only("softmax_cross_entropy_with_logits", _sentinel)
+    _named_only("softmax_cross_entropy_with_logits_v2", _sentinel)
     if labels is None or logits is None:
         raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
     logits = convert_to_tensor(logits)
@@ -103,7 +103,18 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     return negative(reduce_sum(labels * log_softmax(logits, axis), axis), name=name)
 
 
-softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=None,
+                                      name=None, axis=-1):
+    """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row,
+    differentiable in ``logits`` only (TF1's first version: no gradient reaches the labels;
+    ``softmax_cross_entropy_with_logits_v2`` sends one to both)."""
+    from gradflow.ops.state_ops import stop_gradient
+
+    _named_only("softmax_cross_entropy_with_logits", _sentinel)
+    if labels is not None:
+        labels = stop_gradient(convert_to_tensor(labels))
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, dim=dim,
+                                                name=name, axis=axis)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,

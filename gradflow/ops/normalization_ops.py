@@ -280,8 +280,9 @@ def batch_normalization_layer(inputs, axis=-1, momentum=0.99, epsilon=1e-3, cent
     ...     train_op = optimizer.minimize(loss)
 
     As TF1, a 4-D input normalized over its last (or second) axis takes the fused
-    path unless ``fused=False``: its moving variance averages the unbiased batch
-    variance ``n / (n - 1) * var``; other inputs average the biased one.
+    path unless ``fused=False`` (or, with ``fused=None``, it is float64, which TF's
+    fused kernel lacks): its moving variance averages the unbiased batch variance
+    ``n / (n - 1) * var``; other inputs average the biased one.
     """
     from gradflow.variables import (
         GraphKeys,
@@ -299,7 +300,9 @@ def batch_normalization_layer(inputs, axis=-1, momentum=0.99, epsilon=1e-3, cent
     axes = _norm_axes(axis, len(x.shape), what)
     shape = _param_shape(x, axes, what)
     pdtype = _stats_dtype(x)
-    use_fused = fused is not False and len(x.shape) == 4 and axes in ((3,), (1,))
+    # TF's fused kernel has no float64: unless asked for, float64 takes the other path
+    use_fused = (fused or (fused is None and x.dtype is not dtypes.float64)) \
+        and len(x.shape) == 4 and axes in ((3,), (1,))
     moving = [GraphKeys.GLOBAL_VARIABLES]
     with variable_scope(name, default_name="batch_normalization", reuse=reuse):
         gamma = get_variable("gamma", shape, pdtype,

@@ -12,6 +12,8 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.autodiff import gradients
 from gradflow.graph import get_default_graph
+from gradflow.ops.array_ops import reshape
+from gradflow.ops.index_ops import gather
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004
     cast,
@@ -24,6 +26,8 @@ from gradflow.ops.math_ops import (
     zeros_like,
 )
 from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.scatter_ops import scatter_update
+from gradflow.ops.sort_ops import unique
 from gradflow.ops.state_ops import (
     assign,
     assign_add,
@@ -44,22 +48,35 @@ class Optimizer:
     suffixes of the slot variables' names).
     """
 
+    # whether an update of a looked-up variable (its gradient TF1's ``IndexedSlices``,
+    # here a ``gather_grad``) changes only the rows looked up, slots too, as TF1's
+    # sparse kernels do; where the dense update leaves other rows alone anyway, no
+    _lazy = False
+
     def __init__(self, learning_rate, use_locking=False, name="Optimizer"):
         self._learning_rate = learning_rate
         self._name = name
         self._slot_vars: dict = {}  # (variable, slot name) -> slot variable
         self._non_slot_vars: list = []
+        self._rows = None  # the rows the update being built changes (None: all)
 
     # -- TF1 API -----------------------------------------------------------------
-    def compute_gradients(self, loss, var_list=None, **unused):
-        """``[(gradient or None, variable), ...]`` for ``var_list`` (default: trainables)."""
+    # TF1's gating choices: every gradient here is computed in one run, so they all
+    # give the same numbers
+    GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """``[(gradient or None, variable), ...]`` for ``var_list`` (default: trainables);
+        ``grad_loss`` weighs the loss's elements (``gradients``' ``grad_ys``)."""
         loss = convert_to_tensor(loss)
         var_list = list(var_list) if var_list is not None else \
             [v for v in loss.graph.get_collection("trainable_variables")]
         if not var_list:
             raise ValueError("no variables to optimize: var_list is empty and the graph has "
                              "no trainable variables")
-        grads = gradients(loss, var_list)
+        grads = gradients(loss, var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -77,21 +94,32 @@ class Optimizer:
                 updates = []
                 for grad, var in pairs:
                     grad = convert_to_tensor(grad, like=var)
+                    rows = _looked_up_rows(grad) if self._lazy else None
                     # a gradient of unknown shape (fed, or computed elsewhere) is checked
                     # against its variable before the update formulas broadcast it
                     grad = shaped_like_variable(grad, var, "apply_gradients", "the gradient")
                     lr = self._tensor(self._learning_rate, var.dtype, graph)
                     with reading_current(graph):  # applied to the values at commit
-                        updates.extend(self._update(grad, var, lr))
+                        if rows is not None:  # the gradient's rows, duplicates summed
+                            grad = gather(grad, rows)
+                        self._rows = rows
+                        try:
+                            updates.extend(self._update(grad, var, lr))
+                        finally:
+                            self._rows = None
                 with reading_current(graph):
                     updates.extend(self._finish())
                 if global_step is not None:
                     updates.append(assign_add(global_step, 1))
                 return group(*updates, name="update")
 
-    def minimize(self, loss, global_step=None, var_list=None, name=None, **unused):
-        """``apply_gradients(compute_gradients(loss, var_list), global_step)``."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list),
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
+        """``apply_gradients(compute_gradients(loss, var_list, grad_loss=grad_loss),
+        global_step)``."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list,
+                                                           grad_loss=grad_loss),
                                     global_step=global_step, name=name)
 
     def get_name(self) -> str:
@@ -124,6 +152,14 @@ class Optimizer:
                                                 name=f"{var.name}/{op_name or self._name}")
         return self._slot_vars[key]
 
+    def _read(self, t):
+        """``t`` (a variable or slot), or its rows that the update being built changes."""
+        return t if self._rows is None else gather(t, self._rows)
+
+    def _write(self, t, value):
+        """Assign ``value`` to ``t``, or to the rows that the update being built changes."""
+        return assign(t, value) if self._rows is None else scatter_update(t, self._rows, value)
+
     def _non_slot(self, value, dtype, name):
         """A variable shared by all the updates, named ``name`` in the current name scope."""
         var = Variable(np.asarray(value, dtype.as_numpy_dtype), trainable=False, name=name)
@@ -142,6 +178,14 @@ class Optimizer:
 
     def _finish(self) -> list:
         return []
+
+
+def _looked_up_rows(grad):
+    """The distinct rows of a variable that ``grad`` (``gather_grad`` along the first axis,
+    the gradient of a lookup) touches, or None for any other gradient."""
+    if grad.opdef.name != "gather_grad" or grad.attrs["axis"] != 0:
+        return None
+    return unique(reshape(grad.inputs[1], [-1]))[0]
 
 
 def _check_non_negative(owner, **values):
@@ -178,11 +222,13 @@ class MomentumOptimizer(Optimizer):
         self._momentum = momentum
         self._nesterov = use_nesterov
 
+    _lazy = True
+
     def _update(self, grad, var, lr):
         accum = self._slot(var, "momentum")
-        new_accum = accum * self._momentum + grad
+        new_accum = self._read(accum) * self._momentum + grad
         step = grad + new_accum * self._momentum if self._nesterov else new_accum
-        return [assign(accum, new_accum), assign(var, var - lr * step)]
+        return [self._write(accum, new_accum), self._write(var, self._read(var) - lr * step)]
 
 
 class AdagradOptimizer(Optimizer):
@@ -222,19 +268,22 @@ class RMSPropOptimizer(Optimizer):
         self._decay, self._momentum, self._epsilon = decay, momentum, epsilon
         self._centered = centered
 
+    _lazy = True
+
     def _update(self, grad, var, lr):
         ms = self._slot(var, "rms", 1.0)
         mg = self._slot(var, "mg") if self._centered else None
         mom = self._slot(var, "momentum")
-        new_ms = ms * self._decay + square(grad) * (1.0 - self._decay)
+        new_ms = self._read(ms) * self._decay + square(grad) * (1.0 - self._decay)
         denom = new_ms
-        updates = [assign(ms, new_ms)]
+        updates = [self._write(ms, new_ms)]
         if self._centered:
-            new_mg = mg * self._decay + grad * (1.0 - self._decay)
+            new_mg = self._read(mg) * self._decay + grad * (1.0 - self._decay)
             denom = new_ms - square(new_mg)
-            updates.append(assign(mg, new_mg))
-        new_mom = mom * self._momentum + lr * grad / sqrt(denom + self._epsilon)
-        return updates + [assign(mom, new_mom), assign(var, var - new_mom)]
+            updates.append(self._write(mg, new_mg))
+        new_mom = self._read(mom) * self._momentum + lr * grad / sqrt(denom + self._epsilon)
+        return updates + [self._write(mom, new_mom),
+                          self._write(var, self._read(var) - new_mom)]
 
 
 class AdamOptimizer(Optimizer):
@@ -348,16 +397,21 @@ class FtrlOptimizer(Optimizer):
         """``accum ** -learning_rate_power`` (a square root for the default power)."""
         return sqrt(accum) if self._power == -0.5 else pow(accum, -self._power)
 
+    _lazy = True
+
     def _update(self, grad, var, lr):
-        accum = self._slot(var, "accum", self._initial, self._accum_name)
-        linear = self._slot(var, "linear", 0.0, self._linear_name)
-        shrunk = grad + var * (2.0 * self._l2_shrinkage) if self._l2_shrinkage else grad
+        accum_var = self._slot(var, "accum", self._initial, self._accum_name)
+        linear_var = self._slot(var, "linear", 0.0, self._linear_name)
+        accum, linear, value = (self._read(t) for t in (accum_var, linear_var, var))
+        shrunk = grad + value * (2.0 * self._l2_shrinkage) if self._l2_shrinkage else grad
         new_accum = accum + square(grad)
-        new_linear = linear + shrunk - (self._scaled(new_accum) - self._scaled(accum)) / lr * var
+        new_linear = linear + shrunk - (self._scaled(new_accum) - self._scaled(accum)) / lr \
+            * value
         quadratic = self._scaled(new_accum) / lr + 2.0 * self._l2
         shrunk_var = (sign(new_linear) * self._l1 - new_linear) / quadratic
-        new_var = where(abs(new_linear) > self._l1, shrunk_var, zeros_like(var))
-        return [assign(accum, new_accum), assign(linear, new_linear), assign(var, new_var)]
+        new_var = where(abs(new_linear) > self._l1, shrunk_var, zeros_like(value))
+        return [self._write(accum_var, new_accum), self._write(linear_var, new_linear),
+                self._write(var, new_var)]
 
 
 class ProximalGradientDescentOptimizer(Optimizer):
@@ -378,8 +432,11 @@ class ProximalGradientDescentOptimizer(Optimizer):
         self._l1 = l1_regularization_strength
         self._l2 = l2_regularization_strength
 
+    _lazy = True
+
     def _update(self, grad, var, lr):
-        return [assign(var, _proximal(var - lr * grad, lr, self._l1, self._l2))]
+        return [self._write(var, _proximal(self._read(var) - lr * grad, lr, self._l1,
+                                           self._l2))]
 
 
 class ProximalAdagradOptimizer(Optimizer):
@@ -407,12 +464,14 @@ class ProximalAdagradOptimizer(Optimizer):
         self._l1 = l1_regularization_strength
         self._l2 = l2_regularization_strength
 
+    _lazy = True
+
     def _update(self, grad, var, lr):
         accum = self._slot(var, "accumulator", self._initial)
-        new_accum = accum + square(grad)
+        new_accum = self._read(accum) + square(grad)
         rate = lr / sqrt(new_accum)
-        new_var = _proximal(var - rate * grad, rate, self._l1, self._l2)
-        return [assign(accum, new_accum), assign(var, new_var)]
+        new_var = _proximal(self._read(var) - rate * grad, rate, self._l1, self._l2)
+        return [self._write(accum, new_accum), self._write(var, new_var)]
 
 
 def _proximal(prox, rate, l1, l2):

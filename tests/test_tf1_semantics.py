@@ -1,0 +1,169 @@
+"""TF1 semantics that differential runs against TensorFlow 2.21's ``compat.v1`` (graph
+mode) found gradflow getting wrong; each expected value is what TF gave."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+
+
+def _run(fetches, feed=None, backend="numpy"):
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        return sess.run(fetches, feed)
+
+
+def test_a_tensor_met_twice_sums_its_gradients(backend):
+    x = gf.placeholder(gf.float64, [2])
+    b = gf.placeholder(gf.float64, [2])
+    grads = [gf.gradients(x + x, x)[0], gf.gradients(gf.add_n([x, b, x]), x)[0],
+             gf.gradients(gf.identity(x) + gf.identity(x), x)[0],
+             gf.gradients(x[0] + x[0], x)[0],
+             *gf.gradients(gf.reduce_sum((x + b) + (x + 2.0 * b)), [x, b])]
+    got = _run(grads, {x: [1.0, 2.0], b: [3.0, 4.0]}, backend)
+    for g, want in zip(got, [[2, 2], [2, 2], [2, 2], [2, 0], [2, 2], [3, 3]]):
+        np.testing.assert_array_equal(g, want)
+
+
+def test_the_gradient_of_a_product_with_zeros_is_the_product_of_the_others(backend):
+    x = gf.placeholder(gf.float64, (None, 3))
+    weights = np.array([1.0, 2.0, 3.0, 4.0])
+    (g,) = gf.gradients(gf.reduce_sum(gf.reduce_prod(x, 1) * weights), [x])
+    (g_all,) = gf.gradients(gf.reduce_prod(x), [x])
+    values = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 3.0], [1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])
+    got, got_all = _run([g, g_all], {x: values}, backend)
+    np.testing.assert_array_equal(got, [[0, 6, 0], [0, 0, 0], [18, 9, 6], [0, 0, -2]])
+    np.testing.assert_array_equal(got_all, np.zeros((4, 3)))
+
+
+def test_squeezing_a_negative_axis_of_unknown_rank_keeps_later_shapes_right(backend):
+    p = gf.placeholder(gf.float64)
+    y = gf.squeeze(p, -1)
+    shapes = [y, gf.ones_like(y) * 2.0, gf.zeros_like(y) + 1.0, gf.fill(gf.shape(y), 1.0)]
+    assert [a.shape for a in _run(shapes, {p: np.ones((2, 3, 1))}, backend)] == [(2, 3)] * 4
+    q = gf.placeholder(gf.float64)
+    weights = np.arange(1.0, 7.0).reshape(3, 2)
+    (g,) = gf.gradients(gf.reduce_sum(gf.squeeze(q, [-2]) * weights), [q])
+    x = gf.placeholder(gf.float64)
+    (g_lse,) = gf.gradients(gf.reduce_logsumexp(x, axis=-1) * [1.0, -2.0], [x])
+    mean, var = gf.nn.moments(x, [-1])
+    (g_moments,) = gf.gradients(mean * [1.0, -2.0] + var, [x])
+    got = _run([g, g_lse, g_moments], {q: np.ones((1, 3, 1, 2)),
+                                       x: np.arange(6.0).reshape(2, 3)}, backend)
+    np.testing.assert_allclose(got[0].ravel(), np.arange(1.0, 7.0))
+    np.testing.assert_allclose(got[1], np.exp(np.arange(6.0).reshape(2, 3) - [[2.0], [5.0]])
+                               / np.exp(np.arange(3.0) - 2.0).sum() * [[1.0], [-2.0]])
+    np.testing.assert_allclose(got[2], [[-1 / 3, 1 / 3, 1.0], [-4 / 3, -2 / 3, 0.0]])
+
+
+def test_read_value_reads_after_its_control_dependencies():
+    v = gf.Variable(1.0, dtype=gf.float64)
+    bump = gf.assign_add(v, 1.0)
+    with gf.control_dependencies([bump]):
+        r = v.read_value()
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        assert sess.run(r) == 2.0
+        assert sess.run(v) == 2.0
+
+
+def test_grad_loss_and_unconnected_gradients():
+    w = gf.Variable([1.0, 2.0], dtype=gf.float64)
+    other = gf.Variable(3.0, dtype=gf.float64)
+    opt = gf.train.GradientDescentOptimizer(1.0)
+    ((g, _),) = opt.compute_gradients(w * w, var_list=[w],
+                                      grad_loss=gf.constant([1.0, 0.0], gf.float64),
+                                      gate_gradients=opt.GATE_NONE)
+    zero = gf.gradients(w * w, [other], unconnected_gradients="zero")[0]
+    assert gf.gradients(w * w, [other], colocate_gradients_with_ops=True) == [None]
+    got = _run([g, zero])
+    np.testing.assert_array_equal(got[0], [2.0, 0.0])
+    assert got[1] == 0.0
+    with pytest.raises(ValueError, match="unconnected_gradients"):
+        gf.gradients(w * w, [other], unconnected_gradients="zeros")
+
+
+def test_an_infinite_global_norm_makes_every_clipped_entry_nan():
+    clipped, norm = gf.clip_by_global_norm(
+        [gf.constant([np.inf, 1.0], gf.float64), gf.constant([3.0, 4.0], gf.float64)], 1.0)
+    finite, _ = gf.clip_by_global_norm([gf.constant([3.0, 4.0], gf.float64)], 1.0)
+    got = _run([clipped, norm, finite])
+    assert np.isnan(np.concatenate(got[0])).all() and got[1] == np.inf
+    np.testing.assert_allclose(got[2][0], [0.6, 0.8])
+
+
+def test_div_of_integers_floors_and_small_integers_divide_as_float32():
+    ints = gf.constant([7, -7])
+    small = gf.constant([1, 2], gf.uint8)
+    outs = [gf.div(ints, 2), gf.div(gf.constant([7.0, -7.0]), 2.0), small / small,
+            gf.truediv(gf.constant([1, 2], gf.int16), 2), ints / 2]
+    assert [o.dtype for o in outs] == [gf.int32, gf.float32, gf.float32, gf.float32,
+                                       gf.float64]
+    got = _run(outs)
+    np.testing.assert_array_equal(got[0], [3, -4])
+    np.testing.assert_array_equal(got[1], [3.5, -3.5])
+
+
+def test_one_hot_takes_the_dtype_of_its_values():
+    i = gf.constant([0, 2, -1])
+    outs = [gf.one_hot(i, 3, on_value=5, off_value=-1), gf.one_hot(i, 2, True, False),
+            gf.one_hot(i, 3, off_value=-1), gf.one_hot(i, 3, 5.0, dtype=gf.float64),
+            gf.one_hot(i, 3, on_value=gf.constant(2.0, gf.float64))]
+    assert [o.dtype for o in outs] == [gf.int32, gf.bool, gf.int32, gf.float64, gf.float64]
+    got = _run(outs)
+    np.testing.assert_array_equal(got[0], [[5, -1, -1], [-1, -1, 5], [-1, -1, -1]])
+    np.testing.assert_array_equal(got[1], [[True, False], [False, False], [False, False]])
+    np.testing.assert_array_equal(got[4], [[2, 0, 0], [0, 0, 2], [0, 0, 0]])
+    with pytest.raises(TypeError, match="on_value 2.7 is float32, but dtype is int32"):
+        gf.one_hot(i, 3, on_value=2.7, dtype=gf.int32)
+
+
+def test_a_vector_condition_picks_rows(backend):
+    x = np.array([[1, 2], [3, 4]])
+    out = gf.where(gf.constant([True, False]), x, np.zeros_like(x))
+    np.testing.assert_array_equal(_run(out, backend=backend), [[1, 2], [0, 0]])
+
+
+def test_running_no_fetches_gives_the_empty_structure():
+    gf.constant(1.0)
+    with gf.Session() as sess:
+        assert sess.run([]) == [] and sess.run({}) == {} and sess.run([[], {}]) == [[], {}]
+
+
+# TF 2.21 compat.v1 (float32): an embedding [[1, 2], [3, 4], [5, 6]] looked up with ids
+# [0, 0], then [1], then [0, 2], loss sum(rows * [1, -2]): rows not looked up keep their
+# values and slots, as TF1's sparse kernels leave them
+_LAZY = {
+    "momentum": (lambda: gf.train.MomentumOptimizer(0.5, 0.5),
+                 [[-1.0, 6.0], [2.5, 5.0], [4.5, 7.0]]),
+    "nesterov": (lambda: gf.train.MomentumOptimizer(0.5, 0.5, use_nesterov=True),
+                 [[-1.5, 7.0], [2.25, 5.5], [4.25, 7.5]]),
+    "rmsprop": (lambda: gf.train.RMSPropOptimizer(0.1, momentum=0.5, centered=True),
+                [[0.64113051, 2.52307701], [2.89949632, 4.17817402],
+                 [4.89949608, 6.17817402]]),
+    "ftrl": (lambda: gf.train.FtrlOptimizer(0.5, l1_regularization_strength=0.01,
+                                            l2_shrinkage_regularization_strength=0.1),
+             [[0.06350154, 2.4617095], [1.32792842, 3.66915441], [2.53421307, 5.25803375]]),
+    "proximal_gd": (lambda: gf.train.ProximalGradientDescentOptimizer(0.5, 0.1, 0.2),
+                    [[-0.40909088, 4.12809896], [2.22727275, 4.49999952],
+                     [4.0454545, 6.31818151]]),
+    "proximal_adagrad": (lambda: gf.train.ProximalAdagradOptimizer(
+        0.5, l1_regularization_strength=0.1, l2_regularization_strength=0.2),
+        [[0.20611328, 2.57988667], [2.26010323, 4.25884247], [4.08600998, 6.16471815]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAZY))
+def test_optimizers_update_only_the_rows_an_embedding_looked_up(backend, name):
+    make, want = _LAZY[name]
+    table = gf.Variable(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32))
+    ids = gf.placeholder(gf.int32, [None])
+    loss = gf.reduce_sum(gf.nn.embedding_lookup(table, ids) * np.float32([1.0, -2.0]))
+    train = make().minimize(loss)
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        for batch in ([0, 0], [1], [0, 2]):
+            sess.run(train, {ids: batch})
+        np.testing.assert_allclose(sess.run(table), want, rtol=2e-6, atol=1e-6)
