@@ -48,9 +48,12 @@ class Dimension(int):
 
 
 class TensorShape(tuple):
-    """A static shape: a tuple whose unknown dimensions are ``None``."""
+    """A static shape: a tuple whose unknown dimensions are ``None``.
+    ``TensorShape(None)`` is the shape of unknown rank (``UNKNOWN_SHAPE``)."""
 
     def __new__(cls, dims=()):
+        if dims is None or dims is UNKNOWN_SHAPE:
+            return UNKNOWN_SHAPE
         return super().__new__(cls, (None if d is None else Dimension(d) for d in dims))
 
     @property
@@ -89,6 +92,48 @@ class TensorShape(tuple):
         if not self.is_fully_defined():
             return None
         return int(np.prod(self, dtype=np.int64))
+
+
+class _UnknownShape:
+    """TF1's ``TensorShape(None)``: a shape whose rank is not known. What ``get_shape()``
+    gives for such a tensor (``.shape`` stays ``None``). Asking for its dimensions or
+    length is a ``ValueError``, as in TF1: no code can take it for a scalar's shape."""
+
+    ndims = None
+    dims = None
+
+    def as_list(self):
+        """TF1: not defined for an unknown rank (``ValueError``)."""
+        raise ValueError("as_list() is not defined on an unknown TensorShape.")
+
+    def is_fully_defined(self) -> bool:
+        """False: no dimension is known."""
+        return False
+
+    def is_compatible_with(self, other) -> bool:
+        """True: any shape could be this one."""
+        return True
+
+    def num_elements(self):
+        """``None``: the count is unknown."""
+        return None
+
+    def __len__(self):
+        raise ValueError("Cannot take the length of shape with unknown rank.")
+
+    def __iter__(self):
+        raise ValueError("Cannot iterate over a shape with unknown rank.")
+
+    def __eq__(self, other):
+        return other is self or other is None
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "TensorShape(None)"
+
+
+UNKNOWN_SHAPE = _UnknownShape()
 
 
 class Tensor:
@@ -131,7 +176,7 @@ class Tensor:
         >>> x.get_shape().as_list()
         [None, 784]
         """
-        return self.shape
+        return UNKNOWN_SHAPE if self.shape is None else self.shape
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in ``session`` (default: the default session)."""

@@ -167,3 +167,17 @@ def test_optimizers_update_only_the_rows_an_embedding_looked_up(backend, name):
         for batch in ([0, 0], [1], [0, 2]):
             sess.run(train, {ids: batch})
         np.testing.assert_allclose(sess.run(table), want, rtol=2e-6, atol=1e-6)
+
+
+def test_the_shape_of_unknown_rank_answers_as_tf1s():
+    p = gf.placeholder(gf.float32)
+    shape = p.get_shape()
+    assert shape == gf.TensorShape(None) and shape.ndims is None and shape.dims is None
+    assert not shape.is_fully_defined() and shape.num_elements() is None
+    with pytest.raises(ValueError, match="not defined on an unknown TensorShape"):
+        shape.as_list()
+    with pytest.raises(ValueError, match="unknown rank"):
+        len(shape)  # never taken for a scalar's shape
+    assert gf.placeholder(gf.float32, shape=shape).shape is None
+    known = gf.placeholder(gf.float32, (None, 3)).get_shape()
+    assert known.ndims == 2 and known.as_list() == [None, 3]

@@ -10,7 +10,7 @@ import contextlib
 
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
-from gradflow.graph import TensorShape, get_default_graph, user_source_line
+from gradflow.graph import UNKNOWN_SHAPE, TensorShape, get_default_graph, user_source_line
 from gradflow.ops.registry import apply, constant, convert_to_tensor, register
 
 
@@ -228,7 +228,7 @@ register("placeholder_with_default", _identity_impl, _with_default_infer,
 
 
 def _static_shape(shape, what):
-    if shape is None:
+    if shape is None or shape is UNKNOWN_SHAPE:
         return None
     if isinstance(shape, int):
         shape = (shape,)
