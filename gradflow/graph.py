@@ -167,8 +167,9 @@ class Tensor:
 
     @property
     def op(self):
-        """TF1 compatibility: the node that produces this tensor (itself)."""
-        return self
+        """TF1: the operation that makes this tensor: its attributes are the node's
+        (``name``, ``type``, ``inputs``...); fetched, it runs and gives ``None``."""
+        return _OpView(self)
 
     def get_shape(self) -> TensorShape:
         """TF1: the static shape (``self.shape``).
@@ -196,11 +197,55 @@ class Tensor:
     # Operators are installed by gradflow.ops.overloads (they need the op modules).
 
 
+class _OpView:
+    """``tensor.op`` of a node with a value: the node seen as TF1's ``Operation``. It
+    answers as the node does, and the graph functions take it for the node
+    (``_as_graph_tensor``); ``Session.run`` runs the node and returns ``None`` for it."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node):
+        self._node = node
+
+    def __getattr__(self, attr):
+        return getattr(self._node, attr)
+
+    def _as_graph_tensor(self):
+        return self._node
+
+    @property
+    def outputs(self) -> list:
+        """TF1: the tensors the operation makes (the node's one value)."""
+        return [self._node]
+
+    def values(self) -> tuple:
+        """TF1: ``tuple(outputs)``."""
+        return (self._node,)
+
+    def run(self, feed_dict=None, session=None):
+        """Run the operation in ``session`` (default: the default session)."""
+        _find_session(session, self._node).run(self._node, feed_dict=feed_dict)
+
+    def __eq__(self, other):
+        return isinstance(other, _OpView) and other._node is self._node
+
+    def __hash__(self):
+        return hash(self._node)
+
+    def __repr__(self) -> str:
+        return f"<gf.Operation '{self._node.name}' type={self._node.opdef.name}>"
+
+
 class Operation(Tensor):
     """A node that produces no value (``group``, ``no_op``, initializers).
 
     Running it runs its inputs; ``Session.run`` returns ``None`` for it.
     """
+
+    @property
+    def op(self):
+        """TF1: the operation itself."""
+        return self
 
     def run(self, feed_dict=None, session=None):
         """Run this operation in ``session`` (default: the default session)."""
@@ -275,18 +320,18 @@ class Graph:
 
     # -- names and scopes ----------------------------------------------------
     def unique_name(self, base: str) -> str:
-        """``base`` under the current name scope, with ``_1``, ``_2``... added if taken."""
+        """``base`` under the current name scope, with ``_1``, ``_2``... added if taken.
+        As in TF1, names that differ only in case count as taken (``Mean``, ``mean_1``)."""
         name = "/".join(self._scope + [base]) if self._scope else base
-        count = self._names.get(name, 0)
-        self._names[name] = count + 1
+        key = name.lower()
+        count = self._names.get(key, 0)
+        self._names[key] = count + 1
         if count:
-            unique = f"{name}_{count}"
-            while unique in self._names:
+            while f"{key}_{count}" in self._names:
                 count += 1
-                unique = f"{name}_{count}"
-            self._names[name] = count + 1
-            self._names[unique] = 1
-            return unique
+            self._names[key] = count + 1
+            self._names[f"{key}_{count}"] = 1
+            return f"{name}_{count}"
         return name
 
     @contextmanager

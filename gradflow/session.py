@@ -20,7 +20,7 @@ from gradflow.executor import (
     node_error,
     raise_closed,
 )
-from gradflow.graph import Tensor, _state, get_default_graph, register_session_finder
+from gradflow.graph import Tensor, _OpView, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 
@@ -501,6 +501,8 @@ def _flatten(fetches, graph):
     if isinstance(fetches, SparseTensor):
         parts = [fetches.indices, fetches.values, fetches.dense_shape]
         return parts, lambda values: SparseTensorValue(*values)
+    if isinstance(fetches, _OpView):  # ``tensor.op``: runs, and gives None (TF1)
+        return [fetches._as_graph_tensor()], lambda values: None
     if isinstance(fetches, (list, tuple)):
         parts = [_flatten(f, graph) for f in fetches]
         flat = [t for p in parts for t in p[0]]

@@ -10,7 +10,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph, user_source_line
 from gradflow.ops import state_ops
-from gradflow.ops.registry import REGISTRY, constant, convert_to_tensor
+from gradflow.ops.registry import REGISTRY, constant, convert_to_tensor, filled_to_shape
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -279,8 +279,10 @@ class constant_initializer(Initializer):
         self.value, self.dtype = value, dtype
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        array = np.broadcast_to(np.asarray(self.value), shape)
-        return constant(array, dtype=dtype or self.dtype)
+        """``value`` laid out as ``shape`` by TF1's rule: a value of that many elements
+        is reshaped, a shorter list's last element fills the rest."""
+        return constant(filled_to_shape(self.value, shape, "constant_initializer"),
+                        dtype=dtype or self.dtype)
 
 
 class random_normal_initializer(Initializer):
@@ -612,8 +614,10 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                              f"{dtypes.as_dtype(dtype).name}")
         return existing
     if initializer is None:  # (an array initializer has no truth value)
+        kind = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
         initializer = scope.initializer if scope.initializer is not None else \
-            glorot_uniform_initializer()
+            glorot_uniform_initializer() if kind.is_floating else \
+            zeros_initializer()  # TF1: integers, bools and strings start at zero
     if regularizer is None:
         regularizer = scope.regularizer
     trainable = True if trainable is None else bool(trainable)

@@ -684,6 +684,9 @@ spec("weak_cast_uint8", "weak_cast", lambda x: state_ops.weak_cast(x, gf.uint8),
      [integral(2, 3, lo=0, hi=256)], lambda x: x.astype(np.uint8))
 spec("weak_cast_float64", "weak_cast", lambda x: state_ops.weak_cast(x, gf.float64),
      [uniform(3, 4)], lambda x: x.astype(np.float64))
+spec("check_divisor", "check_divisor",
+     lambda y: apply("check_divisor", [y], message="zero"),
+     [ints(2, 3, lo=1, hi=4, dtype=np.int64)], lambda y: y, dtypes=("int64",))
 spec("check_label_range", "check_label_range",
      lambda y: apply("check_label_range", [y], depth=4, message="{value}"),
      [ints(2, 3, hi=4, dtype=np.int64)], lambda y: y, dtypes=("int64",))

@@ -157,8 +157,8 @@ def test_slice_input_producer_and_batch_give_every_row_each_epoch():
 def test_shuffle_batch_of_strings_in_a_monitored_session_ends_with_the_input():
     names = [f"file{k}.png".encode() for k in range(12)]
     name = gf.train.string_input_producer(names, num_epochs=1, shuffle=False).dequeue()
-    [batch] = gf.train.shuffle_batch([name], batch_size=5, capacity=8, min_after_dequeue=2,
-                                   num_threads=2, seed=1, allow_smaller_final_batch=True)
+    batch = gf.train.shuffle_batch([name], batch_size=5, capacity=8, min_after_dequeue=2,
+                                 num_threads=2, seed=1, allow_smaller_final_batch=True)
     step = gf.train.get_or_create_global_step()
     count = gf.assign_add(step, 1)
 

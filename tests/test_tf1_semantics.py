@@ -181,3 +181,148 @@ def test_the_shape_of_unknown_rank_answers_as_tf1s():
     assert gf.placeholder(gf.float32, shape=shape).shape is None
     known = gf.placeholder(gf.float32, (None, 3)).get_shape()
     assert known.ndims == 2 and known.as_list() == [None, 3]
+
+
+def test_integer_division_by_zero_is_an_error_on_every_backend(backend):
+    a, b = gf.constant([7, -7]), gf.constant([0, 2])
+    for out in (a // b, a % b, gf.floordiv(a, b), gf.mod(a, b)):
+        with gf.Session(backend=backend) as sess, \
+                pytest.raises(gf.errors.InvalidArgumentError, match="integer division by zero"):
+            sess.run(out)
+    np.testing.assert_array_equal(_run(a // 2, backend=backend), [3, -4])
+    assert np.isinf(_run(gf.constant(1.0) // 0.0, backend=backend))  # floats: IEEE's answer
+
+
+def test_fetching_a_tensors_op_runs_it_and_gives_none():
+    v = gf.Variable(1.0)
+    bump = gf.assign_add(v, 2.0)
+    with gf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(bump.op) is None and sess.run(v) == 3.0
+        assert sess.run([bump.op, bump])[0] is None
+    assert bump.op.name == bump.name and bump.op.outputs == [bump] and bump.op == bump.op
+
+
+def test_names_that_differ_in_case_are_made_unique_as_tf1_does():
+    names = [gf.constant(1.0, name=n).name for n in ("Mean", "mean", "MEAN", "mean_1", "Mean")]
+    assert names == ["Mean", "mean_1", "MEAN_2", "mean_1_1", "Mean_3"]
+
+
+def test_errors_take_tf1s_arguments_and_answer_its_attributes():
+    err = gf.errors.InvalidArgumentError(None, None, "bad value")
+    assert str(err) == err.message == "bad value" and err.error_code == 3
+    assert isinstance(err, gf.errors.OpError) and isinstance(err, ValueError)
+    assert gf.errors.OutOfRangeError("end").message == "end"
+    with pytest.raises(gf.errors.OpError) as caught:
+        with gf.Session() as sess:
+            sess.run(gf.constant([1]) // gf.placeholder_with_default([0], [1]))
+    assert "division by zero" in caught.value.message
+
+
+def test_batching_a_list_of_one_tensor_gives_the_tensor():
+    item = gf.train.slice_input_producer([gf.range(6)], shuffle=False)[0]
+    batch = gf.train.batch([item], batch_size=3)
+    assert isinstance(batch, gf.Tensor)
+    doubled = batch * 2
+    with gf.Session() as sess:
+        coord = gf.train.Coordinator()
+        threads = gf.train.start_queue_runners(sess, coord=coord)
+        np.testing.assert_array_equal(sess.run(doubled), [0, 2, 4])
+        coord.request_stop()
+        coord.join(threads)
+
+
+def test_queue_shapes_as_tf1_writes_them():
+    scalars = gf.FIFOQueue(10, gf.int32, shapes=[])  # one dtype, one (scalar) shape
+    fill = scalars.enqueue_many([[1, 2, 3]])
+    padded = gf.PaddingFIFOQueue(5, [gf.int32], shapes=[[None]])
+    puts = [padded.enqueue([gf.constant([1])]), padded.enqueue([gf.constant([2, 3, 4])])]
+    with gf.Session() as sess:
+        sess.run(fill)
+        np.testing.assert_array_equal(sess.run(scalars.dequeue_many(2)), [1, 2])
+        sess.run(puts)
+        np.testing.assert_array_equal(sess.run(padded.dequeue_many(2)),
+                                      [[1, 0, 0], [2, 3, 4]])
+
+
+def test_padded_batch_takes_padding_values_as_tensors():
+    data = gf.data.Dataset.range(3).map(lambda x: gf.fill([x], x)).padded_batch(
+        3, padded_shapes=[None], padding_values=gf.constant(-1, gf.int64))
+    with gf.Session() as sess:
+        got = sess.run(data.make_one_shot_iterator().get_next())
+    np.testing.assert_array_equal(got, [[-1, -1], [1, -1], [2, 2]])
+
+
+def test_py_func_results_that_a_cast_would_change_are_refused():
+    """TF1 refuses any other dtype; gradflow converts where only float rounding can
+    happen, and refuses what would wrap, truncate or flip (never a silent cast)."""
+    x = gf.constant([1.5, 2.0])
+    refused = [gf.py_func(lambda: np.array([2**40, 5], np.int64), [], gf.int32),
+               gf.py_func(lambda: np.array([1.7, -2.9]), [], gf.int32),
+               gf.py_func(lambda: np.array([-1, 2]), [], gf.uint8),
+               gf.py_func(lambda: 1.5, [], gf.int32)]
+    converted = [gf.py_func(lambda: 3, [], gf.int32), gf.py_func(lambda: 1.5, [], gf.float32),
+                 gf.py_func(lambda v: v.astype(np.float64) * 2, [x], gf.float32)]
+    with gf.Session() as sess:
+        for out in refused:
+            with pytest.raises(gf.errors.InvalidArgumentError, match="py_func"):
+                sess.run(out)
+        got = sess.run(converted)
+    assert got[0] == 3 and got[1] == 1.5
+    np.testing.assert_array_equal(got[2], [3.0, 4.0])
+
+
+def test_second_derivatives_through_chained_lstm_cells(backend):
+    """lstm_h reads the cell state that lstm_c made from the same gates: the second-order
+    rule takes partial derivatives, the outer chain rule adds that path (once)."""
+    x = gf.placeholder(gf.float64, [2, 3])
+    cell = gf.nn.rnn_cell.LSTMCell(3, dtype=gf.float64)
+    h, state = cell(x, cell.zero_state(2, gf.float64))
+    h2, _ = cell(x * 0.5, state)
+    (gx,) = gf.gradients(gf.reduce_sum(gf.sin(h2)), [x])
+    q = gf.reduce_sum(gx * gx)
+    (hx,) = gf.gradients(q, [x])
+    value = np.random.default_rng(0).standard_normal((2, 3))
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        got = sess.run(hx, {x: value})
+        numeric = np.zeros_like(value)
+        for i in np.ndindex(value.shape):
+            step = np.zeros_like(value)
+            step[i] = 1e-6
+            numeric[i] = (sess.run(q, {x: value + step}) - sess.run(q, {x: value - step})) / 2e-6
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_constants_fill_a_shape_as_tf1_does():
+    """TF1's rule: the values in row-major order, the last one repeating."""
+    made = [gf.get_variable("b", [2, 3], initializer=gf.constant_initializer([1.0, 2.0, 3.0])),
+            gf.get_variable("c", [2, 3], initializer=gf.constant_initializer([[1.0], [2.0]])),
+            gf.get_variable("d", [3, 2], initializer=gf.constant_initializer(range(1, 7))),
+            gf.constant([1.0, 2.0, 3.0], shape=(2, 3)), gf.constant(7, shape=[2]),
+            gf.get_variable("i", [3], dtype=gf.int32), gf.get_variable("flag", [2], gf.bool)]
+    got = _run(made)
+    np.testing.assert_array_equal(got[0], [[1, 2, 3], [3, 3, 3]])
+    np.testing.assert_array_equal(got[1], [[1, 2, 2], [2, 2, 2]])
+    np.testing.assert_array_equal(got[2], [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(got[3], [[1, 2, 3], [3, 3, 3]])
+    np.testing.assert_array_equal(got[4], [7, 7])
+    np.testing.assert_array_equal(got[5], [0, 0, 0])  # no initializer: zeros, as TF1
+    np.testing.assert_array_equal(got[6], [False, False])
+    with pytest.raises(ValueError, match="3 values for shape"):
+        gf.constant([1, 2, 3], shape=[2])
+
+
+def test_each_new_cell_takes_its_own_scope_even_where_variables_are_reused():
+    x = gf.placeholder(gf.float32, [2, 3])
+    with gf.variable_scope("s", reuse=gf.AUTO_REUSE):
+        for _ in range(2):
+            cell = gf.nn.rnn_cell.LSTMCell(4)
+            cell(x, cell.zero_state(2, gf.float32))
+    assert [v.name for v in gf.global_variables()] == [
+        "s/lstm_cell/kernel", "s/lstm_cell/bias", "s/lstm_cell_1/kernel", "s/lstm_cell_1/bias"]
+    with gf.variable_scope("s", reuse=True):  # a model built again finds its variables
+        for _ in range(2):
+            cell = gf.nn.rnn_cell.LSTMCell(4)
+            cell(x, cell.zero_state(2, gf.float32))
+    assert len(gf.global_variables()) == 4

@@ -140,8 +140,10 @@ class PaddedBatch(_Unary):
                    enumerate(zip(targets, upstream._shapes))]
         if padding_values is None:
             pads = [b"" if t is dtypes.string else 0 for t in upstream._types]
-        else:
-            pads = structure.flatten(padding_values)
+        else:  # values or scalar tensors (TF1's usual form), read when initialized
+            pads = [convert_to_tensor(p) if isinstance(p, Tensor) or
+                    hasattr(p, "_as_graph_tensor") else p
+                    for p in structure.flatten(padding_values)]
             if len(pads) != n:
                 raise ValueError("padded_batch: padding_values does not have the structure "
                                  f"of the elements {upstream.output_types!r}")
@@ -149,22 +151,23 @@ class PaddedBatch(_Unary):
         super().__init__(upstream, shapes=[TensorShape((rows, *t)) for t in targets])
         self._size, self._drop, self._targets, self._pads = size, bool(drop_remainder), \
             targets, pads
-        self._scalars = (size,)
+        self._scalars = (size, *[p for p in pads if isinstance(p, Tensor)])
 
     def _iterate(self, run):
         size = _positive(run, self._size, "batch_size")
+        pads = [np.asarray(run.value(p)) if isinstance(p, Tensor) else p for p in self._pads]
         group = []
         for element in self._upstream._iterate(run):
             group.append(element)
             if len(group) == size:
-                yield self._pad(group)
+                yield self._pad(group, pads)
                 group = []
         if group and not self._drop:
-            yield self._pad(group)
+            yield self._pad(group, pads)
 
-    def _pad(self, group):
+    def _pad(self, group, pads):
         out = []
-        for k, (target, pad) in enumerate(zip(self._targets, self._pads)):
+        for k, (target, pad) in enumerate(zip(self._targets, pads)):
             parts = [np.asarray(e[k]) for e in group]
             shape = [max(p.shape[d] for p in parts) if t is None else int(t)
                      for d, t in enumerate(target)]

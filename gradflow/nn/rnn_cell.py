@@ -40,7 +40,6 @@ from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.rnn_ops import batch_zeros, lstm_c, lstm_gates, lstm_h
 from gradflow.ops.shape_ops import checked_sequence_length
 from gradflow.variables import (
-    AUTO_REUSE,
     constant_initializer,
     get_variable,
     get_variable_scope,
@@ -162,8 +161,11 @@ class RNNCell:
         if scope is not None:
             return variable_scope(scope, reuse=self._reuse)
         name = self._name or self._default_name
-        if self._reuse or get_variable_scope().reuse in (True, AUTO_REUSE):
+        if self._reuse:
             return variable_scope(name, reuse=self._reuse)
+        # as TF1's cells: each new cell takes a name of its own within the scope entered
+        # (lstm_cell, lstm_cell_1...), reusing or not; entering the scope again counts
+        # from the start, so a model built twice finds its cells' variables
         return variable_scope(None, default_name=name)
 
     def _add_variable(self, name, shape, dtype, initializer=None):

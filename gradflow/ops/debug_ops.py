@@ -478,17 +478,30 @@ def _py_func_impl(session, node):
                                        f"{len(results)} values, Tout names {len(Tout)}")
         out = []
         for k, (value, dtype) in enumerate(zip(results, Tout)):
-            try:
-                host = dtypes.bytes_array(value) if dtype is dtypes.string else \
-                    np.asarray(value, dtype=dtype.as_numpy_dtype)
-            except (TypeError, ValueError) as err:
-                raise InvalidArgumentError(
-                    f"py_func '{node.name}': result {k} of {label} cannot be converted to "
-                    f"{dtype.name}: {err}") from None
-            out.append(to_device(host))
+            out.append(to_device(_py_result(value, dtype, f"py_func '{node.name}': result "
+                                                          f"{k} of {label}")))
         return out[0] if single else out
 
     return run
+
+
+def _py_result(value, dtype, what):
+    """``value`` (a py_func's result) as a host array of ``dtype``. Floats may round;
+    a conversion that changes a value otherwise (an integer that would wrap, a fraction
+    cut off, a sign lost) is an error, never a silent cast."""
+    try:
+        if dtype is dtypes.string:
+            return dtypes.bytes_array(value)
+        host = np.asarray(value, dtype=dtype.as_numpy_dtype)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise InvalidArgumentError(f"{what} cannot be converted to {dtype.name}: {err}") \
+            from None
+    source = np.asarray(value)
+    if host.dtype.kind in "biu" and source.dtype.kind in "biuf" and \
+            not np.array_equal(source, host):
+        raise InvalidArgumentError(f"{what} ({source.dtype.name}) cannot be converted to "
+                                   f"{dtype.name} without changing its values")
+    return host
 
 
 register("py_func", _py_func_impl, _py_func_infer, grad=None, kind="call", takes_strings=True)

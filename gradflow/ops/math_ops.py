@@ -5,6 +5,7 @@ from __future__ import annotations
 from array_api_compat import device as _device
 
 from gradflow import dtypes
+from gradflow.errors import InvalidArgumentError
 from gradflow.ops import rules
 from gradflow.ops import scalar_exprs as sx
 from gradflow.ops.registry import apply, convert_to_tensor, register
@@ -253,11 +254,47 @@ def div(x, y, name=None):
 pow = _binary_fn("pow")  # noqa: A001 - TF1 name
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
-floordiv = _binary_fn("floor_divide")
+def _check_divisor_impl(xp, y, message):
+    """``y``, after one check that no element is 0."""
+    if y.size and bool(xp.any(y == 0)):
+        raise InvalidArgumentError(message)
+    return y
+
+
+# TF1 raises on an integer division by zero; NumPy would give 0 and PyTorch raise its own
+register("check_divisor", _check_divisor_impl, lambda s, d, message: (s[0], d[0]),
+         grad=None, check=True)
+
+
+def _nonzero_constant(t):
+    """Whether ``t`` is a constant without a 0."""
+    return t.opdef.kind == "constant" and bool((t.attrs["value"].array != 0).all())
+
+
+def _integer_division(op_name, what, doc):
+    def fn(x, y, name=None):
+        x, y = _binary_args(x, y)
+        if y.dtype.is_integer and not _nonzero_constant(y):  # (a check would cost
+            from gradflow.graph import user_source_line  # a captured step its capture)
+
+            y = apply("check_divisor", [y], message=(
+                f"{what}: integer division by zero: '{y.name}' has an element 0 (at "
+                f"{user_source_line()})"))
+        return apply(op_name, [x, y], name=name)
+
+    fn.__name__ = fn.__qualname__ = what
+    fn.__doc__ = doc
+    return fn
+
+
+floordiv = _integer_division(
+    "floor_divide", "floordiv", "Elementwise ``x // y`` with broadcasting (TF1 ``tf.floordiv``); "
+    "an integer ``y`` with a 0 is an ``InvalidArgumentError``, as in TF1.")
 floor_div = floordiv
-floormod = _binary_fn("floor_mod")
-floormod.__doc__ = ("Elementwise remainder of a floor division (TF1 ``tf.floormod``, "
-                    "``tf.mod``): the result has the sign of ``y``, as Python's ``%``.")
+floormod = _integer_division(
+    "floor_mod", "floormod", "Elementwise remainder of a floor division (TF1 ``tf.floormod``, "
+    "``tf.mod``): the result has the sign of ``y``, as Python's ``%``; an integer ``y`` "
+    "with a 0 is an ``InvalidArgumentError``, as in TF1.")
 mod = floormod
 equal = _binary_fn("equal")
 not_equal = _binary_fn("not_equal")

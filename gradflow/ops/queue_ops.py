@@ -44,6 +44,8 @@ class QueueBase:
         types = [dtypes.as_dtype(t) for t in
                  (dtypes_ if isinstance(dtypes_, (list, tuple)) else [dtypes_])]
         if shapes is not None:
+            if all(s is None or isinstance(s, int) for s in shapes):
+                shapes = [shapes]  # TF1: one shape (``[]``: scalars) for a single dtype
             shapes = [tuple(s) for s in shapes]
             if len(shapes) != len(types):
                 raise ValueError(f"{type(self).__name__}: {len(shapes)} shapes for "
@@ -117,8 +119,8 @@ class QueueBase:
             have = None if t.shape is None else tuple(t.shape)
             if want is not None and have is not None:
                 have = have[1:] if many else have
-                if len(have) != len(want) or any(
-                        h is not None and h != w for h, w in zip(have, want)):
+                if len(have) != len(want) or any(  # None: any size (PaddingFIFOQueue)
+                        None not in (h, w) and h != w for h, w in zip(have, want)):
                     raise ValueError(f"{name}: component {k} has shape {have}"
                                      f"{' per element' if many else ''}; the queue's is {want}")
         node = apply("queue_enqueue", tensors, name=name + "/run", graph=self.graph,

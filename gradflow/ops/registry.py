@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -395,6 +396,21 @@ def _is_text(value) -> bool:
     return isinstance(value, (str, bytes))
 
 
+def filled_to_shape(array, shape, what):
+    """``array`` laid out as ``shape`` by TF1's rule for ``constant(value, shape=)`` and
+    ``constant_initializer``: its elements in row-major order, the last one repeated to
+    fill what remains (one value fills everything); more elements than ``shape`` holds
+    is an error."""
+    shape = tuple(int(d) for d in shape)
+    flat = np.asarray(array).reshape(-1)
+    size = math.prod(shape)
+    if flat.size > size or (flat.size == 0 and size):
+        raise ValueError(f"{what}: {flat.size} values for shape {shape}, which holds {size}")
+    if flat.size < size:
+        flat = np.concatenate([flat, np.repeat(flat[-1:], size - flat.size)])
+    return flat.reshape(shape)
+
+
 def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor:
     """A constant tensor (TF1 ``tf.constant``); Python floats default to float32."""
     if isinstance(value, Tensor):
@@ -415,8 +431,7 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
                             f"with NumPy dtype {array.dtype}")
         array = array.astype(dtype.as_numpy_dtype)
     if shape is not None:
-        shape = tuple(int(d) for d in shape)
-        array = np.broadcast_to(array, shape) if array.size == 1 else array.reshape(shape)
+        array = filled_to_shape(array, shape, "constant")
     return apply("constant", [], name=name or "Const", value=HostValue(array),
                  dtype=dtype, graph=_graph or get_default_graph())
 

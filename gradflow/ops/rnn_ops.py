@@ -190,7 +190,9 @@ def _second_order(forward):
         g, a, state = n.inputs
         y = forward(a, state)
         wrt = a if n.attrs["wrt"] == "gates" else state
-        first = gradients(y, [wrt], grad_ys=g, stop_gradients=[wrt])[0]
+        # partial derivatives: in the graph the state may depend on the gates (lstm_h of
+        # lstm_c's output), a path the outer chain rule adds already
+        first = gradients(y, [wrt], grad_ys=g, stop_gradients=[a, state])[0]
         return gradients(first, [g, a, state], grad_ys=gout, stop_gradients=[g, a, state])
 
     return rule

@@ -159,6 +159,6 @@ def _batched(tensors, batch_size, num_threads, capacity, enqueue_many, shapes, d
     add_queue_runner(QueueRunner(queue, [enqueue] * int(num_threads)))
     out = (queue.dequeue_up_to if smaller else queue.dequeue_many)(batch_size)
     out = out if isinstance(out, list) else [out]
-    if single:
+    if single or (len(out) == 1 and not keys):  # TF1: a list of one gives the tensor
         return out[0]
     return dict(zip(keys, out)) if keys else out
