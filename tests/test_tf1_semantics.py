@@ -326,3 +326,47 @@ def test_each_new_cell_takes_its_own_scope_even_where_variables_are_reused():
             cell = gf.nn.rnn_cell.LSTMCell(4)
             cell(x, cell.zero_state(2, gf.float32))
     assert len(gf.global_variables()) == 4
+
+
+class _GetVariableCell(gf.nn.rnn_cell.RNNCell):
+    """A TF1-style custom cell: its ``call`` asks for its weights on every step."""
+
+    def __init__(self, units):
+        super().__init__()
+        self._units = units
+
+    @property
+    def state_size(self):
+        return self._units
+
+    @property
+    def output_size(self):
+        return self._units
+
+    def call(self, inputs, state):
+        w = gf.get_variable("w", [int(inputs.shape[1]) + self._units, self._units],
+                            dtype=inputs.dtype)
+        h = gf.tanh(gf.matmul(gf.concat([inputs, state], 1), w))
+        return h, h
+
+
+class _OldStyleCell(_GetVariableCell):
+    """A cell of TF1's first releases: ``__call__`` itself, with its own scope."""
+
+    def __call__(self, inputs, state, scope=None):
+        with gf.variable_scope(scope or "old"):
+            return self.call(inputs, state)
+
+
+@pytest.mark.parametrize("make", [_GetVariableCell, _OldStyleCell])
+def test_custom_cells_that_ask_for_variables_on_every_step(make):
+    steps = [gf.placeholder(gf.float32, [2, 3]) for _ in range(3)]
+    _, final = gf.nn.static_rnn(make(4), steps, dtype=gf.float32)
+    sequence = gf.placeholder(gf.float32, [None, None, 3])
+    outputs, _ = gf.nn.dynamic_rnn(make(4), sequence, dtype=gf.float32, scope="dyn")
+    inner = "private_get_variable_cell" if make is _GetVariableCell else "old"  # as TF1
+    assert [v.name for v in gf.global_variables()] == [f"rnn/{inner}/w", f"dyn/{inner}/w"]
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        assert sess.run(final, {p: np.ones((2, 3)) for p in steps}).shape == (2, 4)
+        assert sess.run(outputs, {sequence: np.ones((2, 5, 3))}).shape == (2, 5, 4)

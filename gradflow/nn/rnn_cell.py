@@ -16,6 +16,7 @@ axis and runs a ``while_loop`` over one of unknown length.
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -87,6 +88,13 @@ class RNNCell:
     and ``call(inputs, state)`` (one step).
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_default_name" not in cls.__dict__:  # TF1: the class name in snake case
+            name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_",
+                          cls.__name__).lower()
+            cls._default_name = "private" + name if name.startswith("_") else name
+
     _default_name = "rnn_cell"
 
     def __init__(self, reuse=None, name=None, dtype=None):
@@ -94,7 +102,7 @@ class RNNCell:
         self._name = name
         self._dtype = dtypes.as_dtype(dtype) if dtype is not None else None
         self._input_size = None  # set by the first call, which builds the variables
-        self._scope_name = None
+        self._scope = self._scope_name = None
 
     @property
     def state_size(self):
@@ -145,16 +153,22 @@ class RNNCell:
             raise TypeError(f"{what}: inputs '{inputs.name}' must be floating, got "
                             f"{inputs.dtype.name}")
         state = _check_state(what, state, self.state_size, inputs)
-        if self._input_size is None:
+        first_call = self._input_size is None
+        if first_call:
             with self._variable_scope(scope):
                 self.build(int(inputs.shape[1]), self._dtype or inputs.dtype)
-                self._scope_name = get_variable_scope().name
+                self._scope = get_variable_scope()
+                self._scope_name = self._scope.name
             self._input_size = int(inputs.shape[1])
         elif inputs.shape[1] != self._input_size:
             raise ValueError(f"{what} '{self._scope_name}': inputs '{inputs.name}' have "
                              f"{inputs.shape[1]} features, but the cell was built for "
                              f"{self._input_size}")
-        with get_default_graph().name_scope(self._name or self._default_name):
+        # ``call`` in the cell's variable scope, reusing after the first call: a cell
+        # written for TF1 may make its variables there with ``get_variable``
+        with variable_scope(self._scope, reuse=None if first_call else True,
+                            auxiliary_name_scope=False), \
+                get_default_graph().name_scope(self._name or self._default_name):
             return self.call(inputs, state)
 
     def _variable_scope(self, scope):
@@ -610,6 +624,8 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             checked_sequence_length(what, sequence_length, first)
         outputs, zero_output = [], None
         for t, x in enumerate(inputs):
+            if t == 1:  # as TF1: a cell that makes its variables on every call reuses them
+                get_variable_scope().reuse_variables()
             out, new_state = cell(x, state)
             if lengths is None:
                 state = new_state
@@ -761,6 +777,7 @@ def _while_rnn(what, cell, inputs, sequence_length, initial_state, dtype, time_m
         # The first call creates the variables (named as by static_rnn), outside the
         # loop; the loop body's calls reuse them. Its own nodes are never run.
         probe, _ = cell(first, state)
+        get_variable_scope().reuse_variables()  # for cells that ask on every call (TF1)
         units = probe.shape[1]
         state = _check_state(what, state, cell.state_size, first)
         flat_state = _flat(state)
