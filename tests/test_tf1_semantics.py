@@ -370,3 +370,42 @@ def test_custom_cells_that_ask_for_variables_on_every_step(make):
         sess.run(gf.global_variables_initializer())
         assert sess.run(final, {p: np.ones((2, 3)) for p in steps}).shape == (2, 4)
         assert sess.run(outputs, {sequence: np.ones((2, 5, 3))}).shape == (2, 5, 4)
+
+
+class _BuiltCell(gf.nn.rnn_cell.RNNCell):
+    """A TF1 Layer-style cell: ``build(inputs_shape)`` with ``add_variable``."""
+
+    def __init__(self, units, name=None):
+        super().__init__(name=name)
+        self._units = units
+
+    @property
+    def state_size(self):
+        return self._units
+
+    @property
+    def output_size(self):
+        return self._units
+
+    def build(self, inputs_shape):
+        depth = inputs_shape[1].value
+        self._kernel = self.add_variable("kernel", [depth + self._units, self._units])
+        self._bias = self.add_variable("bias", [self._units],
+                                       initializer=gf.zeros_initializer(dtype=self.dtype))
+        self.built = True
+
+    def call(self, inputs, state):
+        h = gf.tanh(gf.matmul(gf.concat([inputs, state], 1), self._kernel) + self._bias)
+        return h, h
+
+
+def test_a_cell_built_from_its_inputs_shape_with_add_variable():
+    sequence = gf.placeholder(gf.float64, [2, 5, 3])
+    cell = _BuiltCell(4, name="mine")
+    outputs, _ = gf.nn.dynamic_rnn(cell, sequence, dtype=gf.float64)
+    assert [v.name for v in cell.trainable_variables] == ["rnn/mine/kernel", "rnn/mine/bias"]
+    assert cell.built and cell.dtype is gf.float64
+    assert cell.trainable_variables[0].dtype is gf.float64
+    with gf.Session() as sess:
+        sess.run(gf.global_variables_initializer())
+        assert sess.run(outputs, {sequence: np.ones((2, 5, 3))}).shape == (2, 5, 4)

@@ -16,13 +16,14 @@ axis and runs a ``while_loop`` over one of unknown length.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections import namedtuple
 
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.graph import Tensor, get_default_graph
+from gradflow.graph import Tensor, TensorShape, get_default_graph
 from gradflow.ops.array_ops import expand_dims, matmul, reshape, transpose
 from gradflow.ops.control_flow_ops import while_loop
 from gradflow.ops.conv_ops import dropout
@@ -156,8 +157,13 @@ class RNNCell:
         first_call = self._input_size is None
         if first_call:
             with self._variable_scope(scope):
-                self.build(int(inputs.shape[1]), self._dtype or inputs.dtype)
+                self._dtype = self._dtype or inputs.dtype
+                if _takes_one_argument(self.build):  # TF1's build(inputs_shape)
+                    self.build(TensorShape(inputs.shape))
+                else:
+                    self.build(int(inputs.shape[1]), self._dtype)
                 self._scope = get_variable_scope()
+                self.built = True
                 self._scope_name = self._scope.name
             self._input_size = int(inputs.shape[1])
         elif inputs.shape[1] != self._input_size:
@@ -186,6 +192,29 @@ class RNNCell:
         var = get_variable(name, shape, dtype=dtype, initializer=initializer)
         self.__dict__.setdefault("_variables", []).append(var)
         return var
+
+    @property
+    def dtype(self):
+        """The dtype of the cell's variables (its inputs' once first called)."""
+        return self._dtype
+
+    def add_variable(self, name, shape, dtype=None, initializer=None, regularizer=None,
+                     trainable=True):
+        """TF1 (in a cell's ``build``): a variable of the cell's scope, kept in
+        ``trainable_variables``; ``dtype`` defaults to the cell's."""
+        var = get_variable(name, shape, dtype=dtype or self._dtype, initializer=initializer,
+                           regularizer=regularizer, trainable=trainable)
+        self.__dict__.setdefault("_variables", []).append(var)
+        return var
+
+    add_weight = add_variable
+
+
+def _takes_one_argument(method):
+    """Whether a bound ``method`` takes one positional argument (TF1's ``build``)."""
+    params = [p for p in inspect.signature(method).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(params) == 1
 
 
 def _check_state(what, state, size, inputs):
