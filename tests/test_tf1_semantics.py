@@ -409,3 +409,23 @@ def test_a_cell_built_from_its_inputs_shape_with_add_variable():
     with gf.Session() as sess:
         sess.run(gf.global_variables_initializer())
         assert sess.run(outputs, {sequence: np.ones((2, 5, 3))}).shape == (2, 5, 4)
+
+
+def test_record_datasets_read_file_names_fed_when_the_iterator_starts(tmp_path, backend):
+    paths = []
+    for k, lines in enumerate([["a", "b"], ["c"]]):
+        paths.append(str(tmp_path / f"part{k}.tfrecord"))
+        with gf.python_io.TFRecordWriter(paths[-1]) as writer:
+            for line in lines:
+                writer.write(line.encode())
+    names = gf.placeholder(gf.string, [None])
+    iterator = gf.data.TFRecordDataset(names).make_initializable_iterator()
+    record = iterator.get_next()
+    with gf.Session(backend=backend) as sess:
+        for chosen, want in ((paths, [b"a", b"b", b"c"]), (paths[1:], [b"c"])):
+            sess.run(iterator.initializer, {names: chosen})
+            got = []
+            with pytest.raises(gf.errors.OutOfRangeError):
+                while True:
+                    got.append(sess.run(record))
+            assert got == want

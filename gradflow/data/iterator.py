@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 
+from gradflow import dtypes
 from gradflow.data import structure
 from gradflow.data.dataset import Dataset
 from gradflow.data.feeding import register_get_next
@@ -172,7 +173,9 @@ class IteratorState:
         """Start ``dataset`` from its first element; ``values`` are the backend values
         of the tensors it captures, in the order of ``captures``."""
         to_numpy = self.session.backend.to_numpy
-        host = {t: to_numpy(v) for t, v in zip(captures, values)}
+        # strings are host (NumPy) arrays on every backend already
+        host = {t: v if t.dtype is dtypes.string else to_numpy(v)
+                for t, v in zip(captures, values)}
         run = PipelineRun(self.session, host, self.epochs, self._deliverer())
         with self.lock:
             self._close_locked()

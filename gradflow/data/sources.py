@@ -242,18 +242,37 @@ class Concatenate(Dataset):
             yield from ds._iterate(run)
 
 
+def _path(name):
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 class _FileRecords(Dataset):
     """A data set of ``string`` scalars read from files in turn: each subclass gives a
     file's records (``_records(path)``, bytes)."""
 
     def __init__(self, filenames):
-        if isinstance(filenames, (str, bytes)):
-            filenames = [filenames]
-        self._files = [f.decode() if isinstance(f, bytes) else str(f) for f in filenames]
+        if hasattr(filenames, "_as_graph_tensor"):
+            filenames = filenames._as_graph_tensor()
+        if isinstance(filenames, Tensor):  # a placeholder, say: read when initialized
+            if filenames.dtype is not dtypes.string or (
+                    filenames.shape is not None and len(filenames.shape) > 1):
+                raise TypeError(f"{type(self).__name__}: filenames '{filenames.name}' must "
+                                "be a string scalar or vector")
+            self._files = filenames
+        else:
+            if isinstance(filenames, (str, bytes)):
+                filenames = [filenames]
+            self._files = [_path(f) for f in filenames]
         super().__init__(None, [dtypes.string], [TensorShape(())])
 
+    def _own_captures(self):
+        return [self._files] if isinstance(self._files, Tensor) else []
+
     def _iterate(self, run):
-        for path in self._files:
+        files = self._files
+        if isinstance(files, Tensor):
+            files = [_path(f) for f in np.asarray(run.value(files)).reshape(-1)]
+        for path in files:
             for record in self._records(path):
                 yield (dtypes.bytes_array(record),)  # a 0-d object array: bytes kept whole
 

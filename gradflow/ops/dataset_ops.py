@@ -68,5 +68,6 @@ def _function_arg_impl(session, node):
 # get_next: the element (a tuple; one component is the value itself)
 register("iterator_get_next", _get_next_impl, _declared, grad=None, kind="call")
 register("iterator_component", _component_impl, _declared, grad=None, kind="call")
-register("iterator_initialize", _initialize_impl, _declared, grad=None, kind="call")
+register("iterator_initialize", _initialize_impl, _declared, grad=None, kind="call",
+         takes_strings=True)  # file names fed when the iterator starts, say
 register("dataset_function_arg", _function_arg_impl, _declared, grad=None, kind="call")
