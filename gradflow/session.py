@@ -117,6 +117,30 @@ class Session:
         self._constants.clear()
 
     # -- running ---------------------------------------------------------------
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """TF1: a function that runs ``fetches`` with its arguments fed, in order, to the
+        tensors of ``feed_list``; with ``accept_options``, it also takes ``options=`` and
+        ``run_metadata=``.
+
+        >>> step = sess.make_callable(train_op, [x, y])
+        >>> step(batch_x, batch_y)
+        """
+        feed_list = list(feed_list or [])
+        for key in feed_list:
+            self._resolve(key, "feed")  # a wrong key fails here, not at the first call
+
+        def call(*values, options=None, run_metadata=None):
+            if len(values) != len(feed_list):
+                raise TypeError(f"the callable takes {len(feed_list)} values to feed "
+                                f"(feed_list), got {len(values)}")
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("options and run_metadata need make_callable(..., "
+                                "accept_options=True)")
+            return self.run(fetches, dict(zip(feed_list, values)) if feed_list else None,
+                            options=options, run_metadata=run_metadata)
+
+        return call
+
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None, output="numpy"):
         """Compute ``fetches`` (a tensor, an op, or a nested list/tuple/dict of them).
 

@@ -429,3 +429,22 @@ def test_record_datasets_read_file_names_fed_when_the_iterator_starts(tmp_path, 
                 while True:
                     got.append(sess.run(record))
             assert got == want
+
+
+def test_make_callable_runs_its_fetches_with_the_values_fed_in_order():
+    x = gf.placeholder(gf.float32, [None])
+    y = gf.placeholder(gf.float32, [None])
+    v = gf.Variable(0.0)
+    bump = gf.assign_add(v, gf.reduce_sum(x * y))
+    with gf.Session() as sess:
+        sess.run(v.initializer)
+        step = sess.make_callable(bump, [x, y])
+        assert step([1.0, 2.0], [3.0, 4.0]) == 11.0
+        assert sess.make_callable([v, bump.op], [x, y])([1.0], [1.0]) == [11.0, None]
+        assert sess.make_callable(v)() == 12.0
+        with pytest.raises(TypeError, match="takes 2 values"):
+            step([1.0])
+        with pytest.raises(TypeError, match="accept_options"):
+            step([1.0], [1.0], options=gf.RunOptions())
+        traced = sess.make_callable(v, accept_options=True)
+        assert traced(options=gf.RunOptions(), run_metadata=gf.RunMetadata()) == 12.0
