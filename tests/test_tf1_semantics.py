@@ -331,8 +331,8 @@ def test_each_new_cell_takes_its_own_scope_even_where_variables_are_reused():
 class _GetVariableCell(gf.nn.rnn_cell.RNNCell):
     """A TF1-style custom cell: its ``call`` asks for its weights on every step."""
 
-    def __init__(self, units):
-        super().__init__()
+    def __init__(self, units, name=None):
+        super().__init__(name=name)
         self._units = units
 
     @property
@@ -372,20 +372,8 @@ def test_custom_cells_that_ask_for_variables_on_every_step(make):
         assert sess.run(outputs, {sequence: np.ones((2, 5, 3))}).shape == (2, 5, 4)
 
 
-class _BuiltCell(gf.nn.rnn_cell.RNNCell):
+class _BuiltCell(_GetVariableCell):
     """A TF1 Layer-style cell: ``build(inputs_shape)`` with ``add_variable``."""
-
-    def __init__(self, units, name=None):
-        super().__init__(name=name)
-        self._units = units
-
-    @property
-    def state_size(self):
-        return self._units
-
-    @property
-    def output_size(self):
-        return self._units
 
     def build(self, inputs_shape):
         depth = inputs_shape[1].value
