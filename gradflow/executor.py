@@ -44,6 +44,7 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph import Operation
+from gradflow.ops.casting import loses_kind, out_of_range
 from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.ir import user_node
@@ -466,8 +467,7 @@ def check_feed(tensor, value, np_dtype, shape):
     else:
         array = _as_array(tensor, value)
     if array.dtype != np_dtype:
-        if not np.can_cast(array.dtype, np_dtype, casting="same_kind") \
-                and not _python_ints_fit(value, array, np_dtype):
+        if loses_kind(value, array, np_dtype):
             raise InvalidArgumentError(
                 f"cannot feed a value of dtype {array.dtype} to '{tensor.name}', which is "
                 f"{tensor.dtype.name}: the conversion would lose information; "
@@ -484,27 +484,14 @@ def check_feed(tensor, value, np_dtype, shape):
 def _refuse_wrapping_ints(tensor, array, np_dtype):
     """Refuse integers that ``astype(np_dtype)`` would wrap (``2**32 + 3`` fed to an int32
     placeholder would become 3: a label that silently changes class). TF1 wraps them."""
-    if array.dtype.kind not in "iu" or np.dtype(np_dtype).kind not in "iu" or not array.size:
+    found = out_of_range(array, np_dtype)
+    if found is None:
         return
-    info = np.iinfo(np_dtype)
-    low, high = int(array.min()), int(array.max())
-    if low >= info.min and high <= info.max:
-        return
-    bad = low if low < info.min else high
+    bad, info = found
     raise InvalidArgumentError(
         f"cannot feed the value {bad} to '{tensor.name}', which is {tensor.dtype.name} (range "
         f"[{info.min}, {info.max}]): it does not fit; feed a wider placeholder or fix the "
         f"value (placeholder created at {tensor.source})")
-
-
-def _python_ints_fit(value, array, np_dtype):
-    """Whether ``value`` is Python data (not a NumPy array) of integers that all fit in
-    the integer dtype ``np_dtype``: ``[0, 255]`` feeds a uint8 placeholder."""
-    if isinstance(value, (np.ndarray, np.generic)) or array.dtype.kind not in "iu" \
-            or np.dtype(np_dtype).kind not in "iu":
-        return False
-    info = np.iinfo(np_dtype)
-    return array.size == 0 or (int(array.min()) >= info.min and int(array.max()) <= info.max)
 
 
 def _as_array(tensor, value):

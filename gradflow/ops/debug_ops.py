@@ -19,6 +19,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, get_default_graph
+from gradflow.ops.casting import loses_kind, out_of_range
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 
@@ -486,22 +487,27 @@ def _py_func_impl(session, node):
 
 
 def _py_result(value, dtype, what):
-    """``value`` (a py_func's result) as a host array of ``dtype``. Floats may round;
-    a conversion that changes a value otherwise (an integer that would wrap, a fraction
-    cut off, a sign lost) is an error, never a silent cast."""
+    """``value`` (a py_func's result) as a host array of ``dtype``, by the rule feeds
+    follow (``ops.casting``): floats may round; a conversion across kinds that can change
+    values (a fraction cut off) or an integer that would wrap is an error, never a
+    silent cast."""
     try:
         if dtype is dtypes.string:
             return dtypes.bytes_array(value)
-        host = np.asarray(value, dtype=dtype.as_numpy_dtype)
-    except (TypeError, ValueError, OverflowError) as err:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
         raise InvalidArgumentError(f"{what} cannot be converted to {dtype.name}: {err}") \
             from None
-    source = np.asarray(value)
-    if host.dtype.kind in "biu" and source.dtype.kind in "biuf" and \
-            not np.array_equal(source, host):
-        raise InvalidArgumentError(f"{what} ({source.dtype.name}) cannot be converted to "
-                                   f"{dtype.name} without changing its values")
-    return host
+    np_dtype = dtype.as_numpy_dtype
+    if array.dtype.kind not in "biuf":
+        raise InvalidArgumentError(f"{what} is {array.dtype}, not a numeric array")
+    if array.dtype != np_dtype:
+        found = out_of_range(array, np_dtype)
+        if loses_kind(value, array, np_dtype) or found is not None:
+            detail = f": {found[0]} is outside its range" if found is not None else ""
+            raise InvalidArgumentError(f"{what} ({array.dtype}) cannot be converted to "
+                                       f"{dtype.name} without changing its values{detail}")
+    return array.astype(np_dtype, copy=False)
 
 
 register("py_func", _py_func_impl, _py_func_infer, grad=None, kind="call", takes_strings=True)

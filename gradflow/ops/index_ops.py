@@ -13,9 +13,10 @@ from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, user_source_line
 from gradflow.ops import rules
 from gradflow.ops.array_ops import expand_dims, reshape_like, run_time_axes
+from gradflow.ops.casting import loses_kind
 from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.math_ops import zeros_like
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.registry import _python_default_dtype, apply, convert_to_tensor, register
 
 # -- x[key] ----------------------------------------------------------------------
 
@@ -837,26 +838,6 @@ def _one_hot_infer(shapes, in_dtypes, depth, on_value, off_value, dtype):
 register("one_hot", _one_hot_impl, _one_hot_infer, grad=None)
 
 
-def _python_scalar_dtype(value):
-    """TF1's dtype of a Python or NumPy scalar: bool, int32 or float32 for Python's."""
-    if value.dtype == bool:
-        return dtypes.bool_
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.dtype not in (
-            np.dtype(np.int64), np.dtype(np.float64)):
-        return dtypes.as_dtype(value.dtype)
-    return dtypes.int32 if value.dtype.kind in "iu" else dtypes.float32
-
-
-def _fits(value, known, kind, dtype):
-    """Whether ``value`` converts to ``dtype`` as TF1's ``convert_to_tensor`` allows: a
-    tensor of that dtype, or a Python number that loses nothing (no float to int)."""
-    if isinstance(value, Tensor):
-        return kind is dtype
-    if known.dtype == bool or dtype.is_bool:
-        return known.dtype == bool and dtype.is_bool
-    return dtype.is_floating or known.dtype.kind in "iu"
-
-
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """One-hot vectors of length ``depth`` on a new last axis (default float32), TF1
     ``tf.one_hot``.
@@ -886,8 +867,13 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         if known is None or known.ndim != 0:
             raise NotImplementedError(f"one_hot: {what} must be a scalar known when the "
                                       "graph is built")
-        kind = v.dtype if isinstance(v, Tensor) else _python_scalar_dtype(known)
-        if dtype is not None and not _fits(v, known, kind, dtypes.as_dtype(dtype)):
+        # the dtype ``constant(v)`` would have; a given dtype takes a Python number by
+        # the rule feeds follow (no float to int), a tensor only of that dtype
+        kind = v.dtype if isinstance(v, Tensor) else dtypes.as_dtype(v.dtype) \
+            if isinstance(v, (np.ndarray, np.generic)) else _python_default_dtype(v)
+        fits = dtype is None or (kind is dtypes.as_dtype(dtype) if isinstance(v, Tensor) else
+                                 not loses_kind(v, known, dtypes.as_dtype(dtype).as_numpy_dtype))
+        if not fits:
             raise TypeError(f"one_hot: {what} {known.item()!r} is {kind.name}, but dtype is "
                             f"{dtypes.as_dtype(dtype).name}")
         dtype = kind if dtype is None else dtype
