@@ -1,7 +1,7 @@
 """Convolutions, pass by pass, and the TF1 deep-MNIST training step: gradflow against PyTorch.
 
-Each row is one convolution (float32, NHWC for gradflow, NCHW for PyTorch, its
-native layout) and one pass: the forward pass, the gradient in the input and the
+Each row is one convolution (float32, in gradflow's NHWC or NCHW, NCHW for PyTorch,
+its native layout) and one pass: the forward pass, the gradient in the input and the
 gradient in the filter, each run alone (gradflow: a Session fetching that one
 tensor as the backend's array; PyTorch: ``conv2d`` and ``aten.convolution_backward``
 with one output; TensorFlow: a Session running the op).
@@ -25,8 +25,10 @@ dropout). gradflow runs each conv row and network in NHWC and in NCHW
 (``data_format="NCHW"``: between networks' layers the NHWC kernels with the layout
 copies cancelled, and a lone convolution's passes as NCHW ops that oneDNN runs on the
 NCHW arrays, ``gradflow.passes.conv_layouts``); PyTorch in NCHW.
-TensorFlow 2.x (``tensorflow.compat.v1`` graph mode, NHWC) is a third contender
-where it is installed (``pip install -e ".[benchmark]"``).
+TensorFlow 2.x (``tensorflow.compat.v1`` graph mode) is a third contender where it
+is installed (``pip install -e ".[benchmark]"``), in the same format as each gradflow
+row: a program written with ``data_format="NCHW"`` runs NCHW in both (TensorFlow's
+CPU kernels take NCHW through oneDNN, at about twice the time of its NHWC).
 
     python benchmarks/conv.py [--seconds S] [--rows 5x5 ...] [--batches 50 128]
                               [--networks deep-MNIST LeNet-5 "MNIST CNN"]
@@ -155,14 +157,18 @@ def torch_passes(torch, x, w, g, stride, padding):
             "filter grad": lambda: grad([False, True, False])}
 
 
-def tf_passes(tf, config, x, w, g, stride, padding):
-    """The three passes in TensorFlow (``compat.v1`` graph mode, NHWC: its CPU layout)."""
+def tf_passes(tf, config, x, w, g, stride, padding, fmt="NHWC"):
+    """The three passes in TensorFlow (``compat.v1`` graph mode); ``x`` and ``g`` NHWC,
+    fed in ``fmt`` (TensorFlow's NCHW runs on the CPU through oneDNN too)."""
+    if fmt == "NCHW":
+        x, g = (np.ascontiguousarray(a.transpose(0, 3, 1, 2)) for a in (x, g))
     graph = tf.Graph()
     with graph.as_default():
         xp = tf.placeholder(tf.float32, x.shape)
         gp = tf.placeholder(tf.float32, g.shape)
         wv = tf.Variable(w)
-        y = tf.nn.conv2d(xp, wv, [1, stride, stride, 1], padding)
+        strides = [1, 1, stride, stride] if fmt == "NCHW" else [1, stride, stride, 1]
+        y = tf.nn.conv2d(xp, wv, strides, padding, data_format=fmt)
         dx, dw = tf.gradients(y, [xp, wv], grad_ys=gp)
         init = tf.global_variables_initializer()
     sess = tf.Session(graph=graph, config=config)
@@ -173,12 +179,12 @@ def tf_passes(tf, config, x, w, g, stride, padding):
 
 
 def _ratios(times, formats):
-    """The row cells of each gradflow format: its ms, and its ratios to torch and TF."""
-    tf_ms = times.get("tf")
+    """The row cells of each gradflow format: its ms, its ratios to torch and to TF in the
+    same format, and TF's ms (None where TF is not timed)."""
     for fmt in formats:
-        ours = times[fmt]
+        ours, tf_ms = times[fmt], times.get("tf " + fmt)
         to_tf = "-" if tf_ms is None else f"{ours / tf_ms:.2f}"
-        yield fmt, ours, f"{ours / times['torch']:.2f}", to_tf
+        yield fmt, ours, f"{ours / times['torch']:.2f}", to_tf, tf_ms
 
 
 def _ms(value):
@@ -202,16 +208,17 @@ def conv_rows(torch, tf, names, formats, seconds):
         contenders = {fmt: gradflow_passes(x, w, g, s, padding, fmt) for fmt in formats}
         contenders["torch"] = torch_passes(torch, x, w, g, s, padding)
         if tf is not None:
-            contenders["tf"] = tf_passes(*tf, x, w, g, s, padding)
+            for fmt in formats:
+                contenders["tf " + fmt] = tf_passes(*tf, x, w, g, s, padding, fmt)
         for load, state in ((0, "quiet"), (1, "loaded")):
             gemm = gemm_gflops(seconds / 2, load)
             for p in PASSES:
                 times, others, avg = timed({who: run[p] for who, run in contenders.items()},
                                            seconds, load)
                 others = "?" if others is None else f"{others:.2f}"
-                for fmt, ours, to_torch, to_tf in _ratios(times, formats):
+                for fmt, ours, to_torch, to_tf, tf_ms in _ratios(times, formats):
                     print(f"| {name} | {fmt} | {p} | {state} | {avg:.1f} | {others} "
-                          f"| {ours:.2f} | {times['torch']:.2f} | {_ms(times.get('tf'))} "
+                          f"| {ours:.2f} | {times['torch']:.2f} | {_ms(tf_ms)} "
                           f"| {to_torch} | {to_tf} | {flops / ours / 1e6:.0f} | {gemm:.0f} |",
                           flush=True)
 
@@ -390,7 +397,7 @@ NETWORKS = {
 def network_rows(torch, tf, names, batches, formats, seconds):
     """Training steps of whole networks from the same weights: gradflow in each of
     ``formats`` (its NCHW through ``data_format="NCHW"``), PyTorch in NCHW, TensorFlow
-    (where installed) in NHWC, its CPU layout."""
+    (where installed) in the same format as each gradflow row."""
     print("\n| network | batch | gf format | state | load | others | gradflow ms | torch ms "
           "| tf ms | gf / torch | gf / tf |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -405,15 +412,15 @@ def network_rows(torch, tf, names, batches, formats, seconds):
             for fmt in formats:
                 fed = x.transpose(0, 3, 1, 2).copy() if fmt == "NCHW" else x
                 steps[fmt] = graph_step(gf, weights, fed, y, fmt)
+                if tf is not None:
+                    steps["tf " + fmt] = graph_step(tf[0], weights, fed, y, fmt, config=tf[1])
             steps["torch"] = torch_step(torch, weights, x, y)
-            if tf is not None:
-                steps["tf"] = graph_step(tf[0], weights, x, y, "NHWC", config=tf[1])
             for load, state in ((0, "quiet"), (1, "loaded")):
                 times, others, avg = timed(steps, seconds * 2, load)
                 others = "?" if others is None else f"{others:.2f}"
-                for fmt, ours, to_torch, to_tf in _ratios(times, formats):
+                for fmt, ours, to_torch, to_tf, tf_ms in _ratios(times, formats):
                     print(f"| {name} | {batch} | {fmt} | {state} | {avg:.1f} | {others} "
-                          f"| {ours:.1f} | {times['torch']:.1f} | {_ms(times.get('tf'))} "
+                          f"| {ours:.1f} | {times['torch']:.1f} | {_ms(tf_ms)} "
                           f"| {to_torch} | {to_tf} |", flush=True)
 
 
