@@ -291,6 +291,7 @@ class Graph:
         self._gradient_overrides: dict = {}
         self._control_stack: list[list] = []
         self._gradient_of: list = []  # forward nodes whose gradient is being built
+        self._finalized = False
 
     # -- default graph -------------------------------------------------------
     def as_default(self) -> "Graph":
@@ -420,8 +421,29 @@ class Graph:
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Tensor) -> Tensor:
         """Append a node made for this graph (the ops call it; users build nodes with ops)."""
+        if self._finalized:
+            raise RuntimeError(f"Graph is finalized and cannot be modified: adding "
+                               f"'{node.name}' ({node.opdef.name}) at {node.source}")
         self.nodes.append(node)
         return node
+
+    def finalize(self) -> None:
+        """Make the graph read-only (TF1): building an op in it afterwards raises
+        ``RuntimeError``, which catches a training loop that adds ops on every step.
+        Sessions run it as before.
+
+        >>> sess.graph.finalize()
+        """
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        """Whether ``finalize`` was called."""
+        return self._finalized
+
+    def _unsafe_unfinalize(self) -> None:
+        """Make a finalized graph writable again (TF1's escape hatch, for tests)."""
+        self._finalized = False
 
     def get_tensor_by_name(self, name: str) -> Tensor:
         """The tensor (or op) named ``name`` (``':0'`` may follow); ``KeyError`` if none.

@@ -158,7 +158,11 @@ class Session:
         flat, rebuild = self._fetch_list(fetches)
         if not flat:  # run([]), run({}): nothing to compute (TF1 gives the empty structure)
             return rebuild([])
-        feed_items = list(feed_dict.items()) if feed_dict else []
+        try:
+            feed_items = list(feed_dict.items()) if feed_dict else []
+        except AttributeError:
+            raise TypeError("Session.run: feed_dict must be a dict of {tensor: value}, got "
+                            f"{type(feed_dict).__name__}") from None
         feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
         try:
             feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)

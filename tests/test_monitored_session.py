@@ -153,3 +153,15 @@ def test_hooks_refuse_what_tf1_refuses():
         gf.train.CheckpointSaverHook("/tmp/x")
     with pytest.raises(NotImplementedError, match="distributed sessions"):
         gf.train.MonitoredTrainingSession(master="grpc://host:2222")
+
+
+def test_the_monitored_session_finalizes_the_graph_as_tf1s_scaffold_does(tmp_path):
+    w, step, loss, train = _model()
+    with gf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        sess.run(train)
+        with pytest.raises(RuntimeError, match="Graph is finalized"):
+            gf.square(w)  # an op built per step: TF1 refuses it here too
+    assert gf.get_default_graph().finalized
+    # a second session on the same graph takes the first one's init ops
+    with gf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        assert sess.run(step) == 1

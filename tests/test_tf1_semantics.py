@@ -436,3 +436,64 @@ def test_make_callable_runs_its_fetches_with_the_values_fed_in_order():
             step([1.0], [1.0], options=gf.RunOptions())
         traced = sess.make_callable(v, accept_options=True)
         assert traced(options=gf.RunOptions(), run_metadata=gf.RunMetadata()) == 12.0
+
+
+def test_a_finalized_graph_refuses_new_ops_and_still_trains_saves_and_logs(tmp_path):
+    # TF1 programs call sess.graph.finalize() before their loop to catch ops built per
+    # step: everything a loop does through the session must add nothing to the graph
+    x = gf.placeholder(gf.float32, [None, 2])
+    w = gf.Variable(gf.ones([2, 1]))
+    loss = gf.reduce_mean(gf.square(gf.matmul(x, w)))
+    step = gf.train.get_or_create_global_step()
+    train = gf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+    gf.summary.scalar("loss", loss)
+    summary = gf.summary.merge_all()
+    iterator = gf.data.Dataset.from_tensor_slices(
+        np.ones((4, 2), np.float32)).batch(2).make_initializable_iterator()
+    batch = iterator.get_next()
+    saver = gf.train.Saver()
+    init = gf.global_variables_initializer()
+    graph = gf.get_default_graph()
+    with gf.Session() as sess, gf.summary.FileWriter(str(tmp_path / "logs")) as writer:
+        sess.run(init)
+        sess.graph.finalize()
+        assert graph.finalized
+        before = len(graph.get_operations())
+        sess.run(iterator.initializer)
+        for _ in range(2):
+            _, logged, at = sess.run([train, summary, step], {x: sess.run(batch)})
+            writer.add_summary(logged, at)
+        sess.make_callable(train, [x])(np.ones((1, 2), np.float32))
+        path = saver.save(sess, str(tmp_path / "model"), global_step=step)
+        saver.restore(sess, path)
+        assert gf.train.latest_checkpoint(str(tmp_path)) == path
+        assert sess.run(step) == 3 and w.eval(session=sess).shape == (2, 1)
+        with pytest.raises(TypeError, match="feed_dict must be a dict.*Session"):
+            w.eval(sess)
+        assert len(graph.get_operations()) == before
+        with pytest.raises(RuntimeError, match="Graph is finalized.*Const"):
+            gf.constant(1.0)
+        with pytest.raises(RuntimeError, match="Graph is finalized"):
+            gf.Variable(1.0)
+    graph._unsafe_unfinalize()
+    gf.constant(1.0)
+
+
+def test_unbatch_splits_every_component_into_rows():
+    ds = gf.data.Dataset.from_tensors((np.arange(6).reshape(3, 2), np.array([7, 8, 9])))
+    for flat in (ds.unbatch(), ds.apply(gf.data.experimental.unbatch())):
+        assert [s.as_list() for s in flat.output_shapes] == [[2], []]
+        x, y = flat.make_one_shot_iterator().get_next()
+        got = []
+        with gf.Session() as sess:
+            with pytest.raises(gf.errors.OutOfRangeError):
+                while True:
+                    got.append(sess.run([x, y]))
+        assert [(a.tolist(), int(b)) for a, b in got] == [([0, 1], 7), ([2, 3], 8), ([4, 5], 9)]
+    rebatched = gf.data.Dataset.range(5).batch(2).unbatch().batch(3)
+    assert rebatched.output_shapes.as_list() == [None]
+    with pytest.raises(ValueError, match="scalar"):
+        gf.data.Dataset.range(3).unbatch()
+    uneven = gf.data.Dataset.from_tensors((np.zeros(2), np.zeros(3))).unbatch()
+    with gf.Session() as sess, pytest.raises(gf.errors.InvalidArgumentError, match="rows"):
+        sess.run(uneven.make_one_shot_iterator().get_next())

@@ -138,6 +138,14 @@ class Dataset(structure.Elements):
         return transforms.PaddedBatch(self, batch_size, padded_shapes, padding_values,
                                       drop_remainder)
 
+    def unbatch(self):
+        """The rows of each element as elements of their own: the inverse of ``batch``
+        (every component's first axis is split; they must agree in length).
+
+        >>> ds = gf.data.Dataset.from_tensors(([1, 2, 3], [4, 5, 6])).unbatch()  # 3 rows
+        """
+        return transforms.Unbatch(self)
+
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         """Elements in random order, drawn from a buffer of ``buffer_size`` (TF1's
         algorithm: ``buffer_size`` >= the data set's size gives a uniform shuffle)."""

@@ -17,4 +17,9 @@ def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainde
     return lambda dataset: dataset.map(map_func).batch(batch_size, drop_remainder)
 
 
-__all__ = ["AUTOTUNE", "map_and_batch", "shuffle_and_repeat"]
+def unbatch():
+    """``lambda ds: ds.unbatch()``, for ``Dataset.apply`` (TF1.13's form)."""
+    return lambda dataset: dataset.unbatch()
+
+
+__all__ = ["AUTOTUNE", "map_and_batch", "shuffle_and_repeat", "unbatch"]

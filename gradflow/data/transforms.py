@@ -1,5 +1,5 @@
 """The transformations of a Dataset: map, filter, batch, padded_batch, shuffle, repeat,
-take, skip, cache. (``prefetch`` is in ``gradflow.data.prefetch``.)"""
+take, skip, cache, unbatch. (``prefetch`` is in ``gradflow.data.prefetch``.)"""
 
 from __future__ import annotations
 
@@ -117,6 +117,32 @@ class Batch(_Unary):
     def _iterate(self, run):
         yield from self._upstream._batches(run, _positive(run, self._size, "batch_size"),
                                            self._drop)
+
+
+class Unbatch(_Unary):
+    """``Dataset.unbatch``: each element's rows as elements of their own."""
+
+    def __init__(self, upstream):
+        for k, shape in enumerate(upstream._shapes):
+            if shape is not None and len(shape) == 0:
+                raise ValueError(f"unbatch: component {k} of the elements is a scalar "
+                                 f"({upstream._types[k].name}); every component needs a "
+                                 "leading (batch) axis")
+        super().__init__(upstream, shapes=[None if s is None else TensorShape(s[1:])
+                                           for s in upstream._shapes])
+
+    def _iterate(self, run):
+        for element in self._upstream._iterate(run):
+            rows = {np.shape(c)[0] if np.ndim(c) else None for c in element}
+            if None in rows:
+                raise InvalidArgumentError("Dataset.unbatch: an element has a scalar "
+                                           "component; every component needs a leading axis")
+            if len(rows) > 1:
+                raise InvalidArgumentError(
+                    "Dataset.unbatch: the components of an element have different numbers "
+                    f"of rows {sorted(rows)}; they must be the same")
+            for i in range(rows.pop()):
+                yield tuple(c[i] for c in element)
 
 
 def _positive(run, value, what):

@@ -38,27 +38,52 @@ class MonitoredSession:
         self.graph = get_default_graph()
         for hook in self._hooks:
             hook.begin()
-        self._init_ops = self._initializers()
+        self._init_ops = self._initializers(self.graph)
+        latest = self._latest(checkpoint_dir)
+        # as TF1's Scaffold: every op exists now, so a loop that builds more fails at once
+        self.graph.finalize()
         self._coord = Coordinator()
         self._grace = stop_grace_period_secs
         self._stop = False
-        self._sess = self._create(checkpoint_dir, config)
+        self._sess = self._create(latest, config)
 
     @staticmethod
-    def _initializers():
-        from gradflow.variables import global_variables_initializer, local_variables_initializer
+    def _initializers(graph):
+        """The graph's init ops: those of its ``INIT_OP``/``LOCAL_INIT_OP`` collections (a
+        program's own, or an earlier MonitoredSession's, as TF1's Scaffold takes them),
+        else new ones, added there."""
+        from gradflow.variables import (
+            GraphKeys,
+            global_variables_initializer,
+            local_variables_initializer,
+        )
 
-        return [global_variables_initializer(), local_variables_initializer()]
+        ops = []
+        for key, make in ((GraphKeys.INIT_OP, global_variables_initializer),
+                          (GraphKeys.LOCAL_INIT_OP, local_variables_initializer)):
+            found = graph.get_collection(key)
+            if not found:
+                found = [make()]
+                graph.add_to_collection(key, found[0])
+            ops.append(found[0])
+        return ops
 
-    def _create(self, checkpoint_dir, config):
-        from gradflow.session import Session
+    @staticmethod
+    def _latest(checkpoint_dir):
+        """``(Saver, path)`` of the checkpoint to start from, or None."""
         from gradflow.train.saver import Saver, latest_checkpoint
+
+        latest = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+        return None if latest is None else (Saver(), latest)
+
+    def _create(self, latest, config):
+        from gradflow.session import Session
 
         sess = Session(graph=self.graph, config=config)
         sess.run(self._init_ops)
-        latest = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
         if latest is not None:
-            Saver().restore(sess, latest)
+            saver, path = latest
+            saver.restore(sess, path)
         start_queue_runners(sess, self._coord)  # TF1 starts the graph's queue runners too
         for hook in self._hooks:
             hook.after_create_session(sess, self._coord)
