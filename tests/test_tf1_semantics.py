@@ -497,3 +497,26 @@ def test_unbatch_splits_every_component_into_rows():
     uneven = gf.data.Dataset.from_tensors((np.zeros(2), np.zeros(3))).unbatch()
     with gf.Session() as sess, pytest.raises(gf.errors.InvalidArgumentError, match="rows"):
         sess.run(uneven.make_one_shot_iterator().get_next())
+
+
+def test_reducing_an_empty_axis_gives_tf1s_bounds(backend):
+    empty = np.zeros((0, 3), np.float32)
+    got = _run([gf.reduce_max(empty, axis=0), gf.reduce_min(empty), gf.reduce_logsumexp(
+        empty, axis=0), gf.reduce_max(np.zeros((0, 2), np.int32), axis=0),
+        gf.reduce_min(np.zeros((2, 0), np.int64), axis=1, keepdims=True),
+        gf.reduce_max(empty, axis=1)], backend=backend)
+    assert got[0].tolist() == [-np.inf] * 3 and got[1] == np.inf
+    assert got[2].tolist() == [-np.inf] * 3
+    assert got[3].tolist() == [-2 ** 31] * 2 and got[3].dtype == np.int32
+    assert got[4].tolist() == [[2 ** 63 - 1]] * 2 and got[5].shape == (0,)
+
+
+def test_argmax_and_argmin_skip_nan_as_tf1s_kernels_do(backend):
+    a = np.array([[1, np.nan, 3, np.nan], [np.nan, 5, 2, 1], [1, 2, 3, 4]], np.float32)
+    b = np.array([[np.nan] * 3, [-np.inf] * 3, [np.nan, -np.inf, 3], [-np.inf, np.nan, -np.inf],
+                  [np.inf, np.nan, np.inf]])
+    got = _run([gf.argmax(a, 1), gf.argmin(a, 1), gf.argmax(a, 0), gf.argmax(b, 1),
+                gf.argmin(b, 1), gf.reduce_max(a, 1)], backend=backend)
+    assert [g.tolist() for g in got[:5]] == [[2, 1, 3], [0, 3, 0], [0, 1, 0, 2], [0, 0, 2, 0, 0],
+                                             [0, 0, 1, 0, 0]]
+    assert np.isnan(got[5][:2]).all() and got[5][2] == 4  # the maximum itself keeps NaN

@@ -160,6 +160,9 @@ def _lower_reduction(reduce, impl):
         def reduction(x, out=None):
             if out is None:
                 return impl(xp, x, axes, keepdims)
+            if not x.size:  # the op's own rule for an empty axis (max: TF1's -inf)
+                out[...] = impl(xp, x, axes, keepdims)
+                return out
             return reduce(x, axis=axes, keepdims=keepdims, out=out)
 
         return _writes_out(reduction, reads_whole=True)

@@ -51,12 +51,29 @@ def _max_grad(n, g):  # split the gradient evenly among the maxima
 
 
 register("reduce_sum", _sum_impl, _reduce_infer, grad=_sum_grad)
-register("reduce_max",
-         lambda xp, x, axes, keepdims: xp.max(x, axis=axes, keepdims=keepdims),
-         _reduce_infer, grad=_max_grad)
-register("reduce_min",
-         lambda xp, x, axes, keepdims: xp.min(x, axis=axes, keepdims=keepdims),
-         _reduce_infer, grad=_max_grad)
+def _extreme(name, sign):
+    """``reduce_max`` (``sign`` 1) or ``reduce_min`` (-1). Over an empty axis TF1 gives
+    -inf / +inf (an integer type's lowest / highest value), where the Array API's
+    ``max`` and ``min`` raise."""
+    def impl(xp, x, axes, keepdims):
+        if math.prod(x.shape):
+            return getattr(xp, name)(x, axis=axes, keepdims=keepdims)
+        reduced = range(len(x.shape)) if axes is None else \
+            [a % len(x.shape) for a in ((axes,) if isinstance(axes, int) else axes)]
+        shape = [1 if i in reduced else d for i, d in enumerate(x.shape)
+                 if keepdims or i not in reduced]
+        if xp.isdtype(x.dtype, "real floating"):
+            bound = -sign * math.inf
+        else:
+            info = xp.iinfo(x.dtype)
+            bound = info.min if sign > 0 else info.max
+        return xp.full(tuple(shape), bound, dtype=x.dtype, device=_device(x))
+
+    return impl
+
+
+register("reduce_max", _extreme("max", 1), _reduce_infer, grad=_max_grad)
+register("reduce_min", _extreme("min", -1), _reduce_infer, grad=_max_grad)
 def _prod_grad(n, g):
     """d prod / dx_i = the product of the other elements: ``prod / x_i`` without zeros;
     with one zero, the product of the rest at the zero and 0 elsewhere; with two, 0.
@@ -263,7 +280,13 @@ def _arg_infer(shapes, in_dtypes, axis, keepdims=False):
 
 
 def _arg_impl(fn_name):
+    skip = -math.inf if fn_name == "argmax" else math.inf
+
     def impl(xp, x, axis):
+        if xp.isdtype(x.dtype, "real floating"):
+            # TF1's kernels skip NaN (they compare with >, which NaN fails; a row of NaN
+            # gives 0); the Array API leaves NaN's index open and NumPy picks the NaN
+            x = xp.where(xp.isnan(x), xp.asarray(skip, dtype=x.dtype, device=_device(x)), x)
         out = getattr(xp, fn_name)(x, axis=axis)
         return out if out.dtype == xp.int64 else xp.astype(out, xp.int64)
 
