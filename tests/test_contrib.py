@@ -153,3 +153,33 @@ def test_optimize_loss_refuses_an_unknown_optimizer():
     w = gf.Variable(1.0)
     with pytest.raises(ValueError, match="Optimizer name should be one of"):
         layers.optimize_loss(w * w, None, 0.1, "Nesterov")
+
+
+def test_layer_norm_normalizes_each_example_over_its_last_axes_as_tf1(backend):
+    # BERT's modeling.py: layer_norm(x, begin_norm_axis=-1, begin_params_axis=-1, scope=...)
+    x = np.random.default_rng(0).normal(2.0, 3.0, (2, 3, 4))
+    with gf.Graph().as_default():
+        out = gf.contrib.layers.layer_norm(x, begin_norm_axis=-1, begin_params_axis=-1,
+                                           scope="ln")
+        whole = gf.contrib.layers.layer_norm(x, activation_fn=gf.nn.relu)  # axes 1.. , [4]
+        names = [v.name for v in gf.trainable_variables()]
+        model = [v.name for v in gf.model_variables()]
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            got, got_whole = sess.run([out, whole])
+    assert names == model == ["ln/beta", "ln/gamma", "LayerNorm/beta", "LayerNorm/gamma"]
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    np.testing.assert_allclose(got, (x - mean) / np.sqrt(var + 1e-12), rtol=1e-12, atol=1e-12)
+    mean, var = x.mean((1, 2), keepdims=True), x.var((1, 2), keepdims=True)
+    np.testing.assert_allclose(got_whole, np.maximum((x - mean) / np.sqrt(var + 1e-12), 0),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="begin_norm_axis"):
+        gf.contrib.layers.layer_norm(x, begin_norm_axis=3)
+
+
+def test_expand_dims_takes_a_list_of_one_axis_and_tf1s_dim():
+    x = gf.constant([[1, 2], [3, 4]])
+    assert gf.expand_dims(x, axis=[-1]).shape == (2, 2, 1)  # BERT's embedding_lookup
+    assert gf.expand_dims(x, dim=0).shape == (1, 2, 2)
+    with pytest.raises(ValueError, match="one int"):
+        gf.expand_dims(x, [0, 1])

@@ -462,10 +462,17 @@ register("expand_dims", _expand_impl, _expand_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
 
 
-def expand_dims(input, axis, name=None):  # noqa: A002
-    """Insert a size-1 dimension at ``axis``."""
+def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
+    """Insert a size-1 dimension at ``axis`` (an int, or a list of one int as TF1 takes
+    it; ``dim=`` is TF1's deprecated name)."""
     x = convert_to_tensor(input)
-    axis = int(_static_axis(axis))
+    if (axis is None) == (dim is None):
+        raise ValueError("expand_dims: give axis= (or TF1's dim=), exactly one of them")
+    axis = _static_axis(dim if axis is None else axis)
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            raise ValueError(f"expand_dims: axis must be one int, got {list(axis)}")
+        axis = axis[0]
     if x.shape is not None:
         axis = rules.normalize_axis(axis, len(x.shape) + 1)[0]
     return apply("expand_dims", [x], name=name, axes=(axis,))

@@ -13,7 +13,14 @@ from gradflow.contrib.layers.initializers import (
     xavier_initializer,
     xavier_initializer_conv2d,
 )
-from gradflow.contrib.layers.layers import batch_norm, conv2d, dropout, flatten, fully_connected
+from gradflow.contrib.layers.layers import (
+    batch_norm,
+    conv2d,
+    dropout,
+    flatten,
+    fully_connected,
+    layer_norm,
+)
 from gradflow.contrib.layers.optimizers import (
     OPTIMIZER_CLS_NAMES,
     OPTIMIZER_SUMMARIES,
@@ -30,7 +37,7 @@ from gradflow.contrib.layers.regularizers import (
 convolution2d = conv2d  # TF1's other name of it
 
 __all__ = ["OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "apply_regularization", "batch_norm",
-           "conv2d", "convolution2d", "dropout", "flatten", "fully_connected",
+           "conv2d", "convolution2d", "dropout", "flatten", "fully_connected", "layer_norm",
            "l1_l2_regularizer", "l1_regularizer", "l2_regularizer", "optimize_loss",
            "sum_regularizer", "variance_scaling_initializer", "xavier_initializer",
            "xavier_initializer_conv2d"]

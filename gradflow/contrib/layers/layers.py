@@ -31,7 +31,7 @@ from gradflow.variables import (
     zeros_initializer,
 )
 
-__all__ = ["batch_norm", "conv2d", "dropout", "flatten", "fully_connected"]
+__all__ = ["batch_norm", "conv2d", "dropout", "flatten", "fully_connected", "layer_norm"]
 
 
 def _collections(variables_collections, key):
@@ -182,3 +182,54 @@ def flatten(inputs, outputs_collections=None, scope=None):
 
 
 batch_norm = add_arg_scope(contrib_batch_norm)
+
+
+@add_arg_scope
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """Layer normalization (TF1 ``tf.contrib.layers.layer_norm``): each example
+    normalized over the axes from ``begin_norm_axis`` on (mean and variance of those
+    axes, epsilon 1e-12, 1e-3 for float16), then scaled by ``gamma`` and shifted by
+    ``beta`` (variables ``<scope>/gamma`` and ``/beta``, default scope ``LayerNorm``,
+    of the input's shape from ``begin_params_axis`` on).
+
+    >>> h = gf.contrib.layers.layer_norm(h, begin_norm_axis=-1, begin_params_axis=-1)
+    """
+    from gradflow import dtypes
+    from gradflow.nn import batch_normalization, moments
+    from gradflow.variables import ones_initializer
+
+    x = convert_to_tensor(inputs)
+    if x.shape is None:
+        raise ValueError(f"layer_norm: '{x.name}' has an unknown rank")
+    rank = len(x.shape)
+    norm_axis = begin_norm_axis + rank if begin_norm_axis < 0 else begin_norm_axis
+    params_axis = begin_params_axis + rank if begin_params_axis < 0 else begin_params_axis
+    if not (0 <= norm_axis < rank and 0 <= params_axis < rank):
+        raise ValueError(f"layer_norm: begin_norm_axis ({begin_norm_axis}) and "
+                         f"begin_params_axis ({begin_params_axis}) must be axes of '{x.name}' "
+                         f"(rank {rank})")
+    params_shape = tuple(x.shape[params_axis:])
+    if None in params_shape:
+        raise ValueError(f"layer_norm: '{x.name}' has shape {x.shape}; the axes from "
+                         f"begin_params_axis ({begin_params_axis}) on must be known")
+    with variable_scope(scope, default_name="LayerNorm", reuse=reuse):
+        def param(name, initializer, wanted):
+            if not wanted:
+                return None
+            return get_variable(name, params_shape, dtype=x.dtype, initializer=initializer,
+                                trainable=trainable,
+                                collections=_collections(variables_collections, name))
+
+        beta = param("beta", _ZEROS, center)
+        gamma = param("gamma", ones_initializer(), scale)
+        mean, variance = moments(x, list(range(norm_axis, rank)), keep_dims=True)
+        out = batch_normalization(x, mean, variance, offset=beta, scale=gamma,
+                                  variance_epsilon=1e-3 if x.dtype == dtypes.float16
+                                  else 1e-12)
+        if activation_fn is not None:
+            out = activation_fn(out)
+    if outputs_collections:
+        add_to_collections(outputs_collections, out)
+    return out
