@@ -327,8 +327,8 @@ def test_errors_name_the_thing_at_fault():
     gf.nn.static_rnn(cell, xs, dtype=gf.float32)
     with pytest.raises(ValueError, match="'odd' have 4 features, but the cell was built for 3"):
         cell(odd, cell.zero_state(BATCH, gf.float32))
-    with pytest.raises(NotImplementedError, match="num_proj"):
-        rnn_cell.LSTMCell(UNITS, num_proj=3)
+    with pytest.raises(NotImplementedError, match="num_proj_shards"):
+        rnn_cell.LSTMCell(UNITS, num_proj=3, num_proj_shards=2)
     ints = gf.placeholder(gf.int32, (None, IN), name="int_inputs")
     with pytest.raises(TypeError, match="'int_inputs' must be floating"):
         cell(ints, cell.zero_state(BATCH, gf.float32))

@@ -460,3 +460,49 @@ def test_residual_wrapper_custom_fn_and_errors():
         wrong(x, wrong.zero_state(BATCH, gf.float32))
     with pytest.raises(TypeError, match="must be an RNNCell"):
         gf.nn.rnn_cell.ResidualWrapper("lstm")
+
+
+@pytest.mark.parametrize("options", [dict(use_peepholes=True), dict(num_proj=1),
+                                     dict(use_peepholes=True, cell_clip=0.2, num_proj=3,
+                                          proj_clip=0.25)], ids=["peepholes", "proj", "all"])
+def test_lstm_cell_peepholes_clipping_and_projection_as_tf1(backend, options):
+    # the same values as TF 2.21's compat.v1 LSTMCell from the same weights (float64, to
+    # 1e-16 in a /tmp comparison through dynamic_rnn), here against TF1's equations
+    proj = options.get("num_proj")
+    out_size = proj or UNITS
+    x = gf.placeholder(gf.float64, (None, IN), name="x")
+    c0 = gf.placeholder(gf.float64, (None, UNITS), name="c0")
+    h0 = gf.placeholder(gf.float64, (None, out_size), name="h0")
+    cell = gf.nn.rnn_cell.LSTMCell(UNITS, **options)
+    assert cell.state_size == (UNITS, out_size) and cell.output_size == out_size
+    out, state = cell(x, rnn_cell.LSTMStateTuple(c0, h0))
+    names = [v.name.split("/", 1)[1] for v in cell.trainable_variables]
+    assert names == ["kernel", "bias"] + (["w_f_diag", "w_i_diag", "w_o_diag"] if options.get(
+        "use_peepholes") else []) + (["projection/kernel"] if proj else [])
+    rng = np.random.default_rng(11)
+    xv, cv, hv = (rng.normal(size=(BATCH, n)) for n in (IN, UNITS, out_size))
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        weights = sess.run(cell.trainable_variables)
+        got_out, got_c = sess.run([out, state.c], {x: xv, c0: cv, h0: hv})
+    kernel, bias, rest = weights[0], weights[1], list(weights[2:])
+    i, j, f, o = np.split(np.concatenate([xv, hv], 1) @ kernel + bias, 4, axis=1)
+    f = f + 1.0
+    if options.get("use_peepholes"):
+        w_f, w_i, w_o = rest[:3]
+        i, f = i + w_i * cv, f + w_f * cv
+    c = _sigmoid(f) * cv + _sigmoid(i) * np.tanh(j)
+    if "cell_clip" in options:
+        c = np.clip(c, -options["cell_clip"], options["cell_clip"])
+    if options.get("use_peepholes"):
+        o = o + w_o * c
+    h = _sigmoid(o) * np.tanh(c)
+    if proj:
+        h = h @ rest[-1]
+        if "proj_clip" in options:
+            h = np.clip(h, -options["proj_clip"], options["proj_clip"])
+    np.testing.assert_allclose(got_c, c, rtol=1e-12)
+    np.testing.assert_allclose(got_out, h, rtol=1e-12)
+    loss = _loss([out, state.c], seed=12)
+    wrt = [x, c0, h0] + cell.trainable_variables
+    _check_gradients(loss, wrt, _feed(wrt, rng), backend)

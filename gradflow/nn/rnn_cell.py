@@ -30,6 +30,7 @@ from gradflow.ops.conv_ops import dropout
 from gradflow.ops.index_ops import concat, gather, shape, split, stack, unstack
 from gradflow.ops.math_ops import (
     cast,
+    clip_by_value,
     equal,
     greater,
     less,
@@ -289,13 +290,19 @@ class BasicRNNCell(RNNCell):
 
 
 class LSTMCell(RNNCell):
-    """Long short-term memory cell (TF1 ``tf.nn.rnn_cell.LSTMCell``, no peepholes).
+    """Long short-term memory cell (TF1 ``tf.nn.rnn_cell.LSTMCell``).
 
-    One fused kernel ``[input_size + num_units, 4 * num_units]`` computes the
+    One fused kernel ``[input_size + output_size, 4 * num_units]`` computes the
     gates ``i, j, f, o`` from ``[x, h_prev]``;
     ``c = sigmoid(f + forget_bias) * c_prev + sigmoid(i) * activation(j)`` and
     ``h = sigmoid(o) * activation(c)``. The state is ``LSTMStateTuple(c, h)``
     (or ``[c, h]`` concatenated when ``state_is_tuple=False``).
+
+    TF1's options: ``use_peepholes`` (diagonal weights ``w_i_diag``, ``w_f_diag``,
+    ``w_o_diag`` let ``c_prev`` into the input and forget gates and ``c`` into the
+    output gate), ``cell_clip`` (``c`` clipped to ``[-cell_clip, cell_clip]``),
+    ``num_proj`` (``h`` projected to ``num_proj`` values by ``projection/kernel``, so
+    the output and ``h`` have ``num_proj`` values) and ``proj_clip``.
     """
 
     _default_name = "lstm_cell"
@@ -305,13 +312,16 @@ class LSTMCell(RNNCell):
                  forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
                  dtype=None):
         super().__init__(reuse=reuse, name=name, dtype=dtype)
-        for arg, value in (("use_peepholes", use_peepholes), ("cell_clip", cell_clip),
-                           ("num_proj", num_proj), ("proj_clip", proj_clip),
-                           ("num_unit_shards", num_unit_shards),
+        for arg, value in (("num_unit_shards", num_unit_shards),
                            ("num_proj_shards", num_proj_shards)):
             if value:
-                raise NotImplementedError(f"LSTMCell: {arg}={value!r} is not supported")
+                raise NotImplementedError(f"LSTMCell: {arg}={value!r} (deprecated in TF1) "
+                                          "is not supported")
         self._num_units = int(num_units)
+        self._use_peepholes = bool(use_peepholes)
+        self._cell_clip = None if cell_clip is None else float(cell_clip)
+        self._num_proj = None if num_proj is None else int(num_proj)
+        self._proj_clip = None if proj_clip is None else float(proj_clip)
         self._initializer = initializer
         self._forget_bias = float(forget_bias)
         self._state_is_tuple = bool(state_is_tuple)
@@ -319,18 +329,25 @@ class LSTMCell(RNNCell):
 
     @property
     def state_size(self):
-        n = self._num_units
-        return LSTMStateTuple(n, n) if self._state_is_tuple else 2 * n
+        n, m = self._num_units, self.output_size
+        return LSTMStateTuple(n, m) if self._state_is_tuple else n + m
 
     @property
     def output_size(self):
-        return self._num_units
+        return self._num_units if self._num_proj is None else self._num_proj
 
     def build(self, input_size, dtype):
         n = self._num_units
-        self._kernel = self._add_variable("kernel", (input_size + n, 4 * n), dtype,
-                                          self._initializer)
+        self._kernel = self._add_variable("kernel", (input_size + self.output_size, 4 * n),
+                                          dtype, self._initializer)
         self._bias = self._add_variable("bias", (4 * n,), dtype, zeros_initializer())
+        if self._use_peepholes:
+            self._peepholes = [self._add_variable(name, (n,), dtype, self._initializer)
+                               for name in ("w_f_diag", "w_i_diag", "w_o_diag")]
+        if self._num_proj is not None:
+            with variable_scope("projection"):
+                self._projection = self._add_variable("kernel", (n, self._num_proj), dtype,
+                                                      self._initializer)
 
     def call(self, inputs, state):
         n = self._num_units
@@ -338,17 +355,41 @@ class LSTMCell(RNNCell):
             c_prev, h_prev = state
         else:
             c_prev, h_prev = state[:, :n], state[:, n:]
-        gates = _input_state_matmul(inputs, h_prev, self._kernel, n) + self._bias
-        if self._activation is None or self._activation is tanh:
+        gates = _input_state_matmul(inputs, h_prev, self._kernel, self.output_size) \
+            + self._bias
+        plain = not self._use_peepholes and self._cell_clip is None and self._num_proj is None
+        if plain and (self._activation is None or self._activation is tanh):
             act = lstm_gates(gates, self._forget_bias)
             c = lstm_c(act, c_prev)
             h = lstm_h(act, c)
-        else:
+        elif plain:
             act = self._activation
             i, j, f, o = split(gates, 4, axis=1)
             c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
             h = sigmoid(o) * act(c)
+        else:
+            c, h = self._with_options(gates, c_prev)
         return h, (LSTMStateTuple(c, h) if self._state_is_tuple else concat([c, h], 1))
+
+    def _with_options(self, gates, c_prev):
+        """``(c, h)`` with peepholes, clipping or a projection (TF1's order)."""
+        act = self._activation or tanh
+        i, j, f, o = split(gates, 4, axis=1)
+        f = f + self._forget_bias
+        if self._use_peepholes:
+            w_f, w_i, w_o = self._peepholes
+            i, f = i + w_i * c_prev, f + w_f * c_prev
+        c = sigmoid(f) * c_prev + sigmoid(i) * act(j)
+        if self._cell_clip is not None:
+            c = clip_by_value(c, -self._cell_clip, self._cell_clip)
+        if self._use_peepholes:
+            o = o + w_o * c
+        h = sigmoid(o) * act(c)
+        if self._num_proj is not None:
+            h = matmul(h, self._projection)
+            if self._proj_clip is not None:
+                h = clip_by_value(h, -self._proj_clip, self._proj_clip)
+        return c, h
 
 
 class BasicLSTMCell(LSTMCell):
