@@ -308,6 +308,7 @@ def add_n(inputs, name=None):
 
 sub = subtract
 mul = multiply
+newaxis = None  # TF1's tf.newaxis, for x[:, tf.newaxis]
 
 __version__ = "0.1.0"
 

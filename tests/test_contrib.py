@@ -183,3 +183,34 @@ def test_expand_dims_takes_a_list_of_one_axis_and_tf1s_dim():
     assert gf.expand_dims(x, dim=0).shape == (1, 2, 2)
     with pytest.raises(ValueError, match="one int"):
         gf.expand_dims(x, [0, 1])
+
+
+def test_hparams_keep_each_values_type_as_tf1():
+    from gradflow.contrib.training import HParams
+
+    hp = HParams(n_embd=768, learning_rate=0.1, activation="relu", use_bias=True, sizes=[1, 2])
+    hp.override_from_dict({"n_embd": 16, "learning_rate": 1})  # gpt-2's model.py
+    assert (hp.n_embd, hp.learning_rate) == (16, 1.0) and isinstance(hp.learning_rate, float)
+    hp.parse("learning_rate=0.01, activation=tanh,use_bias=false,sizes=[3, 4]")
+    assert hp.values() == {"n_embd": 16, "learning_rate": 0.01, "activation": "tanh",
+                           "use_bias": False, "sizes": [3, 4]}
+    assert "n_embd" in hp and hp.get("missing", 5) == 5
+    other = HParams(n_embd=1, activation="relu").parse_json('{"n_embd": 2, "activation": "gelu"}')
+    assert other.to_json(sort_keys=True) == '{"activation": "gelu", "n_embd": 2}'
+    hp.add_hparam("dropout", 0.5)
+    hp.del_hparam("dropout")
+    assert "dropout" not in hp
+    with pytest.raises(ValueError, match="'n_embd' is an int"):
+        hp.set_hparam("n_embd", 2.5)
+    with pytest.raises(ValueError, match="'n_embd' is an int"):
+        hp.parse("n_embd=abc")
+    with pytest.raises(KeyError, match="no hyperparameter named 'depth'"):
+        hp.parse("depth=3")
+    with pytest.raises(ValueError, match="already used"):
+        hp.add_hparam("n_embd", 3)
+
+
+def test_newaxis_inserts_an_axis_in_indexing():
+    x = gf.constant([[1.0, 2.0], [3.0, 4.0]])
+    with gf.Session() as sess:
+        assert sess.run(x[:, -1, gf.newaxis]).tolist() == [[2.0], [4.0]]  # gpt-2's sample.py

@@ -96,7 +96,7 @@ errors.OutOfRangeError errors.InvalidArgumentError compat.v1
 # contrib
 contrib.layers.xavier_initializer contrib.layers.l2_regularizer contrib.layers.fully_connected
 contrib.layers.flatten contrib.layers.batch_norm contrib.layers.variance_scaling_initializer
-contrib.layers.layer_norm
+contrib.layers.layer_norm contrib.training.HParams newaxis
 contrib.rnn.BasicLSTMCell contrib.rnn.LSTMCell contrib.rnn.GRUCell contrib.rnn.MultiRNNCell
 contrib.rnn.DropoutWrapper contrib.rnn.static_rnn contrib.rnn.LSTMStateTuple
 # data pipelines and high-level APIs

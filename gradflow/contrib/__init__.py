@@ -1,8 +1,8 @@
 """TF1's ``tf.contrib``, for the parts gradflow has: ``contrib.rnn`` (the recurrent
 cells and unrolling functions), ``contrib.layers`` (layer functions, initializers,
-regularizers, ``optimize_loss``), ``contrib.framework`` (``arg_scope``) and
-``contrib.seq2seq`` (``sequence_loss``)."""
+regularizers, ``optimize_loss``), ``contrib.framework`` (``arg_scope``),
+``contrib.seq2seq`` (``sequence_loss``) and ``contrib.training`` (``HParams``)."""
 
-from gradflow.contrib import framework, layers, rnn, seq2seq
+from gradflow.contrib import framework, layers, rnn, seq2seq, training
 
-__all__ = ["framework", "layers", "rnn", "seq2seq"]
+__all__ = ["framework", "layers", "rnn", "seq2seq", "training"]
