@@ -44,7 +44,7 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph import Operation
-from gradflow.ops.casting import loses_kind, out_of_range
+from gradflow.ops.casting import loses_kind, out_of_range, whole_numbers_fit
 from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.ir import user_node
@@ -467,11 +467,13 @@ def check_feed(tensor, value, np_dtype, shape):
     else:
         array = _as_array(tensor, value)
     if array.dtype != np_dtype:
-        if loses_kind(value, array, np_dtype):
+        # TF1 converts feeds with NumPy's casts; gradflow only where no value changes:
+        # whole floats into an integer placeholder (labels built with np.ones) pass
+        if loses_kind(value, array, np_dtype) and not whole_numbers_fit(array, np_dtype):
             raise InvalidArgumentError(
                 f"cannot feed a value of dtype {array.dtype} to '{tensor.name}', which is "
-                f"{tensor.dtype.name}: the conversion would lose information; "
-                "cast the value first")
+                f"{tensor.dtype.name}: the conversion would lose information (a fraction, "
+                "a NaN or a value out of range); cast the value first")
         _refuse_wrapping_ints(tensor, array, np_dtype)
         array = array.astype(np_dtype)
     if shape is not None and not _fits(array.shape, shape):

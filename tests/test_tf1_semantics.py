@@ -520,3 +520,18 @@ def test_argmax_and_argmin_skip_nan_as_tf1s_kernels_do(backend):
     assert [g.tolist() for g in got[:5]] == [[2, 1, 3], [0, 3, 0], [0, 1, 0, 2], [0, 0, 2, 0, 0],
                                              [0, 0, 1, 0, 0]]
     assert np.isnan(got[5][:2]).all() and got[5][2] == 4  # the maximum itself keeps NaN
+
+
+def test_whole_floats_feed_an_integer_placeholder_and_fractions_are_refused():
+    # aymericdamien's DCGAN/GAN examples feed labels made with np.ones to int32 placeholders
+    labels = gf.placeholder(gf.int32, [None])
+    pixels = gf.placeholder(gf.uint8, [None])
+    with gf.Session() as sess:
+        got = sess.run(labels * 2, {labels: np.concatenate([np.ones(2), np.zeros(2)])})
+        assert got.tolist() == [2, 2, 0, 0] and got.dtype == np.int32
+        assert sess.run(pixels, {pixels: np.array([255.0, 0.0])}).tolist() == [255, 0]
+        for bad in ([1.5], [np.nan], [np.inf], [3e9]):
+            with pytest.raises(gf.errors.InvalidArgumentError, match="would lose information"):
+                sess.run(labels, {labels: bad})
+        with pytest.raises(gf.errors.InvalidArgumentError, match="would lose information"):
+            sess.run(pixels, {pixels: [-1.0]})

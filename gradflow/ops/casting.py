@@ -15,6 +15,18 @@ def loses_kind(value, array, np_dtype) -> bool:
     return not _python_ints_fit(value, array, np_dtype)
 
 
+def whole_numbers_fit(array, np_dtype) -> bool:
+    """Whether the floats of ``array`` are whole numbers that the integer dtype
+    ``np_dtype`` holds exactly (``[1.0, 0.0]`` as int32), so converting changes nothing."""
+    if array.dtype.kind != "f" or np.dtype(np_dtype).kind not in "iu":
+        return False
+    if not array.size:
+        return True
+    info = np.iinfo(np_dtype)
+    low, high = array.min(), array.max()  # NaN compares false below
+    return bool(low >= info.min and high <= info.max and np.array_equal(np.trunc(array), array))
+
+
 def out_of_range(array, np_dtype):
     """``(bad value, dtype info)`` for the first integer of ``array`` outside the integer
     dtype ``np_dtype`` (a cast would wrap it), else None."""
