@@ -1057,7 +1057,7 @@ def np_cumprod(x, axis, exclusive=False, reverse=False):
     x = np.moveaxis(x, axis, 0)
     x = np.flip(x, 0) if reverse else x
     if exclusive:
-        x = np.concatenate([np.ones((1,) + x.shape[1:], x.dtype), x[:-1]])
+        x = np.concatenate([np.ones((1,) + x.shape[1:], x.dtype), x])[:-1]
     out = np.cumprod(x, 0)
     return np.moveaxis(np.flip(out, 0) if reverse else out, 0, axis)
 

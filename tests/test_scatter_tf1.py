@@ -339,6 +339,9 @@ def test_bincount_as_tf(backend):
 def test_bincount_errors(backend):
     with pytest.raises(InvalidArgumentError, match="Input arr must be non-negative!"):
         _run(gf.bincount(gf.constant([1, -1])), backend=backend)
+    with pytest.raises(InvalidArgumentError, match="2147483648 bins do not fit"):
+        # TF: a ValueError when built, "size (-2147483648) must be non-negative"
+        _run(gf.bincount(gf.constant([2 ** 31 - 1])), backend=backend)
     # TF: "`weights` must be the same shape as `arr` or a length-0 `Tensor`" when run
     with pytest.raises(ValueError, match=r"weights 'w' of shape \(2,\) for arr"):
         gf.bincount(gf.constant([1, 2, 3]), weights=gf.constant([1.0, 2.0], name="w"))

@@ -333,6 +333,8 @@ def _bincount_size_impl(xp, arr, *rest, weighted, bounds):
         size = int(xp.max(arr)) + 1
     for bound, value in zip(bounds, rest):
         size = max(size, int(value)) if bound == "min" else min(size, int(value))
+    if size > xp.iinfo(arr.dtype).max:  # max(arr) + 1 overflows arr's dtype
+        raise ValueError(f"bincount: {size} bins do not fit in arr's dtype")
     return xp.asarray(size, dtype=arr.dtype, device=_device(arr))
 
 
@@ -410,8 +412,9 @@ def _static_bins(arr, minlength, maxlength):
         return int(low)
     values = static_value(arr)
     if values is None or (minlength is not None and low is None) or \
-            (maxlength is not None and high is None) or (values.size and values.min() < 0):
-        return None  # (a negative value fails the run, with TF1's message)
+            (maxlength is not None and high is None) or \
+            (values.size and not 0 <= values.min() <= values.max() < arr.dtype.max):
+        return None  # (a negative value, or one past the dtype's range, fails the run)
     size = int(values.max()) + 1 if values.size else 0
     size = size if low is None else max(size, int(low))
     return size if high is None else min(size, int(high))
