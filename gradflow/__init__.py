@@ -137,7 +137,19 @@ from gradflow.ops.parsing_ops import (  # tf.train.Example records to tensors
 from gradflow import tfrecord as python_io  # TF1's tf.python_io: TFRecord files
 from gradflow.ops.csv_ops import decode_csv  # CSV lines to columns
 from gradflow.image import random_crop  # TF1's tf.random_crop
-from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
+from gradflow.ops.scatter_ops import (
+    bincount,
+    scatter_add,
+    scatter_nd,
+    scatter_sub,
+    scatter_update,
+    tensor_scatter_add,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+    tensor_scatter_sub,
+    tensor_scatter_update,
+)
 from gradflow.ops.sort_ops import argsort, sort, unique
 from gradflow.ops.control_flow_ops import case
 from gradflow.ops.math_ops import (
@@ -145,6 +157,7 @@ from gradflow.ops.math_ops import (
     add,
     cast,
     clip_by_value,
+    cumprod,
     cumsum,
     div,
     divide,
@@ -191,7 +204,17 @@ from gradflow.ops.math_ops import (
 )
 from gradflow.ops.nn_ops import softmax
 from gradflow.ops.registry import constant, convert_to_tensor
-from gradflow.ops.shape_ops import eye, fill, pad, rank, reverse, reverse_v2, size, tile
+from gradflow.ops.shape_ops import (
+    broadcast_to,
+    eye,
+    fill,
+    pad,
+    rank,
+    reverse,
+    reverse_v2,
+    size,
+    tile,
+)
 from gradflow.ops.shape_ops import range_ as range  # noqa: A001 - TF1 name
 from gradflow.ops.state_ops import (
     assign,

@@ -4,9 +4,9 @@ the names TF1 programs reach them by (``tf.math.log``, ``tf.math.reduce_sum``, .
 import gradflow as _gf
 from gradflow.ops.math_ops import logical_xor  # noqa: F401 - in __all__
 
-_TOP_LEVEL = """abs add add_n argmax argmin ceil cos count_nonzero cumsum divide equal exp
-expm1 floor floordiv floormod greater greater_equal is_finite is_inf is_nan less
-less_equal log log1p logical_and logical_not logical_or maximum minimum mod multiply
+_TOP_LEVEL = """abs add add_n argmax argmin bincount ceil cos count_nonzero cumprod cumsum
+divide equal exp expm1 floor floordiv floormod greater greater_equal is_finite is_inf
+is_nan less less_equal log log1p logical_and logical_not logical_or maximum minimum mod multiply
 negative not_equal pow reciprocal reduce_all reduce_any reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum round rsqrt sigmoid sign sin sqrt square
 squared_difference subtract tanh truediv""".split()

@@ -1049,6 +1049,46 @@ spec("cumsum_exclusive", "cumsum", lambda x: gf.cumsum(x, 1, exclusive=True), [u
 spec("cumsum_reverse_int", "cumsum", lambda x: gf.cumsum(x, reverse=True), [ints(4, lo=-5)],
      lambda x: np.flip(np.cumsum(np.flip(x))).astype(np.int32), dtypes=("int32",))
 
+# -- cumprod (math_ops.py): its gradient is exact at zeros, so the zero specs check it there ------
+
+
+def np_cumprod(x, axis, exclusive=False, reverse=False):
+    """TF1's cumprod: the products up to (``exclusive``: before) each element."""
+    x = np.moveaxis(x, axis, 0)
+    x = np.flip(x, 0) if reverse else x
+    if exclusive:
+        x = np.concatenate([np.ones((1,) + x.shape[1:], x.dtype), x])[:-1]
+    out = np.cumprod(x, 0)
+    return np.moveaxis(np.flip(out, 0) if reverse else out, 0, axis)
+
+
+def with_zeros(*shape):
+    """Values in [0.5, 1.5] with random signs, and exact zeros: one or two per row."""
+    def gen(rng):
+        x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+        x[..., 1] = 0.0
+        x[::2, ..., -2] = 0.0
+        return x
+
+    return gen
+
+
+spec("cumprod", "cumprod", gf.cumprod, [nonzero(3, 4, lo=0.5, hi=1.5)],
+     lambda x: np_cumprod(x, 0))
+spec("cumprod_exclusive_reverse", "cumprod",
+     lambda x: gf.math.cumprod(x, axis=1, exclusive=True, reverse=True),
+     [nonzero(2, 4, lo=0.5, hi=1.5)], lambda x: np_cumprod(x, 1, True, True))
+spec("cumprod_zeros", "cumprod", lambda x: gf.cumprod(x, axis=1), [with_zeros(3, 5)],
+     lambda x: np_cumprod(x, 1))
+spec("cumprod_zeros_exclusive_reverse", "cumprod",
+     lambda x: gf.cumprod(x, axis=1, exclusive=True, reverse=True), [with_zeros(3, 5)],
+     lambda x: np_cumprod(x, 1, True, True))
+spec("cumprod_zeros_reverse_3d", "cumprod", lambda x: gf.cumprod(x, axis=1, reverse=True),
+     [lambda rng: np.moveaxis(with_zeros(2, 2, 4)(rng), 2, 1)],
+     lambda x: np_cumprod(x, 1, False, True))
+spec("cumprod_int", "cumprod", lambda x: gf.cumprod(x, exclusive=True), [ints(4, lo=-3)],
+     lambda x: np_cumprod(x, 0, True).astype(np.int32), dtypes=("int32",))
+
 # -- tensordot, einsum, norm ----------------------------------------------------------------------
 
 spec("tensordot", "tensordot", lambda a, b: gf.tensordot(a, b, 1), [uniform(2, 3), uniform(3, 4)],
@@ -1687,6 +1727,74 @@ spec("scatter_nd_rows", ("linear_index", "gather_grad"),
      lambda i, u: gf.scatter_nd(i, u, [4, 2]),
      lambda rng: [np.array([[3], [1], [3]], np.int64), rng.uniform(-2, 2, (3, 2))],
      lambda i, u: np_scatter_nd(i, u, (4, 2)), grad=(1,), dynamic=keep(0, -1))
+
+
+def np_tensor_scatter(t, i, u, how):
+    """TF1's tensor_scatter_nd_*: the slices at the index tuples in turn (the last of
+    repeated ones wins an update)."""
+    out, depth = t.copy(), i.shape[-1]
+    rows = u.reshape((-1,) + t.shape[depth:])
+    for k, key in enumerate(i.reshape(-1, depth)):
+        key = tuple(key)
+        out[key] = rows[k] if how == "update" else out[key] + rows[k] if how == "add" \
+            else out[key] - rows[k]
+    return out
+
+
+_TUPLES = np.array([[[0, 1], [1, 2]], [[1, 0], [1, 2]]], np.int64)  # [1, 2] twice
+spec("tensor_scatter_nd_update", ("linear_index", "last_occurrence", "where_coordinates",
+                                  "gather", "gather_grad", "where"),
+     lambda t, i, u: gf.tensor_scatter_nd_update(t, i, u),
+     lambda rng: [rng.uniform(-2, 2, (4, 2)), np.array([[1], [3], [1]], np.int32),
+                  rng.uniform(-2, 2, (3, 2))],
+     lambda t, i, u: np_tensor_scatter(t, i, u, "update"), dynamic=keep(1, -1),
+     value_shaped=True)  # (the winners among repeated indices: a value-sized gather)
+spec("tensor_scatter_nd_update_tuples", ("merge_axes", "reshape_like", "last_occurrence"),
+     lambda t, i, u: gf.tensor_scatter_update(t, i, u),
+     lambda rng: [rng.uniform(-2, 2, (2, 3, 2)), _TUPLES, rng.uniform(-2, 2, (2, 2, 2))],
+     lambda t, i, u: np_tensor_scatter(t, i, u, "update"), dynamic=keep(1, -1),
+     value_shaped=True)  # (the winners among repeated indices: a value-sized gather)
+spec("tensor_scatter_nd_update_int", ("last_occurrence", "gather_grad", "where"),
+     lambda t, i, u: gf.tensor_scatter_nd_update(t, i, u),
+     [ints(5, lo=-5), lambda rng: np.array([[4], [0], [4]], np.int64), ints(3, lo=-5)],
+     lambda t, i, u: np_tensor_scatter(t, i, u, "update"), dtypes=("int32",),
+     dynamic=keep(1, -1), value_shaped=True)
+spec("tensor_scatter_nd_add", ("linear_index", "merge_axes", "gather_grad", "add"),
+     lambda t, i, u: gf.tensor_scatter_nd_add(t, i, u),
+     lambda rng: [rng.uniform(-2, 2, (3, 4)),
+                  np.array([[0, 1], [2, 3], [0, 1], [1, 0]], np.int32), rng.uniform(-2, 2, 4)],
+     lambda t, i, u: np_tensor_scatter(t, i, u, "add"), dynamic=keep(1, -1))
+spec("tensor_scatter_nd_sub_rows", ("linear_index", "gather_grad", "subtract"),
+     lambda t, i, u: gf.tensor_scatter_sub(t, i, u),
+     lambda rng: [rng.uniform(-2, 2, (4, 2)), np.array([[3], [1], [3]], np.int64),
+                  rng.uniform(-2, 2, (3, 2))],
+     lambda t, i, u: np_tensor_scatter(t, i, u, "sub"), dynamic=keep(1, -1))
+spec("check_scatter_updates", "check_scatter_updates",
+     lambda u, i, t: apply("check_scatter_updates", [u, i, t], what="w", label="u"),
+     lambda rng: [rng.uniform(-2, 2, (2, 3)), np.array([[0], [2]], np.int32),
+                  rng.uniform(-2, 2, (4, 3))], lambda u, i, t: u, grad=(0,))
+spec("broadcast_to", ("broadcast_to", "unbroadcast"), lambda x: gf.broadcast_to(x, [2, 3, 4]),
+     [uniform(3, 1)], lambda x: np.broadcast_to(x, (2, 3, 4)).copy())
+spec("broadcast_to_shape_of", ("broadcast_to", "shape"),
+     lambda x, y: gf.broadcast_to(x, gf.shape(y)), [uniform(1, 3), uniform(2, 4, 3)],
+     lambda x, y: np.broadcast_to(x, y.shape).copy(), grad=(0,))
+
+
+def np_bincount(a, w=None, minlength=0, maxlength=None, dtype=np.int32):
+    size = max(int(a.max()) + 1 if a.size else 0, minlength)
+    size = size if maxlength is None else min(size, maxlength)
+    kept = a.reshape(-1) < size
+    w = np.ones(a.shape, dtype) if w is None else w
+    return np.bincount(a.reshape(-1)[kept], w.reshape(-1)[kept], size).astype(w.dtype)
+
+
+spec("bincount", ("bincount_size", "mask_indices", "fill", "gather_grad"),
+     lambda a: gf.bincount(a, minlength=3), [ints(2, 3, hi=6)],
+     lambda a: np_bincount(a, minlength=3), dtypes=("int32",), value_shaped=True)
+spec("bincount_weights_maxlength", ("bincount_size", "gather_grad"),
+     lambda a, w: gf.math.bincount(a, w, maxlength=4), [ints(7, hi=6), uniform(7)],
+     lambda a, w: np_bincount(a, w, maxlength=4), value_shaped=True, no_grad=True)
+
 spec("seq2seq_sequence_loss", ("log_softmax", "one_hot"),
      lambda x, y, w: gf.contrib.seq2seq.sequence_loss(x, y, w),
      lambda rng: [rng.uniform(-2, 2, (2, 3, 4)), rng.integers(0, 4, (2, 3)).astype(np.int32),

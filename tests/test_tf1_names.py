@@ -45,6 +45,8 @@ transpose concat stack unstack split tile pad slice strided_slice gather gather_
 boolean_mask one_hot reverse sequence_mask unique sort argsort meshgrid scatter_nd
 scatter_update stop_gradient gradients check_numerics Print print py_func cond while_loop
 case map_fn scan assign assign_add assign_sub
+tensor_scatter_nd_update tensor_scatter_nd_add tensor_scatter_nd_sub tensor_scatter_update
+tensor_scatter_add tensor_scatter_sub broadcast_to cumprod math.cumprod bincount math.bincount
 # nn
 nn.relu nn.relu6 nn.elu nn.selu nn.leaky_relu nn.softplus nn.softsign nn.swish nn.sigmoid
 nn.tanh nn.softmax nn.log_softmax nn.dropout nn.bias_add nn.conv2d nn.conv1d

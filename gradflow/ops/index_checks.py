@@ -56,9 +56,10 @@ def check_ids(xp, indices, size):
                           f"in [0, {size})")
 
 
-def check_index_tuples(xp, indices, bounds):
+def check_index_tuples(xp, indices, bounds, target="param shape"):
     """Raise ``IndexOutOfRange`` unless every index tuple in the last axis of ``indices``
-    points into an array whose leading axes are ``bounds`` (``gather_nd``)."""
+    points into an array whose leading axes are ``bounds`` (``gather_nd``; TF1's message
+    names the ``target``: ``"param shape"`` there, ``"shape"`` for the scatters)."""
     if not bounds or math.prod(indices.shape) == 0:
         return
     limit = xp.asarray(bounds, dtype=indices.dtype, device=_device(indices))
@@ -72,7 +73,7 @@ def check_index_tuples(xp, indices, bounds):
     values = ", ".join(str(int(v)) for v in row)
     shape = ",".join(str(b) for b in bounds)
     raise IndexOutOfRange(f"indices[{_position(at, tuple(indices.shape[:-1]))}] = [{values}] "
-                          f"does not index into param shape [{shape}]")
+                          f"does not index into {target} [{shape}]")
 
 
 def as_take_index(xp, indices):

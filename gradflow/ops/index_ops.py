@@ -591,19 +591,20 @@ register("merge_axes", _merge_axes_impl, _merge_axes_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])])
 
 
-def _linear_index_impl(xp, indices, params):
+def _linear_index_impl(xp, indices, params, target="param shape"):
     """Row-major positions in ``params``'s leading axes of the index tuples of ``indices``,
-    after checking that each tuple points into them (TF1's message)."""
+    after checking that each tuple points into them (TF1's message: gather_nd's names the
+    ``"param shape"``, the scatters' the ``"shape"``)."""
     count = indices.shape[-1]
-    return row_major_positions(xp, indices, tuple(params.shape[:count]))
+    return row_major_positions(xp, indices, tuple(params.shape[:count]), target)
 
 
-def row_major_positions(xp, indices, bounds):
+def row_major_positions(xp, indices, bounds, target="param shape"):
     """The row-major positions in an array whose leading axes are ``bounds`` of the index
     tuples in the last axis of ``indices`` (int64), after checking that each points into
     it (``check_index_tuples``)."""
     idx = xp.astype(indices, xp.int64)
-    check_index_tuples(xp, idx, bounds)
+    check_index_tuples(xp, idx, bounds, target)
     out = xp.zeros(idx.shape[:-1], dtype=xp.int64, device=_device(idx))
     stride = 1
     for k in reversed(range(len(bounds))):
@@ -612,7 +613,7 @@ def row_major_positions(xp, indices, bounds):
     return out
 
 
-def _linear_index_infer(shapes, in_dtypes):
+def _linear_index_infer(shapes, in_dtypes, target="param shape"):
     indices, params = shapes
     if not in_dtypes[0].is_integer:
         raise TypeError(f"indices must be integers, got {in_dtypes[0].name}")

@@ -485,3 +485,73 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
         raise ValueError(f"cumsum: a negative axis needs the rank of '{x.name}' to be known")
     return apply("cumsum", [x], name=name, axis=axis, exclusive=bool(exclusive),
                  reverse=bool(reverse))
+
+
+# -- cumprod -----------------------------------------------------------------------
+
+
+def _cumprod_impl(xp, x, axis, exclusive, reverse):
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = xp.cumulative_prod(x, axis=axis, dtype=x.dtype, include_initial=exclusive)
+    if exclusive:  # the products before each element: drop the total at the end
+        out = out[(slice(None),) * axis + (slice(0, -1), ...)]
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+def _cumprod_vjp(x, y, g, attrs, nested=True):
+    """The gradient of ``y = cumprod(x)`` (``attrs``: its axis, exclusive, reverse) for
+    the output gradient ``g``, exact where ``x`` has zeros, from differentiable ops.
+
+    dx_k sums, over the outputs i whose product holds x_k, g_i times the product of the
+    others. Before the first zero in the scan's order, that is ``cumsum(g y) / x_k``
+    summed the other way (TF's rule); at the first zero z, ``cumsum(g cumprod(x'))``
+    with x' = x with x_z made 1 (no division); after it, every such product holds x_z,
+    so dx_k = x_z times the gradient at x', which is 0 but keeps the second derivative
+    in x_z (``nested``: one level suffices, as a product with two zeros has zero
+    derivative in each)."""
+    axis, exclusive, reverse = attrs["axis"], attrs["exclusive"], attrs["reverse"]
+
+    def scan(op, t, backward=False, exclusive=exclusive):
+        return apply(op, [t], axis=axis, exclusive=exclusive, reverse=reverse != backward)
+
+    zero = equal(x, 0)
+    seen = scan("cumsum", cast(zero, dtypes.int32), exclusive=False)  # zeros so far
+    first = logical_and(zero, equal(seen, 1))
+    before = scan("cumsum", g * y, backward=True) / where(zero, ones_like(x), x)
+    opened = where(first, ones_like(x), x)
+    opened_y = scan("cumprod", opened)
+    at_first = scan("cumsum", g * opened_y, backward=True)
+    if nested:  # x_z at and after the first zero: a scan of it alone
+        x_first = scan("cumsum", where(first, x, zeros_like(x)), exclusive=False)
+        after = x_first * _cumprod_vjp(opened, opened_y, g, attrs, nested=False)
+    else:
+        after = zeros_like(x)
+    return where(equal(seen, 0), before, where(first, at_first, after))
+
+
+register("cumprod", _cumprod_impl, _cumsum_infer,
+         grad=lambda n, g: [_cumprod_vjp(n.inputs[0], n, g, n.attrs)])
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative product along ``axis`` (TF1 ``tf.cumprod``, ``tf.math.cumprod``).
+
+    ``exclusive=True`` multiplies the elements before each one (the first is 1);
+    ``reverse=True`` multiplies from the end of the axis. The gradient is exact where
+    ``x`` has zeros, and so is its own gradient (TF's divides by ``x``, with
+    ``div_no_nan``, and gives 0 at a zero instead).
+
+    >>> gf.cumprod([2, 3, 4], exclusive=True)   # [1, 2, 6]
+    """
+    x = convert_to_tensor(x)
+    axis = int(axis)
+    if x.shape is not None:
+        if len(x.shape) == 0:
+            raise ValueError(f"cumprod: the input '{x.name}' is a scalar; it needs rank 1 or "
+                             "more")
+        axis = rules.normalize_axis(axis, len(x.shape))[0]
+    elif axis < 0:
+        raise ValueError(f"cumprod: a negative axis needs the rank of '{x.name}' to be known")
+    return apply("cumprod", [x], name=name, axis=axis, exclusive=bool(exclusive),
+                 reverse=bool(reverse))

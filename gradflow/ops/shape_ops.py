@@ -15,7 +15,7 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.graph import Tensor
 from gradflow.ops import rules
-from gradflow.ops.array_ops import expand_dims, reduce_sum, static_value
+from gradflow.ops.array_ops import expand_dims, reduce_sum, static_value, unbroadcast
 from gradflow.ops.index_ops import shape as _shape
 from gradflow.ops.index_ops import stack
 from gradflow.ops.math_ops import cast, equal, floordiv, maximum
@@ -243,6 +243,78 @@ def tile(input, multiples, name=None):  # noqa: A002
     else:
         reps = ()
     return apply("tile", [x, multiples], name=name or "Tile", reps=reps)
+
+
+# -- broadcast_to -----------------------------------------------------------------------
+
+
+def _broadcast_problem(x_shape, shape):
+    """Why ``x_shape`` does not broadcast to ``shape`` (``None`` dims fit anything), or
+    None: TF1 broadcasts from the right, and only size-1 axes (or missing ones) grow."""
+    if len(x_shape) > len(shape):
+        return f"the input has rank {len(x_shape)}, more than the {len(shape)} of the shape"
+    for i in range(1, len(x_shape) + 1):
+        d, want = x_shape[-i], shape[-i]
+        if d is not None and d != 1 and want is not None and d != want:
+            return f"axis {len(x_shape) - i} of the input has size {d}, the shape asks {want}"
+    return None
+
+
+def _broadcast_to_impl(xp, x, dims=None, *, shape):
+    if dims is not None:
+        shape = tuple(int(dims[i]) for i in range(dims.shape[0]))
+        if any(d < 0 for d in shape):
+            raise ValueError(f"broadcast_to: the shape {list(shape)} has a negative size")
+    problem = _broadcast_problem(tuple(x.shape), shape)
+    if problem is not None:
+        raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {list(x.shape)} "
+                         f"to shape {list(shape)}: {problem}")
+    # a copy: the broadcast is a read-only view, which a fetch must not hand out
+    return xp.asarray(xp.broadcast_to(x, shape), copy=True)
+
+
+def _broadcast_to_infer(shapes, in_dtypes, shape):
+    if len(shapes) > 1 and (len(shapes[1]) != 1 or not in_dtypes[1].is_integer):
+        raise ValueError("the shape must be a 1-D integer tensor")
+    if shape is None or shapes[0] is None:
+        return shape, in_dtypes[0]
+    problem = _broadcast_problem(tuple(shapes[0]), shape)
+    if problem is not None:
+        raise ValueError(f"cannot broadcast {tuple(shapes[0])} to {shape}: {problem}")
+    out = list(shape)  # an axis of the input larger than 1 fixes the result's
+    for i in range(1, len(shapes[0]) + 1):
+        if shapes[0][-i] not in (None, 1):
+            out[-i] = shapes[0][-i]
+    return tuple(out), in_dtypes[0]
+
+
+register("broadcast_to", _broadcast_to_impl, _broadcast_to_infer,  # sum back what grew
+         grad=lambda n, g: [unbroadcast(g, n.inputs[0])] + [None] * (len(n.inputs) - 1))
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    """``input`` broadcast to ``shape`` (TF1 ``tf.broadcast_to``): axes are matched from
+    the right, and each of ``input``'s must be 1 or the size asked. ``shape`` is a list
+    of ints or a 1-D int tensor (``gf.shape(y)``); the gradient sums back over the
+    axes that grew.
+
+    >>> gf.broadcast_to([1.0, 2.0], [3, 2])   # [[1, 2], [1, 2], [1, 2]]
+    """
+    x = convert_to_tensor(input)
+    if hasattr(shape, "is_fully_defined"):  # a TensorShape (x.shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"broadcast_to: the static shape {shape} is not fully known; "
+                             "give the run-time shape (gf.shape(y)) instead")
+        shape = shape.as_list()
+    static = static_value(shape)
+    if static is not None:
+        dims = tuple(int(d) for d in np.reshape(static, (-1,)))
+        if np.ndim(static) != 1 or any(d < 0 for d in dims):
+            raise ValueError(f"broadcast_to: the shape must be a list of sizes >= 0, got "
+                             f"{np.asarray(static).tolist()}")
+        return apply("broadcast_to", [x], name=name or "BroadcastTo", shape=dims)
+    dims, hint = _int_vector(shape, "broadcast_to: shape")
+    return apply("broadcast_to", [x, dims], name=name or "BroadcastTo", shape=hint)
 
 
 # -- pad ------------------------------------------------------------------------------
