@@ -139,6 +139,20 @@ from gradflow.ops.csv_ops import decode_csv  # CSV lines to columns
 from gradflow.image import random_crop  # TF1's tf.random_crop
 from gradflow.ops.scatter_ops import scatter_add, scatter_nd, scatter_sub, scatter_update
 from gradflow.ops.sort_ops import argsort, sort, unique
+from gradflow.ops.partition_ops import dynamic_partition, dynamic_stitch
+from gradflow.ops.segment_ops import (  # segment reductions
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+    unsorted_segment_sqrt_n,
+    unsorted_segment_sum,
+)
 from gradflow.ops.control_flow_ops import case
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004
