@@ -1771,8 +1771,8 @@ def np_segment(reduce, data, ids, num=None, sorted_op=False):
         part = rows[flat == k]
         if len(part) == 0:
             continue
-        if reduce == "mean" and data.dtype.kind != "f":  # integer means truncate
-            total = part.sum(0)
+        if reduce == "mean" and data.dtype.kind != "f":  # integer means truncate, after
+            total = part.sum(0, dtype=data.dtype)  # a sum that wraps around as TF1's
             out[k] = np.sign(total) * (np.abs(total) // len(part))
         else:
             out[k] = getattr(np, {"sum": "sum", "mean": "mean", "prod": "prod",
@@ -1780,8 +1780,13 @@ def np_segment(reduce, data, ids, num=None, sorted_op=False):
     return out
 
 
-def _segment_ids(*ids):
-    return lambda rng: np.array(ids, np.int32)
+def _segment_ids(*ids, dtype=np.int32):
+    return lambda rng: np.array(ids, dtype)
+
+
+# Fed ids that set a result's size are int8: the fuzzer's extreme ids (the dtype's max)
+# then ask for 128 rows, not 2**31 (gigabytes).
+_small_ids = dict(dtype=np.int8)
 
 
 _SORTED_IDS = (0, 0, 1, 3, 3, 3)  # segment 2 empty
@@ -1789,11 +1794,11 @@ for _reduce in ("sum", "mean", "max", "min", "prod"):
     _fn = getattr(gf, f"segment_{_reduce}")
     _data = nonzero(6, 2, lo=0.5, hi=1.5) if _reduce == "prod" else distinct(6, 2)
     spec(f"segment_{_reduce}", ("segment_reduce", "segment_gather"), _fn,
-         [_data, _segment_ids(*_SORTED_IDS)],
+         [_data, _segment_ids(*_SORTED_IDS, **_small_ids)],
          lambda d, i, r=_reduce: np_segment(r, d, i, sorted_op=True), grad=(0,),
          value_shaped=True)
     spec(f"segment_{_reduce}_int", "segment_reduce", _fn,
-         [ints(6, 2, lo=-7, hi=8), _segment_ids(*_SORTED_IDS)],
+         [ints(6, 2, lo=-7, hi=8), _segment_ids(*_SORTED_IDS, **_small_ids)],
          lambda d, i, r=_reduce: np_segment(r, d, i, sorted_op=True), dtypes=("int32",),
          value_shaped=True)
     _ufn = getattr(gf, f"unsorted_segment_{_reduce}")
@@ -1815,7 +1820,7 @@ for _reduce in ("sum", "mean", "max", "min", "prod"):
 spec("unsorted_segment_sum_2d_ids", ("unsorted_segment_reduce", "segment_gather"),
      lambda d, i, n: gf.unsorted_segment_sum(d, i, n),
      [uniform(2, 3, 2), lambda rng: np.array([[1, -1, 3], [3, 0, 1]], np.int64),
-      lambda rng: np.array(4, np.int32)],
+      lambda rng: np.array(4, np.int8)],
      lambda d, i, n: np_segment("sum", d, i, n), grad=(0,), value_shaped=True)
 spec("unsorted_segment_max_ties", ("unsorted_segment_reduce", "segment_gather"),
      lambda d, i: gf.unsorted_segment_max(d, i, 1),  # pairs of ties: differences give 1/2
@@ -1828,7 +1833,7 @@ spec("unsorted_segment_min_empty", "unsorted_segment_reduce",
      lambda d, i: [np_segment("min", d, i, 4), np_segment("max", d, i, 4)], grad=())
 spec("segment_prod_zeros", ("segment_reduce", "segment_gather"), gf.segment_prod,
      [lambda rng: np.array([[0.0, 1.5], [2.0, 0.0], [0.5, 0.0], [-1.5, 0.0], [1.2, 0.7]]),
-      _segment_ids(0, 0, 0, 1, 1)],
+      _segment_ids(0, 0, 0, 1, 1, **_small_ids)],
      lambda d, i: np_segment("prod", d, i), grad=(0,), second_order=False,
      value_shaped=True)
 spec("unsorted_segment_prod_zeros", ("unsorted_segment_reduce", "segment_gather"),
@@ -1876,13 +1881,14 @@ spec("dynamic_partition_int", ("partition_positions", "gather"),
      lambda d, p: np_dynamic_partition(d, p, 2), dtypes=("int32",), value_shaped=True)
 spec("dynamic_stitch", ("dynamic_stitch", "gather"),
      lambda i0, i1, d0, d1: gf.dynamic_stitch([i0, i1], [d0, d1]),
-     [_segment_ids(0, 4, 2), lambda rng: np.array([[5], [1]], np.int32), uniform(3, 2),
+     [_segment_ids(0, 4, 2, **_small_ids), lambda rng: np.array([[5], [1]], np.int8),
+      uniform(3, 2),
       uniform(2, 1, 2)],
      lambda i0, i1, d0, d1: np_dynamic_stitch([i0, i1], [d0, d1]), grad=(2, 3),
      value_shaped=True)
 spec("dynamic_stitch_int", "dynamic_stitch",
      lambda i0, i1, d0, d1: gf.dynamic_stitch([i0, i1], [d0, d1]),
-     [_segment_ids(0, 2, 2), _segment_ids(1, 0), ints(3), ints(2)],
+     [_segment_ids(0, 2, 2, **_small_ids), _segment_ids(1, 0, **_small_ids), ints(3), ints(2)],
      lambda i0, i1, d0, d1: np_dynamic_stitch([i0, i1], [d0, d1]), dtypes=("int32",),
      value_shaped=True)
 

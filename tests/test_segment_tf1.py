@@ -159,6 +159,18 @@ def test_sorted_segment_gradients(reduce, backend):
     _check(_run(g, {x: TIES}, backend), SORTED_GRADS_TF[reduce], np.float64)
 
 
+def test_three_way_tie_and_integer_mean_wrapping(backend):
+    x = gf.placeholder(gf.float64, [None])
+    (g,) = gf.gradients(gf.segment_max(x, [0, 0, 0]), [x])
+    top = np.iinfo(np.int32).max
+    got = _run([g, gf.segment_mean(np.array([top, top, 3], np.int32), [0, 0, 1]),
+                gf.segment_mean(np.array([-5, 2, -7], np.int32), [0, 0, 1])],
+               {x: [1., 1., 1.]}, backend)
+    _check(got[0], [1 / 3] * 3, np.float64)
+    _check(got[1], [-1, 3], np.int32)  # the int32 sum wraps, as in TF
+    _check(got[2], [-1, -7], np.int32)
+
+
 def test_product_gradients_with_zeros(backend):
     """One zero in a segment: it gets the product of the others, the others 0; two
     zeros: 0 for all."""
@@ -243,6 +255,8 @@ def test_bad_arguments_fail_when_built():
         gf.unsorted_segment_sum(DATA, [[0, 1]], 3)
     with pytest.raises(ValueError, match="vector"):
         gf.segment_sum(DATA, [[0, 0, 1, 1, 2, 2]])
+    with pytest.raises(ValueError, match="does not match the others"):
+        gf.dynamic_stitch([[0], [1]], [[[1., 2.]], [[1., 2., 3.]]])
 
 
 # -- dynamic_partition and dynamic_stitch ----------------------------------------------

@@ -140,7 +140,8 @@ def _stitch_infer(shapes, in_dtypes, count, rows):
             raise ValueError(f"data[{k}].shape = {tuple(d)} does not start with "
                              f"indices[{k}].shape = {tuple(i)}")
         rest = tuple(d[len(i):])
-        if tail is not None and len(rest) != len(tail):
+        if tail is not None and (len(rest) != len(tail) or any(
+                a is not None and b is not None and a != b for a, b in zip(rest, tail))):
             raise ValueError(f"data[{k}].shape = {tuple(d)} does not match the others")
         tail = rest if tail is None else tuple(a if a is not None else b
                                                for a, b in zip(tail, rest))

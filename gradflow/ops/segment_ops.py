@@ -16,8 +16,13 @@ before it where both have the same id, so after ``ceil(log2 n)`` steps the last 
 of each segment holds its reduction, found with ``searchsorted``. That costs a
 sort of the ids, ``log2 n`` passes over the rows (each makes two temporaries), and
 memory for a few copies of the rows; it is exact for max/min and adds sums in a
-tree. The NumPy backend lowers the same ops to one scatter-add (sums) or one
-``ufunc.reduceat`` over the sorted rows (``gradflow.backends.numpy_segment``).
+tree (10^5 rows of 64 float32 on NumPy arrays: about 0.2-0.25 s, against 5 ms for the
+lowerings). The NumPy backend lowers the same ops to one pass (its scatter-add for sums,
+a numba kernel for the others: ``gradflow.backends.numpy_segment``), torch to
+``scatter_reduce_``; CuPy and array_api_strict run the Array API form.
+
+A NaN in a segment makes its maximum or minimum NaN (``np.maximum``'s rule; TF1's CPU
+kernel gives NaN or a number depending on where in the segment the NaN lies).
 
 Run-time errors (ids out of range, sorted ids that are not sorted, shapes that do not
 match) are reported by the session as ``InvalidArgumentError`` naming the op and the
