@@ -151,6 +151,20 @@ from gradflow.ops.scatter_ops import (
     tensor_scatter_update,
 )
 from gradflow.ops.sort_ops import argsort, sort, unique
+from gradflow.ops.partition_ops import dynamic_partition, dynamic_stitch
+from gradflow.ops.segment_ops import (  # segment reductions
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+    unsorted_segment_sqrt_n,
+    unsorted_segment_sum,
+)
 from gradflow.ops.control_flow_ops import case
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004

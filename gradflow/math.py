@@ -8,8 +8,10 @@ _TOP_LEVEL = """abs add add_n argmax argmin bincount ceil cos count_nonzero cump
 divide equal exp expm1 floor floordiv floormod greater greater_equal is_finite is_inf
 is_nan less less_equal log log1p logical_and logical_not logical_or maximum minimum mod multiply
 negative not_equal pow reciprocal reduce_all reduce_any reduce_logsumexp reduce_max
-reduce_mean reduce_min reduce_prod reduce_sum round rsqrt sigmoid sign sin sqrt square
-squared_difference subtract tanh truediv""".split()
+reduce_mean reduce_min reduce_prod reduce_sum round rsqrt segment_max segment_mean
+segment_min segment_prod segment_sum sigmoid sign sin sqrt square squared_difference
+subtract tanh truediv unsorted_segment_max unsorted_segment_mean unsorted_segment_min
+unsorted_segment_prod unsorted_segment_sqrt_n unsorted_segment_sum""".split()
 _FROM_NN = "in_top_k l2_normalize log_softmax softmax softplus softsign top_k".split()
 
 globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})

@@ -1862,6 +1862,145 @@ spec("local_response_normalization", ("pad", "pow"),
      [uniform(1, 2, 2, 3)], lambda x: np_lrn(x, 1, 1.0, 0.5, 0.75), dynamic=keep(0, -1))
 
 
+# -- segment reductions, dynamic_partition, dynamic_stitch (ops/segment_ops.py, partition_ops.py)
+
+
+def np_segment(reduce, data, ids, num=None, sorted_op=False):
+    """TF1's segment reductions: empty segments 0 (sum, mean, the sorted max/min), 1
+    (prod), the dtype's lowest/highest (unsorted max/min); negative ids dropped."""
+    rows = data.reshape((-1,) + data.shape[ids.ndim:])
+    flat = ids.reshape(-1)
+    num = (int(flat[-1]) + 1 if flat.size else 0) if num is None else int(num)
+    info = np.finfo(data.dtype) if data.dtype.kind == "f" else np.iinfo(data.dtype)
+    empty = {"sum": 0, "mean": 0, "prod": 1, "max": 0 if sorted_op else info.min,
+             "min": 0 if sorted_op else info.max}[reduce]
+    out = np.full((num,) + rows.shape[1:], empty, data.dtype)
+    for k in range(num):
+        part = rows[flat == k]
+        if len(part) == 0:
+            continue
+        if reduce == "mean" and data.dtype.kind != "f":  # integer means truncate, after
+            total = part.sum(0, dtype=data.dtype)  # a sum that wraps around as TF1's
+            out[k] = np.sign(total) * (np.abs(total) // len(part))
+        else:
+            out[k] = getattr(np, {"sum": "sum", "mean": "mean", "prod": "prod",
+                                  "max": "max", "min": "min"}[reduce])(part, 0)
+    return out
+
+
+def _segment_ids(*ids, dtype=np.int32):
+    return lambda rng: np.array(ids, dtype)
+
+
+# Fed ids that set a result's size are int8: the fuzzer's extreme ids (the dtype's max)
+# then ask for 128 rows, not 2**31 (gigabytes).
+_small_ids = dict(dtype=np.int8)
+
+
+_SORTED_IDS = (0, 0, 1, 3, 3, 3)  # segment 2 empty
+for _reduce in ("sum", "mean", "max", "min", "prod"):
+    _fn = getattr(gf, f"segment_{_reduce}")
+    _data = nonzero(6, 2, lo=0.5, hi=1.5) if _reduce == "prod" else distinct(6, 2)
+    spec(f"segment_{_reduce}", ("segment_reduce", "segment_gather"), _fn,
+         [_data, _segment_ids(*_SORTED_IDS, **_small_ids)],
+         lambda d, i, r=_reduce: np_segment(r, d, i, sorted_op=True), grad=(0,),
+         value_shaped=True)
+    spec(f"segment_{_reduce}_int", "segment_reduce", _fn,
+         [ints(6, 2, lo=-7, hi=8), _segment_ids(*_SORTED_IDS, **_small_ids)],
+         lambda d, i, r=_reduce: np_segment(r, d, i, sorted_op=True), dtypes=("int32",),
+         value_shaped=True)
+    _ufn = getattr(gf, f"unsorted_segment_{_reduce}")
+    # an empty segment's max is the dtype's lowest value: the weighted sum of the gradient
+    # check would overflow, so every segment of the max/min specs has a row
+    _ids, _num = ((3, 0, -1, 2, 1, 0), 4) if _reduce in ("max", "min") else \
+        ((3, 0, -1, 3, 1, 0), 5)
+    spec(f"unsorted_segment_{_reduce}", ("unsorted_segment_reduce", "segment_gather"),
+         lambda d, i, f=_ufn, n=_num: f(d, i, n), [_data, _segment_ids(*_ids)],
+         lambda d, i, r=_reduce, n=_num: np_segment(r, d, i, n), grad=(0,))
+    spec(f"unsorted_segment_{_reduce}_int", ("unsorted_segment_reduce",) + (
+         ("segment_counts", "cast", "divide") if _reduce == "mean" else ()),
+         lambda d, i, f=_ufn: f(d, i, 4), [ints(3, 2, 2, lo=-7, hi=8),
+                                           lambda rng: np.array([[2, 0], [-1, 2], [0, 0]])],
+         (lambda d, i: np_segment("sum", d, i, 4) / np.maximum(
+             np_segment("sum", np.ones_like(i), i, 4), 1)[:, None])
+         if _reduce == "mean" else lambda d, i, r=_reduce: np_segment(r, d, i, 4),
+         dtypes=("int32",))
+spec("unsorted_segment_sum_2d_ids", ("unsorted_segment_reduce", "segment_gather"),
+     lambda d, i, n: gf.unsorted_segment_sum(d, i, n),
+     [uniform(2, 3, 2), lambda rng: np.array([[1, -1, 3], [3, 0, 1]], np.int64),
+      lambda rng: np.array(4, np.int8)],
+     lambda d, i, n: np_segment("sum", d, i, n), grad=(0,), value_shaped=True)
+spec("unsorted_segment_max_ties", ("unsorted_segment_reduce", "segment_gather"),
+     lambda d, i: gf.unsorted_segment_max(d, i, 1),  # pairs of ties: differences give 1/2
+     [lambda rng: np.array([[1.0, 2.0], [1.0, 3.0], [0.5, 3.0], [0.0, 0.0]]),
+      _segment_ids(0, 0, 0, -1)],
+     lambda d, i: np_segment("max", d, i, 1), grad=(0,), second_order=False, eps=1e-3)
+spec("unsorted_segment_min_empty", "unsorted_segment_reduce",
+     lambda d, i: [gf.unsorted_segment_min(d, i, 4), gf.unsorted_segment_max(d, i, 4)],
+     [uniform(3, 2), _segment_ids(2, -1, 2)],
+     lambda d, i: [np_segment("min", d, i, 4), np_segment("max", d, i, 4)], grad=())
+spec("segment_prod_zeros", ("segment_reduce", "segment_gather"), gf.segment_prod,
+     [lambda rng: np.array([[0.0, 1.5], [2.0, 0.0], [0.5, 0.0], [-1.5, 0.0], [1.2, 0.7]]),
+      _segment_ids(0, 0, 0, 1, 1, **_small_ids)],
+     lambda d, i: np_segment("prod", d, i), grad=(0,), second_order=False,
+     value_shaped=True)
+spec("unsorted_segment_prod_zeros", ("unsorted_segment_reduce", "segment_gather"),
+     lambda d, i: gf.unsorted_segment_prod(d, i, 2),
+     [lambda rng: np.array([0.0, 2.0, 1.5, 0.0, 0.0, -0.5]), _segment_ids(0, 1, 0, -1, 1, 1)],
+     lambda d, i: np_segment("prod", d, i, 2), grad=(0,), second_order=False)
+spec("unsorted_segment_sqrt_n", ("unsorted_segment_reduce", "segment_counts", "sqrt"),
+     lambda d, i: gf.unsorted_segment_sqrt_n(d, i, 4),
+     [uniform(5, 3), _segment_ids(1, 3, 1, -1, 1)],
+     lambda d, i: np_segment("sum", d, i, 4) / np.sqrt(np.maximum(
+         np_segment("sum", np.ones(5, d.dtype), i, 4), 1))[:, None])
+spec("segment_gather", "segment_gather", lambda g, i: apply("segment_gather", [g, i]),
+     [uniform(4, 3), _segment_ids(3, -1, 0, 3, 2)],
+     lambda g, i: np.where((i >= 0)[:, None], g[np.maximum(i, 0)], 0))
+spec("segment_counts", "segment_counts", lambda i, x: apply("segment_counts", [i, x]),
+     [_segment_ids(0, 2, 2, -1), uniform(4, 3, 2)],
+     lambda i, x: np.maximum(np.bincount(i[i >= 0], minlength=4), 1).astype(x.dtype)
+     .reshape(4, 1, 1), grad=())
+
+
+def np_dynamic_partition(data, partitions, num):
+    return [data[partitions == k] for k in range(num)]
+
+
+def np_dynamic_stitch(indices, data):
+    flat = np.concatenate([i.reshape(-1) for i in indices])
+    tail = data[0].shape[indices[0].ndim:]
+    rows = np.concatenate([d.reshape((-1,) + tail) for d in data])
+    out = np.zeros((flat.max() + 1,) + tail, data[0].dtype)
+    for k, row in zip(flat, rows):
+        out[k] = row
+    return out
+
+
+spec("dynamic_partition", ("partition_positions", "gather"),
+     lambda d, p: gf.dynamic_partition(d, p, 3),
+     [uniform(5, 2), _segment_ids(2, 0, 2, 2, 0)],
+     lambda d, p: np_dynamic_partition(d, p, 3), value_shaped=True)
+spec("dynamic_partition_2d", ("partition_positions", "merge_axes", "gather"),
+     lambda d, p: gf.dynamic_partition(d, p, 2),
+     [uniform(2, 3), lambda rng: np.array([[1, 0, 1], [1, 1, 0]], np.int32)],
+     lambda d, p: np_dynamic_partition(d, p, 2), value_shaped=True)
+spec("dynamic_partition_int", ("partition_positions", "gather"),
+     lambda d, p: gf.dynamic_partition(d, p, 2), [ints(4, 2), _segment_ids(1, 1, 0, 1)],
+     lambda d, p: np_dynamic_partition(d, p, 2), dtypes=("int32",), value_shaped=True)
+spec("dynamic_stitch", ("dynamic_stitch", "gather"),
+     lambda i0, i1, d0, d1: gf.dynamic_stitch([i0, i1], [d0, d1]),
+     [_segment_ids(0, 4, 2, **_small_ids), lambda rng: np.array([[5], [1]], np.int8),
+      uniform(3, 2),
+      uniform(2, 1, 2)],
+     lambda i0, i1, d0, d1: np_dynamic_stitch([i0, i1], [d0, d1]), grad=(2, 3),
+     value_shaped=True)
+spec("dynamic_stitch_int", "dynamic_stitch",
+     lambda i0, i1, d0, d1: gf.dynamic_stitch([i0, i1], [d0, d1]),
+     [_segment_ids(0, 2, 2, **_small_ids), _segment_ids(1, 0, **_small_ids), ints(3), ints(2)],
+     lambda i0, i1, d0, d1: np_dynamic_stitch([i0, i1], [d0, d1]), dtypes=("int32",),
+     value_shaped=True)
+
+
 # -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------
 # (the unknown-rank run skips them, with this reason; their unknown-dims run still checks
 # every dim unknown at a known rank)
@@ -1888,6 +2027,9 @@ _REASONS = {
         "norm_fro norm_matrix_ord1 norm_matrix_inf",
     "fused_batch_norm needs 4-D inputs, checked when the graph is built":
         "bn_fused_batch_norm_training bn_fused_batch_norm_inference bn_fused_batch_norm_nchw",
+    "dynamic_partition makes one result per partition over the partitions' leading axes, "
+    "so their rank must be known (TF1 needs it for the results' shapes too)":
+        "dynamic_partition dynamic_partition_2d dynamic_partition_int",
 }
 NEEDS_RANK = {spec_id: reason for reason, ids in _REASONS.items() for spec_id in ids.split()}
 

@@ -47,6 +47,10 @@ scatter_update stop_gradient gradients check_numerics Print print py_func cond w
 case map_fn scan assign assign_add assign_sub
 tensor_scatter_nd_update tensor_scatter_nd_add tensor_scatter_nd_sub tensor_scatter_update
 tensor_scatter_add tensor_scatter_sub broadcast_to cumprod math.cumprod bincount math.bincount
+segment_sum segment_mean segment_max segment_min segment_prod unsorted_segment_sum
+unsorted_segment_max unsorted_segment_min unsorted_segment_mean unsorted_segment_prod
+unsorted_segment_sqrt_n dynamic_partition dynamic_stitch math.segment_sum
+math.unsorted_segment_sum math.unsorted_segment_mean math.unsorted_segment_sqrt_n
 # nn
 nn.relu nn.relu6 nn.elu nn.selu nn.leaky_relu nn.softplus nn.softsign nn.swish nn.sigmoid
 nn.tanh nn.softmax nn.log_softmax nn.dropout nn.bias_add nn.conv2d nn.conv1d

@@ -15,10 +15,12 @@ from gradflow.backends.numpy_matmul import lower_matmul
 from gradflow.backends.numpy_out import LOWERINGS as OUT_LOWERINGS
 from gradflow.backends.numpy_reduce import lower_unbroadcast
 from gradflow.backends.numpy_rnn import LOWERINGS as RNN_LOWERINGS
+from gradflow.backends.numpy_segment import segment_reducer
 from gradflow.backends.numpy_windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
+from gradflow.ops.segment_ops import bind_segments
 from gradflow.passes.conv_layouts import fold_conv_layouts
 
 
@@ -165,6 +167,7 @@ LOWERINGS = {
     **OUT_LOWERINGS,
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
+    **bind_segments(segment_reducer(_scatter_add_rows)),
 }
 for _op, _lower in LOWERINGS.items():
     add_lowering(_op, NumpyBackend.name, _lower)

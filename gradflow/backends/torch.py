@@ -8,6 +8,7 @@ from gradflow.backends.base import Backend
 from gradflow.backends.torch_out import LOWERINGS as OUT_LOWERINGS
 from gradflow.ops.index_ops import _as_index, bind_gather_grad, is_run_time_key, resolve_key
 from gradflow.ops.registry import add_lowering
+from gradflow.ops.segment_ops import bind_segments
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -15,6 +16,25 @@ def _scatter_add_rows(xp, rows, indices, num_rows):
 
     out = torch.zeros((num_rows,) + tuple(rows.shape[1:]), dtype=rows.dtype, device=rows.device)
     return out.index_add_(0, indices, rows)
+
+
+_SCATTER_REDUCE = {"sum": "sum", "prod": "prod", "max": "amax", "min": "amin"}
+
+
+def _reduce_rows(xp, reduce, rows, ids, num, presorted, empty):
+    """The segment reductions' ``reduce_rows`` (``gradflow.ops.segment_ops``) in one
+    ``scatter_reduce_`` (rows of no segment keep ``empty``), instead of the Array API
+    form's sort and ``log2 n`` passes."""
+    import torch
+
+    kept = ids >= 0
+    if not bool(kept.all()):
+        rows, ids = rows[kept], ids[kept]
+    out = torch.full((num, rows.shape[1]), empty, dtype=rows.dtype, device=rows.device)
+    if ids.shape[0] == 0:
+        return out
+    index = ids[:, None].expand(-1, rows.shape[1])
+    return out.scatter_reduce_(0, index, rows, _SCATTER_REDUCE[reduce], include_self=False)
 
 
 # Torch slices only step forward: a negative-step slice becomes the same elements
@@ -114,7 +134,7 @@ class TorchBackend(Backend):
 # this backend's own kernels, on the ops' records (OpDef.lowerings["torch"])
 for _op, _lower in (("gather_grad", bind_gather_grad(_scatter_add_rows)),
                     ("getitem", _getitem), ("getitem_grad", _getitem_grad),
-                    *OUT_LOWERINGS.items()):
+                    *OUT_LOWERINGS.items(), *bind_segments(_reduce_rows).items()):
     add_lowering(_op, TorchBackend.name, _lower)
 
 
