@@ -190,6 +190,7 @@ from gradflow.ops.math_ops import (
     zeros_like,
 )
 from gradflow.ops.nn_ops import softmax
+from gradflow.ops.special_ops import digamma, erf, erfc, lgamma, polygamma
 from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.shape_ops import eye, fill, pad, rank, reverse, reverse_v2, size, tile
 from gradflow.ops.shape_ops import range_ as range  # noqa: A001 - TF1 name

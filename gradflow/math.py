@@ -3,11 +3,12 @@ the names TF1 programs reach them by (``tf.math.log``, ``tf.math.reduce_sum``, .
 
 import gradflow as _gf
 from gradflow.ops.math_ops import logical_xor  # noqa: F401 - in __all__
+from gradflow.ops.special_ops import xdivy, xlogy  # noqa: F401 - in __all__ (TF 1.14+)
 
-_TOP_LEVEL = """abs add add_n argmax argmin ceil cos count_nonzero cumsum divide equal exp
-expm1 floor floordiv floormod greater greater_equal is_finite is_inf is_nan less
-less_equal log log1p logical_and logical_not logical_or maximum minimum mod multiply
-negative not_equal pow reciprocal reduce_all reduce_any reduce_logsumexp reduce_max
+_TOP_LEVEL = """abs add add_n argmax argmin ceil cos count_nonzero cumsum digamma divide equal
+erf erfc exp expm1 floor floordiv floormod greater greater_equal is_finite is_inf is_nan less
+less_equal lgamma log log1p logical_and logical_not logical_or maximum minimum mod multiply
+negative not_equal pow reciprocal polygamma reduce_all reduce_any reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum round rsqrt sigmoid sign sin sqrt square
 squared_difference subtract tanh truediv""".split()
 _FROM_NN = "in_top_k l2_normalize log_softmax softmax softplus softsign top_k".split()
@@ -15,4 +16,4 @@ _FROM_NN = "in_top_k l2_normalize log_softmax softmax softplus softsign top_k".s
 globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})
 globals().update({name: getattr(_gf.nn, name) for name in _FROM_NN})
 
-__all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor"])
+__all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor", "xdivy", "xlogy"])
