@@ -3,18 +3,20 @@ the names TF1 programs reach them by (``tf.math.log``, ``tf.math.reduce_sum``, .
 
 import gradflow as _gf
 from gradflow.ops.math_ops import logical_xor  # noqa: F401 - in __all__
+from gradflow.ops.special_ops import xdivy, xlogy  # noqa: F401 - in __all__ (TF 1.14+)
 
 _TOP_LEVEL = """abs add add_n argmax argmin bincount ceil cos count_nonzero cumprod cumsum
-divide equal exp expm1 floor floordiv floormod greater greater_equal is_finite is_inf
-is_nan less less_equal log log1p logical_and logical_not logical_or maximum minimum mod multiply
-negative not_equal pow reciprocal reduce_all reduce_any reduce_logsumexp reduce_max
-reduce_mean reduce_min reduce_prod reduce_sum round rsqrt segment_max segment_mean
-segment_min segment_prod segment_sum sigmoid sign sin sqrt square squared_difference
-subtract tanh truediv unsorted_segment_max unsorted_segment_mean unsorted_segment_min
-unsorted_segment_prod unsorted_segment_sqrt_n unsorted_segment_sum""".split()
+digamma divide equal erf erfc exp expm1 floor floordiv floormod greater greater_equal
+is_finite is_inf is_nan less less_equal lgamma log log1p logical_and logical_not logical_or maximum
+minimum mod multiply negative not_equal polygamma pow reciprocal reduce_all reduce_any
+reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_sum round rsqrt
+segment_max segment_mean segment_min segment_prod segment_sum sigmoid sign sin sqrt
+square squared_difference subtract tanh truediv unsorted_segment_max
+unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n
+unsorted_segment_sum""".split()
 _FROM_NN = "in_top_k l2_normalize log_softmax softmax softplus softsign top_k".split()
 
 globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})
 globals().update({name: getattr(_gf.nn, name) for name in _FROM_NN})
 
-__all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor"])
+__all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor", "xdivy", "xlogy"])

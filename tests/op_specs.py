@@ -1999,6 +1999,92 @@ spec("dynamic_stitch_int", "dynamic_stitch",
      [_segment_ids(0, 2, 2, **_small_ids), _segment_ids(1, 0, **_small_ids), ints(3), ints(2)],
      lambda i0, i1, d0, d1: np_dynamic_stitch([i0, i1], [d0, d1]), dtypes=("int32",),
      value_shaped=True)
+# -- special functions (gradflow/ops/special_ops.py): references from Python's math module
+# and plain sums; inputs keep away from the poles of lgamma/digamma; more, against
+# TensorFlow's values and scipy, in tests/test_special_tf1.py ----------------------------
+
+
+def _np_elementwise(fn):
+    """A NumPy reference from a function of one Python float, in the input's dtype."""
+    return lambda x: np.vectorize(fn, otypes=[np.float64])(x).astype(x.dtype)
+
+
+def _np_polygamma(n, x):
+    """psi^(n)(x) for integer n >= 1 and x > 0: (-1)^(n+1) n! sum_k (x + k)^-(n+1), 4000
+    terms summed, the rest by the first Euler-Maclaurin terms."""
+    n, x = np.broadcast_arrays(n.astype(np.float64), x.astype(np.float64))
+    w = x + 4000.0
+    s = n + 1.0
+    head = (x[..., None] + np.arange(4000.0)) ** -s[..., None]
+    zeta = head.sum(-1) + w ** -n / n + 0.5 * w ** -s + s * w ** (-s - 1.0) / 12.0
+    fact = np.vectorize(math.factorial, otypes=[np.float64])(n.astype(np.int64))
+    return (-1.0) ** (n + 1.0) * fact * zeta
+
+
+def _np_digamma(x):
+    """psi(x) for x > 0 from the recurrence to 30 and more, then A&S 6.3.18."""
+    x = np.asarray(x, np.float64)
+    shift = np.maximum(np.ceil(30.0 - x), 0.0)
+    total = sum(np.where(k < shift, 1.0 / (x + k), 0.0) for k in range(31))
+    w = x + shift
+    t = 1.0 / (w * w)
+    series = t * (1 / 12 - t * (1 / 120 - t * (1 / 252 - t * (1 / 240 - t / 132))))
+    return np.log(w) - 0.5 / w - series - total
+
+
+def _np_reflected_digamma(x):
+    """psi below 0 too, in the dtype of ``x``: psi(x) = psi(1 - x) - pi cot(pi x)."""
+    x64 = np.asarray(x, np.float64)
+    pos = _np_digamma(np.where(x64 > 0, x64, 1.0 - x64))
+    return np.where(x64 > 0, pos, pos - np.pi / np.tan(np.pi * x64)).astype(x.dtype)
+
+
+def _off_poles(*shape, lo=-3.0, hi=5.0):
+    """Values in [lo, hi) at least 0.15 away from the integers at and below 0."""
+    def gen(rng):
+        x = rng.uniform(lo, hi, shape)
+        frac = x - np.floor(x)
+        near = (x < 0.5) & ((frac < 0.15) | (frac > 0.85))
+        return np.where(near, np.floor(x) + 0.5, x)
+
+    return gen
+
+
+spec("erf", "erf", gf.erf, [uniform(3, 4, lo=-3.0, hi=3.0)], _np_elementwise(math.erf))
+spec("erf_wide", "erf", gf.math.erf,
+     lambda rng: [np.array([-6.0, -2.5, -0.46875, -1e-3, 0.0, 1e-20, 0.3, 0.5, 1.0, 4.0, 4.5,
+                            30.0])], _np_elementwise(math.erf))
+spec("erfc", "erfc", gf.erfc, [uniform(3, 4, lo=-3.0, hi=3.0)], _np_elementwise(math.erfc))
+spec("erfc_tail", "erfc", gf.math.erfc,
+     lambda rng: [np.array([-6.0, -0.4, 0.2, 0.47, 2.0, 3.9, 4.1, 6.0, 10.0, 15.0])],
+     _np_elementwise(math.erfc), tol={"float32": (2e-5, 1e-30), "float64": (1e-13, 1e-300)})
+spec("lgamma", "lgamma", gf.lgamma, [_off_poles(3, 4)], _np_elementwise(math.lgamma))
+spec("lgamma_wide", "lgamma", gf.math.lgamma,
+     lambda rng: [np.array([0.05, 0.25, 0.9, 1.0, 1.1, 1.9, 2.0, 2.6, 9.5, 10.6, 30.0, 1e5,
+                            -0.5, -1.3, -7.6])], _np_elementwise(math.lgamma),
+     tol={"float64": (1e-13, 1e-300)})
+spec("digamma", "digamma", gf.digamma, [_off_poles(3, 4, lo=-2.5)], _np_reflected_digamma)
+spec("digamma_positive", "digamma", gf.math.digamma,
+     [uniform(3, 4, lo=0.2, hi=12.0)], lambda x: _np_digamma(x).astype(x.dtype),
+     tol={"float64": (1e-12, 1e-14)})
+spec("polygamma", "polygamma", gf.polygamma,
+     [lambda rng: np.array([[1.0], [2.0], [3.0]]), uniform(4, lo=0.3, hi=6.0)],
+     lambda n, x: _np_polygamma(n, x).astype(x.dtype), grad=(1,))
+spec("polygamma_scalar_order", "polygamma", lambda x: gf.math.polygamma(1.0, x),
+     [uniform(3, 4, lo=0.3, hi=20.0)],
+     lambda x: _np_polygamma(np.ones_like(x), x).astype(x.dtype))
+spec("xlogy", ("where", "log", "equal"), gf.math.xlogy,
+     [nonzero(3, 4), positive(4, lo=0.3, hi=3.0)], lambda x, y: x * np.log(y))
+spec("xdivy", ("where", "divide", "equal"), gf.math.xdivy,
+     [nonzero(3, 1), nonzero(4, lo=0.5)], lambda x, y: x / y)
+# zeros in x: 0 whatever y (TF1's rule, even at y = 0); only y is differentiated, since
+# TF's gradient for x is 0 there, not the derivative of x log y
+spec("xlogy_zeros", ("where", "log", "equal"), gf.math.xlogy,
+     lambda rng: [np.array([[0.0, 1.5, 0.0], [-2.0, 0.0, 0.5]]), np.array([0.7, 2.0, 1.3])],
+     lambda x, y: np.where(x == 0, 0.0, x * np.log(y)).astype(x.dtype), grad=(1,))
+spec("xdivy_zeros", ("where", "divide", "equal"), gf.math.xdivy,
+     lambda rng: [np.array([[0.0, 1.5, 0.0], [-2.0, 0.0, 0.5]]), np.array([0.7, -2.0, 1.3])],
+     lambda x, y: np.where(x == 0, 0.0, x / y).astype(x.dtype), grad=(1,))
 
 
 # -- specs whose op resolves axes, keys or operand kinds against ranks at build time ------

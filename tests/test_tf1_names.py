@@ -38,6 +38,8 @@ where cast to_float to_int32 to_int64 clip_by_value clip_by_norm clip_by_global_
 global_norm squared_difference cumsum matmul tensordot einsum norm logical_xor math linalg
 reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
 reduce_logsumexp argmax argmin arg_max count_nonzero
+erf erfc lgamma digamma polygamma math.erf math.erfc math.lgamma math.digamma
+math.polygamma math.xlogy math.xdivy
 # arrays
 zeros ones zeros_like ones_like fill eye range linspace random_normal random_uniform
 truncated_normal random_shuffle multinomial shape size rank reshape squeeze expand_dims
