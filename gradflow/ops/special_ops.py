@@ -14,10 +14,6 @@ from published approximations, written once against the Array API:
   ``Gamma(x + 1) = x Gamma(x)`` from ``(0, 10.5)``; Stirling's series (A&S 6.1.40) above;
   the reflection formula (A&S 6.1.17) at and below 0. The series keeps the relative error
   small next to the zeros at 1 and 2.
-
-Measured against mpmath: a few ulps (at most 6) over the real line, except below 0 next
-to the zeros of lgamma (-2.457, -2.747, ...) and digamma (-0.504, -1.573, ...), where the
-reflection formula cancels (absolute error about 1e-16 there; TF's are no better).
 - ``digamma``: below 10 the Taylor series about its positive zero ``x0 = 1.4616...``
   (DLMF 5.4.19; coefficients ``(-1)^(k+1) zeta(k+1, x0)``) on ``[x0 - 1/2, x0 + 1/2]``,
   reached by the recurrence (A&S 6.3.5), which keeps the relative error small next to
@@ -26,6 +22,10 @@ reflection formula cancels (absolute error about 1e-16 there; TF's are no better
 - ``polygamma(n, x) = (-1)^(n+1) n! zeta(n+1, x)`` (A&S 6.4.10), with the Hurwitz zeta
   summed directly up to 16 and by Euler-Maclaurin summation beyond; below 0 the reflection
   formula (A&S 6.4.7) with the derivatives of ``cot``.
+
+Measured against mpmath: a few ulps (at most 6) over the real line, except below 0 next
+to the zeros of lgamma (-2.457, -2.747, ...) and digamma (-0.504, -1.573, ...), where the
+reflection formula cancels (absolute error about 1e-16 there; TF's are no better).
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from gradflow.ops.math_ops import (
 from gradflow.ops.registry import apply, convert_to_tensor, register
 
 # -- constants -----------------------------------------------------------------------
-
 
 
 def _bernoulli_even(count):
