@@ -200,6 +200,48 @@ def test_constant_folding_of_static_shapes():
     assert _computed(general, "shape") and not _computed(general, "rank")
 
 
+def test_shapes_computed_from_fed_shapes_become_static_shapes_of_what_they_shape():
+    # BERT's reshape(x, get_shape_list(ids)[0:-1] + [width]) and tf.zeros(tf.shape(x)):
+    # once the shape tensors fold, the reshaped values have static shapes, so the plan
+    # can give them buffers of its own instead of new arrays on every run
+    ids = gf.placeholder(gf.int32, (None, 4))
+    table = gf.constant(np.ones((10, 3), np.float32))
+    rows = gf.gather(table, gf.reshape(ids, [-1]))
+    out = gf.reshape(rows, [gf.shape(ids)[0], 4, 3])
+    flat = gf.reshape(out, [gf.shape(ids)[0], -1])
+    zeros = gf.zeros([gf.shape(ids)[0], 5000])  # too large to fold into a constant
+    y = gf.reduce_sum(flat * 2.0, 1) + gf.reduce_sum(zeros, 1)
+    graph = PlanGraph([y], [ids], [(5, 4)])
+    fold_constants(graph)
+    shapes = {n.name: tuple(n.shape) for n in graph.nodes()
+              if isinstance(n, PlanNode) and n.opdef.name == "reshape"}
+    assert sorted(shapes.values()) == [(5, 4, 3), (5, 12), (20,)]
+    assert [tuple(n.shape) for n in _computed(graph, "fill")] == [(5, 5000)]
+    with gf.Session() as sess:
+        plan = sess.describe_plan(y, {ids: np.zeros((5, 4), np.int32)})
+        assert "None" not in plan.split("feed 'Placeholder'")[1].split("\n", 1)[1]
+        got = sess.run(y, {ids: np.zeros((5, 4), np.int32)})
+    np.testing.assert_array_equal(got, np.full(5, 24.0))
+
+
+def test_a_python_number_exponent_becomes_tf1s_multiplications(backend):
+    # TF's graph optimizer rewrites pow(x, 2/3/0.5/-0.5/-1): BERT's GELU has pow(x, 3)
+    x = gf.placeholder(gf.float64, (None,))
+    b = gf.constant(3.0, gf.float64)
+    cubes = [gf.pow(x, 3), x ** 3, gf.pow(x, b)]
+    assert [c.opdef.name for c in cubes] == ["multiply", "multiply", "pow"]
+    assert [gf.pow(x, e).opdef.name for e in (2, 0.5, -0.5, -1, 2.5)] == \
+        ["square", "sqrt", "divide", "divide", "pow"]
+    (db,) = gf.gradients(cubes[2], [b])  # a tensor exponent keeps its gradient
+    xv = np.array([0.5, 1.5, 2.0])
+    with gf.Session(backend=backend) as sess:
+        got = sess.run(cubes + [db, gf.pow(x, -0.5)], {x: xv})
+    for value in got[:3]:
+        np.testing.assert_allclose(value, xv ** 3, rtol=1e-15)
+    np.testing.assert_allclose(got[3], np.sum(xv ** 3 * np.log(xv)), rtol=1e-12)
+    np.testing.assert_allclose(got[4], 1 / np.sqrt(xv), rtol=1e-15)
+
+
 def test_folded_values_keep_the_nodes_dtype(backend):
     c8 = gf.cumsum(gf.constant([1, 2, 3], gf.int8))  # NumPy's cumsum would give int64
     half = gf.reduce_mean(gf.constant(np.arange(6).reshape(2, 3), gf.float64), 0)

@@ -12,16 +12,16 @@ that sum rounded once, closer than the pairwise float32 sums of ``reduceat``.
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def scatter_add_rows(rows, indices, out):
+def scatter_add_rows(rows, indices, out, total):
     """``out`` (``(num_rows, width)``) set to the sum of the ``rows`` (``(count,
     width)``) at each row ``indices[k]`` (checked by the caller to lie in ``[0,
-    num_rows)``), zeros where none lands."""
+    num_rows)``), zeros where none lands; ``total`` is a float64 buffer of ``out``'s
+    shape for the sums (a plan's scratch: a steady step allocates nothing)."""
     width = rows.shape[1]
-    total = np.zeros(out.shape, np.float64)
+    total[:] = 0.0
     for k in range(indices.shape[0]):
         target = total[indices[k]]
         source = rows[k]

@@ -413,9 +413,17 @@ def _reshape_infer(shapes, in_dtypes, shape):
     return shape, in_dtypes[0]
 
 
+def _dims_value(values, attrs):
+    """The new shape of ``reshape`` from the value of its shape input (a -1 left as
+    None), or None where that value is not known."""
+    if len(values) < 2 or values[1] is None:
+        return None
+    return tuple(None if int(d) == -1 else int(d) for d in values[1].reshape(-1))
+
+
 register("reshape", _reshape_impl, _reshape_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1),
-         shape_noop=True)
+         shape_noop=True, value_shape=_dims_value)
 register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
          lambda s, d: (s[1], d[0]),
          grad=lambda n, g: [reshape_like(g, n.inputs[0]), None],

@@ -46,8 +46,10 @@ class OpDef:
       keeps a kernel from vectorizing (``exp``, ``tanh``...).
     - ``shape_only_inputs``: positions of the inputs whose shapes it reads, never their
       values (constant folding may fold it while those inputs are unknown).
-    - ``value_shape(values, attrs)``: its output shape from its inputs' values, where its
-      shape rule cannot know it (``batch_zeros``).
+    - ``value_shape(values, attrs)``: its output shape from the values of its inputs
+      that are known when a plan is compiled (None for the others), where its shape
+      rule cannot know it (``batch_zeros``; ``reshape`` and ``fill`` to a shape computed
+      from fed shapes); None where those values do not settle it.
     - ``check``: a computed op that exists to check a value at run time (never folded away).
     - ``id_check(node)``: for an op that checks integer ids itself (its ``validate``
       attr: ``gather``), ``(input position, size)`` where ``node`` checks that the ids

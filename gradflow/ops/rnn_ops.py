@@ -330,7 +330,8 @@ def _batch_zeros_impl(xp, batch_size, tail, dtype):
 
 
 register("batch_zeros", _batch_zeros_impl, _batch_zeros_infer, grad=None,
-         value_shape=lambda values, attrs: (int(values[0]),) + tuple(attrs["tail"]))
+         value_shape=lambda values, attrs: None if values[0] is None
+         else (int(values[0]),) + tuple(attrs["tail"]))
 
 
 def batch_zeros(batch_size, tail, dtype=dtypes.float32, name=None):

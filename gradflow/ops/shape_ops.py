@@ -139,7 +139,9 @@ def _fill_infer(shapes, in_dtypes, shape):
 
 
 register("fill", _fill_impl, _fill_infer,
-         grad=lambda n, g: [reduce_sum(g)] + [None] * (len(n.inputs) - 1))
+         grad=lambda n, g: [reduce_sum(g)] + [None] * (len(n.inputs) - 1),
+         value_shape=lambda values, attrs: None if len(values) < 2 or values[1] is None
+         else tuple(int(d) for d in values[1].reshape(-1)))
 
 
 def fill(dims, value, name=None):

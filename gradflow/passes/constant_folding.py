@@ -95,17 +95,26 @@ def _refined_shape(node, graph, values):
     """The static shape of ``node`` re-inferred now that the inputs before it may have
     been folded (a folded ``batch_zeros`` knows its batch size, and so does what reads
     it), or its own shape where nothing more is known."""
+    known = specialized_shape(node, getattr(graph, "feed_shapes", {}))
     rule = node.opdef.value_shape
-    if rule is not None and all(i in values for i in node.inputs):
-        try:
-            shape = rule([values[i] for i in node.inputs], node.attrs)
-        except Exception:  # noqa: BLE001 - the run reports a bad value with its own error
-            return node.shape
-        if len(shape) == len(node.shape) and all(
-                k is None or k == s for k, s in zip(node.shape, shape)):
-            return TensorShape(shape)
-        return node.shape
-    return specialized_shape(node, getattr(graph, "feed_shapes", {}))
+    if rule is None or known is None or known.is_fully_defined() \
+            or not any(i in values for i in node.inputs):
+        return known
+    try:
+        shape = rule([values.get(i) for i in node.inputs], node.attrs)
+    except Exception:  # noqa: BLE001 - the run reports a bad value with its own error
+        return known
+    if shape is None or len(shape) != len(known) or any(
+            k is not None and s is not None and k != s for k, s in zip(known, shape)):
+        return known
+    shape = [k if s is None else s for k, s in zip(known, shape)]
+    source = _shape_of(node.inputs[0], graph) if node.inputs else None
+    if node.opdef.shape_noop and shape.count(None) == 1 and source is not None \
+            and source.is_fully_defined():  # a reshape's -1: what the other sizes leave
+        rest = math.prod(d for d in shape if d is not None)
+        if rest and math.prod(source) % rest == 0:
+            shape[shape.index(None)] = math.prod(source) // rest
+    return TensorShape(tuple(shape))
 
 
 def _fold(node, graph, values, after, claimed, sources):
