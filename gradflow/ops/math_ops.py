@@ -502,16 +502,23 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
 
     >>> gf.cumsum([1, 2, 3], exclusive=True, reverse=True)   # [5, 3, 0]
     """
+    return _cumulative("cumsum", x, axis, exclusive, reverse, name)
+
+
+def _cumulative(op_name, x, axis, exclusive, reverse, name):
+    """``cumsum`` or ``cumprod`` of ``x`` along ``axis`` (normalized where the rank is
+    known), after TF1's checks."""
     x = convert_to_tensor(x)
     axis = int(axis)
     if x.shape is not None:
         if len(x.shape) == 0:
-            raise ValueError(f"cumsum: the input '{x.name}' is a scalar; it needs rank 1 or "
-                             "more")
+            raise ValueError(f"{op_name}: the input '{x.name}' is a scalar; it needs rank 1 "
+                             "or more")
         axis = rules.normalize_axis(axis, len(x.shape))[0]
     elif axis < 0:
-        raise ValueError(f"cumsum: a negative axis needs the rank of '{x.name}' to be known")
-    return apply("cumsum", [x], name=name, axis=axis, exclusive=bool(exclusive),
+        raise ValueError(f"{op_name}: a negative axis needs the rank of '{x.name}' to be "
+                         "known")
+    return apply(op_name, [x], name=name, axis=axis, exclusive=bool(exclusive),
                  reverse=bool(reverse))
 
 
@@ -572,14 +579,4 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
 
     >>> gf.cumprod([2, 3, 4], exclusive=True)   # [1, 2, 6]
     """
-    x = convert_to_tensor(x)
-    axis = int(axis)
-    if x.shape is not None:
-        if len(x.shape) == 0:
-            raise ValueError(f"cumprod: the input '{x.name}' is a scalar; it needs rank 1 or "
-                             "more")
-        axis = rules.normalize_axis(axis, len(x.shape))[0]
-    elif axis < 0:
-        raise ValueError(f"cumprod: a negative axis needs the rank of '{x.name}' to be known")
-    return apply("cumprod", [x], name=name, axis=axis, exclusive=bool(exclusive),
-                 reverse=bool(reverse))
+    return _cumulative("cumprod", x, axis, exclusive, reverse, name)
