@@ -424,6 +424,24 @@ def network_rows(torch, tf, names, batches, formats, seconds):
                           f"| {to_torch} | {to_tf} |", flush=True)
 
 
+def add_peer_arguments(parser):
+    """``--skip-tf`` and ``--threads``, the options of the peers' setup (``load_peers``)."""
+    parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
+
+
+def load_peers(args, script):
+    """``(torch, tf)``: PyTorch on ``args.threads`` (the script exits without it) and
+    TensorFlow as ``load_tensorflow`` gives it (None with ``--skip-tf``)."""
+    try:
+        import torch
+    except ImportError:
+        sys.exit(f"{script} compares against PyTorch: pip install torch")
+    pin_torch_threads(args.threads)
+    return torch, None if args.skip_tf else load_tensorflow(args.threads)
+
+
 def load_tensorflow(threads):
     """``(tensorflow.compat.v1, ConfigProto)`` in graph mode, or None where TF is not
     installed (``pip install -e ".[benchmark]"``)."""
@@ -450,16 +468,9 @@ def main():
                         help="gradflow's data_format in the conv rows and networks")
     parser.add_argument("--skip-network", action="store_true")
     parser.add_argument("--skip-rows", action="store_true")
-    parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
+    add_peer_arguments(parser)
     args = parse_args(parser)
-    try:
-        import torch
-    except ImportError:
-        sys.exit("benchmarks/conv.py compares against PyTorch: pip install torch")
-    pin_torch_threads(args.threads)
-    tf = None if args.skip_tf else load_tensorflow(args.threads)
+    torch, tf = load_peers(args, "benchmarks/conv.py")
     print("TensorFlow: " + ("not timed" if tf is None else tf[0].VERSION))
     from gradflow.backends import threads
 

@@ -22,12 +22,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from timing import parse_args, pin_threads_from_argv, pin_torch_threads  # noqa: E402
+from timing import parse_args, pin_threads_from_argv  # noqa: E402
 
 pin_threads_from_argv()
 
 import numpy as np  # noqa: E402
-from conv import load_tensorflow, timed  # noqa: E402
+from conv import add_peer_arguments, load_peers, timed  # noqa: E402
 
 import gradflow as gf  # noqa: E402
 
@@ -153,16 +153,9 @@ def main():
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per contender")
-    parser.add_argument("--skip-tf", action="store_true", help="leave TensorFlow out")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and PyTorch threads (gradflow's count then stays at most this)")
+    add_peer_arguments(parser)
     args = parse_args(parser)
-    try:
-        import torch
-    except ImportError:
-        sys.exit("benchmarks/transformer.py compares against PyTorch: pip install torch")
-    pin_torch_threads(args.threads)
-    tf = None if args.skip_tf else load_tensorflow(args.threads)
+    torch, tf = load_peers(args, "benchmarks/transformer.py")
     rng = np.random.default_rng(1)
     ids = rng.integers(0, VOCAB, (args.batch, args.seq)).astype(np.int32)
     mask = np.ones((args.batch, args.seq), np.float32)

@@ -473,13 +473,18 @@ def to_int64(x, name="ToInt64"):
 # -- cumsum ------------------------------------------------------------------------
 
 
-def _cumsum_impl(xp, x, axis, exclusive, reverse):
-    if reverse:
-        x = xp.flip(x, axis=axis)
-    out = xp.cumulative_sum(x, axis=axis, dtype=x.dtype, include_initial=exclusive)
-    if exclusive:  # the sums before each element: drop the total at the end
-        out = out[(slice(None),) * axis + (slice(0, -1), ...)]
-    return xp.flip(out, axis=axis) if reverse else out
+def _cumulative_impl(kind):
+    """The impl of ``cumsum`` (``kind`` "sum") or ``cumprod`` ("prod")."""
+    def impl(xp, x, axis, exclusive, reverse):
+        if reverse:
+            x = xp.flip(x, axis=axis)
+        out = getattr(xp, "cumulative_" + kind)(x, axis=axis, dtype=x.dtype,
+                                                 include_initial=exclusive)
+        if exclusive:  # the results before each element: drop the last, the total
+            out = out[(slice(None),) * axis + (slice(0, -1), ...)]
+        return xp.flip(out, axis=axis) if reverse else out
+
+    return impl
 
 
 def _cumsum_infer(shapes, in_dtypes, axis, exclusive, reverse):
@@ -488,7 +493,7 @@ def _cumsum_infer(shapes, in_dtypes, axis, exclusive, reverse):
     return shapes[0], in_dtypes[0]
 
 
-register("cumsum", _cumsum_impl, _cumsum_infer,  # the adjoint sums the other way round
+register("cumsum", _cumulative_impl("sum"), _cumsum_infer,  # the adjoint sums backwards
          grad=lambda n, g: [apply("cumsum", [g], axis=n.attrs["axis"],
                                   exclusive=n.attrs["exclusive"],
                                   reverse=not n.attrs["reverse"])])
@@ -525,15 +530,6 @@ def _cumulative(op_name, x, axis, exclusive, reverse, name):
 # -- cumprod -----------------------------------------------------------------------
 
 
-def _cumprod_impl(xp, x, axis, exclusive, reverse):
-    if reverse:
-        x = xp.flip(x, axis=axis)
-    out = xp.cumulative_prod(x, axis=axis, dtype=x.dtype, include_initial=exclusive)
-    if exclusive:  # the products before each element: drop the total at the end
-        out = out[(slice(None),) * axis + (slice(0, -1), ...)]
-    return xp.flip(out, axis=axis) if reverse else out
-
-
 def _cumprod_vjp(x, y, g, attrs, nested=True):
     """The gradient of ``y = cumprod(x)`` (``attrs``: its axis, exclusive, reverse) for
     the output gradient ``g``, exact where ``x`` has zeros, from differentiable ops.
@@ -565,7 +561,7 @@ def _cumprod_vjp(x, y, g, attrs, nested=True):
     return where(equal(seen, 0), before, where(first, at_first, after))
 
 
-register("cumprod", _cumprod_impl, _cumsum_infer,
+register("cumprod", _cumulative_impl("prod"), _cumsum_infer,
          grad=lambda n, g: [_cumprod_vjp(n.inputs[0], n, g, n.attrs)])
 
 
