@@ -251,35 +251,7 @@ def div(x, y, name=None):
     return divide(x, y, name=name)
 
 
-_power = _binary_fn("pow")
-
-
-def pow(x, y, name=None):  # noqa: A001 - TF1 name
-    """``x ** y`` elementwise, with broadcasting (TF1 ``tf.pow``).
-
-    A Python number exponent of 2, 3, 0.5, -0.5 or -1 becomes ``square(x)``,
-    ``x * square(x)``, ``sqrt``, ``rsqrt`` or ``reciprocal``, as TF's graph optimizer
-    rewrites them (so TF's numbers); these fuse with the elementwise ops around them,
-    where a general power calls the C library's ``pow`` per element (NumPy's float32
-    ``power(x, 3.0)`` takes about 60 ns an element: GELU's ``pow(x, 3)`` in BERT).
-
-    >>> gf.pow(x, 3)   # x * square(x)
-    """
-    if isinstance(y, bool) or not isinstance(y, (int, float)):
-        return _power(x, y, name=name)
-    x = convert_to_tensor(x)
-    floating = x.dtype.is_floating
-    if y == 2:
-        return square(x, name=name)
-    if y == 3:
-        return multiply(x, square(x), name=name)
-    if floating and y == 0.5:
-        return sqrt(x, name=name)
-    if floating and y == -0.5:
-        return rsqrt(x, name=name)
-    if floating and y == -1:
-        return reciprocal(x, name=name)
-    return _power(x, y, name=name)
+pow = _binary_fn("pow")  # noqa: A001 - TF1 name
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
 def _check_divisor_impl(xp, y, message):

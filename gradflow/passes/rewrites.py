@@ -23,6 +23,13 @@
 - ``relu_grad(max_pool_grad(g, h), h)`` (a ReLU before a max pool, ``h`` its output)
   is one ``max_pool_relu_grad(g, h)``: the pool's gradient written once, masked where
   it is written, instead of written, read and written again.
+- ``pow(x, c)`` with a one-element constant ``c`` of 2, 3, 0.5, -0.5 or -1 is
+  ``square(x)``, ``x * square(x)``, ``sqrt(x)``, ``1 / sqrt(x)`` or ``1 / x``, as TF's
+  graph optimizer rewrites them (so TF's numbers), where the result has ``x``'s shape
+  and dtype (and ``x`` is floating for the last three). They fuse with the elementwise
+  ops around them, where ``pow`` calls the C library's per element (NumPy's float32
+  ``power(x, 3.0)`` takes about 60 ns an element: 64 ms a layer of BERT's GELU). The
+  gradient's ``pow(x, c - 1)`` folds to such a constant and is rewritten too.
 - ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x`` and ``x - 0``, with a
   constant whose elements are all exactly one (zero), are ``x`` where the result
   has ``x``'s dtype and, whatever ``x``'s run-time shape, its shape (the constant
@@ -45,7 +52,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.ops.registry import REGISTRY
+from gradflow.graph import TensorShape
+from gradflow.ops.registry import REGISTRY, HostValue
 from gradflow.passes.ir import PlanNode
 
 # constants larger than this are not scanned for all-ones or all-zeros
@@ -339,6 +347,32 @@ def _relu_grad(node, inputs, graph):
     return None
 
 
+def _pow(node, inputs, graph):
+    x, c = inputs
+    array = _constant_value(c, graph)
+    if array is None or array.size != 1 or not _absorbs(x, c, node):
+        return None
+    power = float(array.reshape(-1)[0])
+    if power == 2:
+        return _like(node, "square", [x], {})
+
+    def inner(op, inputs):  # a node the result reads, named after it
+        return PlanNode.standing_for(node, REGISTRY[op], inputs, {}, name=f"{node.name}/{op}")
+
+    if power == 3:
+        return _like(node, "multiply", [x, inner("square", [x])], {})
+    if not node.dtype.is_floating or power not in (0.5, -0.5, -1):
+        return None
+    if power == 0.5:
+        return _like(node, "sqrt", [x], {})
+    # a constant of its own (no user node: the session takes its value from its attrs)
+    one = PlanNode(REGISTRY["constant"], (), {
+        "value": HostValue(np.ones((), node.dtype.as_numpy_dtype)), "dtype": node.dtype},
+        TensorShape(()), node.dtype, f"{node.name}/one", node.source, (), origin=None,
+        graph=node.graph, index=node.index)
+    return _like(node, "divide", [one, x if power == -1 else inner("sqrt", [x])], {})
+
+
 def _first(*found):
     """The first of ``found`` that is not None (nodes have no truth value)."""
     return next((f for f in found if f is not None), None)
@@ -358,5 +392,6 @@ RULES = {
     "subtract": _subtract,
     "multiply": _multiply,
     "divide": _divide,
+    "pow": _pow,
     "relu_grad": _relu_grad,
 }
