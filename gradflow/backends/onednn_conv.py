@@ -276,6 +276,10 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r, l
     api = onednn.api()
     if api is None:
         return None
+    if tuple(w_shape[:2]) == (1, 1) and tuple(strides) != (1, 1):
+        if tuple(pad_l) != (0, 0) or tuple(pad_r) != (0, 0):
+            return None
+        return _strided_1x1(kind, a, b, out, x_shape, w_shape, out_hw, strides, layout)
     geometry = (tuple(x_shape), tuple(w_shape), tuple(out_hw), tuple(strides), tuple(pad_l),
                 tuple(pad_r))
     cores = threads.cores()
@@ -308,6 +312,33 @@ def convolve(kind, a, b, out, x_shape, w_shape, out_hw, strides, pad_l, pad_r, l
         _log.warning("%s convolution %s dropped: %s", kind, key[1:], e)
         _dropped.add(key)
         return None
+
+
+def _strided_1x1(kind, a, b, out, x_shape, w_shape, out_hw, strides, layout):
+    """A 1x1 convolution at ``strides`` (no padding: a 1x1 window never pads) as the
+    unit-stride one of the images taken at those strides, which gradflow takes itself.
+    oneDNN 3.2's own way with a strided 1x1 filter copies the images at the stride
+    into its scratch (its "reduce to unit stride" driver), and on AVX2 its filter
+    gradient wrote past that scratch: a wrong gradient at batch 1 on two threads
+    (1x1 4 -> 6, 10x10, stride 2: off by 15.5 of 99.8) and a corrupted heap at batch 2.
+    Never asking oneDNN for a strided 1x1 pass keeps that path out on every CPU. The
+    input gradient is zero off the strided positions."""
+    n, _, _, c = x_shape
+    sh, sw = strides
+    nhwc = layout == "NHWC"
+    at = (slice(None), slice(None, None, sh), slice(None, None, sw))
+    at = at if nhwc else (at[0], slice(None)) + at[1:]
+    unit = (n,) + tuple(out_hw) + (c,)
+    args = ((1, 1), (0, 0), (0, 0))
+    if kind != "input":  # the images are ``a``
+        taken = np.ascontiguousarray(a[at])
+        return convolve(kind, taken, b, out, unit, w_shape, out_hw, *args, layout=layout)
+    part = np.empty(out[at].shape, np.float32)
+    if convolve(kind, a, b, part, unit, w_shape, out_hw, *args, layout=layout) is None:
+        return None
+    out[...] = 0
+    out[at] = part
+    return out
 
 
 def _parted(kind, x_shape, w_shape, cores):
