@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gradflow.graph import Tensor
@@ -16,16 +18,21 @@ class PipelineRun:
     ``values`` maps each captured tensor to its host value at initialization;
     ``epochs`` (kept by the iterator state across initializations) counts the
     passes each ``shuffle`` has made, so that every pass draws a new order.
+
+    It holds its Session weakly (it keeps the Session's graph and seed): a helper
+    thread running the pipeline must not keep a Session alive that its user dropped.
     """
 
     def __init__(self, session, values, epochs, deliver):
-        self.session = session
+        self.graph, self.seed = session.graph, session.seed
         self.values = values
         self.epochs = epochs
         self.deliver = deliver  # host element -> the arrays get_next returns
         self.caches: dict = {}
+        self.cancelled = threading.Event()
         self._host = None
-        self._closers: list = []
+        self._helpers: dict = {}  # thread helpers running now: each has stop() and cancel()
+        self._lock = threading.Lock()
 
     def value(self, x):
         """The host value of a tensor argument, or ``x`` itself."""
@@ -40,8 +47,7 @@ class PipelineRun:
         if self._host is None:
             from gradflow.session import Session
 
-            self._host = Session(graph=self.session.graph, backend="numpy",
-                                 seed=self.session.seed)
+            self._host = Session(graph=self.graph, backend="numpy", seed=self.seed)
         return self._host
 
     def rng(self, owner, graph_seed, op_seed, position, reshuffle=True):
@@ -53,21 +59,43 @@ class PipelineRun:
         if reshuffle:
             self.epochs[owner] = count + 1
         if graph_seed is None and op_seed is None:
-            if self.session.seed is not None:
-                return np.random.default_rng([int(self.session.seed), position, count])
+            if self.seed is not None:
+                return np.random.default_rng([int(self.seed), position, count])
             entropy = self.epochs.setdefault((owner, "entropy"),
                                              np.random.SeedSequence().entropy)
             return np.random.default_rng([entropy, count])
         base = _DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed
         return np.random.default_rng([base, op_seed, count])
 
-    def on_close(self, fn) -> None:
-        """Call ``fn`` when this run ends (re-initialization, or the Session closing)."""
-        self._closers.append(fn)
+    def adopt(self, helper) -> None:
+        """Note a helper (a prefetch thread): ``helper.stop()`` when this run closes,
+        ``helper.cancel()`` (which must not block) when it is cancelled."""
+        with self._lock:
+            self._helpers[helper] = None
+        if self.cancelled.is_set():
+            helper.cancel()
+
+    def release(self, helper) -> None:
+        """Forget a helper that has stopped."""
+        with self._lock:
+            self._helpers.pop(helper, None)
+
+    def cancel(self) -> None:
+        """Cancel the run without waiting for anything (its Session closes or was
+        collected): each helper stops, and a consumer waiting on one is woken with
+        ``CancelledError``. Any thread may call it, at any time."""
+        self.cancelled.set()
+        with self._lock:
+            helpers = list(self._helpers)
+        for helper in helpers:
+            helper.cancel()
 
     def close(self) -> None:
-        while self._closers:
-            self._closers.pop()()
+        """Stop the helpers and the host session (re-initialization, or closing)."""
+        with self._lock:
+            helpers, self._helpers = list(self._helpers), {}
+        for helper in reversed(helpers):
+            helper.stop()
         if self._host is not None:
             self._host.close()
             self._host = None

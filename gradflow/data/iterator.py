@@ -10,17 +10,20 @@ that call into that state when a run reaches them.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from gradflow import dtypes
 from gradflow.data import structure
 from gradflow.data.dataset import Dataset
 from gradflow.data.feeding import register_get_next
 from gradflow.data.host import PipelineRun
-from gradflow.errors import FailedPreconditionError, OutOfRangeError
+from gradflow.errors import CancelledError, FailedPreconditionError, OutOfRangeError
 from gradflow.graph import TensorShape, get_default_graph
 from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
 from gradflow.ops.registry import apply
+
+_CLOSE_WAIT_S = 0.5  # how long closing waits for a get_next running in another thread
 
 
 class Iterator(structure.Elements):
@@ -156,14 +159,22 @@ def _structure_of(template):
 
 
 class IteratorState:
-    """Where one iterator stands in one Session: the running pipeline, if any."""
+    """Where one iterator stands in one Session: the running pipeline, if any.
+
+    Closing the Session cancels it: a ``get_next`` waiting in another thread fails
+    with ``CancelledError``, and ``close()`` returns within a second even when the
+    pipeline's input has stalled. The pipeline's threads do not keep the Session
+    alive, and they are cancelled when it is collected without ``close()``.
+    """
 
     def __init__(self, session):
         self.session = session
         self.lock = threading.Lock()
         self.epochs: dict = {}  # passes made by each shuffle, across initializations
+        self.cancelled = False
         self._run = None
         self._stream = None
+        self._finalizer = None
 
     @property
     def initialized(self) -> bool:
@@ -178,22 +189,34 @@ class IteratorState:
                 for t, v in zip(captures, values)}
         run = PipelineRun(self.session, host, self.epochs, self._deliverer())
         with self.lock:
+            self._check_cancelled("the iterator's initializer")
             self._close_locked()
             self._run, self._stream = run, dataset._delivered(run)
+            # the pipeline's threads end when the Session is collected unclosed
+            self._finalizer = weakref.finalize(self.session, run.cancel)
 
     def get_next(self, node):
         with self.lock:
+            self._check_cancelled(f"'{node.name}'")
             if self._stream is None:
                 raise FailedPreconditionError(
                     f"GetNext() failed because the iterator has not been initialized: run "
                     f"the iterator's initializer in this Session before '{node.name}' "
                     f"(created at {node.source})")
             try:
-                return next(self._stream)
+                element = next(self._stream)
             except StopIteration:
                 raise OutOfRangeError(
                     f"End of sequence: '{node.name}' (created at {node.source}) has no more "
                     "elements; run the iterator's initializer to start again") from None
+            if self.cancelled:  # closed while a stalled stage kept this run waiting
+                self._close_locked()
+                self._check_cancelled(f"'{node.name}'")
+            return element
+
+    def _check_cancelled(self, what):
+        if self.cancelled:
+            raise CancelledError(f"{what}: cancelled, its Session was closed")
 
     def _deliverer(self):
         asarray = self.session.backend.asarray
@@ -204,15 +227,28 @@ class IteratorState:
         return deliver
 
     def close(self):
-        with self.lock:
+        """Cancel (waking a ``get_next`` that waits for a prefetch thread), then stop the
+        pipeline. A ``get_next`` stuck in a stalled stage of its own thread is not
+        waited for past ``_CLOSE_WAIT_S``: it stops the pipeline when it returns."""
+        self.cancelled = True
+        run = self._run
+        if run is not None:
+            run.cancel()
+        if not self.lock.acquire(timeout=_CLOSE_WAIT_S):
+            return
+        try:
             self._close_locked()
+        finally:
+            self.lock.release()
 
     def _close_locked(self):
+        if self._finalizer is not None:
+            self._finalizer.detach()
         if self._stream is not None:
             self._stream.close()
         if self._run is not None:
             self._run.close()
-        self._run = self._stream = None
+        self._run = self._stream = self._finalizer = None
 
 
 def make_one_shot_iterator(dataset):

@@ -5,7 +5,10 @@ The thread pulls elements from the stages upstream into a bounded queue while
 asks. When prefetch is the last stage, the thread also moves each element onto
 the Session's device (``backend.asarray``), so a GPU step finds its batch there.
 The thread ends when the pipeline is exhausted, when the iterator is
-re-initialized, and when the Session closes.
+re-initialized, and when the Session closes or is collected (the thread holds no
+reference to the Session). Closing the Session cancels the thread: a ``get_next``
+waiting for it fails at once with ``CancelledError``, even while the stages
+upstream are stalled (the thread then ends when they next give an element).
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import queue
 import threading
 
 from gradflow.data.transforms import _Counted
+from gradflow.errors import CancelledError
 
 AUTOTUNE = -1  # TF1's tf.data.experimental.AUTOTUNE
 _AUTOTUNE_DEPTH = 2  # what AUTOTUNE (and 0) means here: one batch in use, one ahead
 _POLL_S = 0.05  # how often a blocked producer checks whether it must stop
-_JOIN_S = 10.0  # how long closing waits for the producer to notice
+_JOIN_S = 10.0  # how long re-initializing waits for the producer to notice
+_CANCELLED_JOIN_S = 0.02  # how long closing waits for it (a stalled input never returns)
 
 
 class Prefetch(_Counted):
@@ -37,11 +42,12 @@ class Prefetch(_Counted):
         size = run.scalar(self._count)
         producer = _Producer(self._upstream._iterate(run), deliver,
                              size if size > 0 else _AUTOTUNE_DEPTH)
-        run.on_close(producer.stop)
+        run.adopt(producer)
         try:
             yield from producer
         finally:
             producer.stop()
+            run.release(producer)
 
 
 class _Producer:
@@ -52,6 +58,7 @@ class _Producer:
     def __init__(self, stream, deliver, depth):
         self.queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
+        self.cancelled = False
         self._stream, self._deliver = stream, deliver
         self.thread = threading.Thread(target=self._produce, name="gradflow-data-prefetch",
                                        daemon=True)
@@ -74,22 +81,40 @@ class _Producer:
         while not self.stopping.is_set():
             try:
                 self.queue.put(item, timeout=_POLL_S)
-                return True
             except queue.Full:
                 continue
+            return not self.stopping.is_set()
         return False
 
     def __iter__(self):
         while True:
             element, err = self.queue.get()
+            if self.cancelled:
+                raise CancelledError("Dataset.prefetch: the Session was closed while this "
+                                     "run waited for the next element")
             if err is not None:
                 raise err
             if element is self._END:
                 return
             yield element
 
-    def stop(self):
-        """Stop the thread and wait for it (it finishes the element it is making)."""
+    def cancel(self):
+        """Stop the thread without waiting for it, and wake a consumer waiting in
+        ``__iter__`` (it raises ``CancelledError``)."""
+        self.cancelled = True
         self.stopping.set()
+        try:  # the consumer waits only on an empty queue: this wakes it
+            self.queue.put_nowait((self._END, None))
+        except queue.Full:  # a full queue: its next get returns at once
+            pass
+
+    def stop(self):
+        """Stop the thread and wait for it (it finishes the element it is making); a
+        cancelled thread is waited for only briefly (its input may be stalled)."""
+        self.stopping.set()
+        try:  # a producer waiting to put then puts at once, and sees that it must stop
+            self.queue.get_nowait()
+        except queue.Empty:
+            pass
         if self.thread is not threading.current_thread():
-            self.thread.join(_JOIN_S)
+            self.thread.join(_CANCELLED_JOIN_S if self.cancelled else _JOIN_S)

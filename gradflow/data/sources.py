@@ -3,15 +3,20 @@ ranges, text files, and other data sets side by side or one after another."""
 
 from __future__ import annotations
 
-import gzip
-import zlib
-
 import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
 from gradflow.data.dataset import Dataset
-from gradflow.errors import InvalidArgumentError, NotFoundError
+from gradflow.errors import (
+    DataLossError,
+    GradflowError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    ResourceExhaustedError,
+    UnimplementedError,
+    UnknownError,
+)
 from gradflow.graph import Tensor, TensorShape
 from gradflow.ops.registry import convert_to_tensor
 
@@ -131,8 +136,23 @@ class Generator(Dataset):
         return [a for a in self._args if isinstance(a, Tensor)]
 
     def _iterate(self, run):
-        for item in self._generator(*[run.value(a) for a in self._args]):
-            yield self._element(item)
+        try:
+            items = iter(self._generator(*[run.value(a) for a in self._args]))
+        except Exception as err:
+            _reraise(self._label, err, "starting")
+        try:
+            while True:
+                try:
+                    item = next(items)
+                except StopIteration:
+                    return
+                except Exception as err:
+                    _reraise(self._label, err, "running")
+                yield self._element(item)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
     def _element(self, item):
         try:
@@ -156,6 +176,33 @@ class Generator(Dataset):
                     f"output_shapes {structure.format_shape(shape)}")
             out.append(array)
         return tuple(out)
+
+
+def _reraise(label, err, when):
+    """Raise ``_raised_by``'s error for ``err``, with ``err`` as its cause."""
+    wrapped = _raised_by(label, err, when)
+    if wrapped is err:
+        raise err
+    raise wrapped from err
+
+
+def _raised_by(label, err, when):
+    """The gradflow error a run reports for ``err``, raised by a generator's code: as
+    TF1's ``py_func`` maps Python's exceptions (ValueError and TypeError: invalid
+    argument; MemoryError: resource exhausted; NotImplementedError: unimplemented;
+    others: unknown). gradflow's own errors pass as they are, but for OutOfRangeError,
+    which would end the data set silently."""
+    if isinstance(err, GradflowError) and not isinstance(err, OutOfRangeError):
+        return err
+    if isinstance(err, (ValueError, TypeError)):
+        kind = InvalidArgumentError
+    elif isinstance(err, MemoryError):
+        kind = ResourceExhaustedError
+    elif isinstance(err, NotImplementedError):
+        kind = UnimplementedError
+    else:
+        kind = UnknownError
+    return kind(f"from_generator: {label} raised {type(err).__name__} while {when}: {err}")
 
 
 def _flatten_up_to(template, value):
@@ -197,11 +244,14 @@ class Range(Dataset):
             yield (np.asarray(i, dtype=np_type),)
 
     def _batches(self, run, size, drop_remainder):
-        values = np.arange(self._range.start, self._range.stop, self._range.step,
-                           dtype=self._types[0].as_numpy_dtype)
-        stop = len(values) - len(values) % size if drop_remainder else len(values)
-        for start in range(0, stop, size):
-            yield (values[start:start + size],)
+        # one batch at a time: a range of 10**12 costs what its batch costs
+        np_type = self._types[0].as_numpy_dtype
+        whole = self._range
+        count = len(whole)
+        stop = count - count % size if drop_remainder else count
+        for first in range(0, stop, size):
+            part = whole[first:first + size]
+            yield (np.arange(part.start, part.stop, part.step, dtype=np_type),)
 
 
 class Zip(Dataset):
@@ -293,23 +343,18 @@ class TextLineDataset(_FileRecords):
         self._compression = kind
         super().__init__(filenames)
 
-    def _lines(self, path):
-        try:
-            if self._compression == "GZIP":
-                with gzip.open(path, "rb") as f:
-                    yield from f
-                return
-            with open(path, "rb") as f:
-                if self._compression == "ZLIB":
-                    yield from zlib.decompress(f.read()).splitlines(keepends=True)
-                    return
-                yield from f
-        except FileNotFoundError:
-            raise NotFoundError(f"TextLineDataset: {path}: no such file") from None
-
     def _records(self, path):
-        for line in self._lines(path):
-            yield line.rstrip(b"\n").rstrip(b"\r")
+        from gradflow.tfrecord import open_input
+
+        number = 1
+        with open_input(path, self._compression, "TextLineDataset") as f:
+            try:
+                for line in f:  # a buffer at a time, compressed or not
+                    yield line.rstrip(b"\n").rstrip(b"\r")
+                    number += 1
+            except DataLossError as err:  # raised by the reading, not at the yield
+                raise DataLossError(f"TextLineDataset {path!r}: line {number} cannot be "
+                                    f"read ({err})") from None
 
 
 class FixedLengthRecordDataset(_FileRecords):

@@ -111,15 +111,14 @@ class FixedLengthRecordReader(ReaderBase):
 def fixed_length_records(path, record_bytes, header_bytes, footer_bytes, who):
     """``(key, record)`` for each record of the file ``path`` (see
     ``FixedLengthRecordReader``); ``who`` names the reader in errors."""
-    try:
-        body = os.path.getsize(path) - header_bytes - footer_bytes
-    except FileNotFoundError:
-        raise NotFoundError(f"{who}: no file {path!r}") from None
-    if body < 0 or body % record_bytes:
-        raise InvalidArgumentError(
-            f"{who}: {path!r} has {max(body, 0)} bytes between its header and footer, not "
-            f"a whole number of {record_bytes}-byte records")
-    with open(path, "rb") as f:
+    from gradflow.tfrecord import open_input
+
+    with open_input(path, "", who) as f:  # a folder or no file: the error TF1 gives
+        body = os.fstat(f.fileno()).st_size - header_bytes - footer_bytes
+        if body < 0 or body % record_bytes:
+            raise InvalidArgumentError(
+                f"{who}: {path!r} has {max(body, 0)} bytes between its header and footer, "
+                f"not a whole number of {record_bytes}-byte records")
         f.seek(header_bytes)
         for k in range(body // record_bytes):
             yield f"{path}:{k}", f.read(record_bytes)
