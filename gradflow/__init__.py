@@ -310,30 +310,34 @@ from gradflow.variables import (
 )
 
 
-def zeros(shape, dtype=float32, name=None):
-    """A constant tensor of zeros."""
+def _filled_with(value, shape, dtype, name):
+    """TF1's ``zeros``/``ones``: a constant when it holds fewer than 1000 elements, else
+    a ``fill`` node, which takes no memory until a run computes it (and refuses, naming
+    itself, an output larger than the memory there is)."""
     import builtins as _builtins
+    import math as _math
 
     import numpy as _np
 
     if isinstance(shape, Tensor) or (isinstance(shape, (_builtins.list, _builtins.tuple))
                                      and _builtins.any(isinstance(d, Tensor) for d in shape)):
         # a shape known only when the graph runs: [gf.shape(x)[0], 10]
-        return fill(shape, constant(0, dtype=dtype), name=name or "zeros")
-    return constant(_np.zeros(_builtins.tuple(shape)), dtype=dtype, name=name or "zeros")
+        return fill(shape, constant(value, dtype=dtype), name=name)
+    dims = _builtins.tuple(shape)
+    if _builtins.all(isinstance(d, (_builtins.int, _np.integer)) and d >= 0 for d in dims) \
+            and _math.prod(dims) < 1000:
+        return constant(_np.full(dims, value), dtype=dtype, name=name)
+    return fill(_builtins.list(dims), constant(value, dtype=dtype), name=name)
+
+
+def zeros(shape, dtype=float32, name=None):
+    """A tensor of zeros (TF1): a constant when small, else a ``fill`` node."""
+    return _filled_with(0, shape, dtype, name or "zeros")
 
 
 def ones(shape, dtype=float32, name=None):
-    """A constant tensor of ones."""
-    import builtins as _builtins
-
-    import numpy as _np
-
-    if isinstance(shape, Tensor) or (isinstance(shape, (_builtins.list, _builtins.tuple))
-                                     and _builtins.any(isinstance(d, Tensor) for d in shape)):
-        # a shape known only when the graph runs: [gf.shape(x)[0], 10]
-        return fill(shape, constant(1, dtype=dtype), name=name or "ones")
-    return constant(_np.ones(_builtins.tuple(shape)), dtype=dtype, name=name or "ones")
+    """A tensor of ones (TF1): a constant when small, else a ``fill`` node."""
+    return _filled_with(1, shape, dtype, name or "ones")
 
 
 def add_n(inputs, name=None):

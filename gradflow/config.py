@@ -19,6 +19,7 @@ import weakref
 from contextlib import contextmanager
 
 from gradflow import protowire
+from gradflow.errors import DataLossError, InvalidArgumentError, UnimplementedError
 from gradflow.graph import get_default_graph
 
 __all__ = ["ConfigProto", "DeviceSpec", "DeviceStepStats", "GPUOptions", "GraphOptions",
@@ -74,7 +75,7 @@ class _Message:
         """The protobuf wire form of the fields this message writes (TF1's; TensorBoard
         reads a ``RunMetadata`` this way from ``FileWriter.add_run_metadata``)."""
         if not self._WIRE:
-            raise NotImplementedError(f"{type(self).__name__} has no wire form in gradflow")
+            raise UnimplementedError(f"{type(self).__name__} has no wire form in gradflow")
         out = bytearray()
         for name, (number, kind) in self._WIRE.items():
             value = getattr(self, name)
@@ -89,6 +90,35 @@ class _Message:
                     out += protowire.write_varint(int(item) & 0xFFFFFFFFFFFFFFFF)
         return bytes(out)
 
+    def ParseFromString(self, data) -> int:  # noqa: N802 - protobuf name
+        """Replace this message by the one ``data`` holds (what ``SerializeToString``
+        wrote); returns its length. Damaged or hostile bytes raise ``DataLossError``
+        naming the message and what is wrong, and leave this message as it was."""
+        parsed = type(self).FromString(data)
+        for name in self._FIELDS:
+            object.__setattr__(self, name, getattr(parsed, name))
+        return len(data)
+
+    def MergeFromString(self, data) -> int:  # noqa: N802 - protobuf name
+        """Merge the message ``data`` holds into this one, as protobuf does: singular
+        fields it sets replace these, repeated ones are appended; returns its length."""
+        _merge(self, type(self).FromString(data))
+        return len(data)
+
+    @classmethod
+    def FromString(cls, data):  # noqa: N802 - protobuf name
+        """A new message read from ``data`` (see ``ParseFromString``)."""
+        if not cls._WIRE:
+            raise UnimplementedError(f"{cls.__name__} has no wire form in gradflow")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"{cls.__name__}.ParseFromString: expected bytes, got "
+                                       f"{type(data).__name__}")
+        if len(data) > _MAX_BYTES:
+            raise DataLossError(f"{cls.__name__}.ParseFromString: {len(data):,} bytes, more "
+                                f"than the {_MAX_BYTES:,} a message may have")
+        buf = memoryview(bytes(data) if isinstance(data, memoryview) else data)
+        return _parse(cls, buf, [0], cls.__name__)
+
     def __repr__(self) -> str:
         parts = []
         for name, default in self._FIELDS.items():
@@ -96,6 +126,74 @@ class _Message:
             if value != _fresh(default):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+# a message's bytes at most (protobuf's own limit), and the messages one parse may make:
+# an empty nested message takes two bytes, and each made costs a kilobyte or so
+_MAX_BYTES = (1 << 31) - 1
+_MAX_MESSAGES = 1 << 20
+_WIRE_TYPES = {"message": 2, "string": 2, "int": 0}
+
+
+def _parse(cls, buf, made, where):
+    """A ``cls`` read from ``buf``: its known fields (``_WIRE``) checked against their
+    wire types, the others skipped; ``made`` counts the messages made so far."""
+    made[0] += 1
+    if made[0] > _MAX_MESSAGES:
+        raise DataLossError(f"ParseFromString: {where}: more than {_MAX_MESSAGES:,} "
+                            "messages; refused")
+    numbers = {number: (name, kind) for name, (number, kind) in cls._WIRE.items()}
+    message = cls()
+
+    def error(what):
+        return DataLossError(f"ParseFromString: {where}: {what}")
+
+    for number, wire, value in protowire.fields(buf, error):
+        if number == 0:
+            raise error("a field has the number 0, which no field may have")
+        if number not in numbers:
+            continue
+        name, kind = numbers[number]
+        if wire != _WIRE_TYPES[kind]:
+            raise error(f"field {name} (number {number}) has wire type {wire}, not "
+                        f"{_WIRE_TYPES[kind]}")
+        _set_read(message, name, kind, value, made, f"{where}.{name}")
+    return message
+
+
+def _set_read(message, name, kind, value, made, where):
+    """Set (or append to) the field ``name`` of ``message`` from its wire value."""
+    default = message._FIELDS[name]
+    if kind == "int":
+        item = protowire.signed(value & 0xFFFFFFFFFFFFFFFF)
+    elif kind == "string":
+        try:
+            item = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataLossError(f"ParseFromString: {where}: the text is not UTF-8 "
+                                f"({err})") from None
+    else:
+        kind_of = _ITEM_TYPES[(type(message).__name__, name)]
+        item = _parse(kind_of, value, made, where)
+    if isinstance(default, list):
+        getattr(message, name).append(item)
+    elif kind == "message":  # a singular message met twice: protobuf merges them
+        _merge(getattr(message, name), item)
+    else:
+        object.__setattr__(message, name, item)
+
+
+def _merge(into, other):
+    """Protobuf's merge of ``other`` into ``into`` (same type): the fields of its wire
+    form that ``other`` sets replace (singular) or extend (repeated) those of ``into``."""
+    for name, (_, kind) in into._WIRE.items():
+        value, default = getattr(other, name), into._FIELDS[name]
+        if isinstance(default, list):
+            getattr(into, name).extend(value)
+        elif kind == "message":
+            _merge(getattr(into, name), value)
+        elif value != _fresh(default):
+            object.__setattr__(into, name, value)
 
 
 def _fresh(default):
@@ -260,6 +358,12 @@ class RunMetadata(_Message):
     _FIELDS = {"step_stats": StepStats, "cost_graph": None, "partition_graphs": [],
                "function_graphs": []}
     _WIRE = {"step_stats": (1, "message")}
+
+
+# (message, field) -> the message class of each field of kind "message" in a wire form
+_ITEM_TYPES = {("DeviceStepStats", "node_stats"): NodeExecStats,
+               ("StepStats", "dev_stats"): DeviceStepStats,
+               ("RunMetadata", "step_stats"): StepStats}
 
 
 # -- devices ----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph import Operation
-from gradflow.ops.casting import loses_kind, out_of_range, whole_numbers_fit
+from gradflow.ops.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
 from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes.ir import user_node
@@ -467,6 +467,7 @@ def check_feed(tensor, value, np_dtype, shape):
     else:
         array = _as_array(tensor, value)
     if array.dtype != np_dtype:
+        check_room(tensor, array.shape, np_dtype)  # before any pass over the value
         # TF1 converts feeds with NumPy's casts; gradflow only where no value changes:
         # whole floats into an integer placeholder (labels built with np.ones) pass
         if loses_kind(value, array, np_dtype) and not whole_numbers_fit(array, np_dtype):
@@ -475,7 +476,9 @@ def check_feed(tensor, value, np_dtype, shape):
                 f"{tensor.dtype.name}: the conversion would lose information (a fraction, "
                 "a NaN or a value out of range); cast the value first")
         _refuse_wrapping_ints(tensor, array, np_dtype)
-        array = array.astype(np_dtype)
+        array = converted(tensor, array, np_dtype)
+    elif not array.flags.c_contiguous:  # a backend copies it (a broadcast view may be huge)
+        check_room(tensor, array.shape, np_dtype, "copying the value fed")
     if shape is not None and not _fits(array.shape, shape):
         raise InvalidArgumentError(
             f"cannot feed a value of shape {array.shape} to '{tensor.name}', which has "

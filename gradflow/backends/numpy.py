@@ -41,10 +41,12 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
         out.fill(0)
         return out
     kernel = _scatter_kernel(rows.dtype)
+    width = math.prod(rows.shape[1:])
+    if kernel is not None and num_rows > 2 * count and num_rows * width >= 1 << 20:
+        return _scatter_few_rows(kernel, rows, indices, num_rows, out)
     if kernel is not None:
         result = np.empty((num_rows,) + rows.shape[1:], dtype=rows.dtype) if out is None \
             else out
-        width = math.prod(rows.shape[1:])
         total = np.empty((num_rows, width)) if scratch is None else \
             scratch.get_array("sums", (num_rows, width), np.float64)
         kernel(np.ascontiguousarray(rows).reshape(count, width), np.ascontiguousarray(indices),
@@ -71,6 +73,23 @@ def _scatter_add_rows(xp_, rows, indices, num_rows, out=None, scratch=None):
     if out is not None:
         out.fill(0)
     result[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return result
+
+
+def _scatter_few_rows(kernel, rows, indices, num_rows, out):
+    """The numba scatter of few rows into many (a large, mostly zero result): summed by
+    distinct index in a compact float64 buffer, so that nothing of the result's size is
+    made but the result itself (not a float64 copy of it: twice a float32 result)."""
+    count = indices.shape[0]
+    width = math.prod(rows.shape[1:])
+    present, rank = np.unique(indices, return_inverse=True)
+    sums = np.empty((present.shape[0], width), dtype=rows.dtype)
+    kernel(np.ascontiguousarray(rows).reshape(count, width), rank.reshape(-1), sums,
+           np.empty((present.shape[0], width)))
+    result = np.zeros((num_rows,) + rows.shape[1:], dtype=rows.dtype) if out is None else out
+    if out is not None:
+        out.fill(0)
+    result.reshape(num_rows, width)[present] = sums
     return result
 
 

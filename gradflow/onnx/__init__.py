@@ -14,6 +14,7 @@ From the command line, a SavedModel or a graph file: ``python -m gradflow.onnx
 
 from __future__ import annotations
 
+from gradflow.errors import GradflowError
 from gradflow.onnx._builder import CONVERTERS, ExportError, OnnxModel, fail
 from gradflow.onnx._prune import InferenceGraph
 
@@ -41,6 +42,7 @@ def export(sess, inputs, outputs, path, opset=DEFAULT_OPSET, model_name="gradflo
 def to_onnx(sess, inputs, outputs, opset=DEFAULT_OPSET, model_name="gradflow"):
     """The ``onnx.ModelProto`` that ``export`` writes (checked with ``onnx.checker``)."""
     import onnx
+    import onnx.shape_inference
 
     opset = _check_opset(opset)
     inputs, outputs = _named(inputs, "inputs"), _named(outputs, "outputs")
@@ -48,6 +50,12 @@ def to_onnx(sess, inputs, outputs, opset=DEFAULT_OPSET, model_name="gradflow"):
         if t.opdef.kind != "placeholder" and t.type != "placeholder_with_default":
             raise ExportError(f"ONNX export: input {name!r} is {t.describe()}, not a "
                               "placeholder")
+    for role, items in (("input", inputs), ("output", outputs)):
+        for name, t in items:
+            if t.shape is None:  # (onnx.checker wants a shape on the model's values)
+                raise ExportError(f"ONNX export: {role} {name!r} ('{t.name}') has an unknown "
+                                  "rank, and an ONNX model's inputs and outputs need one: "
+                                  "give the placeholder a shape, or reshape the output")
     graph = InferenceGraph(sess, [t for _, t in inputs], [t for _, t in outputs])
     m = OnnxModel(opset)
     clash = {n for n, _ in inputs} & {n for n, _ in outputs}
@@ -69,7 +77,10 @@ def to_onnx(sess, inputs, outputs, opset=DEFAULT_OPSET, model_name="gradflow"):
                                 opset_imports=[m.helper.make_opsetid("", opset)])
     # the oldest IR version that has this opset, so older runtimes read the file too
     model.ir_version = m.helper.find_min_ir_version_for(list(model.opset_import))
-    onnx.checker.check_model(model, full_check=True)
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise ExportError(f"ONNX export: the model written fails onnx.checker: {err}") from err
     return model
 
 
@@ -95,7 +106,12 @@ def _write_nodes(m, graph, inputs) -> dict:
             if src not in names:  # a folded value: an initializer under its node's name
                 names[src] = m.initializer(graph.value(src), src.name)
             ins.append(names[src])
-        names[node] = convert(m, node, ins)
+        try:
+            names[node] = convert(m, node, ins)
+        except GradflowError:
+            raise
+        except Exception as err:  # noqa: BLE001 - named, with the op that could not be written
+            raise fail(node, f"could not be written: {type(err).__name__}: {err}") from err
     return names
 
 

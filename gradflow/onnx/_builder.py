@@ -30,6 +30,12 @@ def converts(*op_names):
     return register
 
 
+def axis_for(axis, shape) -> int:
+    """``axis`` of a value of ``shape`` for ONNX: non-negative where the rank is known,
+    as given where it is not (ONNX counts a negative axis from the end, as the run does)."""
+    return int(axis) if shape is None else int(axis) % max(len(shape), 1)
+
+
 def fail(node, why) -> ExportError:
     """An ``ExportError`` about ``node`` (its op, name and the user line that built it)."""
     return ExportError(f"ONNX export: {node.describe()} {why}")

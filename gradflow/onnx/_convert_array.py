@@ -3,7 +3,7 @@ squeeze, concat, gather, ``x[key]`` and shape."""
 
 from __future__ import annotations
 
-from gradflow.onnx._builder import converts, fail, onnx_dtype
+from gradflow.onnx._builder import axis_for, converts, fail, onnx_dtype
 
 _END = 2**63 - 1  # ONNX Slice clamps bounds, so these mean "to the end" either way
 _BEGIN = -(2**63)
@@ -28,32 +28,29 @@ def _transpose(m, node, ins):
 
 
 @converts("expand_dims")
-def _expand_dims(m, node, ins):
-    rank = len(node.shape)
-    axes = sorted(int(a) % rank for a in node.attrs["axes"])
+def _expand_dims(m, node, ins):  # (ONNX's negative axes count in the output, as here)
+    axes = sorted(axis_for(a, node.shape) for a in node.attrs["axes"])
     return m.add("Unsqueeze", [ins[0], m.const(axes)], node.name)
 
 
 @converts("squeeze")
 def _squeeze(m, node, ins):
-    rank = len(node.inputs[0].shape)
     axes = node.attrs.get("axes")
-    if axes is None:
-        axes = [a for a, d in enumerate(node.inputs[0].shape) if d == 1]
-        if len(axes) != rank - len(node.shape):
-            raise fail(node, "squeezes axes whose size is unknown at export; pass axis=")
-    return m.add("Squeeze", [ins[0], m.const(sorted(int(a) % rank for a in axes))],
+    if axes is None:  # every size-1 axis of the value, found when the model runs: as here
+        return m.add("Squeeze", ins, node.name)
+    shape = node.inputs[0].shape
+    return m.add("Squeeze", [ins[0], m.const(sorted(axis_for(a, shape) for a in axes))],
                  node.name)
 
 
 @converts("concat")
 def _concat(m, node, ins):
-    return m.add("Concat", ins, node.name, axis=int(node.attrs["axis"]) % len(node.shape))
+    return m.add("Concat", ins, node.name, axis=axis_for(node.attrs["axis"], node.shape))
 
 
 @converts("gather")
 def _gather(m, node, ins):
-    axis = int(node.attrs.get("axis", 0)) % len(node.inputs[0].shape)
+    axis = axis_for(node.attrs.get("axis", 0), node.inputs[0].shape)
     return m.add("Gather", ins, node.name, axis=axis)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradflow.onnx._builder import converts, fail, onnx_dtype
+from gradflow.onnx._builder import axis_for, converts, fail, onnx_dtype
 
 _BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "pow": "Pow",
@@ -46,8 +46,25 @@ def _square(m, node, ins):
 
 
 @converts("floor_mod")
-def _floor_mod(m, node, ins):  # Python's sign rule: the result takes the divisor's sign
-    return m.add("Mod", ins, node.name, fmod=0)
+def _floor_mod(m, node, ins):
+    """TF1's floormod: the remainder takes the divisor's sign. ONNX's ``Mod(fmod=0)`` is
+    that for integers only (ONNX Runtime refuses it for floats); a float's is C's
+    ``fmod`` moved by the divisor where a nonzero remainder's sign differs from it, as
+    TF's kernel computes it."""
+    if not node.dtype.is_floating:
+        return m.add("Mod", ins, node.name, fmod=0)
+    x, y = ins
+    name = node.name
+    rem = m.add("Mod", [x, y], name + "/fmod", fmod=1)
+    zero = m.const(0, node.dtype.as_numpy_dtype)
+    signs = m.add("Xor", [m.add("Less", [rem, zero], name + "/rem_negative"),
+                          m.add("Less", [y, zero], name + "/divisor_negative")],
+                  name + "/signs_differ")
+    nonzero = m.add("Not", [m.add("Equal", [rem, zero], name + "/rem_zero")],
+                    name + "/rem_nonzero")
+    moved = m.add("Add", [rem, y], name + "/moved")
+    return m.add("Where", [m.add("And", [signs, nonzero], name + "/move"), moved, rem],
+                 name)
 
 
 @converts("relu6")
@@ -101,22 +118,33 @@ def _reduce(m, node, ins):
     axes = _axes(node)
     keep = int(bool(node.attrs.get("keepdims", False)))
     op = _REDUCE[node.type]
+    if axes == []:  # over no axis: the value as it is (ONNX reads no axes as all of them)
+        return m.add("Identity", ins, node.name)
+    if axes is None:  # every axis of a value of unknown rank: ONNX's default
+        return m.add(op, ins, node.name, keepdims=keep)
     if op == "ReduceSum" or m.opset >= 18:  # the axes became an input in these opsets
         return m.add(op, [ins[0], m.const(axes)], node.name, keepdims=keep)
     return m.add(op, ins, node.name, axes=axes, keepdims=keep)
 
 
 def _axes(node):
+    """The reduced axes, non-negative where the rank is known; for an input of unknown
+    rank the axes as given (ONNX counts a negative one from the end, as the run does),
+    or None for all of them."""
     axes = node.attrs.get("axes")
-    rank = len(node.inputs[0].shape)
+    shape = node.inputs[0].shape
+    if shape is None:
+        return None if axes is None else [int(a) for a in axes]
+    rank = len(shape)
     return list(range(rank)) if axes is None else [int(a) % rank for a in axes]
 
 
 @converts("reduced_count")
 def _reduced_count(m, node, ins):
     """The number of elements over ``axes``: the product of those sizes of the shape."""
-    sizes = m.add("Gather", [m.add("Shape", ins, node.name + "/shape"), m.const(_axes(node))],
-                  node.name + "/sizes", axis=0)
+    axes, shape = _axes(node), m.add("Shape", ins, node.name + "/shape")
+    sizes = shape if axes is None else \
+        m.add("Gather", [shape, m.const(axes)], node.name + "/sizes", axis=0)
     count = _reduce_prod(m, sizes, node.name + "/count")
     return m.add("Cast", [count], node.name, to=onnx_dtype(node.dtype))
 
@@ -129,7 +157,7 @@ def _reduce_prod(m, x, hint):
 
 @converts("argmax", "argmin")
 def _argmax(m, node, ins):
-    axis = int(node.attrs["axis"]) % len(node.inputs[0].shape)
+    axis = axis_for(node.attrs["axis"], node.inputs[0].shape)
     op = "ArgMax" if node.type == "argmax" else "ArgMin"
     index = m.add(op, ins, node.name + "/index", axis=axis, keepdims=0)
     return m.add("Cast", [index], node.name, to=onnx_dtype(node.dtype))
@@ -140,6 +168,10 @@ def _matmul(m, node, ins):
     a, b = ins
     for k, flag in enumerate(("transpose_a", "transpose_b")):
         if node.attrs.get(flag):
+            if node.inputs[k].shape is None:
+                raise fail(node, f"has {flag} on an input of unknown rank "
+                                 f"('{node.inputs[k].name}'), which ONNX's Transpose needs; "
+                                 "give it a shape")
             rank = len(node.inputs[k].shape)
             if rank < 2:
                 raise fail(node, f"has {flag} on a rank-{rank} input")

@@ -13,9 +13,9 @@ The Array API has no scatter, so the reduction written against it sorts the rows
 id (skipped for the sorted ops) and runs a segmented inclusive scan by doubling
 (Hillis-Steele): in step ``d = 1, 2, 4, ...`` each row combines with the row ``d``
 before it where both have the same id, so after ``ceil(log2 n)`` steps the last row
-of each segment holds its reduction, found with ``searchsorted``. That costs a
-sort of the ids, ``log2 n`` passes over the rows (each makes two temporaries), and
-memory for a few copies of the rows; it is exact for max/min and adds sums in a
+of each segment holds its reduction, laid out as the result by ``spread_rows``. That
+costs a sort of the ids, ``log2 n`` passes over the rows (each makes two temporaries),
+and memory for a few copies of the rows; it is exact for max/min and adds sums in a
 tree (10^5 rows of 64 float32 on NumPy arrays: about 0.2-0.25 s, against 5 ms for the
 lowerings). The NumPy backend lowers the same ops to one pass (its scatter-add for sums,
 a numba kernel for the others: ``gradflow.backends.numpy_segment``), torch to
@@ -23,6 +23,11 @@ a numba kernel for the others: ``gradflow.backends.numpy_segment``), torch to
 
 A NaN in a segment makes its maximum or minimum NaN (``np.maximum``'s rule; TF1's CPU
 kernel gives NaN or a number depending on where in the segment the NaN lies).
+
+No op makes a temporary of its result's size (one id of 2**30 asks for 2**30 rows):
+the reductions work on the segments that have rows and spread them out
+(``gradflow.ops.segment_rows``), and a result larger than the memory available fails
+the run with ``ResourceExhaustedError`` before anything is allocated.
 
 Run-time errors (ids out of range, sorted ids that are not sorted, shapes that do not
 match) are reported by the session as ``InvalidArgumentError`` naming the op and the
@@ -38,6 +43,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
+from gradflow.ops import memory
 from gradflow.ops.array_ops import static_value
 from gradflow.ops.index_checks import IndexOutOfRange, _position, first_bad
 from gradflow.ops.index_ops import getitem, shape
@@ -55,6 +61,7 @@ from gradflow.ops.math_ops import (
     zeros_like,
 )
 from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.segment_rows import divided, sorted_runs, spread_rows
 
 __all__ = [
     "segment_max", "segment_mean", "segment_min",
@@ -94,7 +101,6 @@ def reduce_rows(xp, reduce, rows, ids, num, presorted, empty):
     none is; negative ids are dropped. ``presorted``: the ids are non-decreasing."""
     count, width = rows.shape
     dev = _device(rows)
-    fill = xp.asarray(empty, dtype=rows.dtype, device=dev)
     if count == 0 or num == 0:
         return xp.full((num, width), empty, dtype=rows.dtype, device=dev)
     if not presorted:
@@ -108,11 +114,10 @@ def reduce_rows(xp, reduce, rows, ids, num, presorted, empty):
         rows = xp.concat([rows[:step, ...],
                           xp.where(same, combine(rows[:-step, ...], later), later)], axis=0)
         step *= 2
-    targets = xp.arange(num, dtype=ids.dtype, device=dev)
-    ends = xp.searchsorted(ids, targets, side="right")
-    starts = xp.searchsorted(ids, targets, side="left")
-    last = xp.take(rows, xp.where(ends > 0, ends - 1, xp.zeros_like(ends)), axis=0)
-    return xp.where((ends > starts)[:, None], last, fill)
+    # the last row of each run of an id >= 0 holds its segment's reduction
+    last = xp.concat([ids[1:] != ids[:-1], xp.ones((1,), dtype=xp.bool, device=dev)])
+    last = xp.logical_and(last, ids >= 0)
+    return spread_rows(xp, rows[last], ids[last], num, empty)
 
 
 def dims(shape) -> str:
@@ -174,6 +179,7 @@ def _unsorted_impl(xp, data, ids, num_segments, reduce, rows, reducer=reduce_row
     flat = _flat_ids(xp, ids)
     _check_below(xp, flat, num, ids.shape)
     values, tail = as_rows(xp, data, ids.ndim)
+    memory.check_fits(f"unsorted_segment_{reduce}", (num,) + tail, data.dtype, like=data)
     out = reducer(xp, reduce, values, flat, num, False,
                   _fill_value(xp, reduce, data.dtype, False))
     return xp.reshape(out, (num,) + tail)
@@ -183,24 +189,15 @@ def _sorted_impl(xp, data, ids, reduce, rows, reducer=reduce_rows):
     flat = _flat_ids(xp, ids)
     num = _check_sorted(xp, flat, data.shape[0])
     values, tail = as_rows(xp, data, 1)
-    out = reducer(xp, "sum" if reduce == "mean" else reduce, values, flat, num, True,
-                  _fill_value(xp, reduce, data.dtype, True))
-    if reduce == "mean":
-        out = _divide_by_counts(xp, out, flat, num)
+    memory.check_fits(f"segment_{reduce}", (num,) + tail, data.dtype, like=data)
+    if reduce == "mean" and num:  # each segment's sum over its size, on the ids present
+        present, rank, sizes = sorted_runs(xp, flat)
+        sums = reducer(xp, "sum", values, rank, present.shape[0], True, 0)
+        out = spread_rows(xp, divided(xp, sums, sizes), present, num, 0)
+    else:
+        out = reducer(xp, "sum" if reduce == "mean" else reduce, values, flat, num, True,
+                      _fill_value(xp, reduce, data.dtype, True))
     return xp.reshape(out, (num,) + tail)
-
-
-def _divide_by_counts(xp, sums, flat, num):
-    """Segment sums of sorted ids divided by their sizes (empty ones stay 0); integers
-    are divided toward zero, as TF1's kernel (C++ ``/``) does."""
-    targets = xp.arange(num, dtype=flat.dtype, device=_device(flat))
-    sizes = xp.searchsorted(flat, targets, side="right") - \
-        xp.searchsorted(flat, targets, side="left")
-    sizes = xp.astype(xp.where(sizes > 0, sizes, xp.ones_like(sizes)), sums.dtype)[:, None]
-    if xp.isdtype(sums.dtype, "real floating"):
-        return sums / sizes
-    quotient = xp.abs(sums) // sizes
-    return xp.where(sums < 0, -quotient, quotient)
 
 
 def _check_dtypes(data_dtype, ids_dtype):
@@ -346,7 +343,7 @@ def _counts_impl(xp, ids, like, reducer=reduce_rows):
     _check_below(xp, flat, num, ids.shape)
     ones = xp.ones((flat.shape[0], 1), dtype=like.dtype, device=_device(like))
     sums = reducer(xp, "sum", ones, flat, num, False, 0)
-    sums = xp.where(sums > 0, sums, xp.ones_like(sums))
+    sums = xp.maximum(sums, xp.ones((), dtype=sums.dtype, device=_device(sums)))
     return xp.reshape(sums, (num,) + (1,) * (like.ndim - 1))
 
 

@@ -14,7 +14,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
-from gradflow.ops import rules
+from gradflow.ops import memory, rules
 from gradflow.ops.array_ops import expand_dims, reduce_sum, static_value, unbroadcast
 from gradflow.ops.index_ops import shape as _shape
 from gradflow.ops.index_ops import stack
@@ -125,7 +125,7 @@ def _shape_hint(dims):
 def _fill_impl(xp, value, dims=None, *, shape):
     if dims is not None:
         shape = tuple(int(dims[i]) for i in range(dims.shape[0]))
-    # a copy: the broadcast is a read-only view of one element
+    memory.check_fits("fill", shape, value.dtype, like=value)  # then copy the view
     return xp.asarray(xp.broadcast_to(value, shape), copy=True)
 
 
