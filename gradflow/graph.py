@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -454,7 +455,15 @@ class Graph:
         for node in self.nodes:
             if node.name == name:
                 return node
-        raise KeyError(f"the graph has no tensor named {name!r}")
+        raise KeyError(self.missing_name(name))
+
+    def missing_name(self, name: str, kinds=None) -> str:
+        """Why ``name`` names nothing here, with the closest names of the graph (of its
+        ops of type ``kinds`` where given, e.g. placeholders for a feed)."""
+        names = [n.name for n in self.nodes if kinds is None or n.opdef.name in kinds]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c + ':0') for c in close)}?" if close else ""
+        return f"the graph has no tensor named {name!r}{hint}"
 
     get_operation_by_name = get_tensor_by_name
 

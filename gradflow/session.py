@@ -371,9 +371,23 @@ class Session:
                        tensor.dtype.as_numpy_dtype, tensor.shape)
         return value
 
+    def _named(self, name, role):
+        """The tensor called ``name``; TF1's errors where there is none (a feed's is a
+        TypeError, a fetch's a ValueError), with the closest names."""
+        try:
+            return self.graph.get_tensor_by_name(name)
+        except KeyError:
+            kinds = ("placeholder", "placeholder_with_default") if role == "feed" else None
+            why = self.graph.missing_name(name[:-2] if name.endswith(":0") else name, kinds)
+            if role == "feed":
+                raise TypeError(f"cannot interpret feed_dict key {name!r} as a tensor: "
+                                f"{why}") from None
+            raise ValueError(f"fetch {name!r} cannot be interpreted as a tensor: {why}") \
+                from None
+
     def _resolve(self, fetch, role="fetch"):
         if isinstance(fetch, str):
-            fetch = self.graph.get_tensor_by_name(fetch)
+            fetch = self._named(fetch, role)
         elif hasattr(fetch, "_as_graph_tensor"):
             fetch = fetch._as_graph_tensor()
         if not isinstance(fetch, Tensor):

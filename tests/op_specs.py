@@ -687,6 +687,9 @@ spec("weak_cast_float64", "weak_cast", lambda x: state_ops.weak_cast(x, gf.float
 spec("check_divisor", "check_divisor",
      lambda y: apply("check_divisor", [y], message="zero"),
      [ints(2, 3, lo=1, hi=4, dtype=np.int64)], lambda y: y, dtypes=("int64",))
+spec("check_leading_dims", "check_leading_dims",
+     lambda y, z: apply("check_leading_dims", [y, z], message="{got} {want}"),
+     [ints(2, 3, hi=4, dtype=np.int64), uniform(2, 3, 5)], lambda y, z: y, dtypes=("int64",))
 spec("check_label_range", "check_label_range",
      lambda y: apply("check_label_range", [y], depth=4, message="{value}"),
      [ints(2, 3, hi=4, dtype=np.int64)], lambda y: y, dtypes=("int64",))

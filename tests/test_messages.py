@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import types
 
+import numpy as np
 import pytest
 
 import gradflow as gf
@@ -112,7 +113,7 @@ def test_an_unavailable_backend_chosen_by_the_environment(monkeypatch, no_cupy):
     assert message() == (
         "backend 'cupy' cannot run here (chosen by $GRADFLOW_BACKEND='cupy': set it to an "
         "available backend, or unset it to get numpy): CuPy is not installed: pip install "
-        "'gradflow[cupy]' (cupy-cuda12x; cupy-cuda13x works too), and it needs an NVIDIA GPU "
+        "cupy-cuda12x (cupy-cuda13x for a CUDA 13 driver), and it needs an NVIDIA GPU "
         f"with its driver. Available here: {here()}")
 
 
@@ -185,14 +186,15 @@ def test_torch_bad_device_name_and_mps(no_env, torch, monkeypatch):
 def test_torch_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     assert torch_backend.unavailable_reason("cuda") == (
-        "PyTorch is not installed: pip install 'gradflow[torch]' (for a GPU, a CUDA build of "
+        "PyTorch is not installed: pip install torch (the CPU-only build: pip install torch "
+        "--index-url https://download.pytorch.org/whl/cpu; for a GPU, a CUDA build of "
         "PyTorch from pytorch.org)")
 
 
 def test_cupy_messages(no_env, no_cupy, monkeypatch):
     assert message(backend="cupy") == (
-        "backend 'cupy' cannot run here: CuPy is not installed: pip install 'gradflow[cupy]' "
-        "(cupy-cuda12x; cupy-cuda13x works too), and it needs an NVIDIA GPU with its driver. "
+        "backend 'cupy' cannot run here: CuPy is not installed: pip install cupy-cuda12x "
+        "(cupy-cuda13x for a CUDA 13 driver), and it needs an NVIDIA GPU with its driver. "
         f"Available here: {here()}")
     assert message(backend="cupy", device="cpu") == (
         "backend 'cupy' cannot run here on device 'cpu': CuPy runs on CUDA GPUs only, and 'cpu' "
@@ -225,3 +227,35 @@ def test_backend_fixture_runs_on_each_cpu_backend(backend):
     """A Session starts on every CPU backend the fixture gives (none of the above errors)."""
     with gf.Session(backend=backend) as sess:
         assert sess.run(gf.constant(2.0) * 3.0) == 6.0
+
+
+def test_a_misspelt_feed_or_fetch_name_is_tf1s_error_with_the_closest_names():
+    """Issue 44: a bare ``KeyError`` before; TF1 raises TypeError for a feed key and
+    ValueError for a fetch that names nothing."""
+    images = gf.placeholder(gf.float32, [None, 3], name="images")
+    doubled = gf.multiply(images, 2.0, name="doubled")
+    with gf.Session() as sess:
+        with pytest.raises(TypeError, match=r"'image:0'.*did you mean 'images:0'"):
+            sess.run(doubled, {"image:0": np.ones((1, 3))})
+        with pytest.raises(ValueError, match=r"'double:0'.*did you mean 'doubled:0'"):
+            sess.run("double:0", {images: np.ones((1, 3))})
+
+
+def test_labels_and_logits_of_different_batches_name_the_users_tensors(backend):
+    """Issue 44: 64 labels against 128 images failed inside the loss, naming its
+    internal ops (where, one_hot, zeros_like)."""
+    images = gf.placeholder(gf.float32, [None, 4], name="images")
+    labels = gf.placeholder(gf.int64, [None], name="labels")
+    logits = gf.matmul(images, gf.ones([4, 3]), name="logits")
+    loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    with gf.Session(backend=backend) as sess:
+        with pytest.raises(gf.errors.InvalidArgumentError,
+                           match=r"labels 'labels' of shape \(64,\) and logits 'logits' of "
+                                 r"shape \(128, 3\) must have the same first dimensions"):
+            sess.run(loss, {images: np.ones((128, 4)), labels: np.zeros(64, np.int64)})
+        assert np.isclose(sess.run(loss, {images: np.ones((2, 4)),
+                                          labels: np.zeros(2, np.int64)}), np.log(3.0))
+    with pytest.raises(ValueError, match="must have the same first dimensions"):
+        gf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=gf.zeros([5], gf.int64), logits=gf.ones([6, 3]))

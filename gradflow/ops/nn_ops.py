@@ -142,12 +142,42 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     message = (f"sparse_softmax_cross_entropy_with_logits: labels '{labels.name}' has the "
                f"value {{value}}, outside the valid range [0, {depth}) of the {depth} classes "
                f"of logits '{logits.name}'; the loss was created at {user_source_line()}")
+    rows = (f"sparse_softmax_cross_entropy_with_logits: labels '{labels.name}' of shape "
+            "{got} and logits '" + logits.name + "' of shape {want} must have the same "
+            f"first dimensions; the loss was created at {user_source_line()}")
+    labels = _same_rows(labels, logits, rows)
     checked = apply("check_label_range", [labels], depth=depth, message=message)
     # the label's log-probability picked, not multiplied out: 0 * log_softmax would be
     # NaN where another class's logit is -inf, while the loss is finite (TF1 too)
     hot = one_hot(checked, depth, on_value=True, off_value=False, dtype=dtypes.bool_)
     logp = log_softmax(logits)
     return negative(reduce_sum(where(hot, logp, zeros_like(logp)), -1), name=name)
+
+
+def _same_rows(x, like, message):
+    """``x``, checked when the graph runs to have the leading dimensions of ``like``
+    (all of ``x``'s); refused at once where both are known and differ."""
+    n = None if x.shape is None else len(x.shape)
+    if n is None or like.shape is None:
+        return x
+    want, got = tuple(like.shape[:n]), tuple(x.shape)
+    if all(a is not None and a == b for a, b in zip(got, want)):
+        return x
+    if any(a is not None and b is not None and a != b for a, b in zip(got, want)):
+        raise ValueError(message.format(got=got, want=tuple(like.shape)))
+    return apply("check_leading_dims", [x, like], message=message)
+
+
+def _check_leading_dims_impl(xp, x, like, message):
+    if tuple(x.shape) != tuple(like.shape[:x.ndim]):
+        raise InvalidArgumentError(message.format(got=tuple(x.shape), want=tuple(like.shape)))
+    return x
+
+
+# TF1 refuses labels and logits of different batch sizes; without the check a broadcast
+# in the loss's arithmetic fails naming its internal ops (or, worse, succeeds)
+register("check_leading_dims", _check_leading_dims_impl,
+         lambda s, d, message: (s[0], d[0]), grad=None, check=True)
 
 
 def _check_label_range_impl(xp, labels, depth, message):
