@@ -58,3 +58,23 @@ def fuzz(session):
     session.install("-e", ".[test,examples,fast]")
     session.run("pytest", "-q", "-s", "tests/test_fuzz.py", *session.posargs,
                 env={"GRADFLOW_FUZZ_EXAMPLES": "5000"})
+
+
+@nox.session
+def isa_matrix(session):
+    """The CPU kernels under each instruction set (SSE4.1, AVX2, AVX-512: oneDNN's cap,
+    numba's target, OpenBLAS's core type), the differential fuzzer of
+    tests/test_isa_fuzz.py with 2,000 geometries of each kind per level."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test,fast]")
+    session.run("pytest", "-q", "tests/test_isa_matrix.py", *session.posargs,
+                env={"GRADFLOW_ISA_FUZZ": "2000"})
+
+
+@nox.session
+def file_fuzz(session):
+    """The fuzzer over files (tests/test_file_fuzz.py) with 5,000 mutated files."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test,fast]")
+    session.run("pytest", "-q", "tests/test_file_fuzz.py", *session.posargs,
+                env={"GRADFLOW_FILE_FUZZ_EXAMPLES": "5000"})

@@ -8,8 +8,12 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 sys.path.insert(0, str(ROOT))
-# the tutorials read MNIST from $GRADFLOW_DATA/mnist; in a checkout that is ../shared/data
-os.environ.setdefault("GRADFLOW_DATA", str(ROOT.parent / "shared" / "data"))
+# the tutorials read MNIST from $GRADFLOW_DATA/mnist; in a checkout that is ../shared/data.
+# Their kernels run in docs/tutorials/ (and this file in docs/), so a relative path, as in
+# README's `GRADFLOW_DATA=../shared/data python -m sphinx ...`, is made absolute here, from
+# the checkout's root, where README's commands run.
+_data = os.environ.get("GRADFLOW_DATA") or str(ROOT.parent / "shared" / "data")
+os.environ["GRADFLOW_DATA"] = os.path.abspath(os.path.join(ROOT, _data))
 
 project = "gradflow"
 author = "the gradflow developers"

@@ -15,8 +15,14 @@ Run it with::
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
-import gradflow as gf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import example_tools as tools  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -25,7 +31,9 @@ def parse_args(argv=None):
                         help="array backend (default: $GRADFLOW_BACKEND, else numpy)")
     parser.add_argument("--seed", type=int, default=0,
                         help="accepted like the other examples; nothing here is random")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # one line, before anything is built
+    return args
 
 
 def main(argv=None):

@@ -403,6 +403,7 @@ def main(argv=None):
     parser.add_argument("--final-sample", type=int, default=300,
                         help="characters to sample after training")
     args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # before the text is read: one line if not
     if (args.resume or args.sample is not None) and not args.checkpoint_dir:
         parser.error("--resume and --sample need --checkpoint-dir")
     if args.sample is not None:
@@ -429,11 +430,11 @@ def main(argv=None):
 
     graph, m = build_model(config, config["seq_len"], args.clip, args.seed, args.dropout)
     os.makedirs(args.out, exist_ok=True)
-    png = os.path.join(args.out, "char_rnn_curves.png")
     run_seconds = 0.0  # training time of this run (--minutes)
     wall0 = time.perf_counter()
     with gf.Session(graph=graph, backend=args.backend) as sess:
         backend = sess.backend.name
+        png = tools.png_path(args.out, "char_rnn_curves", backend)
         latest, history = tools.begin(sess, m, args.checkpoint_dir, args.resume)
         step = first_step = int(sess.run(m["step"]))
         if latest is not None:

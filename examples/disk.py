@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-import gradflow as gf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import example_tools as tools  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 ACTIVATIONS = {"tanh": gf.nn.tanh, "relu": gf.nn.relu}
 CENTRE, RADIUS = np.array([0.5, 0.5], np.float32), 0.5
@@ -43,7 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--activation", choices=sorted(ACTIVATIONS), default="tanh",
                         help="activation of the hidden layer")
     parser.add_argument("--out", default="out/", help="folder for the PNGs")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # one line, before anything is built
+    return args
 
 
 def disk_data(rng, n):
@@ -142,8 +149,8 @@ def main(argv=None):
             seconds = time.perf_counter() - start
 
             os.makedirs(args.out, exist_ok=True)
-            region = os.path.join(args.out, f"disk_{args.activation}_region.png")
-            curve = os.path.join(args.out, f"disk_{args.activation}_loss.png")
+            region = tools.png_path(args.out, f"disk_{args.activation}_region", sess.backend.name)
+            curve = tools.png_path(args.out, f"disk_{args.activation}_loss", sess.backend.name)
             save_region(region, sess, x, prob, points, labels,
                         f"disk, {args.activation} hidden layer")
     save_loss_curve(curve, losses, f"disk, {args.activation}: training loss")

@@ -12,6 +12,7 @@ between the two writes.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -26,6 +27,38 @@ import numpy as np
 import gradflow as gf
 
 HISTORY_FILE = "history.json"
+
+
+# -- the command line --------------------------------------------------------------------
+
+
+def check_backend(parser, name):
+    """Stop at once, in one line with exit status 2, when the backend asked for
+    (``--backend NAME``, else ``$GRADFLOW_BACKEND``, else numpy) cannot run here: before
+    any data is read or any graph is built. Returns the backend's name."""
+    try:
+        return gf.backends.get(name).name
+    except gf.errors.BackendUnavailableError as err:
+        error = err
+    chosen = gf.backends.default_name() if name is None else name
+    where = f"--backend {chosen}" if name is not None else f"$GRADFLOW_BACKEND={chosen}"
+    reasons = gf.backends.available()
+    here = ", ".join(n for n, reason in reasons.items() if reason is None) or "none"
+    if chosen not in reasons:
+        close = difflib.get_close_matches(chosen.strip().lower(), list(reasons), n=1)
+        hint = ("; on an NVIDIA GPU use cupy" if chosen.strip().lower() in ("cuda", "gpu") else
+                f"; did you mean {close[0]}?" if close else "")
+        why = f"is not a backend (gradflow knows {', '.join(reasons)}{hint})"
+    elif reasons[chosen] is not None:
+        why = f"cannot run here: {reasons[chosen]}"
+    else:  # (available, yet it would not start)
+        why = f"cannot run here: {error}"
+    parser.exit(2, f"{parser.prog}: error: {where} {why}. Available here: {here}\n")
+
+
+def png_path(folder, stem, backend):
+    """``folder/STEM_BACKEND.png``: each backend's run keeps its own picture."""
+    return os.path.join(folder, f"{stem}_{backend}.png")
 
 
 class History:

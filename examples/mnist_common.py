@@ -59,6 +59,7 @@ def make_parser(description, epochs, batch_size, lr, decay):
 
 def parse(parser, argv):
     args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # before the data is read: one line if not
     if args.resume and not args.checkpoint_dir:
         parser.error("--resume needs --checkpoint-dir")
     if args.summary_every < 1:
@@ -184,12 +185,15 @@ def evaluate(sess, m, images, labels, batch_size=1000):
     return correct / len(images)
 
 
-def train(args, graph, m, data, name, description, script, argv=None):
+def train(args, graph, m, data, name, description, script, argv=None, finish=None):
     """The epoch loop: progress bar, test accuracy, checkpoint and history, PNG.
 
     Returns the results, with the accuracies of every epoch so far (those of a
     resumed run's checkpoint included). Ctrl-C ends the program with status
     130 and one line naming the last checkpoint and the command to resume.
+    ``finish(sess)``, when given, runs on the trained session before it closes (on
+    rank 0 alone in a distributed run), also when a resumed run had nothing to train.
+    The PNG is ``--out/NAME_curves_BACKEND.png``.
     """
     from tqdm import tqdm
 
@@ -200,11 +204,11 @@ def train(args, graph, m, data, name, description, script, argv=None):
     batching = {"batch_size": args.batch_size} if hvd is None else \
         {"batch_size": args.batch_size // hvd.size(), "shard": (hvd.rank(), hvd.size())}
     os.makedirs(args.out, exist_ok=True)
-    png = os.path.join(args.out, f"{name}_curves.png")
     on = {m["training"]: True} if m["training"] is not None else {}
     writer = gf.summary.FileWriter(args.logdir, graph) if args.logdir and lead else None
     with gf.Session(graph=graph, backend=args.backend) as sess, writer or contextlib.nullcontext():
         backend = sess.backend.name
+        png = tools.png_path(args.out, f"{name}_curves", backend)
         on_device = keeps_data_on_device(args, backend, hvd)
         if on_device:
             x_train, y_train, x_test, y_test = (sess.backend.asarray(a) for a in data)
@@ -226,6 +230,8 @@ def train(args, graph, m, data, name, description, script, argv=None):
                 print(f"test accuracy {100 * history.evals[-1]['accuracy']:.2f}%; "
                       f"{png} left as it was (no saved history to draw it from)")
                 png = None
+            if finish is not None and lead:
+                finish(sess)
             return results(history, png)
         epoch = done + 1
         try:
@@ -237,8 +243,12 @@ def train(args, graph, m, data, name, description, script, argv=None):
                 else:
                     batches = gf.data.batches(x_train, y_train, **batching,
                                               seed=args.seed + epoch)
-                with tqdm(batches, total=steps_per_epoch, desc=f"epoch {epoch}/{args.epochs}",
-                          leave=False, disable=not lead) as bar:
+                desc = f"epoch {epoch}/{args.epochs}"
+                # a session's first two steps compile the training step (its plan, and the
+                # numba kernels, which later runs load from their cache): seconds, not ms
+                compiling, compiled_at = epoch == done + 1, step + 2
+                with tqdm(batches, total=steps_per_epoch, leave=False, disable=not lead,
+                          desc=f"{desc} (compiling)" if compiling else desc) as bar:
                     for xb, yb in bar:
                         feed = {m["x"]: xb, m["y"]: yb, **on}
                         if writer is not None and step % args.summary_every == 0:
@@ -250,6 +260,9 @@ def train(args, graph, m, data, name, description, script, argv=None):
                             _, loss = sess.run([m["train"], m["loss"]], feed)
                         step += 1
                         history.add_loss(step, loss)
+                        if compiling and step >= compiled_at:
+                            compiling = False
+                            bar.set_description(desc)
                         if step % 50 == 0:
                             bar.set_postfix(loss=f"{loss:.4f}")
                 seconds = time.perf_counter() - start_time
@@ -267,6 +280,8 @@ def train(args, graph, m, data, name, description, script, argv=None):
         except KeyboardInterrupt:
             tools.interrupted(script, argv, args.checkpoint_dir, history,
                               f"epoch {epoch}, step {step}")
+        if finish is not None and lead:
+            finish(sess)
     if not lead:
         return results(history, None)
     curves()

@@ -10,7 +10,10 @@
 Prints the folder the MNIST files were read from (``--data-dir`` when given,
 and then only that folder; ``--download`` fetches the files into it), shows a
 progress bar per epoch and the test accuracy after each epoch, and saves a PNG
-of the loss and accuracy curves. With ``--checkpoint-dir`` it saves a
+of the loss and accuracy curves (``out/mnist_mlp_curves_BACKEND.png``). The
+first two steps compile the training step (a few seconds the first time, when
+numba compiles its kernels; later runs load them from its cache), which the
+progress bar says. With ``--checkpoint-dir`` it saves a
 checkpoint after each epoch (weights, Adam's slots, the global step and the
 epoch count) with the history of the curves beside it (``history.json``);
 ``--resume`` continues from the latest one, curves included. Ctrl-C stops with
@@ -20,15 +23,14 @@ after each epoch. With ``--logdir`` it writes TensorBoard event files (TF1's
 ``tf.summary``): the graph, the training loss, batch accuracy, learning rate and
 weight histograms every ``--summary-every`` steps, and the test accuracy per epoch.
 With ``--export FILE.onnx`` the trained model (images ``x`` in, class
-probabilities ``probs`` out, any batch size) is written as an ONNX model at the end,
-from the last checkpoint (a temporary folder when ``--checkpoint-dir`` is not given).
+probabilities ``probs`` out, any batch size) is written as an ONNX model at the end.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,13 +55,11 @@ def build_model(args, steps_per_epoch):
     return graph, model
 
 
-def export_onnx(graph, model, checkpoint_dir, path):
-    """Write the model of the latest checkpoint as ONNX: ``x`` in, ``probs`` out."""
+def export_onnx(sess, model, path):
+    """Write the trained model of ``sess`` as ONNX: ``x`` in, ``probs`` out."""
     import gradflow.onnx
 
-    with gf.Session(graph=graph, backend="numpy") as sess:
-        model["saver"].restore(sess, gf.train.latest_checkpoint(checkpoint_dir))
-        gradflow.onnx.export(sess, {"x": model["x"]}, {"probs": model["probs"]}, path)
+    gradflow.onnx.export(sess, {"x": model["x"]}, {"probs": model["probs"]}, path)
     print(f"exported the model to {path} (ONNX: input x [batch, 784], output probs "
           "[batch, 10])")
 
@@ -70,17 +70,18 @@ def main(argv=None):
     parser.add_argument("--export", default=None, metavar="FILE.onnx",
                         help="after training, write the model as ONNX to this file")
     args = mnist_common.parse(parser, argv)
+    if args.export:  # checked before training, not after it
+        error = f"{parser.prog}: error: --export {args.export}:"
+        if importlib.util.find_spec("onnx") is None:
+            parser.exit(2, f"{error} needs the onnx package: pip install onnx (from the "
+                           "gradflow checkout: pip install -e '.[onnx]')\n")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.export))):
+            parser.exit(2, f"{error} its folder does not exist\n")
     data = mnist_common.load_data(args, (784,))
     graph, model = build_model(args, -(-len(data[0]) // args.batch_size))
-    with tempfile.TemporaryDirectory() as scratch:
-        if args.export and not args.checkpoint_dir:  # the trained weights come back from it
-            args.checkpoint_dir = scratch
-        result = mnist_common.train(args, graph, model, data, "mnist_mlp",
-                                    "784-512-512-10 ReLU MLP, Adam", __file__, argv)
-        hvd = mnist_common.distributed(args)
-        if args.export and (hvd is None or hvd.rank() == 0):  # rank 0 holds the checkpoints
-            export_onnx(graph, model, args.checkpoint_dir, args.export)
-    return result
+    finish = (lambda sess: export_onnx(sess, model, args.export)) if args.export else None
+    return mnist_common.train(args, graph, model, data, "mnist_mlp",
+                              "784-512-512-10 ReLU MLP, Adam", __file__, argv, finish=finish)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-import gradflow as gf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import example_tools as tools  # noqa: E402
+
+import gradflow as gf  # noqa: E402
 
 COLORS = ("tab:red", "tab:blue")
 
@@ -37,7 +42,9 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--points", type=int, default=50, help="points per cluster")
     parser.add_argument("--out", default="out/", help="folder for the PNG")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # one line, before anything is built
+    return args
 
 
 def clusters(rng, n):
@@ -100,7 +107,7 @@ def main(argv=None):
             seconds = time.perf_counter() - start
 
             os.makedirs(args.out, exist_ok=True)
-            path = os.path.join(args.out, "perceptron_boundary.png")
+            path = tools.png_path(args.out, "perceptron_boundary", sess.backend.name)
             save_boundary(path, sess, X, p, points, classes,
                           f"perceptron after {args.steps} steps")
     print(f"final loss {float(loss):.4f}  accuracy {accuracy:.0%}  "

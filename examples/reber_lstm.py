@@ -246,6 +246,7 @@ def main(argv=None):
     parser.add_argument("--resume", action="store_true",
                         help="continue from the latest checkpoint in --checkpoint-dir")
     args = parser.parse_args(argv)
+    tools.check_backend(parser, args.backend)  # one line, before anything is built
     if args.resume and not args.checkpoint_dir:
         parser.error("--resume needs --checkpoint-dir")
     from tqdm import tqdm
@@ -261,10 +262,10 @@ def main(argv=None):
     graph, m = build_model(lengths, args.hidden, args.lr, args.seed)
     steps_per_epoch = len(batches_by_length(train_strings, args.bucket_width, args.batch_size))
     os.makedirs(args.out, exist_ok=True)
-    png = os.path.join(args.out, "reber_lstm_curves.png")
     t0 = time.perf_counter()
     with gf.Session(graph=graph, backend=args.backend) as sess:
         backend = sess.backend.name
+        png = tools.png_path(args.out, "reber_lstm_curves", backend)
         done, history, latest = tools.start(sess, m, args.checkpoint_dir, args.resume)
         step = int(sess.run(m["step"]))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -22,7 +23,8 @@ import pytest
 
 from gradflow import backends
 
-pytest.importorskip("matplotlib", reason="the examples need matplotlib (gradflow[examples])")
+pytest.importorskip("matplotlib", reason="the examples need matplotlib (the checkout's "
+                                          "extra: pip install -e '.[examples]')")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -105,7 +107,9 @@ def test_xor_relu(tmp_path):
                                "--out", str(tmp_path)])
     assert result["accuracy"] == 1.0
     assert_pngs(result["outputs"], tmp_path)
-    assert Path(result["outputs"][0]).name == "xor_relu_region.png"
+    # each backend's run keeps its own pictures
+    assert [Path(p).name for p in result["outputs"]] == ["xor_relu_region_numpy.png",
+                                                         "xor_relu_loss_numpy.png"]
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
@@ -162,6 +166,7 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     small_mnist(monkeypatch)
     straight = module.main(common + ["--epochs", "2"])
     assert straight["epochs"] == [1, 2] and len(straight["losses"]) == 8
+    assert Path(straight["png"]) == tmp_path / "out" / f"{name}_curves_numpy.png"
     ckpt = str(tmp_path / "ckpt")
     module.main(common + ["--epochs", "1", "--checkpoint-dir", ckpt])
     assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
@@ -180,6 +185,73 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     else:  # dropout masks after a resume come from a fresh random stream
         assert resumed["accuracies"][0] == straight["accuracies"][0]
         assert 0 <= resumed["accuracies"][1] <= 1
+
+
+def test_a_backend_that_cannot_run_is_one_line_before_the_data_is_read(monkeypatch, capsys):
+    """--backend (or $GRADFLOW_BACKEND) is checked with the arguments: exit status 2 and
+    one line saying what is wrong and what runs here, no traceback, no MNIST read."""
+    import gradflow as gf
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("the data must not be read")
+
+    monkeypatch.setattr(gf.data.mnist, "load", no_data)
+    mlp = load("mnist_mlp")
+    here = ", ".join(n for n, reason in backends.available().items() if reason is None)
+    for argv, env, want in [
+            (["--backend", "cuda"], None, "--backend cuda is not a backend (gradflow knows "
+             "numpy, array_api_strict, torch, cupy; on an NVIDIA GPU use cupy)"),
+            (["--backend", "Torch"], None, "did you mean torch?"),
+            ([], "gpu", "$GRADFLOW_BACKEND=gpu is not a backend")]:
+        if env is not None:
+            monkeypatch.setenv("GRADFLOW_BACKEND", env)
+        with pytest.raises(SystemExit) as info:
+            mlp.main(argv)
+        assert info.value.code == 2
+        captured = capsys.readouterr()
+        line, = captured.err.splitlines()
+        assert re.match(r"\S+: error: ", line) and want in line  # (prog: error: ...)
+        assert line.endswith(f". Available here: {here}")
+    monkeypatch.delenv("GRADFLOW_BACKEND")
+    reason = backends.available()["cupy"]
+    if reason is not None:  # CuPy missing or no GPU: the reason, with what to install
+        with pytest.raises(SystemExit) as info:
+            load("char_rnn").main(["--backend", "cupy"])
+        assert info.value.code == 2
+        assert capsys.readouterr().err.split(": error: ", 1)[1] == (
+            f"--backend cupy cannot run here: {reason}. Available here: {here}\n")
+
+
+def test_a_bad_backend_as_a_script_exits_2_without_a_traceback(tmp_path):
+    done = subprocess.run([sys.executable, str(EXAMPLES / "mnist_mlp.py"), "--backend", "cuda",
+                           "--data-dir", str(tmp_path / "nothing here")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "--backend cuda is not a backend" in done.stderr
+
+
+def test_mnist_mlp_export_writes_the_file_it_names(tmp_path, monkeypatch, capsys):
+    """--export without --checkpoint-dir: the model goes straight from the trained session
+    to the file; every path the run prints exists afterwards. The progress bar says
+    that the first steps compile."""
+    pytest.importorskip("tqdm")
+    pytest.importorskip("onnx")
+    mlp = load("mnist_mlp")
+    small_mnist(monkeypatch)
+    path = tmp_path / "model.onnx"
+    common = ["--batch-size", "16", "--epochs", "1", "--backend", "numpy",
+              "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as info:  # a folder that is not there: before training
+        mlp.main(common + ["--export", str(tmp_path / "no" / "model.onnx")])
+    assert info.value.code == 2 and "its folder does not exist" in capsys.readouterr().err
+    mlp.main(common + ["--export", str(path)])
+    captured = capsys.readouterr()
+    assert f"exported the model to {path} (ONNX" in captured.out
+    named = [m.group(1) for m in re.finditer(r"^(?:saved|exported the model to) (\S+)",
+                                             captured.out, re.MULTILINE)]
+    assert named == [str(path), str(tmp_path / "out" / "mnist_mlp_curves_numpy.png")]
+    assert all(Path(p).is_file() for p in [path, named[1]])
+    assert "epoch 1/1 (compiling)" in captured.err and "epoch 1/1:" in captured.err
 
 
 def test_data_kept_on_the_device_gives_the_same_batches_and_training(tmp_path, monkeypatch):

@@ -2,7 +2,7 @@
 
 >>> gradflow.backends.available()
 {'numpy': None, 'array_api_strict': None, 'torch': None,
- 'cupy': "CuPy is not installed: pip install 'gradflow[cupy]' ..."}
+ 'cupy': 'CuPy is not installed: pip install cupy-cuda12x ...'}
 
 Each module's ``unavailable_reason(device=None)`` says what is wrong and what
 to do about it; ``get`` adds where the name came from and what can run here.

@@ -147,8 +147,8 @@ def unavailable_reason(device=None):
     try:
         import cupy
     except ImportError:
-        return ("CuPy is not installed: pip install 'gradflow[cupy]' (cupy-cuda12x; "
-                "cupy-cuda13x works too), and it needs an NVIDIA GPU with its driver")
+        return ("CuPy is not installed: pip install cupy-cuda12x (cupy-cuda13x for a CUDA 13 "
+                "driver), and it needs an NVIDIA GPU with its driver")
     except Exception as err:  # a broken CUDA install fails at import time
         return (f"CuPy is installed but failed to import ({type(err).__name__}: {err}); "
                 "install the cupy-cudaNNx package that matches the CUDA version of the driver")

@@ -9,8 +9,8 @@ def import_nccl():
         import cupy
     except ImportError as err:
         raise ImportError(
-            "the NCCL engine needs CuPy and an NVIDIA GPU: pip install 'gradflow[cupy]' "
-            "(cupy-cuda12x or cupy-cuda13x); on the CPU use engine='mpi' "
+            "the NCCL engine needs CuPy and an NVIDIA GPU: pip install cupy-cuda12x "
+            "(cupy-cuda13x for a CUDA 13 driver); on the CPU use engine='mpi' "
             f"[{type(err).__name__}: {err}]") from None
     except Exception as err:  # a broken CUDA install fails at import time
         raise ImportError(f"the NCCL engine needs CuPy, which failed to import "

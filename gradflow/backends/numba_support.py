@@ -1,6 +1,7 @@
 """numba, when installed: compiled, multithreaded loops for the NumPy backend.
 
-numba is optional (``pip install 'gradflow[fast]'``). Everything that uses it
+numba is optional (``pip install numba``; from the gradflow checkout,
+``pip install -e '.[fast]'`` brings it with oneDNN). Everything that uses it
 has a plain-NumPy path that gives the same numbers to float tolerance, taken
 when numba is missing or when ``$GRADFLOW_NUMBA`` is ``0``.
 
@@ -38,7 +39,7 @@ def get_numba():
         import numba
     except ImportError:
         log.info("numba is not installed: fused kernels run as NumPy ufunc sequences "
-                 "(pip install 'gradflow[fast]' for compiled ones)")
+                 "(pip install numba for compiled ones)")
         return None
     return numba
 

@@ -4,7 +4,8 @@ that run on NumPy arrays where they lie.
 oneDNN (the library under PyTorch's and TensorFlow's CPU convolutions) generates
 its kernels for the machine at run time. gradflow calls its C API through
 ``ctypes`` (no compiler, no Python binding needed): the ``onednn-cpu-gomp`` wheel
-(``pip install gradflow[fast]``) puts ``libdnnl.so.3`` in ``<prefix>/lib``;
+(``pip install onednn-cpu-gomp``, or from the gradflow checkout ``pip install -e
+'.[fast]'``) puts ``libdnnl.so.3`` in ``<prefix>/lib``;
 ``GRADFLOW_ONEDNN`` may name another copy, and ``GRADFLOW_ONEDNN=0`` turns oneDNN
 off. Where it is off, absent or will not load, ``api()`` is None and the caller
 (``onednn_conv``) leaves the work to im2col, NumPy and OpenBLAS.

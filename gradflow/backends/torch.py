@@ -155,7 +155,8 @@ def unavailable_reason(device=None):
     try:
         import torch
     except ImportError:
-        return ("PyTorch is not installed: pip install 'gradflow[torch]' (for a GPU, a CUDA "
+        return ("PyTorch is not installed: pip install torch (the CPU-only build: pip install "
+                "torch --index-url https://download.pytorch.org/whl/cpu; for a GPU, a CUDA "
                 "build of PyTorch from pytorch.org)")
     if device is None:
         return None

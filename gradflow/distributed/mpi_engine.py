@@ -39,8 +39,8 @@ def import_mpi():
     except ImportError as err:
         raise ImportError(
             "gradflow.distributed needs mpi4py and an MPI library to run on several "
-            "processes: pip install 'gradflow[mpi]' (mpi4py and the mpich wheel; mpiexec "
-            f"then lives beside python) [{type(err).__name__}: {err}]") from None
+            "processes: pip install mpi4py mpich (the mpich wheel puts mpiexec beside "
+            f"python) [{type(err).__name__}: {err}]") from None
     return MPI
 
 

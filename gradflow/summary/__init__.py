@@ -14,7 +14,7 @@ returns it, is a serialized ``Summary`` protobuf (``bytes``) on every backend.
 Summary ops join ``GraphKeys.SUMMARIES`` unless ``collections`` says otherwise,
 and their tags follow the name scopes. The protobufs and the event files come
 from tensorboardX, imported only when a summary op or a ``FileWriter`` is made
-(``pip install "gradflow[tensorboard]"``). ``Summary``, ``Event`` and
+(``pip install tensorboardX crc32c``). ``Summary``, ``Event`` and
 ``SessionLog`` are its protobuf classes, for summaries written by hand:
 ``writer.add_summary(gf.summary.Summary(value=[gf.summary.Summary.Value(
 tag="acc", simple_value=0.98)]), step)``.

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 _loaded: SimpleNamespace | None = None
 
-INSTALL_HINT = 'pip install "gradflow[tensorboard]"'
+INSTALL_HINT = "pip install tensorboardX crc32c"
 
 
 def require() -> SimpleNamespace:
