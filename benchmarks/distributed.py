@@ -107,7 +107,7 @@ def launch(n, args, fusion_mb, plain):
     mpiexec = Path(sys.executable).parent / "mpiexec"
     mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
     if mpiexec is None:
-        raise SystemExit("mpiexec not found: pip install 'gradflow[mpi]'")
+        raise SystemExit("mpiexec not found: pip install mpi4py mpich")
     command = [mpiexec, "-n", str(n), sys.executable, os.path.abspath(__file__), "--worker",
                "--threads", str(args.threads), "--backend", args.backend,
                "--batch", str(args.batch), "--steps", str(args.steps),

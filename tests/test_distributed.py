@@ -310,7 +310,7 @@ def test_batches_shard_partitions_each_global_batch():
 
 def _mpiexec():
     """The mpiexec of the MPI that mpi4py uses: the venv's (the mpich wheel), else PATH's."""
-    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install 'gradflow[mpi]')")
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install mpi4py mpich)")
     beside = Path(sys.executable).parent / "mpiexec"
     found = str(beside) if beside.exists() else shutil.which("mpiexec")
     if found is None:

@@ -16,8 +16,8 @@ from test_examples import load, resume_args, run_interrupted
 
 import gradflow as gf
 
-pytest.importorskip("matplotlib", reason="the examples need matplotlib (gradflow[examples])")
-pytest.importorskip("tqdm", reason="the examples need tqdm (gradflow[examples])")
+pytest.importorskip("matplotlib", reason="the examples need matplotlib (pip install matplotlib)")
+pytest.importorskip("tqdm", reason="the examples need tqdm (pip install tqdm)")
 
 @pytest.fixture(scope="module")
 def reber():

@@ -18,7 +18,7 @@ from gradflow.passes import PlanGraph
 from gradflow.passes.fusion import FUSED, FUSED_OUTPUT, fuse_elementwise
 
 needs_numba = pytest.mark.skipif(numba_support.get_numba() is None,
-                                 reason="numba is not installed (pip install 'gradflow[fast]')")
+                                 reason="numba is not installed (pip install numba)")
 
 
 def _ops(graph):

@@ -351,7 +351,7 @@ def test_the_fully_connected_feed_tutorials_mnist_module(backend_name):
     """``tensorflow.examples.tutorials.mnist.mnist`` (inference, loss, training,
     evaluation), as TF1's ``fully_connected_feed.py`` uses it, on a separable toy set."""
     pytest.importorskip("tensorboardX", reason="mnist.training adds a loss summary, which "
-                        "needs tensorboardX (gradflow[tensorboard])")
+                        "needs tensorboardX (pip install tensorboardX crc32c)")
     import gradflow as tf
     from gradflow.examples.tutorials.mnist import mnist
 

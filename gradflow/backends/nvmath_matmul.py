@@ -49,7 +49,7 @@ def unavailable_reason():
         import nvmath.linalg  # noqa: F401
     except ImportError as err:
         return (f"nvmath-python is not installed ({err}): pip install 'nvmath-python[cpu]' "
-                "for the CPU, 'gradflow[cuda12]' or 'gradflow[cuda13]' for NVIDIA GPUs")
+                "for the CPU, 'nvmath-python[cu12]' or 'nvmath-python[cu13]' for NVIDIA GPUs")
     except Exception as err:  # a broken CUDA or MKL install fails at import time
         return f"nvmath-python failed to import ({type(err).__name__}: {err})"
     return None

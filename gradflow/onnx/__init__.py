@@ -6,7 +6,8 @@ their values in ``sess``, training-only parts (dropout, batch statistics,
 anything behind a ``training`` switch left at its default) are removed, and
 every unknown dimension (the batch) stays dynamic. An op with no ONNX mapping
 is an :class:`ExportError` naming it and the line that built it. Needs the
-``onnx`` package (``pip install gradflow[onnx]``).
+``onnx`` package (``pip install onnx onnxruntime``, or in the gradflow checkout
+``pip install -e '.[onnx]'``).
 
 From the command line, a SavedModel or a graph file: ``python -m gradflow.onnx
 --help``.
