@@ -12,7 +12,7 @@ import pytest
 
 import gradflow as gf
 
-onnx = pytest.importorskip("onnx", reason="ONNX export needs the onnx package (pip install onnx onnxruntime)")
+onnx = pytest.importorskip("onnx", reason="ONNX export needs the onnx package (pip install onnx)")
 ort = pytest.importorskip("onnxruntime", reason="the checks run the models in ONNX Runtime")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -21,7 +21,7 @@ import pytest
 import gradflow as gf
 from gradflow.errors import InvalidArgumentError
 
-pytest.importorskip("tensorboardX", reason="summaries need tensorboardX (pip install tensorboardX crc32c)")
+pytest.importorskip("tensorboardX", reason="summaries need tensorboardX (pip install tensorboardX)")
 event_accumulator = pytest.importorskip(
     "tensorboard.backend.event_processing.event_accumulator",
     reason="the tests read event files with tensorboard's reader")
