@@ -13,7 +13,6 @@ each kind per level."""
 
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 import sys
@@ -22,12 +21,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# level: (the cpuinfo flag it needs, oneDNN's cap, numba's target, OpenBLAS's core type)
-LEVELS = {
-    "sse41": ("sse4_1", "SSE41", "nehalem", "Nehalem"),
-    "avx2": ("avx2", "AVX2", "haswell", "Haswell"),
-    "avx512": ("avx512f", "AVX512_CORE", "skylake-avx512", "SkylakeX"),
-}
+sys.path.insert(0, str(ROOT / "benchmarks"))
+try:  # the levels and their caps, shared with the benchmarks' runner
+    from isa import LEVELS, level_env
+finally:
+    sys.path.remove(str(ROOT / "benchmarks"))
 FILES = ["tests/test_isa_fuzz.py", "tests/test_onednn.py", "tests/test_onednn_matmul.py",
          "tests/test_conv.py", "tests/test_fusion.py", "tests/test_lstm_kernels.py",
          "tests/test_numpy_lowerings.py"]
@@ -46,13 +44,6 @@ def _flags():
         if line.startswith("flags"):
             return set(line.split(":", 1)[1].split())
     return set()
-
-
-def level_env(level):
-    """The environment that caps every library at ``level``."""
-    _, onednn, numba, openblas = LEVELS[level]
-    return {**os.environ, "ONEDNN_MAX_CPU_ISA": onednn, "NUMBA_CPU_NAME": numba,
-            "NUMBA_CPU_FEATURES": "", "OPENBLAS_CORETYPE": openblas}
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
