@@ -31,7 +31,7 @@ import logging
 
 import numpy as np
 
-from gradflow.backends import onednn, threads
+from gradflow.backends import onednn, onednn_conv, threads
 from gradflow.backends.onednn import ARG_DST, ARG_SCRATCHPAD, ARG_SRC, ARG_WEIGHTS, P
 
 _log = logging.getLogger("gradflow.onednn")
@@ -110,17 +110,14 @@ def multiply(a, b, out=None):
     found = None if key in _dropped else product(*key)
     if found is None:
         return None
-    if not found[1].startswith("brg") and key[-1] != threads.cores():
-        # oneDNN's gemm (its kernel below AVX-512: AVX2, SSE4.1) splits the inner
-        # dimension between threads when the product is small beside it (8 x 200000 x
-        # 8: 62 of 64 sums differed on one thread and two), so its bits follow the
-        # count: it runs on the cores the process may use, whatever the load
-        key = key[:-1] + (threads.cores(),)
-        found = None if key in _dropped else product(*key)
-        if found is None:
+    run = found[0]
+    if not found[1].startswith("brg"):
+        key = ("rows",) + key[:-1] + (threads.cores(),)
+        run = None if key in _dropped else _in_rows(*key[1:])
+        if run is None:
             return None
     try:
-        return found[0](a, b, np.empty(shape, np.float32) if out is None else out)
+        return run(a, b, np.empty(shape, np.float32) if out is None else out)
     except onednn.OneDNNError as e:  # never trusted again; NumPy writes all of out
         _log.warning("product %s dropped: %s", key, e)
         _dropped.add(key)
@@ -129,3 +126,31 @@ def multiply(a, b, out=None):
 
 # layouts without a (working) primitive
 _dropped = set()
+
+
+@functools.lru_cache(maxsize=256)
+def _in_rows(a_layout, b_layout, out_layout, cores):
+    """A product through oneDNN's ``gemm`` (its kernel below AVX-512: AVX2, SSE4.1),
+    whose bits do not follow the load: that kernel splits the inner dimension between
+    threads when the product is small beside it (8 x 200,000 x 8: 62 of 64 sums
+    differed on one thread and two), so the rows are cut into one fixed part per core
+    the process may use, each computed on one thread, taken by a team as large as the
+    load allows (``onednn_conv.BatchParts``, as the convolutions' parts). Without
+    llvmlite (which compiles the team) it runs on oneDNN's threads, as many as the
+    cores. None where oneDNN has no product for a part."""
+    (m, k), a_strides = a_layout
+    api = onednn.api()
+    if not onednn.parts_available() or cores < 2 or m < 2:
+        found = product(a_layout, b_layout, out_layout, cores)
+        return None if found is None else found[0]
+    parts = min(cores, m)
+    bounds = [m * j // parts for j in range(parts + 1)]
+    steps = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        rows = (hi - lo, out_layout[0][1])
+        found = product(((hi - lo, k), a_strides), b_layout, (rows, out_layout[1]), 1)
+        if found is None:
+            return None
+        steps.append(found[0])
+    team = onednn_conv.BatchParts(api, bounds, steps, summed=False)
+    return lambda a, b, out: team(a, b, out, api.thread_count())
