@@ -7,10 +7,15 @@ attributes (numbers, strings, dtypes, tuples of them, other nodes by name, and
 arrays, kept apart). It is written as JSON (``as_text=True``, arrays as nested
 lists) or as an ``.npz`` archive holding the JSON and the arrays. Reading
 never unpickles or evaluates anything: the JSON is checked field by field, each
-op is looked up in the op registry by name and rebuilt through it (so its
-shape rule checks the attributes), and the rebuilt shape and dtype must match
-the recorded ones. A file of another format version, a damaged one or one
-that fails these checks is a :class:`GraphDefError` naming the file and the fault.
+attribute against the kind of value its op takes (``attr_rules``), each op is
+looked up in the op registry by name and rebuilt through it (so its shape rule
+checks the attributes; anything it raises names the node), and the rebuilt
+shape and dtype must match the recorded ones. A ``print`` read from a file
+writes only to stdout, stderr or the log, never to a file the file names. A
+file of another format version, or one that fails these checks, is a
+:class:`GraphDefError` (an ``InvalidArgumentError``) naming the file and the
+fault; damaged bytes are a ``DamagedGraphDefError`` (a ``DataLossError`` too), a
+missing file a ``GraphDefNotFoundError`` (a ``NotFoundError``).
 
 >>> gf.train.write_graph(sess.graph, "export", "model.json")
 >>> with gf.Graph().as_default() as g:

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from gradflow.errors import InvalidArgumentError
+from gradflow.errors import DataLossError, InvalidArgumentError, NotFoundError
 
 FORMAT = "gradflow.GraphDef"
 FORMAT_VERSION = 1
@@ -21,6 +21,18 @@ _NODE_KEYS = {"name", "op", "inputs", "control_inputs", "attrs", "shape", "dtype
 
 class GraphDefError(InvalidArgumentError):
     """A graph cannot be written to, or rebuilt from, a GraphDef (the file and fault named)."""
+
+
+class DamagedGraphDefError(GraphDefError, DataLossError):
+    """A graph file's bytes are damaged: cut short, not JSON, a broken archive."""
+
+    error_code = DataLossError.error_code
+
+
+class GraphDefNotFoundError(GraphDefError, NotFoundError):
+    """A graph file that is not there."""
+
+    error_code = NotFoundError.error_code
 
 
 class GraphDef:
@@ -89,6 +101,8 @@ class GraphDef:
         try:
             with open(path, "rb") as f:
                 data = f.read()
+        except FileNotFoundError:
+            raise GraphDefNotFoundError(f"graph file {path}: no such file") from None
         except OSError as err:
             raise GraphDefError(f"graph file {path}: cannot be read ({err})") from None
         graph_def = cls(source=path)

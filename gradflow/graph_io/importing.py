@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradflow.errors import ResourceExhaustedError
 from gradflow.graph import Graph, Operation, get_default_graph
 from gradflow.graph_io._base import GraphDef, GraphDefError
 from gradflow.graph_io.reading import decode
@@ -76,8 +77,12 @@ class _Importer:
                 node = self._make(record, inputs, attrs)
         except GraphDefError:
             raise
-        except (ValueError, TypeError, IndexError, KeyError) as err:
-            raise self._fail(record, f"cannot be rebuilt: {err}") from None
+        except MemoryError:
+            raise ResourceExhaustedError(
+                f"{self.graph_def.source}: node {record['name']!r} ({record['op']}) asks for "
+                "more memory than there is: the file was changed") from None
+        except Exception as err:  # any fault of a rule on what the file gave it is the file's
+            raise self._fail(record, f"cannot be rebuilt: {_reason(err)}") from None
         self._check(record, node, prefix)
         return node
 
@@ -115,6 +120,13 @@ class _Importer:
             raise self._fail(record, f"rebuilds with shape {shape} and dtype {dtype}, but the "
                                      f"file records {record.get('shape')} and "
                                      f"{record.get('dtype')}: the file was changed")
+
+
+def _reason(err):
+    text = str(err)
+    if isinstance(err, (ValueError, TypeError, IndexError, KeyError)):
+        return text
+    return f"{type(err).__name__}: {text[:300]}"  # a fault the op's rule did not foresee
 
 
 class _no_scope:

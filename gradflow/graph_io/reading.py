@@ -8,39 +8,47 @@ import json
 import numpy as np
 
 from gradflow.dtypes import as_dtype
+from gradflow.errors import ResourceExhaustedError
 from gradflow.graph_io._base import (
     _JSON_KEY,
     _NODE_KEYS,
     _NOT_LOADABLE,
     FORMAT,
     FORMAT_VERSION,
+    DamagedGraphDefError,
     GraphDefError,
 )
+from gradflow.graph_io.attr_rules import attr_problem
+from gradflow.graph_io.npz import read_npz
 from gradflow.ops.registry import REGISTRY, HostValue
 
 
 def parse(data, source):
     """(document, arrays) from ``.npz`` bytes or JSON text."""
+    where = f"graph file {source}"
     try:
         if data.startswith(b"PK"):
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                if _JSON_KEY not in npz.files:
-                    raise GraphDefError(f"graph file {source}: an .npz archive without a "
-                                        f"{_JSON_KEY} entry, not a gradflow GraphDef")
-                doc = json.loads(npz[_JSON_KEY].tobytes().decode("utf-8"))
-                arrays = {k: npz[k] for k in npz.files if k != _JSON_KEY}
+            arrays = read_npz(io.BytesIO(data), where, DamagedGraphDefError)
+            if _JSON_KEY not in arrays:
+                raise GraphDefError(f"{where}: an .npz archive without a {_JSON_KEY} entry, "
+                                    "not a gradflow GraphDef")
+            doc = json.loads(arrays.pop(_JSON_KEY).tobytes().decode("utf-8"))
             return doc, arrays
         doc = json.loads(data.decode("utf-8"))
     except GraphDefError:
         raise
-    except Exception as err:  # zip, npy, unicode and JSON errors come in many types
-        raise GraphDefError(f"graph file {source}: damaged or not a gradflow GraphDef "
-                            f"({type(err).__name__}: {err})") from None
+    except MemoryError:
+        raise ResourceExhaustedError(f"{where}: too large to read into memory") from None
+    except Exception as err:  # unicode and JSON errors (RecursionError for deep nesting)
+        raise DamagedGraphDefError(f"{where}: damaged or not a gradflow GraphDef "
+                                   f"({type(err).__name__}: {err})") from None
     return doc, _text_arrays(doc.get("arrays") if isinstance(doc, dict) else None, source)
 
 
 def _text_arrays(spec, source):
     arrays = {}
+    if spec is not None and not isinstance(spec, dict):
+        raise GraphDefError(f"graph file {source}: 'arrays' is not an object")
     for key, a in (spec or {}).items():
         try:
             dtype = np.dtype(as_dtype(a["dtype"]).as_numpy_dtype)
@@ -89,7 +97,8 @@ def _record_problem(record, arrays):
     if not isinstance(record.get("name"), str) or not record["name"]:
         return "has no name"
     op = record.get("op")
-    if op not in REGISTRY or REGISTRY[op].plan_only:  # plan ops are never in a graph
+    # plan ops are never in a graph
+    if not isinstance(op, str) or op not in REGISTRY or REGISTRY[op].plan_only:
         return f"has the unknown op {op!r}"
     if op in _NOT_LOADABLE:
         return f"has the op {op!r}, which is never loaded from a file"
@@ -108,26 +117,34 @@ def _record_problem(record, arrays):
             for d in shape)):
         return f"has a bad shape {shape!r}"
     try:
-        for value in record["attrs"].values():
-            decode(value, arrays, None)
-        if record.get("dtype") is not None:
+        attrs = {k: decode(v, arrays, None) for k, v in record["attrs"].items()}
+        if record.get("dtype") not in (None, "variant"):  # variant: what print computes
             as_dtype(record["dtype"])
     except (KeyError, TypeError, ValueError) as err:
         return f"has a bad attribute or dtype ({err})"
+    for key, value in attrs.items():
+        problem = attr_problem(op, key, value)
+        if problem:
+            return problem
     return None
 
 
-def decode(value, arrays, nodes):
+_DEEPEST = 16  # tuples in tuples: gradflow's attributes nest three deep at most
+
+
+def decode(value, arrays, nodes, depth=0):
     """An attribute value from its JSON form; ``nodes``: name -> rebuilt node."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if depth > _DEEPEST:
+        raise TypeError(f"tuples nested deeper than {_DEEPEST}")
     if isinstance(value, list):
         raise TypeError("a bare list (lists and tuples are tagged objects)")
     if not isinstance(value, dict) or len(value) != 1:
         raise TypeError(f"{value!r} is not an attribute value")
     (tag, inner), = value.items()
     if tag in ("tuple", "list") and isinstance(inner, list):
-        items = [decode(v, arrays, nodes) for v in inner]
+        items = [decode(v, arrays, nodes, depth + 1) for v in inner]
         return tuple(items) if tag == "tuple" else items
     if tag == "dtype" and isinstance(inner, str):
         return as_dtype(inner)

@@ -230,10 +230,29 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
                  summarize=3 if summarize is None else int(summarize), counter=_Counter())
 
 
+# The streams a print names by a string (TensorFlow's names): the only ones a graph read
+# from a file may use (``gradflow.graph_io`` refuses ``file://`` paths there).
+PRINT_STREAMS = (None, "stderr", "stdout", "log(info)", "log(warning)", "log(error)")
+
+
+def _stream_name(stream):
+    """``stream`` by its name in ``PRINT_STREAMS`` where it is one of those, else as is."""
+    from gradflow import tf_logging
+
+    named = [(sys.stderr, "stderr"), (sys.stdout, "stdout")] + [
+        (getattr(tf_logging, k), f"log({k})") for k in ("info", "warning", "error")]
+    return next((n for s, n in named if stream is s), stream)
+
+
 def _write(stream, text):
-    if stream is None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
+    if stream is None or (isinstance(stream, str) and stream in ("stderr", "stdout")):
+        out = sys.stdout if stream == "stdout" else sys.stderr
+        out.write(text)
+        out.flush()
+    elif isinstance(stream, str) and stream in PRINT_STREAMS:  # log(info) and the like
+        from gradflow import tf_logging
+
+        getattr(tf_logging, stream[4:-1])(text.rstrip("\n"))
     elif isinstance(stream, str):
         if not stream.startswith("file://"):
             raise ValueError(f"print: output_stream {stream!r} is not a file:// path")
@@ -245,6 +264,24 @@ def _write(stream, text):
             stream.flush()
     else:  # a logging function such as logging.info
         stream(text.rstrip("\n"))
+
+
+def _check_template(template, count, op):
+    """A print's or an assertion's template (see ``_tensors_and_template``) is pairs of
+    ``("text", str)`` and ``("tensor", position < count)``: a graph file may hold another."""
+    if not isinstance(template, (tuple, list)):
+        raise TypeError(f"{op}: template {template!r} is not a tuple")
+    for item in template:
+        kind, value = item if isinstance(item, (tuple, list)) and len(item) == 2 else (0, 0)
+        if not (kind == "text" and isinstance(value, str)) and not (
+                kind == "tensor" and type(value) is int and 0 <= value < count):
+            raise ValueError(f"{op}: template item {item!r} is neither ('text', a string) "
+                             f"nor ('tensor', a position below {count})")
+
+
+def _print_op_infer(shapes, in_dtypes, template=(), **attrs):
+    _check_template(template, len(shapes), "print")
+    return None, _variant()
 
 
 def _print_op_impl(session, node):
@@ -261,22 +298,22 @@ def _print_op_impl(session, node):
     return run
 
 
-register("print", _print_op_impl, lambda shapes, in_dtypes, **attrs: (None, _variant()),
-         grad=None, kind="call")
+register("print", _print_op_impl, _print_op_infer, grad=None, kind="call")
 
 
 def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):  # noqa: A001
     """An operation that prints ``inputs`` (tensors and Python values) when run
     (``tf.print``); run it, or make other ops depend on it with
     ``control_dependencies``. ``output_stream``: stderr by default, or a file
-    object, a logging function, or ``"file://path"``; ``summarize``: items shown at
+    object, a logging function, or ``"file://path"`` (a graph file may name only
+    sys.stdout, sys.stderr and ``gf.logging``'s); ``summarize``: items shown at
     each end of an axis (``-1``: all)."""
     from gradflow.ops.state_ops import group
 
     tensors, template = _tensors_and_template(inputs)
     graph = tensors[0].graph if tensors else get_default_graph()
     node = apply("print", tensors, name=(name or "PrintV2") + "/print", graph=graph,
-                 template=template, sep=sep, end=end, output_stream=output_stream,
+                 template=template, sep=sep, end=end, output_stream=_stream_name(output_stream),
                  summarize=None if summarize is None else int(summarize))
     return group(node, name=name or "PrintV2")
 
@@ -315,8 +352,17 @@ def _assert_impl(session, node):
     return run
 
 
-register("assert", _assert_impl, lambda shapes, in_dtypes, **attrs: (None, _variant()),
-         grad=None, kind="call")
+def _assert_infer(shapes, in_dtypes, check=None, n_check=1, template=(), **attrs):
+    """An assertion's attributes hang together (a graph file may hold any)."""
+    counts = {"all": 1, "rank": 1, **{k: 2 for k in _COMPARISONS}}
+    if counts.get(check) != n_check or len(shapes) < n_check:
+        raise ValueError(f"assert: the check {check!r} of {n_check!r} of its {len(shapes)} "
+                         "inputs is not one gradflow makes")
+    _check_template(template, len(shapes) - n_check, "assert")
+    return None, _variant()
+
+
+register("assert", _assert_impl, _assert_infer, grad=None, kind="call")
 
 
 def _assert_op(check, checked, data, summarize, name, params=None):

@@ -6,18 +6,25 @@
     export_dir/variables/variables.npz  the variables' values, and a JSON header
 
 Only these fixed names are opened, relative to the folder: nothing read from a
-file names a path. Arrays are read with ``allow_pickle=False``.
+file names a path. Arrays are read through ``graph_io.npz`` (never unpickled, each
+size checked before anything is allocated), and the variables file may hold values
+for the saved graph's variables only (``loader``). Damaged bytes are a
+``DamagedSavedModelError`` (a ``DataLossError``), a missing file a
+``SavedModelNotFoundError`` (a ``NotFoundError``), any other fault a
+``SavedModelError`` (an ``InvalidArgumentError``).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 
 import numpy as np
 
+from gradflow.errors import ResourceExhaustedError
 from gradflow.graph_io import GraphDef, GraphDefError, check_document, check_header
+from gradflow.graph_io._base import DamagedGraphDefError, GraphDefNotFoundError
+from gradflow.graph_io.npz import read_npz
 
 FORMAT = "gradflow.SavedModel"
 FORMAT_VERSION = 1
@@ -30,6 +37,27 @@ _HEADER = "__header__"
 
 class SavedModelError(GraphDefError):
     """A SavedModel folder is missing, damaged, of another version, or does not fit."""
+
+
+class DamagedSavedModelError(SavedModelError, DamagedGraphDefError):
+    """A file of a SavedModel folder is damaged (cut short, not JSON, a broken archive)."""
+
+    error_code = DamagedGraphDefError.error_code
+
+
+class SavedModelNotFoundError(SavedModelError, GraphDefNotFoundError):
+    """A SavedModel folder, or one of its files, is not there."""
+
+    error_code = GraphDefNotFoundError.error_code
+
+
+def as_saved_model_error(err):
+    """A ``GraphDefError`` met reading a SavedModel, as the SavedModel error of its kind."""
+    if isinstance(err, SavedModelError):
+        return err
+    kind = DamagedSavedModelError if isinstance(err, DamagedGraphDefError) else \
+        SavedModelNotFoundError if isinstance(err, GraphDefNotFoundError) else SavedModelError
+    return kind(str(err))
 
 
 def write(folder, meta_graphs, variables):
@@ -78,13 +106,13 @@ def read_model(folder):
     if not os.path.isfile(path):
         hint = " (a TensorFlow SavedModel: gradflow reads only its own)" \
             if os.path.isfile(os.path.join(folder, "saved_model.pb")) else ""
-        raise SavedModelError(f"SavedModel {folder}: no {MODEL_FILE} in it{hint}")
+        raise SavedModelNotFoundError(f"SavedModel {folder}: no {MODEL_FILE} in it{hint}")
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise SavedModelError(f"SavedModel file {path} is damaged or unreadable "
-                              f"({type(err).__name__}: {err})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise DamagedSavedModelError(f"SavedModel file {path} is damaged or unreadable "
+                                     f"({type(err).__name__}: {err})") from None
     check_header(doc, path, FORMAT, FORMAT_VERSION)
     if not isinstance(doc.get("meta_graphs"), list) or not doc["meta_graphs"]:
         raise SavedModelError(f"SavedModel file {path}: 'meta_graphs' is not a non-empty list")
@@ -121,26 +149,24 @@ def read_variables(folder):
     arrays = _read_npz(path)
     try:
         header = json.loads(arrays.pop(_HEADER).tobytes().decode("utf-8"))
-    except (KeyError, UnicodeDecodeError, ValueError) as err:
-        raise SavedModelError(f"SavedModel variables {path}: no readable header "
-                              f"({type(err).__name__}: {err})") from None
+    except (KeyError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise DamagedSavedModelError(f"SavedModel variables {path}: no readable header "
+                                     f"({type(err).__name__}: {err})") from None
     check_header(header, path, "gradflow.SavedModel.variables", FORMAT_VERSION)
     names = header.get("names")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or \
+            len(set(names)) != len(names) or \
             sorted(arrays) != sorted(f"v{i}" for i in range(len(names))):
-        raise SavedModelError(f"SavedModel variables {path}: the header's names do not match "
-                              "the arrays in the file")
+        raise DamagedSavedModelError(f"SavedModel variables {path}: the header's names do "
+                                     "not match the arrays in the file")
     return {n: arrays[f"v{i}"] for i, n in enumerate(names)}
 
 
 def _read_npz(path):
+    if not os.path.isfile(path):
+        raise SavedModelNotFoundError(f"SavedModel file {path} is missing")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise SavedModelError(f"SavedModel file {path} is missing") from None
-    except Exception as err:  # zip, npy and OS errors come in many types
-        raise SavedModelError(f"SavedModel file {path} is damaged or unreadable "
-                              f"({type(err).__name__}: {err})") from None
+        return read_npz(path, f"SavedModel file {path}", DamagedSavedModelError)
+    except MemoryError:
+        raise ResourceExhaustedError(f"SavedModel file {path}: its arrays take more memory "
+                                     "than there is") from None

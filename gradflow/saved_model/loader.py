@@ -52,7 +52,7 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     except SavedModelError:
         raise
     except GraphDefError as err:  # a fault of the files, in the SavedModel's terms
-        raise SavedModelError(str(err)) from None
+        raise _files.as_saved_model_error(err) from None
 
 
 def _load(sess, tags, folder, import_scope):
@@ -72,12 +72,10 @@ def _load(sess, tags, folder, import_scope):
         raise SavedModelError(f"SavedModel {folder}: the session's graph already has nodes "
                               f"under '{import_scope}/'; load under another import_scope")
     values = _files.read_variables(folder)
-    _check_values(graph_def, values, folder)
+    _check_values(graph_def, values, folder)  # the whole file, before anything is assigned
     with sess.graph.as_default():
         import_graph_def(graph_def, name=import_scope or "", variable_values=values)
     prefix = f"{import_scope}/" if import_scope else ""
-    for name, value in values.items():
-        sess.load_variable(sess.graph.get_tensor_by_name(prefix + name), value)
     for key, sig in signatures.items():
         for info in list(sig.inputs.values()) + list(sig.outputs.values()):
             info.name = prefix + info.name
@@ -86,25 +84,40 @@ def _load(sess, tags, folder, import_scope):
             except KeyError:
                 raise SavedModelError(f"{path}: signature {key!r} names {info.name!r}, which "
                                       "the saved graph does not have") from None
+    for name, value in values.items():
+        sess.load_variable(sess.graph.get_tensor_by_name(prefix + name), value)
     return MetaGraphDef(tags, signatures)
 
 
 def _check_values(graph_def, values, folder):
-    """Every variable of the graph has a value of its shape and dtype in the file."""
+    """The variables file holds a value of the right shape and dtype for every variable
+    of the saved graph, and nothing else: a value for any other name (a variable the
+    session's graph has, but the saved graph does not define) is refused, never
+    assigned."""
     where = os.path.join(folder, _files.VARIABLES_DIR, _files.VARIABLES_FILE)
-    for record in graph_def.node:
-        if record["op"] != "variable":
-            continue
-        name = record["name"]
+    variables = {r["name"]: r for r in graph_def.node if r["op"] == "variable"}
+    extra = sorted(set(values) - set(variables))
+    if extra:
+        raise SavedModelError(f"SavedModel variables {where} holds values for "
+                              f"{', '.join(repr(n) for n in extra[:10])}, which the saved "
+                              "graph does not define as variables; nothing was loaded")
+    for name, record in variables.items():
         if name not in values:
             raise SavedModelError(f"SavedModel variables {where} has no value for the "
                                   f"variable '{name}'")
-        value = values[name]
-        want = np.dtype(as_dtype(record["dtype"]).as_numpy_dtype)
-        if list(value.shape) != record["shape"] or value.dtype != want:
+        value, shape, dtype = values[name], record.get("shape"), record.get("dtype")
+        try:
+            want = np.dtype(as_dtype(dtype).as_numpy_dtype)
+        except (TypeError, ValueError):
+            want = None
+        if want is None or shape is None or None in shape:
+            raise SavedModelError(f"SavedModel file {os.path.join(folder, _files.MODEL_FILE)}: "
+                                  f"the variable '{name}' has the shape {shape!r} and dtype "
+                                  f"{dtype!r}, not a known shape and dtype")
+        if list(value.shape) != shape or value.dtype != want:
             raise SavedModelError(f"SavedModel variables {where}: '{name}' is {value.dtype} "
                                   f"{list(value.shape)} in the file, the graph expects "
-                                  f"{record['dtype']} {record['shape']}")
+                                  f"{dtype} {shape}")
 
 
 __all__ = ["MetaGraphDef", "load", "maybe_saved_model_directory"]

@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 
 from gradflow import dtypes
+from gradflow.train.checkpoint_files import (
+    CheckpointNotFoundError,
+    _Unreadable,
+    read,
+    unreadable_error,
+)
 from gradflow.train.saver import (
-    CheckpointError,
     _exists,
     _missing_file_message,
     _path_string,
-    _read,
-    _Unreadable,
     latest_checkpoint,
 )
 
@@ -35,11 +38,11 @@ class CheckpointReader:
         if os.path.isdir(path):
             found = latest_checkpoint(path)
             if found is None:
-                raise CheckpointError(f"load_checkpoint: the folder {path} holds no checkpoint "
-                                      "listed in its index")
+                raise CheckpointNotFoundError(f"load_checkpoint: the folder {path} holds no "
+                                              "checkpoint listed in its index")
             path = found
         if not _exists(path):
-            raise CheckpointError(_missing_file_message(path))
+            raise CheckpointNotFoundError(_missing_file_message(path))
         self.path = path
         header, _ = self._read([])
         self._shapes = dict(zip(header["names"], (list(s) for s in header["shapes"])))
@@ -47,9 +50,9 @@ class CheckpointReader:
 
     def _read(self, names):
         try:
-            return _read(self.path, names)
+            return read(self.path, names)
         except _Unreadable as err:
-            raise CheckpointError(f"checkpoint {self.path} {err}") from None
+            raise unreadable_error(err, f"checkpoint {self.path} {err}") from None
 
     def get_variable_to_shape_map(self):
         """``{name: shape as a list}`` of every tensor in the checkpoint."""
@@ -67,8 +70,9 @@ class CheckpointReader:
     def get_tensor(self, name):
         """The tensor called ``name``, as a NumPy array."""
         if name not in self._shapes:
-            raise CheckpointError(f"checkpoint {self.path} has no tensor {name!r}; it holds "
-                                  f"{', '.join(repr(n) for n in sorted(self._shapes))}")
+            raise CheckpointNotFoundError(
+                f"checkpoint {self.path} has no tensor {name!r}; it holds "
+                f"{', '.join(repr(n) for n in sorted(self._shapes))}")
         return self._read([name])[1][name]
 
 

@@ -31,24 +31,31 @@ import zipfile
 
 import numpy as np
 
-from gradflow.errors import FailedPreconditionError, InvalidArgumentError
+from gradflow import tf_logging
+from gradflow.errors import FailedPreconditionError
 from gradflow.graph import get_default_graph
 from gradflow.train import tf_checkpoint
+from gradflow.train.checkpoint_files import (
+    _HEADER_KEY,
+    FORMAT_VERSION,
+    CheckpointError,
+    CheckpointNotFoundError,
+    DamagedCheckpointError,  # noqa: F401 - gradflow.train.saver.DamagedCheckpointError
+    _mtime,
+    _Unreadable,
+    unreadable_error,
+)
+from gradflow.train.checkpoint_files import index_state as _index_state
+from gradflow.train.checkpoint_files import read as _read
 from gradflow.variables import GLOBAL_VARIABLES, Variable
 
-FORMAT_VERSION = 1
 INDEX_NAME = "checkpoint"
-_HEADER_KEY = "__header__"
 _TF_SUFFIXES = (".meta", ".data-00000-of-00001")  # a TF checkpoint's files but its index
 _SCAN_LIMIT = 200  # files looked at when listing the checkpoints of a folder
 
 # What the last gf.train.latest_checkpoint call saw: (folder, result, finding).
 # Saver.restore(sess, None) reads it to say where no checkpoint was found.
 _last_search = None
-
-
-class CheckpointError(InvalidArgumentError):
-    """A checkpoint is missing, unreadable, or does not match the variables to restore."""
 
 
 class CheckpointState:
@@ -194,12 +201,12 @@ class Saver:
             return
         self._check_graph(sess, "restore")
         if not _exists(path):
-            raise CheckpointError(_missing_file_message(path))
+            raise CheckpointNotFoundError(_missing_file_message(path))
         try:
             header, arrays = _read(path, list(self._vars))
         except _Unreadable as err:
-            raise CheckpointError(f"checkpoint {path} {err}; nothing was restored. "
-                                  f"{self._intact_hint(path)}") from None
+            raise unreadable_error(err, f"checkpoint {path} {err}; nothing was restored. "
+                                        f"{self._intact_hint(path)}") from None
         problems = self._mismatches(header, arrays)
         if problems:
             raise CheckpointError(f"checkpoint {path} does not match the variables to "
@@ -297,9 +304,11 @@ class Saver:
         base = os.path.basename(path)
         state, problem = _index_state(folder, index_name)
         if problem is not None:  # nothing it lists is trusted or deleted: a new index replaces it
-            warnings.warn(f"Saver.save: the checkpoint index {os.path.join(folder, index_name)} "
-                          f"was damaged ({problem}); it is replaced by a new index that lists "
-                          f"{base} only, and no file it listed was deleted", stacklevel=3)
+            message = (f"Saver.save: the checkpoint index {os.path.join(folder, index_name)} "
+                       f"was damaged ({problem}); it is replaced by a new index that lists "
+                       f"{base} only, and no file it listed was deleted")
+            tf_logging.warning("%s", message)
+            warnings.warn(message, stacklevel=3)
         old = list(zip(state["all_model_checkpoint_paths"],
                        state["all_model_checkpoint_timestamps"])) if state else []
         now = _now()
@@ -384,14 +393,6 @@ def checkpoint_exists(checkpoint_prefix):
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-class _Unreadable(Exception):
-    """A file that is not a readable gradflow checkpoint: ``str`` says why, ``short`` briefly."""
-
-    def __init__(self, message, short):
-        super().__init__(message)
-        self.short = short
 
 
 def _var_items(var_list):
@@ -544,74 +545,6 @@ def _process_alive(pid):
     return True
 
 
-def _index_state(folder, index_name):
-    """The folder's index as a dict, or ``None``; and what is wrong with it, or ``None``."""
-    index_path = os.path.join(folder, index_name)
-    try:
-        with open(index_path, "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except OSError as err:
-        return None, f"it cannot be read ({type(err).__name__}: {err})"
-    if raw.lstrip().startswith((b"model_checkpoint_path:", b"all_model_checkpoint_paths:")):
-        try:  # TensorFlow's index, a text protobuf
-            index = tf_checkpoint.read_index_text(raw)
-        except tf_checkpoint.TFCheckpointError as err:
-            return None, f"it is a TensorFlow index that cannot be read: {err}"
-        index = _relative_entries(index)
-    else:
-        try:
-            index = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as err:
-            return None, f"it is not valid JSON ({type(err).__name__}: {err})"
-    paths = index.get("all_model_checkpoint_paths") if isinstance(index, dict) else None
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        return None, "it has no list of checkpoint names under 'all_model_checkpoint_paths'"
-    newest = index.get("model_checkpoint_path")
-    for entry in paths + ([newest] if isinstance(newest, str) else []):
-        if not _is_plain_name(entry):
-            return None, (f"it lists {entry!r}, which is not a file name inside the folder "
-                          f"(an index may name only files in its own folder)")
-    stamps = index.get("all_model_checkpoint_timestamps")
-    if not isinstance(stamps, list) or len(stamps) != len(paths):
-        stamps = [_mtime(os.path.join(folder, p)) for p in paths]
-    newest = index.get("model_checkpoint_path")
-    return {"model_checkpoint_path": newest if isinstance(newest, str) else
-            (paths[-1] if paths else None),
-            "all_model_checkpoint_paths": paths,
-            "all_model_checkpoint_timestamps": [float(t) for t in stamps],
-            "last_preserved_timestamp": float(index.get("last_preserved_timestamp") or 0.0)}, None
-
-
-def _relative_entries(index):
-    """A TensorFlow index with each entry as a name in the index's own folder: TensorFlow
-    writes the path it saved to, absolute where that was, and a folder that was copied
-    or moved since still holds its checkpoints. Nothing outside the folder is read."""
-    index["all_model_checkpoint_paths"] = [os.path.basename(p)
-                                           for p in index["all_model_checkpoint_paths"]]
-    if index["model_checkpoint_path"] is not None:
-        index["model_checkpoint_path"] = os.path.basename(index["model_checkpoint_path"])
-    return index
-
-
-def _is_plain_name(entry):
-    """Whether an index entry names a file directly inside the index's folder."""
-    return (entry not in ("", ".", "..") and "\0" not in entry
-            and os.path.basename(entry) == entry
-            and not (os.path.altsep and os.path.altsep in entry)
-            and not os.path.isabs(entry))
-
-
-def _mtime(path):
-    for candidate in (path, path + ".index"):  # a TensorFlow checkpoint's time: its index's
-        try:
-            return os.path.getmtime(candidate)
-        except OSError:
-            pass
-    return 0.0
-
-
 def _bad_index_message(folder, index_name, problem):
     indexed, others = _scan(folder, None)
     found = (f"checkpoint files there: {_names(others)}; restore one by its path"
@@ -714,60 +647,3 @@ def _missing_file_message(path):
 def _exists(path):
     """Whether a checkpoint is at ``path``: gradflow's file, or TensorFlow's ``.index``."""
     return os.path.isfile(path) or tf_checkpoint.is_tf_checkpoint(path)
-
-
-def _read(path, names):
-    """``_load`` for gradflow's checkpoints; TensorFlow's read into the same header and
-    arrays (``tf_checkpoint``) where ``path`` is only the prefix of one."""
-    if os.path.isfile(path) or not tf_checkpoint.is_tf_checkpoint(path):
-        return _load(path, names)
-    try:
-        arrays, described = tf_checkpoint.load(path, names)
-    except tf_checkpoint.TFCheckpointError as err:
-        raise _Unreadable(f"is a TensorFlow checkpoint that cannot be read: {err}",
-                          err.short) from None
-    return {"names": list(described), "dtypes": [d for d, _ in described.values()],
-            "shapes": [list(s) for _, s in described.values()]}, arrays
-
-
-def _load(path, names):
-    """The header and the arrays of ``names`` in the file, read fully (so damage shows)."""
-    try:
-        with open(path, "rb") as f:
-            start = f.read(8)
-        size = os.path.getsize(path)
-    except OSError as err:
-        raise _Unreadable(f"cannot be read ({type(err).__name__}: {err})", "cannot be read") \
-            from None
-    if size == 0:
-        raise _Unreadable("is damaged: the file is empty (0 bytes)", "is empty")
-    if not start.startswith(b"PK"):
-        raise _Unreadable(f"is not a gradflow checkpoint, or is corrupt: it is not a NumPy "
-                          f".npz archive (it starts with {start!r})", "is not a checkpoint")
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError, OSError) as err:
-        raise _Unreadable(f"is damaged: the archive ends too soon, after {size} bytes, as when a "
-                          f"copy or a write is cut short by a crash or a full disk "
-                          f"({type(err).__name__}: {err})", "is damaged") from None
-    with archive:
-        members = archive.namelist()
-    if f"{_HEADER_KEY}.npy" not in members:
-        raise _Unreadable(f"is a .npz archive but not a gradflow checkpoint: it has no "
-                          f"{_HEADER_KEY} entry (it holds {', '.join(members[:10])})",
-                          "is not a checkpoint")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            header = json.loads(npz[_HEADER_KEY].tobytes().decode("utf-8"))
-            arrays = {n: npz[n] for n in names if n in npz.files}
-    except Exception as err:  # zip, zlib, npy and JSON errors come in many types
-        raise _Unreadable(f"is damaged: the data in it is corrupt ({type(err).__name__}: {err})",
-                          "is damaged") from None
-    version = header.get("format_version") if isinstance(header, dict) else None
-    if version != FORMAT_VERSION:
-        newer = isinstance(version, int) and version > FORMAT_VERSION
-        raise _Unreadable(f"was written in checkpoint format version {version!r}; this gradflow "
-                          f"reads version {FORMAT_VERSION}"
-                          + ("; upgrade gradflow to read it" if newer else ""),
-                          f"has format version {version!r}")
-    return header, arrays

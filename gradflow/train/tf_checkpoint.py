@@ -6,8 +6,11 @@ index beside them. Read only: gradflow writes its own format.
 
 Nothing in the files is run or trusted: every length and offset is checked against the
 file before it is used, the index's blocks and each tensor's bytes against their
-CRC-32C checksums, and a file that fails gets a ``TFCheckpointError`` that says what is
-wrong. Only the data files named after the prefix are opened.
+CRC-32C checksums, each field of the index's protobufs against the wire type its
+``.proto`` gives it, and a file that fails gets a ``TFCheckpointError`` (a gradflow
+error) that says what is wrong. The text index's strings are read by a bounded parser
+of C escapes, never by Python's. Only the data files named after the prefix are
+opened.
 
 Example::
 
@@ -17,13 +20,13 @@ Example::
 
 from __future__ import annotations
 
-import ast
 import math
 import os
 
 import numpy as np
 
 from gradflow import protowire
+from gradflow.errors import GradflowError
 
 _MAGIC = 0xDB4775248B80FB57  # the table footer's last 8 bytes
 _FOOTER = 48
@@ -36,12 +39,16 @@ _DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "i
 _DTYPE_NAMES = {7: "string", 14: "bfloat16", 20: "resource", 21: "variant"}
 
 
-class TFCheckpointError(ValueError):
-    """A TensorFlow checkpoint that cannot be read: ``str`` says why, ``short`` briefly."""
+class TFCheckpointError(GradflowError, ValueError):
+    """A TensorFlow checkpoint that cannot be read: ``str`` says why, ``short`` briefly;
+    ``damaged`` whether its bytes are damaged (TF's ``DATA_LOSS``), else it is well formed
+    but holds what gradflow cannot read (``INVALID_ARGUMENT``)."""
 
-    def __init__(self, message, short="is damaged"):
+    def __init__(self, message, short="is damaged", damaged=True):
         super().__init__(message)
         self.short = short
+        self.damaged = damaged
+        self.error_code = 15 if damaged else 3
 
 
 def is_tf_checkpoint(prefix):
@@ -84,13 +91,10 @@ def read_index_text(raw):
             raise TFCheckpointError(f"line {number} ({line[:60]!r}) is not a field of a "
                                     "TensorFlow checkpoint index")
         if key.endswith("paths") or key == "model_checkpoint_path":
-            if not (len(value) >= 2 and value[0] == value[-1] == '"'):
-                raise TFCheckpointError(f"line {number}: {key} is not a quoted string")
-            try:  # a C-escaped string: the escapes Python's bytes literals share
-                parsed = ast.literal_eval("b" + value).decode("utf-8")
-            except (ValueError, SyntaxError, UnicodeDecodeError):
-                raise TFCheckpointError(f"line {number}: {key} is not a valid string") \
-                    from None
+            try:
+                parsed = _unquote(value)
+            except ValueError as err:
+                raise TFCheckpointError(f"line {number}: {key} is not {err}") from None
         else:
             try:
                 parsed = float(value)
@@ -103,6 +107,56 @@ def read_index_text(raw):
     return fields
 
 
+_ESCAPES = {"n": 10, "t": 9, "r": 13, '"': 34, "'": 39, "\\": 92, "a": 7, "b": 8, "f": 12,
+            "v": 11, "?": 63}
+
+
+def _unquote(value):
+    """The text of a text-format string literal (``"..."`` with C escapes), read in one
+    bounded pass. Raises ``ValueError`` saying what it is not."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        raise ValueError("a quoted string")
+    out, body, k = bytearray(), value[1:-1], 0
+    while k < len(body):
+        char, k = body[k], k + 1
+        if char == '"':
+            raise ValueError("a valid string (a bare quote inside it)")
+        if char != "\\":
+            out += char.encode("utf-8", "surrogatepass")
+            continue
+        escape, k = body[k:k + 1], k + 1
+        if escape in _ESCAPES:
+            out.append(_ESCAPES[escape])
+            continue
+        digits, base = _escape_digits(body, k, escape)
+        if not digits:
+            raise ValueError(f"a valid string (the escape \\{escape})")
+        if int(digits, base) > 255:
+            raise ValueError("a valid string (an octal escape above 255)")
+        out.append(int(digits, base))
+        k += len(digits) - (1 if base == 8 else 0)
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("a valid string (not UTF-8)") from None
+
+
+def _escape_digits(body, k, escape):
+    """The digits of the escape ``\\<escape>...`` (``body[k:]`` follows ``escape``) and
+    their base: up to three octal digits, or ``x`` and up to two hex ones."""
+    if escape and escape in "01234567":
+        end = k
+        while end < len(body) and end < k + 2 and body[end] in "01234567":
+            end += 1
+        return escape + body[k:end], 8
+    if escape == "x":
+        end = k
+        while end < len(body) and end < k + 2 and body[end] in "0123456789abcdefABCDEF":
+            end += 1
+        return body[k:end], 16
+    return "", 8
+
+
 # -- the index: a table of (name, BundleEntryProto) ---------------------------------
 
 
@@ -113,25 +167,26 @@ def _read_index(path):
             if size > _LARGEST_INDEX:
                 raise TFCheckpointError(f"its index {path} is {size} bytes, more than any "
                                         f"checkpoint's index this reader takes "
-                                        f"({_LARGEST_INDEX})", "is too large")
+                                        f"({_LARGEST_INDEX})", "is too large", damaged=False)
             data = f.read()
     except OSError as err:
         raise TFCheckpointError(f"its index {path} cannot be read ({type(err).__name__}: "
-                                f"{err})", "cannot be read") from None
+                                f"{err})", "cannot be read", damaged=False) from None
     if len(data) < _FOOTER or int.from_bytes(data[-8:], "little") != _MAGIC:
         raise TFCheckpointError(f"its index {path} is not a TensorFlow checkpoint index, or "
                                 f"is cut short ({len(data)} bytes, no table footer)")
     footer = data[-_FOOTER:]
-    _, pos = _handle(footer, 0)  # the metaindex block: nothing in it is needed
-    index_block, _ = _handle(footer, pos)
     header, entries = None, {}
     try:
+        _, pos = _handle(footer, 0)  # the metaindex block: nothing in it is needed
+        index_block, _ = _handle(footer, pos)
         for _, handle in _block_entries(_block(data, *index_block)):
             for key, value in _block_entries(_block(data, *_handle(handle, 0)[0])):
                 if key == b"":
                     header = _header(value)
                 else:
-                    entries[key.decode("utf-8", "replace")] = _entry(value)
+                    name = key.decode("utf-8", "replace")
+                    entries[name] = _entry(value, name)
     except TFCheckpointError as err:
         raise TFCheckpointError(f"its index {path} is damaged: {err}") from None
     if header is None:
@@ -180,9 +235,32 @@ def _block_entries(block):
         pos += size
 
 
+_VARINT, _FIXED32, _BYTES = 0, 5, 2
+_WIRE_NAMES = {0: "a number (varint)", 1: "64 fixed bits", 2: "bytes (a message)",
+               5: "32 fixed bits"}
+_HEADER_FIELDS = {1: ("num_shards", _VARINT), 2: ("endianness", _VARINT),
+                  3: ("version", _BYTES)}
+_ENTRY_FIELDS = {1: ("dtype", _VARINT), 2: ("shape", _BYTES), 3: ("shard_id", _VARINT),
+                 4: ("offset", _VARINT), 5: ("size", _VARINT), 6: ("crc32c", _FIXED32),
+                 7: ("slices", _BYTES)}
+_SHAPE_FIELDS = {2: ("dim", _BYTES), 3: ("unknown_rank", _VARINT)}
+_DIM_FIELDS = {1: ("size", _VARINT), 2: ("name", _BYTES)}
+
+
+def _typed(value, known, where):
+    """``(field number, value)`` of the fields of a message, each known field checked to
+    have the wire type its ``.proto`` gives it (a protobuf parser refuses another)."""
+    for number, kind, field in _fields(value):
+        if number in known and known[number][1] != kind:
+            name, want = known[number]
+            raise TFCheckpointError(f"{where}: its field '{name}' is {_WIRE_NAMES[kind]}, "
+                                    f"where {_WIRE_NAMES[want]} belongs")
+        yield number, field
+
+
 def _header(value):
     header = {"num_shards": 1, "endianness": 0}
-    for number, _, field in _fields(value):
+    for number, field in _typed(value, _HEADER_FIELDS, "the bundle header"):
         if number == 1:
             header["num_shards"] = field
         elif number == 2:
@@ -192,15 +270,15 @@ def _header(value):
     return header
 
 
-def _entry(value):
+def _entry(value, name):
+    where = f"the entry of tensor {name!r}"
     entry = {"dtype": 0, "shape": [], "shard": 0, "offset": 0, "size": 0, "crc": None,
              "sliced": False}
-    for number, _, field in _fields(value):
+    for number, field in _typed(value, _ENTRY_FIELDS, where):
         if number == 1:
             entry["dtype"] = field
         elif number == 2:
-            entry["shape"] = [protowire.signed(size) for n, _, dim in _fields(field) if n == 2
-                              for m, _, size in _fields(dim) if m == 1]
+            entry["shape"] = _shape(field, where)
         elif number in (3, 4, 5):
             entry[{3: "shard", 4: "offset", 5: "size"}[number]] = protowire.signed(field)
         elif number == 6:
@@ -208,6 +286,21 @@ def _entry(value):
         elif number == 7:
             entry["sliced"] = True
     return entry
+
+
+def _shape(value, where):
+    shape = []
+    for number, dim in _typed(value, _SHAPE_FIELDS, f"{where} (shape)"):
+        if number == 3 and dim:
+            raise TFCheckpointError(f"{where}: its shape is of unknown rank")
+        if number == 2:
+            sizes = [protowire.signed(v) for m, v in _typed(dim, _DIM_FIELDS, f"{where} (dim)")
+                     if m == 1]
+            size = sizes[-1] if sizes else 0
+            if size < 0:
+                raise TFCheckpointError(f"{where}: its shape has the size {size}")
+            shape.append(size)
+    return shape
 
 
 # -- a tensor's bytes ----------------------------------------------------------------
@@ -218,11 +311,11 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
     if dtype is None:
         raise TFCheckpointError(f"tensor '{name}' has dtype {_dtype_name(entry['dtype'])}, "
                                 "which gradflow variables cannot hold",
-                                "holds a tensor of another dtype")
+                                "holds a tensor of another dtype", damaged=False)
     if entry["sliced"]:
         raise TFCheckpointError(f"tensor '{name}' is saved in slices (a partitioned "
                                 "variable), which this reader does not join",
-                                "holds a partitioned variable")
+                                "holds a partitioned variable", damaged=False)
     shape = tuple(entry["shape"])
     if any(d < 0 for d in shape) or not 0 <= entry["shard"] < shards:
         raise TFCheckpointError(f"tensor '{name}' has shape {shape} in data file "
