@@ -177,7 +177,8 @@ def _check_leading_dims_impl(xp, x, like, message):
 # TF1 refuses labels and logits of different batch sizes; without the check a broadcast
 # in the loss's arithmetic fails naming its internal ops (or, worse, succeeds)
 register("check_leading_dims", _check_leading_dims_impl,
-         lambda s, d, message: (s[0], d[0]), grad=None, check=True)
+         lambda s, d, message: (s[0], d[0]), grad=None, check=True,
+         static_check=lambda shapes: shapes[0] == shapes[1][:len(shapes[0])])
 
 
 def _check_label_range_impl(xp, labels, depth, message):

@@ -51,6 +51,9 @@ class OpDef:
       rule cannot know it (``batch_zeros``; ``reshape`` and ``fill`` to a shape computed
       from fed shapes); None where those values do not settle it.
     - ``check``: a computed op that exists to check a value at run time (never folded away).
+    - ``static_check(shapes)``: for a ``check`` of its inputs' shapes alone, whether
+      those static shapes (all known) already pass it: the graph compiler then drops it
+      from a plan specialized to them (so a captured plan has no check to make).
     - ``id_check(node)``: for an op that checks integer ids itself (its ``validate``
       attr: ``gather``), ``(input position, size)`` where ``node`` checks that the ids
       there lie in ``[0, size)`` (size None when unknown), else None. A device graph
@@ -92,6 +95,7 @@ class OpDef:
     shape_only_inputs: tuple = ()
     value_shape: Optional[Callable] = field(default=None, compare=False)
     check: bool = False
+    static_check: Optional[Callable] = field(default=None, compare=False)
     id_check: Optional[Callable] = field(default=None, compare=False)
     pass_through: bool = False
     shape_noop: bool = False

@@ -1,4 +1,5 @@
-"""Drop the ops that do nothing once the plan's static shapes are known.
+"""Drop the ops that do nothing once the plan's static shapes are known, and the
+checks of shapes that those shapes already pass (``OpDef.static_check``).
 
 Gradient code must work for any batch size, so it leaves ``unbroadcast``
 (sum a gradient down to its input's shape), ``broadcast_like`` and
@@ -24,6 +25,9 @@ def drop_shape_noops(graph) -> None:
     fetched = set(graph.outputs)
     mapping = {}
     for node in graph.nodes():
+        if isinstance(node, PlanNode) and _passes_statically(node, graph) and node not in fetched:
+            mapping[node] = node.inputs[0]
+            continue
         if not isinstance(node, PlanNode) or not node.opdef.shape_noop \
                 or node in fetched or node.opdef.kind != "compute":
             continue
@@ -33,3 +37,14 @@ def drop_shape_noops(graph) -> None:
                 and not node.control_inputs:
             mapping[node] = source
     graph.replace(mapping)
+
+
+def _passes_statically(node, graph):
+    """Whether ``node`` checks its inputs' shapes alone (``OpDef.static_check``) and
+    their static shapes (a fed one's as fed), all known, already pass."""
+    passes = node.opdef.static_check
+    fed = getattr(graph, "feed_shapes", None) or {}
+    shapes = [fed.get(i, i.shape) for i in node.inputs]
+    return passes is not None and not node.control_inputs \
+        and all(_fully_known(s) for s in shapes) \
+        and passes([tuple(int(d) for d in s) for s in shapes])
