@@ -11,6 +11,10 @@ is a layout with other strides, never a copy. The products run on OpenMP's pool,
 the one oneDNN's convolutions and numba's kernels use, with gradflow's thread
 count (``threads``).
 
+Only the ``brg`` kernels (AVX-512) are used: below AVX-512 oneDNN has its ``gemm``
+alone, which OpenBLAS beats and whose bits follow the thread count, so NumPy takes
+those products (``multiply`` returns None; see there).
+
 A product below ``MIN_WORK`` multiply-adds stays with NumPy: the ctypes calls
 around oneDNN's cost more than such a product. So does anything oneDNN is not
 there for (another dtype, more than two axes, an empty matrix); :func:`multiply`
@@ -31,7 +35,7 @@ import logging
 
 import numpy as np
 
-from gradflow.backends import onednn, onednn_conv, threads
+from gradflow.backends import onednn
 from gradflow.backends.onednn import ARG_DST, ARG_SCRATCHPAD, ARG_SRC, ARG_WEIGHTS, P
 
 _log = logging.getLogger("gradflow.onednn")
@@ -110,14 +114,16 @@ def multiply(a, b, out=None):
     found = None if key in _dropped else product(*key)
     if found is None:
         return None
-    run = found[0]
     if not found[1].startswith("brg"):
-        key = ("rows",) + key[:-1] + (threads.cores(),)
-        run = None if key in _dropped else _in_rows(*key[1:])
-        if run is None:
-            return None
+        # below AVX-512 (AVX2, SSE4.1) oneDNN has its ``gemm`` only, which OpenBLAS's
+        # kernels beat (AVX2-capped MNIST MLP step, batch 32 / 128 / 1024: 1.52 / 3.49 /
+        # 23.8 ms through it, 1.20 / 2.83 / 17.6 through NumPy; JAX jit 1.27 / 2.98 /
+        # 18.2), and which splits the inner dimension between threads, so its bits
+        # would follow the load (8 x 200,000 x 8: 62 of 64 sums differed on one thread
+        # and two): NumPy takes the product
+        return None
     try:
-        return run(a, b, np.empty(shape, np.float32) if out is None else out)
+        return found[0](a, b, np.empty(shape, np.float32) if out is None else out)
     except onednn.OneDNNError as e:  # never trusted again; NumPy writes all of out
         _log.warning("product %s dropped: %s", key, e)
         _dropped.add(key)
@@ -127,30 +133,3 @@ def multiply(a, b, out=None):
 # layouts without a (working) primitive
 _dropped = set()
 
-
-@functools.lru_cache(maxsize=256)
-def _in_rows(a_layout, b_layout, out_layout, cores):
-    """A product through oneDNN's ``gemm`` (its kernel below AVX-512: AVX2, SSE4.1),
-    whose bits do not follow the load: that kernel splits the inner dimension between
-    threads when the product is small beside it (8 x 200,000 x 8: 62 of 64 sums
-    differed on one thread and two), so the rows are cut into one fixed part per core
-    the process may use, each computed on one thread, taken by a team as large as the
-    load allows (``onednn_conv.BatchParts``, as the convolutions' parts). Without
-    llvmlite (which compiles the team) it runs on oneDNN's threads, as many as the
-    cores. None where oneDNN has no product for a part."""
-    (m, k), a_strides = a_layout
-    api = onednn.api()
-    if not onednn.parts_available() or cores < 2 or m < 2:
-        found = product(a_layout, b_layout, out_layout, cores)
-        return None if found is None else found[0]
-    parts = min(cores, m)
-    bounds = [m * j // parts for j in range(parts + 1)]
-    steps = []
-    for lo, hi in zip(bounds, bounds[1:]):
-        rows = (hi - lo, out_layout[0][1])
-        found = product(((hi - lo, k), a_strides), b_layout, (rows, out_layout[1]), 1)
-        if found is None:
-            return None
-        steps.append(found[0])
-    team = onednn_conv.BatchParts(api, bounds, steps, summed=False)
-    return lambda a, b, out: team(a, b, out, api.thread_count())
