@@ -732,10 +732,32 @@ register("gather_strings", _gather_strings_impl, _gather_infer, grad=None, kind=
          takes_strings=True)
 
 
+# the fewest output rows a block of the one-hot scatter covers (see below)
+_SCATTER_BLOCK_ROWS = 256
+
+
 def scatter_add_rows_reference(xp, rows, indices, num_rows):
     """Deterministic Array-API scatter-add: a one-hot matrix product, or where a row is
-    not finite (the product would spread its NaN to every row: 0 * nan), a masked sum."""
-    positions = xp.arange(num_rows, dtype=indices.dtype, device=_device(indices))
+    not finite (the product would spread its NaN to every row: 0 * nan), a masked sum.
+    The one-hot matrix is made for a block of output rows at a time, of about a quarter
+    of the output's size (at least ``_SCATTER_BLOCK_ROWS`` rows): a few values scattered into
+    many rows (``bincount`` of ids up to 2**22) no longer make a (rows x values) matrix
+    several times the output."""
+    count, width = rows.shape[0], math.prod(rows.shape[1:])
+    step = max(_SCATTER_BLOCK_ROWS, (num_rows * max(width, 1)) // max(4 * count, 1))
+    if step >= num_rows:
+        return _scatter_block(xp, rows, indices, 0, num_rows)
+    out = xp.zeros((num_rows,) + tuple(rows.shape[1:]), dtype=rows.dtype,
+                   device=_device(rows))
+    for lo in range(0, num_rows, step):
+        hi = min(lo + step, num_rows)
+        out[lo:hi, ...] = _scatter_block(xp, rows, indices, lo, hi)
+    return out
+
+
+def _scatter_block(xp, rows, indices, lo, hi):
+    """Rows ``lo:hi`` of the scatter-add (``scatter_add_rows_reference``)."""
+    positions = xp.arange(lo, hi, dtype=indices.dtype, device=_device(indices))
     hits = positions[:, None] == indices[None, :]
     if bool(xp.all(xp.isfinite(rows))):
         return xp.astype(hits, rows.dtype) @ rows
