@@ -67,7 +67,7 @@ def isa_matrix(session):
     tests/test_isa_fuzz.py with 2,000 geometries of each kind per level."""
     session.install("torch==2.13.0")
     session.install("-e", ".[test,fast]")
-    session.run("pytest", "-q", "tests/test_isa_matrix.py", *session.posargs,
+    session.run("pytest", "-q", "-m", "isa_matrix", "tests/test_isa_matrix.py", *session.posargs,
                 env={"GRADFLOW_ISA_FUZZ": "2000"})
 
 

@@ -8,8 +8,10 @@ gradient there (issue 44).
 
 Each level runs the convolution, matmul, pooling, fused-kernel and LSTM-kernel tests
 and the differential fuzzer (``test_isa_fuzz.py``) in a process of its own, against
-float64 references. ``nox -s isa_matrix`` runs the fuzzer with 2,000 geometries of
-each kind per level."""
+float64 references. Marked ``isa_matrix``: README's test command leaves it out (it takes
+minutes while numba's cache is cold); ``.ci/run`` runs it after that command
+(``pytest -m isa_matrix``), and ``nox -s isa_matrix`` with 2,000 geometries of each
+kind per level."""
 
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ def _flags():
     return set()
 
 
+@pytest.mark.isa_matrix
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                     reason="the instruction-set caps are x86-64's")
 @pytest.mark.parametrize("level", list(LEVELS))
