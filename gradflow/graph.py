@@ -458,8 +458,9 @@ class Graph:
         raise KeyError(self.missing_name(name))
 
     def missing_name(self, name: str, kinds=None) -> str:
-        """Why ``name`` names nothing here, with the closest names of the graph (of its
-        ops of type ``kinds`` where given, e.g. placeholders for a feed)."""
+        """Why ``name`` (``':0'`` may follow) names nothing here, with the closest names
+        of the graph (of its ops of type ``kinds`` where given: placeholders for a feed)."""
+        name = name[:-2] if name.endswith(":0") else name
         names = [n.name for n in self.nodes if kinds is None or n.opdef.name in kinds]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(c + ':0') for c in close)}?" if close else ""

@@ -378,7 +378,7 @@ class Session:
             return self.graph.get_tensor_by_name(name)
         except KeyError:
             kinds = ("placeholder", "placeholder_with_default") if role == "feed" else None
-            why = self.graph.missing_name(name[:-2] if name.endswith(":0") else name, kinds)
+            why = self.graph.missing_name(name, kinds)
             if role == "feed":
                 raise TypeError(f"cannot interpret feed_dict key {name!r} as a tensor: "
                                 f"{why}") from None
