@@ -19,13 +19,12 @@ import io
 import struct
 import zlib
 
-from gradflow import protowire
+from gradflow import gfile, protowire
 from gradflow.errors import (
     DataLossError,
     FailedPreconditionError,
     NotFoundError,
     PermissionDeniedError,
-    UnknownError,
 )
 
 # the largest record read: a damaged or hostile length is refused before any memory is
@@ -142,9 +141,8 @@ def open_input(path, kind="", who="TFRecord"):
     except PermissionError:
         raise PermissionDeniedError(f"{who}: {path!r} cannot be read (permission "
                                     "denied)") from None
-    except OSError as err:
-        raise UnknownError(f"{who}: {path!r} cannot be opened ({err.strerror or err})") \
-            from None
+    except OSError as err:  # the rest as gfile maps them (by errno, as TF does)
+        raise gfile.os_error(f"{who}: open", repr(path), err) from None
     if not kind:
         return f
     return io.BufferedReader(_Inflating(f, kind, path), _CHUNK)
