@@ -1,24 +1,29 @@
 #!/bin/sh
-# Run gradflow's GPU tests and benchmarks/gpu.py on a CUDA machine that cannot download,
-# each phase under its own time limit, and keep the logs:
+# Run gradflow's GPU tests and benchmarks on a CUDA machine that cannot download, each
+# phase under its own time limit, and keep the logs in LOG_DIR:
 #   versions.txt, install.log
+#   probe.log            benchmarks/cudnn_sdpa_probe.py: cuDNN's fused attention through
+#                        its Python frontend (import, forward, backward, capture, timing)
 #   pytest_gpu_new.log   the GPU-only test files (capture, generated kernels, random
 #                        numbers, nvmath matmuls, the benchmark script), one test at most
-#                        GPU_TEST_TIMEOUT s (default 90)
+#                        GPU_TEST_TIMEOUT s (default 90); GPU_NEW_K: a pytest -k filter
 #   benchmark_gpu.log    benchmarks/gpu.py with GPU_BENCH_ARGS (default "--seconds 0.5")
 #   pytest_gpu.log       every other test marked gpu (the cupy backend's op tests)
 #
 #   benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]
 #
-# Limits in seconds: GPU_NEW_TIMEOUT (default 150), GPU_BENCH_TIMEOUT (150),
-# GPU_REST_TIMEOUT (240). The op tests run in GPU_WORKERS pytest-xdist workers (default 8)
-# when pytest-xdist is installed. WHEEL_DIR (default .whl, a copy of
-# ../shared/device-wheels carried into the checkout) holds the wheels the machine lacks
-# (array-api-compat, array-api-strict, nvmath-python); they go to a private --target
-# folder, gradflow itself is imported from the checkout.
+# GPU_PHASES (default "probe new bench rest") picks the phases, run in that order.
+# Limits in seconds: GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (150),
+# GPU_BENCH_TIMEOUT (150), GPU_REST_TIMEOUT (240). The op tests run in GPU_WORKERS
+# pytest-xdist workers (default 8) when pytest-xdist is installed. WHEEL_DIR (default
+# .whl, a copy of ../shared/device-wheels carried into the checkout) holds the wheels
+# the machine lacks (array-api-compat, array-api-strict, nvmath-python,
+# nvidia-cudnn-frontend); they go to a private --target folder, gradflow itself is
+# imported from the checkout.
 set -u
 LOGS=${1:?usage: benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]}
 WHEELS=${2:-.whl}
+PHASES=${GPU_PHASES:-probe new bench rest}
 mkdir -p "$LOGS"
 SITE=$(mktemp -d /tmp/gradflow-gpu-site.XXXXXX)
 python3 -m pip install -q --no-index --no-deps --target "$SITE" "$WHEELS"/*.whl \
@@ -30,30 +35,43 @@ export PYTHONPATH="$SITE:$PWD" PYTHONUNBUFFERED=1
   python3 -c "import nvmath; print('nvmath', nvmath.__version__)"; } > "$LOGS/versions.txt" 2>&1
 cat "$LOGS/versions.txt"
 
+has() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
+status=0
+note() { [ "$2" -ne 0 ] && status=$2; echo "$1 exited $2"; }
+
+if has probe; then
+  timeout "${GPU_PROBE_TIMEOUT:-90}" python3 benchmarks/cudnn_sdpa_probe.py > "$LOGS/probe.log" 2>&1
+  note "cudnn_sdpa_probe.py: $LOGS/probe.log;" $?
+fi
+
 per_test=""
 python3 -c "import pytest_timeout" 2>/dev/null && per_test="--timeout=${GPU_TEST_TIMEOUT:-90}"
 NEW="tests/test_capture_gpu.py tests/test_cuda_kernels_gpu.py tests/test_cupy_random_gpu.py \
 tests/test_nvmath_matmul_gpu.py tests/test_gpu_benchmark.py"
-# shellcheck disable=SC2086 - NEW and per_test are lists of arguments
-timeout "${GPU_NEW_TIMEOUT:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs $per_test \
-  -s $NEW > "$LOGS/pytest_gpu_new.log" 2>&1
-new=$?
-echo "GPU-only tests exited $new:"; tail -3 "$LOGS/pytest_gpu_new.log"
+if has new; then
+  # shellcheck disable=SC2086 - NEW and per_test are lists of arguments
+  timeout "${GPU_NEW_TIMEOUT:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
+    $per_test -s -k "${GPU_NEW_K:-}" $NEW > "$LOGS/pytest_gpu_new.log" 2>&1
+  note "GPU-only tests:" $?
+  tail -3 "$LOGS/pytest_gpu_new.log"
+fi
 
-# shellcheck disable=SC2086 - GPU_BENCH_ARGS is a list of arguments
-timeout "${GPU_BENCH_TIMEOUT:-150}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
-  > "$LOGS/benchmark_gpu.log" 2>&1
-bench=$?
-echo "benchmarks/gpu.py exited $bench: $LOGS/benchmark_gpu.log"
+if has bench; then
+  # shellcheck disable=SC2086 - GPU_BENCH_ARGS is a list of arguments
+  timeout "${GPU_BENCH_TIMEOUT:-150}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
+    > "$LOGS/benchmark_gpu.log" 2>&1
+  note "benchmarks/gpu.py: $LOGS/benchmark_gpu.log;" $?
+fi
 
-workers=""
-python3 -c "import xdist" 2>/dev/null && workers="-n ${GPU_WORKERS:-8}"
-ignore=""
-for f in $NEW; do ignore="$ignore --ignore=$f"; done
-# shellcheck disable=SC2086 - workers, per_test and ignore are lists of arguments
-timeout "${GPU_REST_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
-  $workers $per_test $ignore tests > "$LOGS/pytest_gpu.log" 2>&1
-rest=$?
-echo "other GPU tests exited $rest:"; tail -3 "$LOGS/pytest_gpu.log"
-for s in $new $rest $bench; do [ "$s" -ne 0 ] && exit "$s"; done
-exit 0
+if has rest; then
+  workers=""
+  python3 -c "import xdist" 2>/dev/null && workers="-n ${GPU_WORKERS:-8}"
+  ignore=""
+  for f in $NEW; do ignore="$ignore --ignore=$f"; done
+  # shellcheck disable=SC2086 - workers, per_test and ignore are lists of arguments
+  timeout "${GPU_REST_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
+    $workers $per_test $ignore tests > "$LOGS/pytest_gpu.log" 2>&1
+  note "other GPU tests:" $?
+  tail -3 "$LOGS/pytest_gpu.log"
+fi
+exit $status

@@ -103,6 +103,10 @@ EXEMPT = {
     "lstm_step": "plan-only: one LSTM step forward, three outputs (test_lstm_kernels.py, "
                  "test_rnn.py)",
     "lstm_step_grad": "plan-only: one LSTM step backward, two outputs (test_lstm_kernels.py)",
+    "lstm_step_rec": "plan-only: an LSTM step with its recurrent product, the CuPy "
+                     "backend's kernel pass (test_cupy_emit_on_numpy.py, test_cuda_lstm.py)",
+    "lstm_step_rec_grad": "plan-only: its backward step (test_cupy_emit_on_numpy.py, "
+                          "test_cuda_lstm.py)",
     **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "
              "(test_conv_layouts.py: against the copies and the NHWC op on every backend)"
        for form in ("nchw_conv2d", "nchw_conv2d_backprop_input", "nchw_conv2d_backprop_filter")},

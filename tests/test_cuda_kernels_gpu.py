@@ -165,11 +165,11 @@ def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, ca
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
-    """``cupy_emit.lower_lstm_step``/``lower_lstm_step_grad`` (NVRTC-compiled
+    """``cupy_rnn.lower_lstm_step``/``lower_lstm_step_grad`` (NVRTC-compiled
     ``cuda_lstm``) against the ops' Array API functions on CuPy."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_emit
+    from gradflow.backends import cupy_rnn
     from gradflow.ops import rnn_ops
 
     rng = np.random.default_rng(3)
@@ -178,17 +178,55 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     row = cp.asarray(rng.standard_normal(4 * units).astype(dtype))
     c_prev, dh, dc_next = (cp.asarray(rng.standard_normal((batch, units)).astype(dtype))
                            for _ in range(3))
-    assert cupy_emit._STEP_KERNELS.get(np.dtype(dtype)) is not None
+    assert cupy_rnn._STEP_KERNELS.get(np.dtype(dtype)) is not None
     tol = 2e-6 if dtype == "float32" else 1e-13
-    got = cupy_emit.lower_lstm_step(cxp, 1.0)(x, y, row, c_prev)
+    got = cupy_rnn.lower_lstm_step(cxp, 1.0)(x, y, row, c_prev)
     want = rnn_ops._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
     a, c, _ = got
-    got = cupy_emit.lower_lstm_step_grad(cxp)(dh, dc_next, a, c, c_prev)
+    got = cupy_rnn.lower_lstm_step_grad(cxp)(dh, dc_next, a, c, c_prev)
     want = rnn_ops._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("tile", [(32, 4, 1), (32, 4, 0), (32, 1, 1), (16, 8, 1), (128, 1, 0),
+                                  (128, 1, 1), (7, 3, 1), (7, 3, 0)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch, units, inner", [(33, 20, 70), (32, 128, 128), (5, 3, 3)])
+def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
+        tile, dtype, batch, units, inner, monkeypatch):
+    """``cupy_rnn.lower_lstm_step_rec``/``_grad`` (NVRTC-compiled
+    ``cuda_lstm.recurrent_sources``, tiles that do and do not divide the sizes) against
+    the ops' Array API functions on CuPy."""
+    from array_api_compat import cupy as cxp
+
+    from gradflow.backends import cuda_lstm, cupy_rnn
+    from gradflow.ops import rnn_ops
+
+    monkeypatch.setattr(cuda_lstm, "TILE", tile)
+    rng = np.random.default_rng(batch + units)
+
+    def arr(*shape, scale=1.0):
+        return cp.asarray((rng.standard_normal(shape) * scale).astype(dtype))
+
+    x, h_prev, row = arr(batch, 4 * units), arr(batch, inner), arr(4 * units)
+    w, c_prev = arr(inner, 4 * units, scale=inner ** -0.5), arr(batch, units)
+    tol = 3e-5 if dtype == "float32" else 1e-12
+    got = cupy_rnn.lower_lstm_step_rec(cxp, 1.0)(x, h_prev, w, row, c_prev)
+    assert cupy_rnn._REC_KERNELS.get(np.dtype(dtype), tile) is not None
+    want = rnn_ops._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
+    for g, ref in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
+    a, c, _ = got
+    w_sq, dy, dc_next = arr(units, 4 * units, scale=units ** -0.5), arr(batch, units), \
+        arr(batch, units)
+    dz_next = arr(batch, 4 * units)
+    got = cupy_rnn.lower_lstm_step_rec_grad(cxp)(dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    want = rnn_ops._lstm_step_rec_grad_impl(cxp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    for g, ref in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -157,38 +157,45 @@ def test_cupys_concat_copies_each_part_into_out(axis):
 class _HostKernel:
     launched = []
 
-    def __init__(self, lib, name):
-        self.lib, self.name = lib, name
+    def __init__(self, lib, name, all_blocks=False):
+        self.lib, self.name, self.all_blocks = lib, name, all_blocks
 
     def __call__(self, grid, block, args):
         from cuda_host import launch
 
-        launch(self.lib, self.name, list(args), blocks=min(grid[0], 3))
+        launch(self.lib, self.name, list(args),
+               blocks=grid[0] if self.all_blocks else min(grid[0], 3))
         self.launched.append(self.name)
 
 
 @pytest.fixture
 def host_step_kernels(monkeypatch, tmp_path):
-    """``cupy_emit``'s LSTM step lowerings on NumPy: the kernels' CUDA C text run by g++,
-    NumPy in CuPy's place for their outputs."""
+    """``cupy_rnn``'s LSTM step lowerings on NumPy: the kernels' CUDA C text run by g++
+    (the recurrent ones with a 1 x 1 tile staging w, every block), NumPy in CuPy's place for their
+    outputs."""
     import types
 
     from cuda_host import GXX, build
 
-    from gradflow.backends import cuda_lstm, cupy_emit
+    from gradflow.backends import cuda_lstm, cupy_rnn
 
     if GXX is None:
         pytest.skip("g++ is not installed: the CUDA C text is compiled on the host with it")
-    made = {}
+    made, rec = {}, {}
     for dtype in ("float32", "float64"):
         made[dtype] = {k: _HostKernel(build(text, str(tmp_path)), name)
                        for k, (text, name) in cuda_lstm.step_sources(dtype).items()}
+        rec[dtype] = {k: _HostKernel(build(text, str(tmp_path)), name, all_blocks=True)
+                      for k, (text, name) in cuda_lstm.recurrent_sources(dtype, (1, 1, 1)).items()}
     monkeypatch.setitem(__import__("sys").modules, "cupy",
                         types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
-    monkeypatch.setattr(cupy_emit._STEP_KERNELS, "get",
+    monkeypatch.setattr(cupy_rnn._STEP_KERNELS, "get",
                         lambda dtype: made.get(np.dtype(dtype).name))
+    monkeypatch.setattr(cupy_rnn._REC_KERNELS, "get",
+                        lambda dtype, tile: rec.get(np.dtype(dtype).name))
+    monkeypatch.setattr(cuda_lstm, "TILE", (1, 1, 1))
     _HostKernel.launched.clear()
-    return cupy_emit
+    return cupy_rnn
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -260,3 +267,92 @@ def test_cupys_concat_in_a_training_step_gives_the_same_bits(monkeypatch, captur
     np.testing.assert_array_equal(got[0], want[0])
     for a, b in zip(got[1], want[1]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_recurrent_lstm_lowerings_run_one_kernel_each_way(host_step_kernels, dtype):
+    from array_api_compat import numpy as xp
+
+    from gradflow.ops import rnn_ops
+
+    rng = np.random.default_rng(8)
+    batch, units, inner = 3, 5, 40
+    x = rng.standard_normal((batch, 4 * units)).astype(dtype)
+    h_prev = rng.standard_normal((batch, inner)).astype(dtype)
+    w = (rng.standard_normal((inner, 4 * units)) / 6).astype(dtype)
+    row = rng.standard_normal(4 * units).astype(dtype)
+    c_prev = rng.standard_normal((batch, units)).astype(dtype)
+    step = host_step_kernels.lower_lstm_step_rec(xp, 1.0)
+    grad = host_step_kernels.lower_lstm_step_rec_grad(xp)
+    tol = 2e-5 if dtype == "float32" else 1e-13
+    for inputs in ((x, h_prev, w, row, c_prev), (x, h_prev, w, row, c_prev[:1]),
+                   (x, h_prev, np.asfortranarray(w), row, c_prev)):
+        want = rnn_ops._lstm_step_rec_impl(xp, *inputs, forget_bias=1.0)
+        for g, want_part in zip(step(*inputs), want):
+            np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
+    w_sq = np.ascontiguousarray(w[:units])
+    a, c, _ = step(x, h_prev[:, :units].copy(), w_sq, row, c_prev)
+    dy, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
+    dz_next = rng.standard_normal(a.shape).astype(dtype)
+    want = rnn_ops._lstm_step_rec_grad_impl(xp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    outs = (np.empty_like(a), np.empty_like(c))
+    got = grad(dy, dz_next, w_sq, dc_next, a, c, c_prev, out=outs)
+    assert got[0] is outs[0] and got[1] is outs[1]
+    for g, want_part in zip(got, want):
+        np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
+    # a state of batch 1 (broadcast) and a Fortran-ordered w took the op's own function
+    kinds = [n.split("_")[3] for n in _HostKernel.launched]
+    assert kinds == ["step", "step", "grad"], kinds
+
+
+def _char_lstm(steps, units, cell_of, seed=0):
+    """A small char-LSTM training graph: ids, loss, Adam step, initializer."""
+    import gradflow as gf
+
+    graph = gf.Graph()
+    with graph.as_default():
+        gf.set_random_seed(seed)
+        ids = gf.placeholder(gf.int32, [None, steps])
+        emb = gf.get_variable("emb", [11, 6], dtype=gf.float64)
+        inputs = [gf.nn.embedding_lookup(emb, ids[:, t]) for t in range(steps)]
+        outputs, _ = gf.nn.static_rnn(cell_of(units), inputs, dtype=gf.float64)
+        logits = gf.layers.dense(gf.concat(outputs, 0), 11)
+        labels = gf.reshape(gf.transpose(ids), [-1])
+        loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits))
+        step = gf.train.AdamOptimizer(1e-2).minimize(loss)
+        init = gf.global_variables_initializer()
+    return graph, ids, loss, step, init
+
+
+@pytest.mark.parametrize("cell", ["LSTMCell", "BasicLSTMCell"])
+def test_a_numpy_session_given_the_gpu_lstm_pass_and_kernels_trains_the_same(
+        host_step_kernels, monkeypatch, cell):
+    """The CuPy backend's kernel pass (``fuse_lstm_recurrence``) and its kernels' CUDA C
+    text (g++, 1 x 1 tiles) in a NumPy session: every time step takes one kernel each
+    way, and training gives the numbers of the plain NumPy session."""
+    import gradflow as gf
+    from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
+
+    steps = 6
+    feed_ids = np.random.default_rng(1).integers(0, 11, (4, steps)).astype(np.int32)
+
+    def train(gpu_path):
+        graph, ids, loss, step, init = _char_lstm(steps, 9, getattr(gf.nn.rnn_cell, cell))
+        with gf.Session(graph=graph) as sess:
+            if gpu_path:
+                monkeypatch.setattr(sess.backend, "kernel_passes", (fuse_lstm_recurrence,))
+                for op, lower in host_step_kernels.LOWERINGS.items():
+                    monkeypatch.setitem(sess.backend.overrides, op, lower)
+            sess.run(init)
+            return [sess.run([loss, step], {ids: feed_ids})[0] for _ in range(4)]
+
+    want = train(False)
+    _HostKernel.launched.clear()
+    got = train(True)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    kinds = [n.split("_")[2:4] for n in _HostKernel.launched]
+    # every forward step; every backward step but the last time step's (no dz_next)
+    assert kinds.count(["rec", "step"]) == 4 * steps, kinds
+    assert kinds.count(["rec", "grad"]) == 4 * (steps - 1), kinds
+    assert len(kinds) == 8 * steps - 4, kinds

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 
-from gradflow.backends import cupy_emit, cupy_random
+from gradflow.backends import cupy_emit, cupy_random, cupy_rnn
 from gradflow.backends.base import Backend
 from gradflow.capture import CaptureGate
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.registry import add_lowering
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
+from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -31,6 +32,9 @@ class CupyBackend(Backend):
 
     name = "cupy"
     captures = True
+    # LSTM steps with their recurrent products inside (passes/lstm_recurrence.py); the
+    # benchmark turns it off on a session's backend to time the op-by-op steps
+    lstm_recurrence = True
 
     def __init__(self, xp, device=None, overrides=None):
         super().__init__(xp, device, overrides)
@@ -98,9 +102,11 @@ class CupyBackend(Backend):
     def kernel_passes(self):
         """Passes after the graph compiler's, for what this backend's printed kernels do:
         row sums (``cuda_kernels.print_row_kernel``) and draws (``print_draw_kernel``)
-        inside fused kernels."""
-        return (absorb_row_sums,
-                functools.partial(absorb_draws, draws_in_kernel=cupy_random.draws_on_device))
+        inside fused kernels, and LSTM steps with their recurrent products inside
+        (``cupy_rnn``)."""
+        passes = (absorb_row_sums,
+                  functools.partial(absorb_draws, draws_in_kernel=cupy_random.draws_on_device))
+        return passes + ((fuse_lstm_recurrence,) if self.lstm_recurrence else ())
 
     def asarray(self, host):
         import cupy
@@ -133,8 +139,8 @@ add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows
 add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 add_lowering("unbroadcast", CupyBackend.name, cupy_emit.lower_unbroadcast)
-add_lowering("lstm_step", CupyBackend.name, cupy_emit.lower_lstm_step)
-add_lowering("lstm_step_grad", CupyBackend.name, cupy_emit.lower_lstm_step_grad)
+for _op, _lower in cupy_rnn.LOWERINGS.items():
+    add_lowering(_op, CupyBackend.name, _lower)
 for _op in ("max_pool", "max_pool_grad", "max_pool_relu_grad"):
     add_lowering(_op, CupyBackend.name, getattr(cupy_emit, f"lower_{_op}"))
 

@@ -14,8 +14,8 @@ captured as one CUDA graph.
   is then one ``RawKernel`` that draws from the draw's Philox stream
   (``cuda_kernels.print_draw_kernel``) or sums each row and writes it
   (``print_row_kernel``). Where the printer declines, the members run in turn.
-- **LSTM steps** (the graph compiler's ``lstm_step``/``lstm_step_grad``) are one
-  kernel each way (``gradflow.backends.cuda_lstm``), and **max pooling** and its
+- **LSTM steps** are one kernel each way, the recurrent product inside
+  (``gradflow.backends.cupy_rnn``), and **max pooling** and its
   gradients one kernel each (``gradflow.backends.cuda_pool``; one thread per window
   where the windows tile the images).
 - **Bias gradients** (``unbroadcast`` over leading axes) are column sums, one kernel
@@ -59,7 +59,6 @@ import numpy as np
 from gradflow.backends import (
     cuda_columns,
     cuda_im2col,
-    cuda_lstm,
     cuda_pool,
     cuda_rows,
     device_random,
@@ -410,7 +409,6 @@ class _Compiled:
         return self.made[key]
 
 
-_STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
 _POOL_KERNELS = _Compiled(cuda_pool.pool_sources, "max pooling runs cell by cell")
 _WINDOW_KERNELS = _Compiled(cuda_im2col.window_sources, "convolutions copy tap by tap")
 _COLUMN_KERNELS = _Compiled(cuda_columns.column_sum_source,
@@ -430,59 +428,6 @@ def _outputs(out, shapes, dtype):
 
 def _contiguous(arrays):
     return all(x.flags.c_contiguous for x in arrays)
-
-
-def lower_lstm_step(xp, forget_bias):
-    """``lstm_step`` on CuPy: one kernel (``gradflow.backends.cuda_lstm``) where the
-    gates, the row and the state are 2-D/1-D C-ordered float32/float64 of one batch;
-    else the op's Array API function. ``out`` is a tuple, one array (or None) per
-    output, never one of the inputs."""
-    impl = REGISTRY["lstm_step"].impl
-
-    def step(*inputs, out=None):
-        x, *terms, c_prev = inputs
-        y, row = (terms if len(terms) == 2 else (None, *terms)) if len(terms) in (1, 2) \
-            else (None, None)
-        kernels = _STEP_KERNELS.get(x.dtype) if row is not None else None
-        if kernels is None or x.ndim != 2 or c_prev.ndim != 2 \
-                or x.shape != (c_prev.shape[0], 4 * c_prev.shape[1]) \
-                or row.shape != x.shape[1:] or (y is not None and y.shape != x.shape) \
-                or any(v.dtype != x.dtype for v in inputs) or not _contiguous(inputs):
-            return _into(out, impl(xp, *inputs, forget_bias=forget_bias))
-        batch, units = c_prev.shape
-        a, c, h = _outputs(out, (x.shape, c_prev.shape, c_prev.shape), x.dtype)
-        half = x.dtype.type(0.5 * forget_bias)
-        args = (x, row, c_prev) if y is None else (x, y, row, c_prev)
-        kernel = kernels["step2" if y is None else "step3"]
-        kernel(*_grid(batch * units), (*args, a, c, h, np.int64(batch), np.int64(units), half))
-        return a, c, h
-
-    step.accepts_out = True
-    step.reads_whole_inputs = True
-    return step
-
-
-def lower_lstm_step_grad(xp):
-    """``lstm_step_grad`` on CuPy: one kernel (``gradflow.backends.cuda_lstm``) where
-    every input has the step's batch; else the op's Array API function."""
-    impl = REGISTRY["lstm_step_grad"].impl
-
-    def step_grad(dh, dc_next, a, c, c_prev, out=None):
-        inputs = (dh, dc_next, a, c, c_prev)
-        kernels = _STEP_KERNELS.get(a.dtype)
-        if kernels is None or c.ndim != 2 or a.shape != (c.shape[0], 4 * c.shape[1]) \
-                or any(v.shape != c.shape for v in (dh, dc_next, c_prev)) \
-                or any(v.dtype != a.dtype for v in inputs) or not _contiguous(inputs):
-            return _into(out, impl(xp, *inputs))
-        batch, units = c.shape
-        dz, dc_prev = _outputs(out, (a.shape, c.shape), a.dtype)
-        kernels["grad"](*_grid(batch * units), (*inputs, dz, dc_prev, np.int64(batch),
-                                                np.int64(units)))
-        return dz, dc_prev
-
-    step_grad.accepts_out = True
-    step_grad.reads_whole_inputs = True
-    return step_grad
 
 
 def _into(out, values):

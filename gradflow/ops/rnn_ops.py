@@ -292,6 +292,27 @@ LSTM_STEP_GRAD = register("lstm_step_grad", _lstm_step_grad_impl, _step_grad_inf
                           outputs=2, plan_only=True)
 
 
+def _lstm_step_rec_impl(xp, x, h_prev, w, row, c_prev, forget_bias):
+    """``lstm_step(x, h_prev @ w, row, c_prev)``: a step with its recurrent product."""
+    return _lstm_step_impl(xp, x, xp.matmul(h_prev, w), row, c_prev, forget_bias=forget_bias)
+
+
+def _lstm_step_rec_grad_impl(xp, dy, dz_next, w, dc_next, a, c, c_prev):
+    """``lstm_step_grad(dy + dz_next @ w^T, dc_next, a, c, c_prev)``: a backward step with
+    the recurrent part of its output's gradient."""
+    dh = dy + xp.matmul(dz_next, xp.matrix_transpose(w))
+    return _lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+
+
+# The same steps with the recurrent product inside (``passes/lstm_recurrence.py``, for
+# backends whose kernels do it: one kernel per time step each way).
+LSTM_STEP_REC = register("lstm_step_rec", _lstm_step_rec_impl, _step_infer, grad=None,
+                         outputs=3, plan_only=True)
+LSTM_STEP_REC_GRAD = register("lstm_step_rec_grad", _lstm_step_rec_grad_impl,
+                              lambda shapes, in_dtypes: (shapes[4], rules.same_dtype(in_dtypes)),
+                              grad=None, outputs=2, plan_only=True)
+
+
 # Made only by the graph compiler (``passes/rewrites.py``) from the ops they stand for,
 # in plans, which are never differentiated: no gradients.
 register("lstm_gates_sum", _lstm_gates_sum_impl, _gates_sum_infer, grad=None)
