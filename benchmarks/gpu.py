@@ -1,7 +1,10 @@
 """gradflow on one CUDA GPU against PyTorch (and JAX where it has a GPU), in one process.
 
 Rows: the MNIST MLP step (784-512-512-10, Adam) at batch 128 and 1024, the MNIST CNN
-step at 128 and 512, the char-LSTM step, and one epoch of MNIST MLP training (60,000
+step at 128 and 512, the char-LSTM step (and its recurrent kernels alone, tile by tile),
+GRU, 2-layer, bidirectional and run-time-length recurrent steps
+(``benchmarks/rnn_models.py``), BERT-style encoder steps
+(``benchmarks/gpu_transformer.py``), and one epoch of MNIST MLP training (60,000
 examples of MNIST's shapes drawn at random on the GPU, shuffled there each epoch,
 batch 128, the last partial batch dropped so the step keeps one shape). Columns:
 
@@ -17,8 +20,9 @@ from its signature), and with ``optimize=False`` (today's per-op path). The PyTo
 rows: eager (foreach Adam), fused Adam, the whole step replayed as a CUDA graph, and
 ``torch.compile``; JAX ``jit`` for the MLP when JAX sees a GPU.
 
-    python benchmarks/gpu.py [--seconds 1.0] [--skip-compile] [--only mlp cnn lstm epoch]
-                             [--top N]
+    python benchmarks/gpu.py [--seconds 1.0] [--skip-compile]
+                             [--only mlp cnn lstm rnn transformer epoch]
+                             [--top N] [--rows REGEX ...]
 
 Without a CUDA device (or without CuPy) it prints why and exits 0 having measured
 nothing; any other failure of a row is printed in that row and the run goes on.
@@ -31,6 +35,7 @@ import inspect
 import logging
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -45,6 +50,7 @@ from gradflow.backends import cupy as cupy_backend  # noqa: E402
 NO_GPU_EXIT = 0
 BACKEND = "cupy"  # the tests run the gradflow rows on "numpy" to check the script itself
 TOP = 0  # --top: how many of each row's kernels to list by GPU time
+ROWS = ()  # --rows: regular expressions; a row runs if its name matches one (none: all)
 
 
 def no_gpu_reason():
@@ -121,6 +127,8 @@ def report(group, name, make, seconds):
     """Build a step with ``make()`` (None: not available here) and print its row, and
     under it the ``TOP`` kernels with the most GPU time per step."""
     label = f"{group:<14} {name:<34}"
+    if ROWS and not any(re.fullmatch(pattern, name) for pattern in ROWS):
+        return None
     try:
         step = make()
         if step is None:
@@ -269,6 +277,72 @@ def cnn_rows(batch, seconds, compile_too):
                     seconds, compile_too)
 
 
+# units x batch rows per block, and whether the forward kernel stages w (cuda_lstm.TILE)
+LSTM_TILES = tuple((tu, tb, stage) for stage in (1, 0) for tu, tb in (
+    (32, 4), (32, 2), (32, 8), (32, 1), (64, 1), (64, 2), (16, 4), (16, 8), (128, 1)))
+
+
+def lstm_tile_rows(rounds=20):
+    """Each tile of the recurrent LSTM step kernels (``cuda_lstm.recurrent_sources``) at
+    the char-LSTM's sizes, alone: ``STEPS`` forward and ``STEPS - 1`` backward launches
+    chained through their states as in the training step, captured as one CUDA graph;
+    prints microseconds per time step (forward and backward) and returns the fastest
+    tile, or None where none ran."""
+    import cupy
+    import lstm_step
+
+    from gradflow.backends import cuda_lstm
+    from gradflow.backends.cuda_kernels import OPTIONS
+
+    t_, b, u = lstm_step.STEPS, lstm_step.BATCH, lstm_step.HIDDEN
+    rng = cupy.random.default_rng(0)
+    xs = rng.standard_normal((t_, b, 4 * u), dtype=np.float32)
+    w = rng.standard_normal((u, 4 * u), dtype=np.float32) * np.float32(u ** -0.5)
+    row, dy = cupy.zeros(4 * u, np.float32), rng.standard_normal((t_, b, u), np.float32)
+    hs, cs, dcs = (cupy.zeros((t_ + 1, b, u), np.float32) for _ in range(3))
+    gates, dzs = cupy.empty((t_, b, 4 * u), np.float32), cupy.zeros((t_ + 1, b, 4 * u),
+                                                                    np.float32)
+    sizes, half = (np.int64(b), np.int64(u)), np.float32(0.5)
+    best = None
+    for tile in LSTM_TILES:
+        name = f"tile {tile[0]}x{tile[1]}" + " w staged" * tile[2]
+        label = f"{'LSTM kernels':<14} {name:<34}"
+        try:
+            printed = cuda_lstm.recurrent_sources("float32", tile)
+            fwd, bwd = (cupy.RawKernel(*printed[k], options=OPTIONS) for k in ("step", "grad"))
+            grid, block = (cuda_lstm.blocks(b, u, tile),), (cuda_lstm.threads(tile),)
+
+            def run():
+                for t in range(t_):
+                    fwd(grid, block, (xs[t], hs[t], w, row, cs[t], gates[t], cs[t + 1],
+                                      hs[t + 1], *sizes, sizes[1], half))
+                for t in reversed(range(1, t_)):
+                    bwd(grid, block, (dy[t], dzs[t + 1], w, dcs[t + 1], gates[t], cs[t + 1],
+                                      cs[t], dzs[t], dcs[t], *sizes))
+
+            stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                run()
+                stream.begin_capture()
+                run()
+                graph = stream.end_capture()
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            graph.launch(stream)
+            start.record(stream)
+            for _ in range(rounds):
+                graph.launch(stream)
+            end.record(stream)
+            end.synchronize()
+            us = cupy.cuda.get_elapsed_time(start, end) * 1e3 / rounds
+            print(f"{label} {us / 1e3:9.3f} {2 * t_ - 1:>12} {us / t_:8.2f} us/time step",
+                  flush=True)
+            if best is None or us < best[0]:
+                best = (us, tile)
+        except Exception as err:  # noqa: BLE001 - one tile failing must not end the run
+            print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
+    return None if best is None else best[1]
+
+
 def lstm_rows(seconds, compile_too):
     import lstm_step
 
@@ -278,9 +352,19 @@ def lstm_rows(seconds, compile_too):
     weights = lstm_step.init_weights()
     group = "char-LSTM"
     xd, yd = device_feeds(x, y)
+    if BACKEND == "cupy":
+        from gradflow.backends import cuda_lstm
+
+        best = lstm_tile_rows()
+        cuda_lstm.TILE = best or cuda_lstm.TILE
+        print(f"    (the gradflow rows run the recurrent kernels with tile {cuda_lstm.TILE})",
+              flush=True)
     for name, (optimize, options) in gradflow_variants().items():
         report(group, name, lambda: lstm_step.gradflow_step(
             weights, xd, yd, BACKEND, optimize=optimize, session_options=options)[0], seconds)
+    if BACKEND == "cupy":
+        report(group, f"gradflow {BACKEND} steps op by op",
+               lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd, BACKEND)), seconds)
     torch = _torch_cuda()
     if torch is None:
         return
@@ -297,6 +381,14 @@ def lstm_rows(seconds, compile_too):
         report(group, name.replace("PyTorch", "PyTorch nn.LSTM"), make, seconds)
     report(group, "PyTorch cell loop eager",
            lambda: lstm_step.torch_loop_step(weights, x, y, device="cuda")[0], seconds)
+
+
+def _op_by_op(made):
+    """The step of ``gradflow_step``'s result with the recurrent products outside the LSTM
+    step kernels (the path before ``passes/lstm_recurrence.py``)."""
+    step, _, sess, _, _ = made
+    sess.backend.lstm_recurrence = False
+    return step
 
 
 # -- one epoch --------------------------------------------------------------------------
@@ -398,13 +490,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="timing per row")
     parser.add_argument("--skip-compile", action="store_true", help="no torch.compile rows")
-    parser.add_argument("--only", nargs="+", default=["mlp", "cnn", "lstm", "epoch"],
-                        choices=["mlp", "cnn", "lstm", "epoch"])
+    groups = ["mlp", "cnn", "lstm", "rnn", "transformer", "epoch"]
+    parser.add_argument("--only", nargs="+", default=groups, choices=groups)
     parser.add_argument("--top", type=int, default=0,
                         help="under each row, its N kernels with the most GPU time per step")
+    parser.add_argument("--rows", nargs="+", default=(), metavar="REGEX",
+                        help="only the rows whose names match one of these in full")
     args = parser.parse_args(argv)
-    global TOP
-    TOP = args.top
+    global TOP, ROWS
+    TOP, ROWS = args.top, tuple(args.rows)
+    # the row modules (rnn_models, gpu_transformer) import "gpu": this module, options set
+    sys.modules.setdefault("gpu", sys.modules[__name__])
     reason = no_gpu_reason()
     if reason is not None:
         print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
@@ -427,6 +523,14 @@ def main(argv=None):
             cnn_rows(batch, args.seconds, compile_too)
     if "lstm" in args.only:
         lstm_rows(args.seconds, compile_too)
+    if "rnn" in args.only:  # GRU, a 2-layer stack, bidirectional, run-time length
+        import rnn_models
+
+        rnn_models.gpu_rows(sys.modules[__name__], args.seconds, compile_too)
+    if "transformer" in args.only:
+        import gpu_transformer
+
+        gpu_transformer.transformer_rows(args.seconds, compile_too)
     if "epoch" in args.only:
         epoch_rows()
     return 0
