@@ -102,7 +102,8 @@ def time_step(step, seconds, rounds=5):
 
 
 def kernels_per_step(step, n=5):
-    """``(kernels and copies per step, [(GPU us per step, kernel name)] most first)`` as
+    """``(kernels and copies per step, [(GPU us per step, kernel name, launches per step)]
+    most GPU time first)`` as
     CUPTI records them (torch.profiler), or None without PyTorch's CUDA build."""
     torch = _torch_cuda()
     if torch is None:
@@ -120,7 +121,8 @@ def kernels_per_step(step, n=5):
         if e.device_type == DeviceType.CUDA:
             times.setdefault(e.name, []).append(e.time_range.elapsed_us())
     count = sum(len(t) for t in times.values()) / n
-    return count, sorted(((sum(t) / n, name) for name, t in times.items()), reverse=True)
+    return count, sorted(((sum(t) / n, name, len(t) / n) for name, t in times.items()),
+                         reverse=True)
 
 
 def report(group, name, make, seconds):
@@ -138,8 +140,8 @@ def report(group, name, make, seconds):
         profiled = kernels_per_step(step)
         kernels = "-" if profiled is None else f"{profiled[0]:.0f}"
         print(f"{label} {ms:9.3f} {kernels:>12} {host:9.3f}", flush=True)
-        for us, kernel in [] if profiled is None else profiled[1][:TOP]:
-            print(f"    {us:9.1f} us  {kernel[:100]}", flush=True)
+        for us, kernel, launches in [] if profiled is None else profiled[1][:TOP]:
+            print(f"    {us:9.1f} us {launches:6.0f}x  {kernel[:100]}", flush=True)
         return ms
     except Exception as err:  # one failed row must not end the run
         print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
@@ -277,17 +279,36 @@ def cnn_rows(batch, seconds, compile_too):
                     seconds, compile_too)
 
 
-# units x batch rows per block, and whether the forward kernel stages w (cuda_lstm.TILE)
-LSTM_TILES = tuple((tu, tb, stage) for stage in (1, 0) for tu, tb in (
-    (32, 4), (32, 2), (32, 8), (32, 1), (64, 1), (64, 2), (16, 4), (16, 8), (128, 1)))
+# the recurrent LSTM kernels' tiles: forward (LANES, KS, TB), backward (LANES, KS, TU, TB)
+STEP_TILES = tuple((32, ks, tb) for ks in (4, 8, 16) for tb in (1, 2, 4, 8))
+GRAD_TILES = tuple((32, ks, tu, tb) for ks in (2, 4, 8) for tu in (1, 2, 4, 8)
+                   for tb in (2, 4, 8))
+
+
+def _graph_us(cupy, run, rounds):
+    """Microseconds per replay of ``run()``'s launches captured as one CUDA graph."""
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        run()
+        stream.begin_capture()
+        run()
+        graph = stream.end_capture()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    graph.launch(stream)
+    start.record(stream)
+    for _ in range(rounds):
+        graph.launch(stream)
+    end.record(stream)
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end) * 1e3 / rounds
 
 
 def lstm_tile_rows(rounds=20):
     """Each tile of the recurrent LSTM step kernels (``cuda_lstm.recurrent_sources``) at
-    the char-LSTM's sizes, alone: ``STEPS`` forward and ``STEPS - 1`` backward launches
-    chained through their states as in the training step, captured as one CUDA graph;
-    prints microseconds per time step (forward and backward) and returns the fastest
-    tile, or None where none ran."""
+    the char-LSTM's sizes, alone: ``STEPS`` forward launches chained through their states
+    as in the training step, and ``STEPS - 1`` backward ones, each captured as one CUDA
+    graph; prints microseconds per kernel and returns the fastest ``(forward tile,
+    backward tile)`` (None for a direction where none ran)."""
     import cupy
     import lstm_step
 
@@ -300,47 +321,39 @@ def lstm_tile_rows(rounds=20):
     w = rng.standard_normal((u, 4 * u), dtype=np.float32) * np.float32(u ** -0.5)
     row, dy = cupy.zeros(4 * u, np.float32), rng.standard_normal((t_, b, u), np.float32)
     hs, cs, dcs = (cupy.zeros((t_ + 1, b, u), np.float32) for _ in range(3))
-    gates, dzs = cupy.empty((t_, b, 4 * u), np.float32), cupy.zeros((t_ + 1, b, 4 * u),
-                                                                    np.float32)
+    gates = rng.random((t_, b, 4 * u), np.float32)
+    dzs = cupy.zeros((t_ + 1, b, 4 * u), np.float32)
     sizes, half = (np.int64(b), np.int64(u)), np.float32(0.5)
-    best = None
-    for tile in LSTM_TILES:
-        name = f"tile {tile[0]}x{tile[1]}" + " w staged" * tile[2]
-        label = f"{'LSTM kernels':<14} {name:<34}"
-        try:
-            printed = cuda_lstm.recurrent_sources("float32", tile)
-            fwd, bwd = (cupy.RawKernel(*printed[k], options=OPTIONS) for k in ("step", "grad"))
-            grid, block = (cuda_lstm.blocks(b, u, tile),), (cuda_lstm.threads(tile),)
 
-            def run():
-                for t in range(t_):
-                    fwd(grid, block, (xs[t], hs[t], w, row, cs[t], gates[t], cs[t + 1],
-                                      hs[t + 1], *sizes, sizes[1], half))
-                for t in reversed(range(1, t_)):
-                    bwd(grid, block, (dy[t], dzs[t + 1], w, dcs[t + 1], gates[t], cs[t + 1],
-                                      cs[t], dzs[t], dcs[t], *sizes))
+    def forward(kernel, tile):
+        grid, block = (cuda_lstm.step_blocks(b, u, tile),), (cuda_lstm.threads(tile),)
+        for t in range(t_):
+            kernel(grid, block, (xs[t], hs[t], w, row, cs[t], gates[t], cs[t + 1],
+                                 hs[t + 1], *sizes, sizes[1], half))
 
-            stream = cupy.cuda.Stream(non_blocking=True)
-            with stream:
-                run()
-                stream.begin_capture()
-                run()
-                graph = stream.end_capture()
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            graph.launch(stream)
-            start.record(stream)
-            for _ in range(rounds):
-                graph.launch(stream)
-            end.record(stream)
-            end.synchronize()
-            us = cupy.cuda.get_elapsed_time(start, end) * 1e3 / rounds
-            print(f"{label} {us / 1e3:9.3f} {2 * t_ - 1:>12} {us / t_:8.2f} us/time step",
-                  flush=True)
-            if best is None or us < best[0]:
-                best = (us, tile)
-        except Exception as err:  # noqa: BLE001 - one tile failing must not end the run
-            print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
-    return None if best is None else best[1]
+    def backward(kernel, tile):
+        grid, block = (cuda_lstm.grad_blocks(b, u, tile),), (cuda_lstm.threads(tile),)
+        for t in reversed(range(1, t_)):
+            kernel(grid, block, (dy[t], dzs[t + 1], w, dcs[t + 1], gates[t], cs[t + 1],
+                                 cs[t], dzs[t], dcs[t], *sizes))
+
+    best = {}
+    for key, tiles, run, count in (("step", STEP_TILES, forward, t_),
+                                   ("grad", GRAD_TILES, backward, t_ - 1)):
+        for tile in tiles:
+            name = f"{key} {'x'.join(map(str, tile))}"
+            try:
+                printed = cuda_lstm.recurrent_sources(
+                    "float32", *((tile, None) if key == "step" else (None, tile)))
+                kernel = cupy.RawKernel(*printed[key], options=OPTIONS)
+                us = _graph_us(cupy, lambda k=kernel, t=tile: run(k, t), rounds) / count
+                print(f"{'LSTM kernels':<14} {name:<34} {us:9.2f} us/kernel", flush=True)
+                if key not in best or us < best[key][0]:
+                    best[key] = (us, tile)
+            except Exception as err:  # noqa: BLE001 - one tile failing must not end the run
+                print(f"{'LSTM kernels':<14} {name:<34} FAILED: {type(err).__name__}: {err}",
+                      flush=True)
+    return tuple(best[k][1] if k in best else None for k in ("step", "grad"))
 
 
 def lstm_rows(seconds, compile_too):
@@ -355,10 +368,11 @@ def lstm_rows(seconds, compile_too):
     if BACKEND == "cupy":
         from gradflow.backends import cuda_lstm
 
-        best = lstm_tile_rows()
-        cuda_lstm.TILE = best or cuda_lstm.TILE
-        print(f"    (the gradflow rows run the recurrent kernels with tile {cuda_lstm.TILE})",
-              flush=True)
+        step_tile, grad_tile = lstm_tile_rows()
+        cuda_lstm.STEP_TILE = step_tile or cuda_lstm.STEP_TILE
+        cuda_lstm.GRAD_TILE = grad_tile or cuda_lstm.GRAD_TILE
+        print(f"    (the gradflow rows run the recurrent kernels with tiles "
+              f"{cuda_lstm.STEP_TILE} and {cuda_lstm.GRAD_TILE})", flush=True)
     for name, (optimize, options) in gradflow_variants().items():
         report(group, name, lambda: lstm_step.gradflow_step(
             weights, xd, yd, BACKEND, optimize=optimize, session_options=options)[0], seconds)

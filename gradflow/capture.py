@@ -37,7 +37,7 @@ import sys
 import threading
 
 from gradflow.errors import GradflowError
-from gradflow.executor import bind, node_error, raise_closed
+from gradflow.executor import bind, node_at_failure, node_error, raise_closed
 from gradflow.ops.index_checks import IndexOutOfRange, check_ids
 from gradflow.passes.ir import user_node
 from gradflow.schedule import is_multi
@@ -379,6 +379,9 @@ def _uncaptured(plan, err):
     """Note why ``plan`` runs uncaptured from now on; None (the caller runs it)."""
     reason = str(err) if isinstance(err, NotCapturable) else \
         f"capturing failed: {type(err).__name__}: {err}"
+    at = node_at_failure(plan, err.__traceback__)
+    if at is not None:  # the step whose work the capture refused
+        reason += f" (in {at.describe()})"
     plan.capture_failure = reason
     log.debug("plan %s runs uncaptured: %s", plan.filename, reason)
     return None

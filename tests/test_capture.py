@@ -270,3 +270,31 @@ def test_ids_picked_from_a_feed_are_checked_before_the_replay(monkeypatch):
         got[WARM_RUNS + 2]
     assert got == want  # the same losses, and the same error message
     np.testing.assert_array_equal(table, want_table)
+
+
+def test_a_failed_capture_names_the_op_whose_step_raised(monkeypatch):
+    """A capture refused by one op's work (CuPy: a read back to the host) says which op."""
+    graph, x, y, loss, train, init = _mlp()
+    calls = []
+
+    def lower_relu(xp):
+        def relu(a, out=None):
+            calls.append(1)
+            if len(calls) == WARM_RUNS + 1:  # the run that captures
+                raise RuntimeError("the current stream is capturing")
+            return xp.maximum(a, 0, out=out) if out is not None else xp.maximum(a, 0)
+        return relu
+
+    batches = _batches(WARM_RUNS + 3)
+    with gf.Session(graph=graph, capture=True) as sess:
+        monkeypatch.setitem(sess.backend.overrides, "relu", lower_relu)
+        sess.run(init)
+        for bx, by in batches:
+            sess.run(train, {x: bx, y: by})
+        failures = [p.capture_failure for p in sess._plans.values()
+                    if "capturing failed" in (getattr(p, "capture_failure", None) or "")]
+    assert len(failures) == 1, failures
+    # relu runs inside the fused node of the bias add: that node is named, with its members
+    assert failures[0].startswith("capturing failed: RuntimeError: the current stream is "
+                                  "capturing (in fused "), failures
+    assert "relu 'dense/relu' at " in failures[0] and "test_capture.py" in failures[0]

@@ -191,21 +191,23 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("tile", [(32, 4, 1), (32, 4, 0), (32, 1, 1), (16, 8, 1), (128, 1, 0),
-                                  (128, 1, 1), (7, 3, 1), (7, 3, 0)])
+@pytest.mark.parametrize("tiles", [((32, 8, 4), (32, 8, 4, 4)), ((32, 4, 1), (32, 4, 2, 8)),
+                                   ((32, 16, 2), (32, 8, 1, 1)), ((32, 8, 8), (32, 2, 3, 5)),
+                                   ((16, 4, 3), (16, 2, 4, 2))])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("batch, units, inner", [(33, 20, 70), (32, 128, 128), (5, 3, 3)])
+@pytest.mark.parametrize("batch, units, inner", [(33, 20, 70), (32, 128, 128), (5, 3, 300)])
 def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
-        tile, dtype, batch, units, inner, monkeypatch):
+        tiles, dtype, batch, units, inner, monkeypatch):
     """``cupy_rnn.lower_lstm_step_rec``/``_grad`` (NVRTC-compiled
-    ``cuda_lstm.recurrent_sources``, tiles that do and do not divide the sizes) against
-    the ops' Array API functions on CuPy."""
+    ``cuda_lstm.recurrent_sources``: lanes, warps splitting the inner dimension, rows and
+    units per block, dividing the sizes or not) against the ops' Array API functions."""
     from array_api_compat import cupy as cxp
 
     from gradflow.backends import cuda_lstm, cupy_rnn
     from gradflow.ops import rnn_ops
 
-    monkeypatch.setattr(cuda_lstm, "TILE", tile)
+    monkeypatch.setattr(cuda_lstm, "STEP_TILE", tiles[0])
+    monkeypatch.setattr(cuda_lstm, "GRAD_TILE", tiles[1])
     rng = np.random.default_rng(batch + units)
 
     def arr(*shape, scale=1.0):
@@ -215,7 +217,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
     w, c_prev = arr(inner, 4 * units, scale=inner ** -0.5), arr(batch, units)
     tol = 3e-5 if dtype == "float32" else 1e-12
     got = cupy_rnn.lower_lstm_step_rec(cxp, 1.0)(x, h_prev, w, row, c_prev)
-    assert cupy_rnn._REC_KERNELS.get(np.dtype(dtype), tile) is not None
+    assert cupy_rnn._rec_kernels(np.dtype(dtype)) is not None
     want = rnn_ops._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
     for g, ref in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)

@@ -65,18 +65,19 @@ def test_other_dtypes_have_no_kernels():
 
 
 # -- the steps with their recurrent product (lstm_step_rec, lstm_step_rec_grad) --------
-# One thread per block on the host, so the text is built with a 1 x 1 tile; the inner
-# sizes cross the kernels' 32-column stages (and end inside one).
+# One thread per block on the host, so the text is built with tiles of ones; the inner
+# sizes cross the forward kernel's 128-column stages (and end inside one).
+ONE, ONE_GRAD = (1, 1, 1), (1, 1, 1, 1)
 REC_TOLERANCE = {"float32": 2e-5, "float64": 1e-13}  # the product's order against BLAS's
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("batch, units, inner", [(3, 5, 5), (4, 7, 37), (2, 20, 70)])
-@pytest.mark.parametrize("stage", [0, 1])
+@pytest.mark.parametrize("batch, units, inner", [(3, 5, 5), (4, 7, 37), (2, 20, 270)])
+@pytest.mark.parametrize("rows", [1, 3])
 def test_the_recurrent_step_kernel_gives_the_reference_numbers(dtype, batch, units, inner,
-                                                               stage, tmp_path):
-    source, name = cuda_lstm.recurrent_sources(dtype, (1, 1, stage))["step"]
-    assert name.endswith("s") == bool(stage)
+                                                               rows, tmp_path):
+    tile = (1, 1, rows)  # one thread: rows of the batch per block, none past its end
+    source, name = cuda_lstm.recurrent_sources(dtype, tile, ONE_GRAD)["step"]
     lib = build(source, str(tmp_path))
     rng = np.random.default_rng(inner)
     x = (rng.standard_normal((batch, 4 * units)) * 2).astype(dtype)
@@ -89,7 +90,7 @@ def test_the_recurrent_step_kernel_gives_the_reference_numbers(dtype, batch, uni
            np.full(c_prev.shape, np.nan, dtype)]
     launch(lib, name, [x, h_prev, w, row, c_prev, *got, batch, units, inner,
                        np.dtype(dtype).type(0.5)],
-           blocks=cuda_lstm.blocks(batch, units, (1, 1)))
+           blocks=cuda_lstm.step_blocks(batch, units, tile))
     for g, want_part in zip(got, want):
         np.testing.assert_allclose(g, want_part, rtol=REC_TOLERANCE[dtype],
                                    atol=REC_TOLERANCE[dtype])
@@ -97,9 +98,10 @@ def test_the_recurrent_step_kernel_gives_the_reference_numbers(dtype, batch, uni
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("batch, units", [(3, 5), (2, 9), (4, 17)])
-def test_the_recurrent_gradient_kernel_gives_the_reference_numbers(dtype, batch, units,
+@pytest.mark.parametrize("tile", [ONE_GRAD, (1, 1, 2, 3)])
+def test_the_recurrent_gradient_kernel_gives_the_reference_numbers(dtype, batch, units, tile,
                                                                    tmp_path):
-    source, name = cuda_lstm.recurrent_sources(dtype, (1, 1))["grad"]
+    source, name = cuda_lstm.recurrent_sources(dtype, ONE, tile)["grad"]
     lib = build(source, str(tmp_path))
     rng = np.random.default_rng(units)
     a = rnn_ops._lstm_gates_impl(np, rng.standard_normal((batch, 4 * units)), 1.0).astype(dtype)
@@ -110,19 +112,22 @@ def test_the_recurrent_gradient_kernel_gives_the_reference_numbers(dtype, batch,
     want = rnn_ops._lstm_step_rec_grad_impl(xp, dy, dz_next, w, dc_next, a, c, c_prev)
     got = [np.full(a.shape, np.nan, dtype), np.full(c.shape, np.nan, dtype)]
     launch(lib, name, [dy, dz_next, w, dc_next, a, c, c_prev, *got, batch, units],
-           blocks=cuda_lstm.blocks(batch, units, (1, 1)))
+           blocks=cuda_lstm.grad_blocks(batch, units, tile))
     for g, want_part in zip(got, want):
         np.testing.assert_allclose(g, want_part, rtol=REC_TOLERANCE[dtype],
                                    atol=REC_TOLERANCE[dtype])
 
 
-def test_the_recurrent_kernels_are_named_by_their_tile():
-    made = cuda_lstm.recurrent_sources("float32", (32, 4))
-    assert made["step"][1] == "gf_lstm_rec_step_float32_32x4"
-    assert "#define GF_TU 32" in made["grad"][0] and "#define GF_TB 4" in made["grad"][0]
+def test_the_recurrent_kernels_are_named_by_their_tiles():
+    made = cuda_lstm.recurrent_sources("float32", (32, 8, 4), (32, 4, 2, 8))
+    assert made["step"][1] == "gf_lstm_rec_step_float32_32x8x4"
+    assert made["grad"][1] == "gf_lstm_rec_grad_float32_32x4x2x8"
+    assert "#define GF_GTU 2" in made["grad"][0] and "#define GF_TB 4" in made["step"][0]
     assert cuda_lstm.recurrent_sources("float16") is None
-    assert cuda_lstm.blocks(33, 128, (32, 4)) == 4 * 9
-    assert cuda_lstm.threads((32, 4, 1)) == 128
-    # staging w takes 32 x 4 x 64 floats (32 KiB): doubles (64 KiB) would not fit
-    assert cuda_lstm.recurrent_sources("float32", (64, 1, 1))["step"][1].endswith("64x1s")
-    assert cuda_lstm.recurrent_sources("float64", (64, 1, 1))["step"][1].endswith("64x1")
+    assert cuda_lstm.step_blocks(33, 128, (32, 8, 4)) == 4 * 9
+    assert cuda_lstm.grad_blocks(33, 128, (32, 4, 2, 8)) == 64 * 5
+    assert cuda_lstm.threads((32, 8, 4)) == 256
+    # 8 x 8 x 4 x 32 partial sums: 32 KiB of floats fit, doubles take half the rows
+    assert cuda_lstm.step_tile_for("float32", (32, 8, 8)) == (32, 8, 8)
+    assert cuda_lstm.step_tile_for("float64", (32, 8, 8)) == (32, 8, 4)
+    assert "_32x8x4" in cuda_lstm.recurrent_sources("float64", (32, 8, 8))["step"][1]

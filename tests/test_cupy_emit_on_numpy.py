@@ -171,7 +171,7 @@ class _HostKernel:
 @pytest.fixture
 def host_step_kernels(monkeypatch, tmp_path):
     """``cupy_rnn``'s LSTM step lowerings on NumPy: the kernels' CUDA C text run by g++
-    (the recurrent ones with a 1 x 1 tile staging w, every block), NumPy in CuPy's place for their
+    (the recurrent ones with tiles of ones, every block), NumPy in CuPy's place for their
     outputs."""
     import types
 
@@ -186,14 +186,16 @@ def host_step_kernels(monkeypatch, tmp_path):
         made[dtype] = {k: _HostKernel(build(text, str(tmp_path)), name)
                        for k, (text, name) in cuda_lstm.step_sources(dtype).items()}
         rec[dtype] = {k: _HostKernel(build(text, str(tmp_path)), name, all_blocks=True)
-                      for k, (text, name) in cuda_lstm.recurrent_sources(dtype, (1, 1, 1)).items()}
+                      for k, (text, name) in cuda_lstm.recurrent_sources(
+                          dtype, (1, 1, 1), (1, 1, 1, 1)).items()}
     monkeypatch.setitem(__import__("sys").modules, "cupy",
                         types.SimpleNamespace(empty=np.empty, copyto=np.copyto))
     monkeypatch.setattr(cupy_rnn._STEP_KERNELS, "get",
                         lambda dtype: made.get(np.dtype(dtype).name))
     monkeypatch.setattr(cupy_rnn._REC_KERNELS, "get",
-                        lambda dtype, tile: rec.get(np.dtype(dtype).name))
-    monkeypatch.setattr(cuda_lstm, "TILE", (1, 1, 1))
+                        lambda dtype, tiles: rec.get(np.dtype(dtype).name))
+    monkeypatch.setattr(cuda_lstm, "STEP_TILE", (1, 1, 1))
+    monkeypatch.setattr(cuda_lstm, "GRAD_TILE", (1, 1, 1, 1))
     _HostKernel.launched.clear()
     return cupy_rnn
 

@@ -95,185 +95,211 @@ def step_sources(dtype_name):
 
 # -- the steps with their recurrent product (passes/lstm_recurrence.py) ----------------
 #
-# A block computes a tile of ``tb`` batch rows x ``tu`` units (one thread each, all four
-# gates) and walks the product's inner dimension ``TJ`` columns at a time: the tile's
-# rows of ``h_prev`` (forward) or ``dz_next`` (backward) are staged in shared memory,
-# where every thread of a row reads them. Forward, the threads of a warp read
-# consecutive columns of ``w`` [inner, 4 * units] (coalesced); backward each thread
-# needs a row of ``w`` (``dh = dy + dz_next w^T``), so the tile's rows of ``w`` are
-# staged too, padded a column against bank conflicts. The inner products sum in order
-# of the inner index, then the step's arithmetic is the kernels' above: ``z = (x +
-# h_prev w) + row`` and ``dh = dy + dz_next w^T``. Blocks are ``tu * tb`` threads in a
-# 1-D grid of unit tiles x batch tiles; every loop strides by ``blockDim.x``, so the
-# host build (one thread per block) runs the very text with ``tu = tb = 1``.
+# Both kernels split the product's inner dimension between the threads of a block, so
+# that each thread sums few terms, and finish through shared memory; a step is then
+# about one trip to L2 for ``w``, a reduction and the step's arithmetic.
+#
+# Forward (``z = (x + h_prev w) + row``, ``w`` [inner, 4 * units]): a block is
+# ``LANES`` units (one per lane: the warp reads consecutive columns of ``w``) x ``KS``
+# warps that take every ``KS``-th row of ``w``, for ``TB`` batch rows: a thread loads
+# its four gates' weights of row ``j`` once and applies them to all ``TB`` rows of
+# ``h_prev`` (staged in shared memory, ``TJ`` columns at a time). The ``KS`` partial
+# sums of each (row, unit, gate) are added in order of the warp.
+#
+# Backward (``dh = dy + dz_next w^T``): the inner dimension is ``4 * units``; lanes and
+# warps take every ``LANES * KS``-th column (the warp reads consecutive columns of rows
+# of ``w`` and ``dz_next``), for ``TU`` units x ``TB`` batch rows, each weight applied
+# to all ``TB`` rows; the partial sums are added across the warp by shuffles, then
+# across warps in order.
+#
+# Blocks are ``LANES * KS`` threads in a 1-D grid of unit tiles x batch tiles. Every
+# loop strides by the block's size and a one-lane shuffle is no shuffle, so the host
+# build (one thread per block) runs the very text with every size 1.
 
-TJ = 32
-# units x batch rows per block on the GPU, and whether the forward kernel stages its
-# block's columns of ``w`` in shared memory too (benchmarks/gpu.py times each choice)
-TILE = (32, 4, 1)
+TJ = 128
 _SHARED_BYTES = 48 * 1024  # a block's static shared memory
-
-_REC_HEAD = r"""
-#define GF_TU {tu}
-#define GF_TB {tb}
-#define GF_TJ {tj}
-#define GF_STAGE {stage}
-"""
-
-_TILE_INDEX = r"""    const int tid = threadIdx.x;
-    const long long unit_tiles = (units + GF_TU - 1) / GF_TU;
-    const long long k0 = (long long)(blockIdx.x % unit_tiles) * GF_TU;
-    const long long b0 = (long long)(blockIdx.x / unit_tiles) * GF_TB;
-    const long long k = k0 + tid % GF_TU, b = b0 + tid / GF_TU;
-    const bool mine = k < units && b < batch;
-"""
+# (LANES, KS, TB) of the forward kernel and (LANES, KS, TU, TB) of the backward, on the
+# GPU (benchmarks/gpu.py times the choices)
+STEP_TILE = (32, 8, 4)
+GRAD_TILE = (32, 8, 4, 4)
 
 _REC_STEP = r"""
+#define GF_LANES {lanes}
+#define GF_KS {ks}
+#define GF_TB {tb}
+#define GF_TJ {tj}
 extern "C" __global__ void {name}(const {t} *x, const {t} *h_prev, const {t} *w,
                                   const {t} *row, const {t} *c_prev, {t} *a, {t} *c,
                                   {t} *h, long long batch, long long units,
                                   long long inner, {t} half_bias) {{
     __shared__ {t} hs[GF_TB * GF_TJ];
-#if GF_STAGE
-    __shared__ {t} ws[GF_TJ * 4 * GF_TU];
-#endif
-""" + _TILE_INDEX + r"""    const long long four = 4 * units;
-    {t} acc[4] = {{0, 0, 0, 0}};
+    __shared__ {t} red[GF_KS * GF_TB * 4 * GF_LANES];
+    const int tid = threadIdx.x, lane = tid % GF_LANES, part = tid / GF_LANES;
+    const long long unit_tiles = (units + GF_LANES - 1) / GF_LANES;
+    const long long k = (long long)(blockIdx.x % unit_tiles) * GF_LANES + lane;
+    const long long b0 = (long long)(blockIdx.x / unit_tiles) * GF_TB;
+    const long long four = 4 * units;
+    const int rows = batch - b0 < GF_TB ? (int)(batch - b0) : GF_TB;
+    {t} acc[GF_TB][4];
+    for (int r = 0; r < GF_TB; ++r)
+        for (int q = 0; q < 4; ++q) acc[r][q] = 0;
     for (long long j0 = 0; j0 < inner; j0 += GF_TJ) {{
+        const int jn = inner - j0 < GF_TJ ? (int)(inner - j0) : GF_TJ;
         __syncthreads();
-        for (int e = tid; e < GF_TB * GF_TJ; e += blockDim.x) {{
-            long long bb = b0 + e / GF_TJ, jj = j0 + e % GF_TJ;
-            hs[e] = (bb < batch && jj < inner) ? h_prev[bb * inner + jj] : ({t})0;
+        for (int e = tid; e < GF_TB * GF_TJ; e += GF_LANES * GF_KS) {{
+            const int r = e / GF_TJ, jj = e % GF_TJ;
+            hs[e] = (r < rows && jj < jn) ? h_prev[(b0 + r) * inner + j0 + jj] : ({t})0;
         }}
-#if GF_STAGE
-        for (int e = tid; e < GF_TJ * 4 * GF_TU; e += blockDim.x) {{
-            long long jj = j0 + e / (4 * GF_TU), col = e % (4 * GF_TU);
-            long long kk = k0 + col % GF_TU;
-            ws[e] = (jj < inner && kk < units) ? w[jj * four + (col / GF_TU) * units + kk]
-                                               : ({t})0;
-        }}
-#endif
         __syncthreads();
-        if (mine) {{
-            const long long jn = inner - j0 < GF_TJ ? inner - j0 : GF_TJ;
-            const {t} *hr = hs + (tid / GF_TU) * GF_TJ;
-#if GF_STAGE
-            const {t} *wr = ws + tid % GF_TU;
-            const long long step = 4 * GF_TU, gate = GF_TU;
-#else
-            const {t} *wr = w + j0 * four + k;
-            const long long step = four, gate = units;
-#endif
-#pragma unroll 8
-            for (long long jj = 0; jj < jn; ++jj) {{
-                {t} hv = hr[jj];
-                acc[0] += hv * wr[0];
-                acc[1] += hv * wr[gate];
-                acc[2] += hv * wr[2 * gate];
-                acc[3] += hv * wr[3 * gate];
-                wr += step;
+        if (k < units) {{
+#pragma unroll 4
+            for (int jj = part; jj < jn; jj += GF_KS) {{
+                const {t} *wr = w + (j0 + jj) * four + k;
+                const {t} w0 = wr[0], w1 = wr[units], w2 = wr[2 * units], w3 = wr[3 * units];
+#pragma unroll
+                for (int r = 0; r < GF_TB; ++r) {{
+                    const {t} hv = hs[r * GF_TJ + jj];
+                    acc[r][0] += hv * w0;
+                    acc[r][1] += hv * w1;
+                    acc[r][2] += hv * w2;
+                    acc[r][3] += hv * w3;
+                }}
             }}
         }}
     }}
-    if (!mine) return;
-    const long long i = b * units + k, at = b * four + k;
-    {t} z[4];
-    for (int q = 0; q < 4; ++q) z[q] = (x[at + q * units] + acc[q]) + row[k + q * units];
-""" + r"""    {t} gi = tanh{f}(z[0] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-    {t} gj = tanh{f}(z[1]);
-    {t} gf = tanh{f}(z[2] * ({t})0.5 + half_bias) * ({t})0.5 + ({t})0.5;
-    {t} go = tanh{f}(z[3] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-    a[at] = gi;
-    a[at + units] = gj;
-    a[at + 2 * units] = gf;
-    a[at + 3 * units] = go;
-    {t} cn = gf * c_prev[i] + gi * gj;
-    c[i] = cn;
-    h[i] = go * tanh{f}(cn);
+    for (int r = 0; r < GF_TB; ++r)
+        for (int q = 0; q < 4; ++q)
+            red[((part * GF_TB + r) * 4 + q) * GF_LANES + lane] = acc[r][q];
+    __syncthreads();
+    for (int o = part; o < rows; o += GF_KS) {{
+        if (k >= units) break;
+        const long long b = b0 + o, i = b * units + k, at = b * four + k;
+        {t} z[4];
+        for (int q = 0; q < 4; ++q) {{
+            {t} sum = 0;
+            for (int p = 0; p < GF_KS; ++p) sum += red[((p * GF_TB + o) * 4 + q) * GF_LANES + lane];
+            z[q] = (x[at + q * units] + sum) + row[k + q * units];
+        }}
+        {t} gi = tanh{f}(z[0] * ({t})0.5) * ({t})0.5 + ({t})0.5;
+        {t} gj = tanh{f}(z[1]);
+        {t} gf = tanh{f}(z[2] * ({t})0.5 + half_bias) * ({t})0.5 + ({t})0.5;
+        {t} go = tanh{f}(z[3] * ({t})0.5) * ({t})0.5 + ({t})0.5;
+        a[at] = gi;
+        a[at + units] = gj;
+        a[at + 2 * units] = gf;
+        a[at + 3 * units] = go;
+        {t} cn = gf * c_prev[i] + gi * gj;
+        c[i] = cn;
+        h[i] = go * tanh{f}(cn);
+    }}
 }}
 """
 
 _REC_GRAD = r"""
+#define GF_GLANES {lanes}
+#define GF_GKS {ks}
+#define GF_GTU {tu}
+#define GF_GTB {tb}
 extern "C" __global__ void {name}(const {t} *dy, const {t} *dz_next, const {t} *w,
                                   const {t} *dc_next, const {t} *a, const {t} *c,
                                   const {t} *c_prev, {t} *dz, {t} *dc_prev,
                                   long long batch, long long units) {{
-    __shared__ {t} zs[GF_TB * GF_TJ];
-    __shared__ {t} ws[GF_TU * (GF_TJ + 1)];
-""" + _TILE_INDEX + r"""    const long long four = 4 * units;
-    {t} part[4] = {{0, 0, 0, 0}};
-    for (long long n0 = 0; n0 < four; n0 += GF_TJ) {{
-        __syncthreads();
-        for (int e = tid; e < GF_TB * GF_TJ; e += blockDim.x) {{
-            long long bb = b0 + e / GF_TJ, nn = n0 + e % GF_TJ;
-            zs[e] = (bb < batch && nn < four) ? dz_next[bb * four + nn] : ({t})0;
-        }}
-        for (int e = tid; e < GF_TU * GF_TJ; e += blockDim.x) {{
-            long long kk = k0 + e / GF_TJ, nn = n0 + e % GF_TJ;
-            ws[(e / GF_TJ) * (GF_TJ + 1) + e % GF_TJ] =
-                (kk < units && nn < four) ? w[kk * four + nn] : ({t})0;
-        }}
-        __syncthreads();
-        if (mine) {{
-            const long long nn = four - n0 < GF_TJ ? four - n0 : GF_TJ;
-            const {t} *zr = zs + (tid / GF_TU) * GF_TJ;
-            const {t} *wr = ws + (tid % GF_TU) * (GF_TJ + 1);
-#pragma unroll 8
-            for (long long q = 0; q < nn; ++q) part[q & 3] += zr[q] * wr[q];
+    __shared__ {t} red[GF_GKS * GF_GTB * GF_GTU];
+    const int tid = threadIdx.x, lane = tid % GF_GLANES, part = tid / GF_GLANES;
+    const long long unit_tiles = (units + GF_GTU - 1) / GF_GTU;
+    const long long k0 = (long long)(blockIdx.x % unit_tiles) * GF_GTU;
+    const long long b0 = (long long)(blockIdx.x / unit_tiles) * GF_GTB;
+    const long long four = 4 * units;
+    const int rows = batch - b0 < GF_GTB ? (int)(batch - b0) : GF_GTB;
+    const int cols = units - k0 < GF_GTU ? (int)(units - k0) : GF_GTU;
+    {t} acc[GF_GTB][GF_GTU];
+    for (int r = 0; r < GF_GTB; ++r)
+        for (int u = 0; u < GF_GTU; ++u) acc[r][u] = 0;
+#pragma unroll 2
+    for (long long n = tid; n < four; n += GF_GLANES * GF_GKS) {{
+        {t} wv[GF_GTU];
+#pragma unroll
+        for (int u = 0; u < GF_GTU; ++u) wv[u] = u < cols ? w[(k0 + u) * four + n] : ({t})0;
+#pragma unroll
+        for (int r = 0; r < GF_GTB; ++r) {{
+            const {t} zv = r < rows ? dz_next[(b0 + r) * four + n] : ({t})0;
+#pragma unroll
+            for (int u = 0; u < GF_GTU; ++u) acc[r][u] += zv * wv[u];
         }}
     }}
-    const {t} acc = (part[0] + part[1]) + (part[2] + part[3]);
-    if (!mine) return;
-    const long long i = b * units + k, at = b * four + k;
-    {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
-    {t} tc = tanh{f}(c[i]);
-    {t} g = dy[i] + acc;
-    {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
-    dz[at] = dc * gj * (({t})1 - gi) * gi;
-    dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
-    dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
-    dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
-    dc_prev[i] = dc * gf;
+    for (int r = 0; r < GF_GTB; ++r)
+        for (int u = 0; u < GF_GTU; ++u) {{
+            {t} v = acc[r][u];
+            for (int off = GF_GLANES / 2; off > 0; off /= 2)
+                v += __shfl_down_sync(0xffffffffu, v, off);
+            if (lane == 0) red[(part * GF_GTB + r) * GF_GTU + u] = v;
+        }}
+    __syncthreads();
+    for (int o = tid; o < GF_GTB * GF_GTU; o += GF_GLANES * GF_GKS) {{
+        const int r = o / GF_GTU, u = o % GF_GTU;
+        if (r >= rows || u >= cols) continue;
+        {t} sum = 0;
+        for (int p = 0; p < GF_GKS; ++p) sum += red[(p * GF_GTB + r) * GF_GTU + u];
+        const long long k = k0 + u, i = (b0 + r) * units + k, at = (b0 + r) * four + k;
+        {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
+        {t} tc = tanh{f}(c[i]);
+        {t} g = dy[i] + sum;
+        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
+        dz[at] = dc * gj * (({t})1 - gi) * gi;
+        dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
+        dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
+        dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
+        dc_prev[i] = dc * gf;
+    }}
 }}
 """
 
 
-def recurrent_sources(dtype_name, tile=None):
+def recurrent_sources(dtype_name, step_tile=None, grad_tile=None):
     """``{"step": ..., "grad": ...}``, each ``(source, kernel name)``, of the steps with
-    their recurrent product for ``float32``/``float64`` and ``tile`` (units x batch rows
-    per block and, optionally, whether to stage ``w``; default ``TILE``), or None for
-    other dtypes. Staging is dropped where its shared memory would pass 48 KiB.
+    their recurrent product for ``float32``/``float64``, or None for other dtypes.
+    ``step_tile`` is ``(LANES, KS, TB)`` and ``grad_tile`` ``(LANES, KS, TU, TB)`` (see
+    above; defaults ``STEP_TILE``, ``GRAD_TILE``).
 
     ``step(x, h_prev, w, row, c_prev, a, c, h, batch, units, inner, half_bias)`` computes
     ``lstm_step_rec``; ``grad(dy, dz_next, w, dc_next, a, c, c_prev, dz, dc_prev, batch,
-    units)`` computes ``lstm_step_rec_grad``. Launch ``blocks(batch, units, tile)`` blocks
-    of ``threads(tile)`` threads."""
+    units)`` computes ``lstm_step_rec_grad``. Launch ``step_blocks``/``grad_blocks``
+    blocks of ``threads(tile)`` threads."""
     if dtype_name not in _TYPES:
         return None
-    tu, tb, stage = _tile(tile)
+    lanes, ks, tb = step_tile_for(dtype_name, step_tile)
+    g_lanes, g_ks, g_tu, g_tb = GRAD_TILE if grad_tile is None else grad_tile
     t, f = _TYPES[dtype_name]
-    size = 4 if dtype_name == "float32" else 8
-    stage = int(bool(stage) and (TJ * (4 * tu + tb)) * size <= _SHARED_BYTES)
-    head = _REC_HEAD.format(tu=int(tu), tb=int(tb), tj=TJ, stage=stage)
-    made = {}
-    for key, text in (("step", _REC_STEP), ("grad", _REC_GRAD)):
-        name = f"gf_lstm_rec_{key}_{dtype_name}_{tu}x{tb}{'s' if stage else ''}"
-        made[key] = (head + text.format(name=name, t=t, f=f), name)
-    return made
+    step = f"gf_lstm_rec_step_{dtype_name}_{lanes}x{ks}x{tb}"
+    grad = f"gf_lstm_rec_grad_{dtype_name}_{g_lanes}x{g_ks}x{g_tu}x{g_tb}"
+    return {"step": (_REC_STEP.format(name=step, t=t, f=f, lanes=lanes, ks=ks, tb=tb, tj=TJ),
+                     step),
+            "grad": (_REC_GRAD.format(name=grad, t=t, f=f, lanes=g_lanes, ks=g_ks, tu=g_tu,
+                                      tb=g_tb), grad)}
 
 
-def _tile(tile):
-    tile = tuple(TILE if tile is None else tile)
-    return tile + (0,) * (3 - len(tile))
+def step_tile_for(dtype_name, tile=None):
+    """The forward kernel's tile for ``dtype_name``: ``tile`` (default ``STEP_TILE``) with
+    fewer batch rows where its shared memory would pass 48 KiB (doubles)."""
+    lanes, ks, tb = STEP_TILE if tile is None else tile
+    size = 8 if dtype_name == "float64" else 4
+    while tb > 1 and (ks * tb * 4 * lanes + tb * TJ) * size > _SHARED_BYTES:
+        tb //= 2
+    return lanes, ks, tb
 
 
-def blocks(batch, units, tile=None):
-    """The number of blocks of a recurrent step kernel's grid."""
-    tu, tb, _ = _tile(tile)
+def threads(tile):
+    """The threads of a block of either kernel: ``LANES * KS``."""
+    return tile[0] * tile[1]
+
+
+def step_blocks(batch, units, tile=None):
+    """The blocks of the forward kernel's grid."""
+    lanes, _, tb = STEP_TILE if tile is None else tile
+    return -(-units // lanes) * -(-batch // tb)
+
+
+def grad_blocks(batch, units, tile=None):
+    """The blocks of the backward kernel's grid."""
+    _, _, tu, tb = GRAD_TILE if tile is None else tile
     return -(-units // tu) * -(-batch // tb)
-
-
-def threads(tile=None):
-    """The threads of a recurrent step kernel's block."""
-    tu, tb, _ = _tile(tile)
-    return tu * tb

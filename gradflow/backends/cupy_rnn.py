@@ -5,9 +5,8 @@
   (``cuda_lstm.step_sources``); the recurrent product is a matmul before it.
 - ``lstm_step_rec``/``lstm_step_rec_grad`` (``passes/lstm_recurrence.py``, this
   backend's kernel pass): the same with the recurrent product ``h_prev @ w`` (forward)
-  or ``dz_next @ w^T`` (backward, plus the gradient from above) inside, tiles of units x
-  batch rows per block (``cuda_lstm.recurrent_sources``). On an H100 the char-LSTM step
-  (50 time steps) ran about 16 kernels a time step op by op; here it is one each way.
+  or ``dz_next @ w^T`` (backward, plus the gradient from above) inside, the product's
+  inner dimension split between a block's threads (``cuda_lstm.recurrent_sources``).
 
 Each lowering checks what its kernel takes (2-D/1-D C-ordered float32/float64 arrays
 of the step's sizes) and otherwise runs the op's Array API function. ``out`` is a
@@ -23,8 +22,13 @@ from gradflow.backends.cupy_emit import _Compiled, _contiguous, _grid, _into, _o
 from gradflow.ops.registry import REGISTRY
 
 _STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
-_REC_KERNELS = _Compiled(cuda_lstm.recurrent_sources,
-                         "the LSTM steps run their recurrent products apart")
+_REC_KERNELS = _Compiled(lambda name, tiles: cuda_lstm.recurrent_sources(
+    name, tiles[:3], tiles[3:]), "the LSTM steps run their recurrent products apart")
+
+
+def _rec_kernels(dtype):
+    """The recurrent step kernels of ``dtype`` for the tiles now set (``cuda_lstm``)."""
+    return _REC_KERNELS.get(dtype, cuda_lstm.STEP_TILE + cuda_lstm.GRAD_TILE)
 
 
 def _marked(fn):
@@ -86,18 +90,13 @@ def _takes(inputs, shapes):
         and all(v.dtype == inputs[0].dtype for v in inputs) and _contiguous(inputs)
 
 
-def _launch(kernel, batch, units, args):
-    tile = cuda_lstm.TILE
-    kernel((cuda_lstm.blocks(batch, units, tile),), (cuda_lstm.threads(tile),), args)
-
-
 def lower_lstm_step_rec(xp, forget_bias):
     """``lstm_step_rec(x, h_prev, w, row, c_prev)``: one kernel, the product inside."""
     impl = REGISTRY["lstm_step_rec"].impl
 
     def step(x, h_prev, w, row, c_prev, out=None):
         inputs = (x, h_prev, w, row, c_prev)
-        kernels = _REC_KERNELS.get(x.dtype, cuda_lstm.TILE)
+        kernels = _rec_kernels(x.dtype)
         ok = kernels is not None and c_prev.ndim == 2 and h_prev.ndim == 2
         if ok:
             (batch, units), inner = c_prev.shape, h_prev.shape[1]
@@ -107,9 +106,11 @@ def lower_lstm_step_rec(xp, forget_bias):
         if not ok:
             return _into(out, impl(xp, *inputs, forget_bias=forget_bias))
         a, c, h = _outputs(out, (x.shape, c_prev.shape, c_prev.shape), x.dtype)
-        _launch(kernels["step"], batch, units,
-                (*inputs, a, c, h, np.int64(batch), np.int64(units), np.int64(inner),
-                 x.dtype.type(0.5 * forget_bias)))
+        tile = cuda_lstm.step_tile_for(x.dtype.name)
+        kernels["step"]((cuda_lstm.step_blocks(batch, units, tile),),
+                        (cuda_lstm.threads(tile),),
+                        (*inputs, a, c, h, np.int64(batch), np.int64(units), np.int64(inner),
+                         x.dtype.type(0.5 * forget_bias)))
         return a, c, h
 
     return _marked(step)
@@ -122,7 +123,7 @@ def lower_lstm_step_rec_grad(xp):
 
     def step_grad(dy, dz_next, w, dc_next, a, c, c_prev, out=None):
         inputs = (dy, dz_next, w, dc_next, a, c, c_prev)
-        kernels = _REC_KERNELS.get(a.dtype, cuda_lstm.TILE)
+        kernels = _rec_kernels(a.dtype)
         ok = kernels is not None and c.ndim == 2
         if ok:
             batch, units = c.shape
@@ -132,8 +133,10 @@ def lower_lstm_step_rec_grad(xp):
         if not ok:
             return _into(out, impl(xp, *inputs))
         dz, dc_prev = _outputs(out, (a.shape, c.shape), a.dtype)
-        _launch(kernels["grad"], batch, units,
-                (*inputs, dz, dc_prev, np.int64(batch), np.int64(units)))
+        tile = cuda_lstm.GRAD_TILE
+        kernels["grad"]((cuda_lstm.grad_blocks(batch, units, tile),),
+                        (cuda_lstm.threads(tile),),
+                        (*inputs, dz, dc_prev, np.int64(batch), np.int64(units)))
         return dz, dc_prev
 
     return _marked(step_grad)

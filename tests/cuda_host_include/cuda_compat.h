@@ -32,3 +32,7 @@ typedef _Float16 __half;
 typedef _Float16 float16;
 static inline float __half2float(__half h) { return (float)h; }
 static inline __half __float2half_rn(float f) { return (__half)f; }
+
+/* One thread per block: a warp of one lane, whose shuffle is never called (the
+   kernels' shuffle loops start at half the lanes, here 0). */
+template <typename T> static inline T __shfl_down_sync(unsigned int, T v, int) { return v; }
