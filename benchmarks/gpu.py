@@ -280,7 +280,8 @@ def cnn_rows(batch, seconds, compile_too):
 
 
 # the recurrent LSTM kernels' tiles: forward (LANES, KS, TB), backward (LANES, KS, TU, TB)
-STEP_TILES = tuple((32, ks, tb) for ks in (4, 8, 16) for tb in (1, 2, 4, 8))
+STEP_TILES = tuple((32, ks, tb) for ks in (4, 8, 16) for tb in (1, 2, 4, 8)
+                   if (ks * tb * 4 * 32 + tb * 128) * 4 <= 48 * 1024)  # fits shared memory
 GRAD_TILES = tuple((32, ks, tu, tb) for ks in (2, 4, 8) for tu in (1, 2, 4, 8)
                    for tb in (2, 4, 8))
 

@@ -179,7 +179,12 @@ def _stack_key(g):
 
 
 def _stacked(group, stacks):
-    """One op over the inputs of ``group`` concatenated along axis 0."""
+    """One op over the inputs of ``group`` concatenated along axis 0, in the order the
+    graph computes them (contributions arrive last first): an RNN's states then stack
+    in time order, as the layer above stacks its outputs, and the two stacks can share
+    their rows (``passes/shared_stacks.py``)."""
+    group = group[::-1]
+
     def rows(k):
         parts = tuple(g.inputs[k] for g in group)
         if parts not in stacks:

@@ -17,6 +17,7 @@ import gradflow as gf
 from gradflow.errors import InvalidArgumentError
 from gradflow.ops.registry import apply
 from gradflow.passes import PlanGraph, PlanNode
+from gradflow.passes import optimize as optimize_plan
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
@@ -651,10 +652,36 @@ def test_a_row_concat_of_lookups_in_one_table_is_one_lookup(backend):
     graph = PlanGraph([stacked * 2.0, other], [ids])
     rewrite_algebra(graph)
     joined = [n for n in _computed(graph, "gather") if n.shape == (8, 3)]
-    assert len(joined) == 1 and joined[0].inputs[1].opdef.name == "concat"
-    assert len(_computed(graph, "concat")) == 2  # the indices, and `other` as it was
+    # the ids of the four steps are the columns of ``ids``: its transpose, reshaped
+    assert len(joined) == 1 and joined[0].inputs[1].opdef.name == "reshape"
+    assert len(_computed(graph, "concat")) == 1  # `other` as it was
     feed = {ids: rng.integers(0, 9, (2, 4)).astype(np.int32)}
     got, want = _both(backend, [stacked * 2.0, other], feed)
+    _assert_same(got, want)
+
+
+@pytest.mark.parametrize("order, copies", [([0, 1, 2, 3], 0), ([3, 2, 1, 0], 0),
+                                           ([2, 1], 0), ([0, 2, 3], 1), ([1, 1, 2], 1)])
+def test_a_row_concat_of_consecutive_columns_is_one_copy(backend, order, copies):
+    rng = np.random.default_rng(8)
+    ids = gf.placeholder(gf.int32, (None, 5))
+    stacked = gf.concat([ids[:, t] for t in order], 0)
+    graph = PlanGraph([stacked + 1], [ids], [(3, 5)])
+    rewrite_algebra(graph)
+    assert len(_computed(graph, "concat")) == copies
+    feed = {ids: rng.integers(0, 99, (3, 5)).astype(np.int32)}
+    got, want = _both(backend, [stacked + 1], feed)
+    _assert_same(got, want)
+
+
+def test_a_reshape_to_a_folded_shape_reads_no_shape_at_run_time(backend):
+    x = gf.placeholder(gf.float32, (None, 6))
+    y = gf.reshape(x, gf.stack([gf.shape(x)[0], 2, -1]))
+    graph = optimize_plan([y * 2.0], [x], [(4, 6)])
+    (reshape,) = _computed(graph, "reshape")
+    assert reshape.attrs["shape"] == (4, 2, -1) and len(reshape.inputs) == 1
+    feed = {x: np.arange(24, dtype=np.float32).reshape(4, 6)}
+    got, want = _both(backend, [y * 2.0], feed)
     _assert_same(got, want)
 
 
@@ -809,3 +836,39 @@ def test_an_nchw_output_flattened_in_nhwc_order_skips_both_copies(backend):
     assert len(_computed(graph, "image_layout")) == 2  # x in, its gradient out
     feed = {x: rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
     _assert_same(*_both(backend, [y] + grads, feed), rtol=1e-5, atol=1e-4)
+
+
+def test_the_gradient_of_an_rnn_reads_its_states_from_the_outputs_stack(backend):
+    """The recurrent kernel's gradient stacks ``h_0 .. h_(T-1)``, the layer above stacks
+    ``h_1 .. h_T``: the first is the zero state and a slice of the second, two parts
+    (``share_row_stacks``), so the schedule writes each state once, into its row."""
+    x, cell, loss, feed = _lstm(steps=6)
+    kernel, bias = cell.trainable_variables
+    grads = gf.gradients(loss, [kernel, bias])
+    graph = optimize_plan(grads + [loss], [x], [(3, 6, 2)])
+    sizes = sorted(len(n.inputs) for n in _computed(graph, "concat"))
+    shared = [n for n in _computed(graph, "concat")
+              if any(p.opdef.name == "getitem" and p.inputs[0].opdef.name == "concat"
+                     for p in n.inputs)]
+    assert len(shared) == 1 and len(shared[0].inputs) == 2, sizes
+    # the outputs, the inputs and the gates' gradients stack six parts each
+    assert sizes.count(6) == 3, sizes
+    got, want = _both(backend, grads + [loss], feed)
+    _assert_same(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_row_stacks_share_only_runs_of_an_earlier_stack(backend):
+    from gradflow.passes.shared_stacks import share_row_stacks
+
+    rng = np.random.default_rng(9)
+    parts = [gf.constant(rng.standard_normal((2, 3)).astype(np.float32)) * 1.0
+             for _ in range(5)]
+    a = gf.concat(parts[:4], 0)
+    b = gf.concat([parts[4]] + parts[1:4], 0)  # shares parts 1..3 of a
+    c = gf.concat([parts[0], parts[2], parts[1]], 0)  # no run of three in order
+    graph = PlanGraph([a * 2.0, b * 3.0, c], [])
+    share_row_stacks(graph)
+    sizes = sorted(len(n.inputs) for n in _computed(graph, "concat"))
+    assert sizes == [2, 3, 4], sizes
+    got, want = _both(backend, [a * 2.0, b * 3.0, c])
+    _assert_same(got, want)

@@ -18,14 +18,16 @@ from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
+from gradflow.passes.shared_stacks import share_row_stacks
 
 # Folding first makes more static shapes known (an RNN's zero state and what reads it);
 # shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
 # each reader, and CSE can merge what reads them only once they are gone. Batching finds
 # the gradient code's row stacks before the rewrites turn stacks of lookups into lookups.
 # Layout copies sink past elementwise ops before the rewrites cancel the pairs they form.
+# Row stacks share their parts once the rewrites have made the stacks they make.
 PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, batch_matmuls,
-          sink_layouts, rewrite_algebra, fuse_lstm_steps, fuse_elementwise]
+          sink_layouts, rewrite_algebra, share_row_stacks, fuse_lstm_steps, fuse_elementwise]
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

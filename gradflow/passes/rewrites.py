@@ -13,6 +13,10 @@
   ``x + negative(y)`` and ``negative(y) + x`` are ``x - y``.
 - A ``concat`` along the rows of ``gather(params, indices_k)`` (rows of one embedding
   table, one lookup per time step) is one ``gather`` of the indices concatenated.
+- A ``concat`` along the rows of consecutive columns of one matrix, in either order
+  (an RNN's ids of each time step), is a slice of its transpose, reshaped: one copy.
+- ``reshape(x, dims)`` with ``dims`` a constant after folding is a ``reshape`` of that
+  static shape, so that no run reads ``dims`` back from a GPU.
 - ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
   ``getitem`` of a static slice, computed once instead of at every run.
 - ``lstm_gates((x + y) + bias)`` or ``lstm_gates(x + bias)``, the bias a row of the
@@ -259,9 +263,55 @@ def _row_gather(t):
         and t.inputs[1].shape[0] is not None
 
 
-def _concat(node, inputs, graph):
-    if node.attrs.get("axis") != 0 or len(inputs) < 2 or not all(map(_row_gather, inputs)):
+def _column(t, graph):
+    """``(x, j, shape of x)`` if ``t`` is column ``j`` of a matrix ``x`` of known (or
+    fed) shape: ``x[:, j]``."""
+    if not _computed(t, "getitem") or t.control_inputs:
         return None
+    key, x = t.attrs.get("key"), t.inputs[0]
+    shape = getattr(graph, "feed_shapes", {}).get(x, x.shape)
+    if shape is None or len(shape) != 2 or not shape.is_fully_defined() \
+            or not isinstance(key, tuple) or len(key) != 2 \
+            or key[0] != ("slice", None, None, None) or type(key[1]) is not int \
+            or not 0 <= key[1] < shape[1]:
+        return None
+    return x, key[1], shape
+
+
+def _columns_stacked(node, parts, graph):
+    """``concat([x[:, j0], x[:, j0 + d], ...], axis=0)`` (``d`` of 1 or -1: an RNN's ids
+    of each time step, stacked by the gradient code in either order) as
+    ``reshape(transpose(x)[j0::d][:n], [-1])``: one copy instead of one per column."""
+    found = [_column(p, graph) for p in parts]
+    if len(parts) < 2 or any(f is None for f in found) \
+            or len({id(f[0]) for f in found}) != 1:
+        return None
+    x, first, shape = found[0]
+    step = found[1][1] - first
+    if step not in (1, -1) or any(f[1] != first + k * step for k, f in enumerate(found)):
+        return None
+    rows, cols = (int(d) for d in shape)
+    last = first + (len(parts) - 1) * step
+    stop = last + step if last + step >= 0 else None
+    columns = PlanNode.standing_for(node, REGISTRY["transpose"], [x], {"perm": (1, 0)},
+                                    shape=(cols, rows), dtype=x.dtype,
+                                    name=node.name + "/columns")
+    picked = PlanNode.standing_for(node, REGISTRY["getitem"], [columns],
+                                   {"key": (("slice", first, stop, step),
+                                            ("slice", None, None, None))},
+                                   shape=(len(parts), rows), dtype=x.dtype,
+                                   name=node.name + "/picked")
+    return PlanNode.standing_for(node, REGISTRY["reshape"], [picked],
+                                 {"shape": (len(parts) * rows,)},
+                                 shape=(len(parts) * rows,), dtype=x.dtype,
+                                 control_inputs=node.control_inputs)
+
+
+def _concat(node, inputs, graph):
+    if node.attrs.get("axis") != 0 or len(inputs) < 2:
+        return None
+    if not all(map(_row_gather, inputs)):
+        return _columns_stacked(node, inputs, graph)
     params = inputs[0].inputs[0]
     indices = [t.inputs[1] for t in inputs]
     if any(t.inputs[0] is not params for t in inputs) or len({i.dtype for i in indices}) != 1:
@@ -270,10 +320,24 @@ def _concat(node, inputs, graph):
     joined = PlanNode.standing_for(node, REGISTRY["concat"], indices, {"axis": 0},
                                    shape=(rows,), dtype=indices[0].dtype,
                                    name=node.name + "/indices")
+    joined = _columns_stacked(joined, indices, graph) or joined
     # named after the first lookup: an index out of range then names the user's own op
     return PlanNode.standing_for(inputs[0], REGISTRY["gather"], [params, joined],
                                  dict(inputs[0].attrs), shape=node.shape, dtype=node.dtype,
                                  control_inputs=node.control_inputs)
+
+
+def _reshape(node, inputs, graph):
+    """``reshape(x, dims)`` with ``dims`` a constant (after folding: ``[gf.shape(x)[0],
+    -1]`` of a fed batch) as ``reshape(x)`` of that static shape: a run need not read
+    ``dims`` back from the device (which a CUDA graph capture refuses)."""
+    if len(inputs) != 2:
+        return None
+    dims = _constant_value(inputs[1], graph)
+    if dims is None or dims.ndim != 1 or dims.dtype.kind not in "iu":
+        return None
+    return _like(node, "reshape", [inputs[0]], {"shape": tuple(int(d) for d in dims)},
+                 absorbed=[inputs[1]])
 
 
 def _split_like(node, inputs, graph):
@@ -381,6 +445,7 @@ def _first(*found):
 RULES = {
     "log": _log,
     "concat": _concat,
+    "reshape": _reshape,
     "split_like": _split_like,
     "lstm_gates": _lstm_gates,
     "lstm_gates_grad": _lstm_gates_grad,
