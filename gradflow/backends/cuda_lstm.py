@@ -23,6 +23,34 @@ from gradflow.backends.cuda_im2col import GRID_LOOP
 
 _TYPES = {"float32": ("float", "f"), "float64": ("double", "")}
 
+# The step's arithmetic from the summed gates ``z[4]`` of element ``i`` (gates at ``at``),
+# and its gradient from the output's gradient ``{g}``: the same text in every kernel.
+_FORWARD_CELL = r"""
+        {t} gi = tanh{f}(z[0] * ({t})0.5) * ({t})0.5 + ({t})0.5;
+        {t} gj = tanh{f}(z[1]);
+        {t} gf = tanh{f}(z[2] * ({t})0.5 + half_bias) * ({t})0.5 + ({t})0.5;
+        {t} go = tanh{f}(z[3] * ({t})0.5) * ({t})0.5 + ({t})0.5;
+        a[at] = gi;
+        a[at + units] = gj;
+        a[at + 2 * units] = gf;
+        a[at + 3 * units] = go;
+        {t} cn = gf * c_prev[i] + gi * gj;
+        c[i] = cn;
+        h[i] = go * tanh{f}(cn);
+"""
+
+_BACKWARD_CELL = r"""
+        {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
+        {t} tc = tanh{f}(c[i]);
+        {t} g = {g};
+        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
+        dz[at] = dc * gj * (({t})1 - gi) * gi;
+        dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
+        dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
+        dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
+        dc_prev[i] = dc * gf;
+"""
+
 _STEP = r"""
 extern "C" __global__ void {name}(const {t} *x, {y_param}const {t} *row, const {t} *c_prev,
                                   {t} *a, {t} *c, {t} *h, long long batch, long long units,
@@ -35,18 +63,7 @@ extern "C" __global__ void {name}(const {t} *x, {y_param}const {t} *row, const {
             long long p = at + q * units;
             z[q] = {sum};
         }}
-        {t} gi = tanh{f}(z[0] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-        {t} gj = tanh{f}(z[1]);
-        {t} gf = tanh{f}(z[2] * ({t})0.5 + half_bias) * ({t})0.5 + ({t})0.5;
-        {t} go = tanh{f}(z[3] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-        a[at] = gi;
-        a[at + units] = gj;
-        a[at + 2 * units] = gf;
-        a[at + 3 * units] = go;
-        {t} cn = gf * c_prev[i] + gi * gj;
-        c[i] = cn;
-        h[i] = go * tanh{f}(cn);
-    }}
+""" + _FORWARD_CELL + r"""    }}
 }}
 """
 
@@ -57,16 +74,7 @@ extern "C" __global__ void {name}(const {t} *dh, const {t} *dc_next, const {t} *
     long long total = batch * units;
 """ + GRID_LOOP + r"""        long long b = i / units, k = i % units;
         long long at = b * 4 * units + k;
-        {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
-        {t} tc = tanh{f}(c[i]);
-        {t} g = dh[i];
-        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
-        dz[at] = dc * gj * (({t})1 - gi) * gi;
-        dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
-        dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
-        dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
-        dc_prev[i] = dc * gf;
-    }}
+""" + _BACKWARD_CELL.replace("{g}", "dh[i]") + r"""    }}
 }}
 """
 
@@ -181,18 +189,7 @@ extern "C" __global__ void {name}(const {t} *x, const {t} *h_prev, const {t} *w,
             for (int p = 0; p < GF_KS; ++p) sum += red[((p * GF_TB + o) * 4 + q) * GF_LANES + lane];
             z[q] = (x[at + q * units] + sum) + row[k + q * units];
         }}
-        {t} gi = tanh{f}(z[0] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-        {t} gj = tanh{f}(z[1]);
-        {t} gf = tanh{f}(z[2] * ({t})0.5 + half_bias) * ({t})0.5 + ({t})0.5;
-        {t} go = tanh{f}(z[3] * ({t})0.5) * ({t})0.5 + ({t})0.5;
-        a[at] = gi;
-        a[at + units] = gj;
-        a[at + 2 * units] = gf;
-        a[at + 3 * units] = go;
-        {t} cn = gf * c_prev[i] + gi * gj;
-        c[i] = cn;
-        h[i] = go * tanh{f}(cn);
-    }}
+""" + _FORWARD_CELL + r"""    }}
 }}
 """
 
@@ -242,16 +239,7 @@ extern "C" __global__ void {name}(const {t} *dy, const {t} *dz_next, const {t} *
         {t} sum = 0;
         for (int p = 0; p < GF_GKS; ++p) sum += red[(p * GF_GTB + r) * GF_GTU + u];
         const long long k = k0 + u, i = (b0 + r) * units + k, at = (b0 + r) * four + k;
-        {t} gi = a[at], gj = a[at + units], gf = a[at + 2 * units], go = a[at + 3 * units];
-        {t} tc = tanh{f}(c[i]);
-        {t} g = dy[i] + sum;
-        {t} dc = g * go * (({t})1 - tc * tc) + dc_next[i];
-        dz[at] = dc * gj * (({t})1 - gi) * gi;
-        dz[at + units] = dc * gi * (({t})1 - gj) * (gj + ({t})1);
-        dz[at + 2 * units] = dc * c_prev[i] * (({t})1 - gf) * gf;
-        dz[at + 3 * units] = g * tc * (({t})1 - go) * go;
-        dc_prev[i] = dc * gf;
-    }}
+""" + _BACKWARD_CELL.replace("{g}", "dy[i] + sum") + r"""    }}
 }}
 """
 
