@@ -330,13 +330,13 @@ def lstm_tile_rows(rounds=20):
         grid, block = (cuda_lstm.step_blocks(b, u, tile),), (cuda_lstm.threads(tile),)
         for t in range(t_):
             kernel(grid, block, (xs[t], hs[t], w, row, cs[t], gates[t], cs[t + 1],
-                                 hs[t + 1], *sizes, sizes[1], half))
+                                 hs[t + 1], *sizes, sizes[1], half, 4 * sizes[1]))
 
     def backward(kernel, tile):
         grid, block = (cuda_lstm.grad_blocks(b, u, tile),), (cuda_lstm.threads(tile),)
         for t in reversed(range(1, t_)):
             kernel(grid, block, (dy[t], dzs[t + 1], w, dcs[t + 1], gates[t], cs[t + 1],
-                                 cs[t], dzs[t], dcs[t], *sizes))
+                                 cs[t], dzs[t], dcs[t], *sizes, sizes[1]))
 
     best = {}
     for key, tiles, run, count in (("step", STEP_TILES, forward, t_),

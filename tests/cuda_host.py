@@ -64,7 +64,9 @@ def launch(lib, name, args, blocks=1):
 
 def _arg(value):
     if isinstance(value, np.ndarray):
-        assert value.flags.c_contiguous
+        # C-ordered, or rows of a larger array (kernels that take a row stride)
+        assert value.flags.c_contiguous or (value.ndim == 2
+                                            and value.strides[1] == value.itemsize)
         return ctypes.c_void_p(value.ctypes.data)
     if isinstance(value, np.float32):
         return ctypes.c_float(value)

@@ -89,7 +89,7 @@ def test_the_recurrent_step_kernel_gives_the_reference_numbers(dtype, batch, uni
     got = [np.full(x.shape, np.nan, dtype), np.full(c_prev.shape, np.nan, dtype),
            np.full(c_prev.shape, np.nan, dtype)]
     launch(lib, name, [x, h_prev, w, row, c_prev, *got, batch, units, inner,
-                       np.dtype(dtype).type(0.5)],
+                       np.dtype(dtype).type(0.5), 4 * units],
            blocks=cuda_lstm.step_blocks(batch, units, tile))
     for g, want_part in zip(got, want):
         np.testing.assert_allclose(g, want_part, rtol=REC_TOLERANCE[dtype],
@@ -111,7 +111,7 @@ def test_the_recurrent_gradient_kernel_gives_the_reference_numbers(dtype, batch,
     w = (rng.standard_normal((units, 4 * units)) / np.sqrt(units)).astype(dtype)
     want = rnn_ops._lstm_step_rec_grad_impl(xp, dy, dz_next, w, dc_next, a, c, c_prev)
     got = [np.full(a.shape, np.nan, dtype), np.full(c.shape, np.nan, dtype)]
-    launch(lib, name, [dy, dz_next, w, dc_next, a, c, c_prev, *got, batch, units],
+    launch(lib, name, [dy, dz_next, w, dc_next, a, c, c_prev, *got, batch, units, units],
            blocks=cuda_lstm.grad_blocks(batch, units, tile))
     for g, want_part in zip(got, want):
         np.testing.assert_allclose(g, want_part, rtol=REC_TOLERANCE[dtype],

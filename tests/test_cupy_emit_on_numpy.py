@@ -302,9 +302,21 @@ def test_the_recurrent_lstm_lowerings_run_one_kernel_each_way(host_step_kernels,
     assert got[0] is outs[0] and got[1] is outs[1]
     for g, want_part in zip(got, want):
         np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
+    # rows of a larger array (a slice along a time axis) for the gates' terms and the
+    # output's gradient: their row strides go to the kernels
+    wide = rng.standard_normal((batch, 3, 4 * units)).astype(dtype)
+    want = rnn_ops._lstm_step_rec_impl(xp, wide[:, 1], h_prev, w, row, c_prev,
+                                       forget_bias=1.0)
+    for g, want_part in zip(step(wide[:, 1], h_prev, w, row, c_prev), want):
+        np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
+    dys = rng.standard_normal((batch, 5, units)).astype(dtype)
+    want = rnn_ops._lstm_step_rec_grad_impl(xp, dys[:, 2], dz_next, w_sq, dc_next, a, c,
+                                            c_prev)
+    for g, want_part in zip(grad(dys[:, 2], dz_next, w_sq, dc_next, a, c, c_prev), want):
+        np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
     # a state of batch 1 (broadcast) and a Fortran-ordered w took the op's own function
     kinds = [n.split("_")[3] for n in _HostKernel.launched]
-    assert kinds == ["step", "step", "grad"], kinds
+    assert kinds == ["step", "step", "grad", "step", "grad"], kinds
 
 
 def _char_lstm(steps, units, cell_of, seed=0):

@@ -140,7 +140,7 @@ _REC_STEP = r"""
 extern "C" __global__ void {name}(const {t} *x, const {t} *h_prev, const {t} *w,
                                   const {t} *row, const {t} *c_prev, {t} *a, {t} *c,
                                   {t} *h, long long batch, long long units,
-                                  long long inner, {t} half_bias) {{
+                                  long long inner, {t} half_bias, long long x_ld) {{
     __shared__ {t} hs[GF_TB * GF_TJ];
     __shared__ {t} red[GF_KS * GF_TB * 4 * GF_LANES];
     const int tid = threadIdx.x, lane = tid % GF_LANES, part = tid / GF_LANES;
@@ -187,7 +187,7 @@ extern "C" __global__ void {name}(const {t} *x, const {t} *h_prev, const {t} *w,
         for (int q = 0; q < 4; ++q) {{
             {t} sum = 0;
             for (int p = 0; p < GF_KS; ++p) sum += red[((p * GF_TB + o) * 4 + q) * GF_LANES + lane];
-            z[q] = (x[at + q * units] + sum) + row[k + q * units];
+            z[q] = (x[b * x_ld + q * units + k] + sum) + row[k + q * units];
         }}
 """ + _FORWARD_CELL + r"""    }}
 }}
@@ -201,7 +201,7 @@ _REC_GRAD = r"""
 extern "C" __global__ void {name}(const {t} *dy, const {t} *dz_next, const {t} *w,
                                   const {t} *dc_next, const {t} *a, const {t} *c,
                                   const {t} *c_prev, {t} *dz, {t} *dc_prev,
-                                  long long batch, long long units) {{
+                                  long long batch, long long units, long long dy_ld) {{
     __shared__ {t} red[GF_GKS * GF_GTB * GF_GTU];
     const int tid = threadIdx.x, lane = tid % GF_GLANES, part = tid / GF_GLANES;
     const long long unit_tiles = (units + GF_GTU - 1) / GF_GTU;
@@ -239,7 +239,7 @@ extern "C" __global__ void {name}(const {t} *dy, const {t} *dz_next, const {t} *
         {t} sum = 0;
         for (int p = 0; p < GF_GKS; ++p) sum += red[(p * GF_GTB + r) * GF_GTU + u];
         const long long k = k0 + u, i = (b0 + r) * units + k, at = (b0 + r) * four + k;
-""" + _BACKWARD_CELL.replace("{g}", "dy[i] + sum") + r"""    }}
+""" + _BACKWARD_CELL.replace("{g}", "dy[(b0 + r) * dy_ld + k] + sum") + r"""    }}
 }}
 """
 
@@ -250,9 +250,12 @@ def recurrent_sources(dtype_name, step_tile=None, grad_tile=None):
     ``step_tile`` is ``(LANES, KS, TB)`` and ``grad_tile`` ``(LANES, KS, TU, TB)`` (see
     above; defaults ``STEP_TILE``, ``GRAD_TILE``).
 
-    ``step(x, h_prev, w, row, c_prev, a, c, h, batch, units, inner, half_bias)`` computes
-    ``lstm_step_rec``; ``grad(dy, dz_next, w, dc_next, a, c, c_prev, dz, dc_prev, batch,
-    units)`` computes ``lstm_step_rec_grad``. Launch ``step_blocks``/``grad_blocks``
+    ``step(x, h_prev, w, row, c_prev, a, c, h, batch, units, inner, half_bias, x_ld)``
+    computes ``lstm_step_rec``; ``grad(dy, dz_next, w, dc_next, a, c, c_prev, dz,
+    dc_prev, batch, units, dy_ld)`` computes ``lstm_step_rec_grad``. ``x`` and ``dy`` may
+    be rows of a larger array: ``x_ld`` and ``dy_ld`` are their row strides in elements
+    (a bidirectional RNN's output gradient is a slice along its time axis); every other
+    array is C-ordered. Launch ``step_blocks``/``grad_blocks``
     blocks of ``threads(tile)`` threads."""
     if dtype_name not in _TYPES:
         return None

@@ -85,9 +85,19 @@ def lower_lstm_step_grad(xp):
 
 
 def _takes(inputs, shapes):
-    """Whether ``inputs`` are C-ordered arrays of one dtype with exactly ``shapes``."""
+    """Whether ``inputs`` are arrays of one dtype with exactly ``shapes``, C-ordered but
+    for the first, whose rows may be strided (``_row_stride``)."""
     return all(v.shape == s for v, s in zip(inputs, shapes)) \
-        and all(v.dtype == inputs[0].dtype for v in inputs) and _contiguous(inputs)
+        and all(v.dtype == inputs[0].dtype for v in inputs) and _contiguous(inputs[1:]) \
+        and _row_stride(inputs[0]) is not None
+
+
+def _row_stride(x):
+    """The row stride of the 2-D ``x`` in elements if its rows are C-ordered, else None."""
+    size = x.dtype.itemsize
+    if (x.shape[1] > 1 and x.strides[1] != size) or x.strides[0] % size or x.strides[0] < 0:
+        return None
+    return x.strides[0] // size if x.shape[0] > 1 else x.shape[1]
 
 
 def lower_lstm_step_rec(xp, forget_bias):
@@ -110,7 +120,7 @@ def lower_lstm_step_rec(xp, forget_bias):
         kernels["step"]((cuda_lstm.step_blocks(batch, units, tile),),
                         (cuda_lstm.threads(tile),),
                         (*inputs, a, c, h, np.int64(batch), np.int64(units), np.int64(inner),
-                         x.dtype.type(0.5 * forget_bias)))
+                         x.dtype.type(0.5 * forget_bias), np.int64(_row_stride(x))))
         return a, c, h
 
     return _marked(step)
@@ -136,7 +146,8 @@ def lower_lstm_step_rec_grad(xp):
         tile = cuda_lstm.GRAD_TILE
         kernels["grad"]((cuda_lstm.grad_blocks(batch, units, tile),),
                         (cuda_lstm.threads(tile),),
-                        (*inputs, dz, dc_prev, np.int64(batch), np.int64(units)))
+                        (*inputs, dz, dc_prev, np.int64(batch), np.int64(units),
+                         np.int64(_row_stride(dy))))
         return dz, dc_prev
 
     return _marked(step_grad)
