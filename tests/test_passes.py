@@ -872,3 +872,29 @@ def test_row_stacks_share_only_runs_of_an_earlier_stack(backend):
     assert sizes == [2, 3, 4], sizes
     got, want = _both(backend, [a * 2.0, b * 3.0, c])
     _assert_same(got, want)
+
+
+def test_the_gradient_of_time_slices_of_a_batch_of_unknown_size_is_one_stack(backend):
+    """``x[:, t]`` for every t of an ``x`` of shape [None, T, n] (an RNN's steps): the
+    slices' gradients tile ``x``, and ``getitem`` gradients are exact (shaped like ``x``
+    at run time), so autodiff joins them into one stack instead of T zero-padded arrays
+    of ``x``'s size, each behind an ``unbroadcast``."""
+    rng = np.random.default_rng(10)
+    x = gf.placeholder(gf.float32, (None, 4, 3))
+    weights = [gf.constant(rng.standard_normal(3).astype(np.float32)) for _ in range(4)]
+    loss = gf.add_n([gf.reduce_sum(gf.square(x[:, t] * w)) for t, w in enumerate(weights)])
+    (dx,) = gf.gradients(loss, [x])
+    seen, pending = set(), [dx]
+    while pending:
+        node = pending.pop()
+        if node not in seen:
+            seen.add(node)
+            pending.extend(node.inputs)
+    assert not [n for n in seen if n.opdef.name == "getitem_grad"
+                or (n.opdef.name == "unbroadcast" and n.inputs[1] is x)]
+    feed = {x: rng.standard_normal((2, 4, 3)).astype(np.float32)}
+    with gf.Session(backend=backend) as sess:
+        got = sess.run(dx, feed)
+    want = np.stack([2 * feed[x][:, t] * np.asarray(w.op.attrs["value"].array) ** 2
+                     for t, w in enumerate(weights)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -102,8 +102,12 @@ def _getitem_grad_impl(xp, g, x, key):
     return out
 
 
+# exact_grad: getitem_grad is shaped like x at run time, so the gradient code need not
+# wrap it in an unbroadcast (which hid the slices of an RNN's [None, T, n] inputs from
+# autodiff's joining of slice gradients into one stack)
 register("getitem", _getitem_impl, _getitem_infer, lower=_getitem_lower, view=True,
-         grad=lambda n, g: [apply("getitem_grad", [g, n.inputs[0]], key=n.attrs["key"])])
+         grad=lambda n, g: [apply("getitem_grad", [g, n.inputs[0]], key=n.attrs["key"])],
+         exact_grad=True)
 register("getitem_grad", _getitem_grad_impl, lambda s, d, key: (s[1], d[0]),
          grad=lambda n, g: [apply("getitem", [g], key=n.attrs["key"]), None],
          shape_only_inputs=(1,))
