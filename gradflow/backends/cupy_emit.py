@@ -19,10 +19,8 @@ captured as one CUDA graph.
   gradients one kernel each (``gradflow.backends.cuda_pool``; one thread per window
   where the windows tile the images).
 - **Bias gradients** (``unbroadcast`` over leading axes) are column sums, one kernel
-  per pass (``gradflow.backends.cuda_columns``), where CuPy's ``sum`` took most of
-  the CNN step.
-- **log_softmax** over a row of up to 4,096 values is one row kernel
-  (``gradflow.backends.cuda_rows``), where CuPy's functions take six.
+  per pass (``gradflow.backends.cuda_columns``): CuPy's ``sum`` took most of the CNN.
+- **log_softmax** over rows of up to 4,096 values: one row kernel (``cuda_rows``).
 - **Matmuls** of 2-D float32/float64 operands go through nvmath-python's planned
   ``Matmul`` (``gradflow.backends.nvmath_matmul``): one plan per set of buffers,
   kept while the buffers are, and one with buffers of its own for operands that move
@@ -36,16 +34,9 @@ captured as one CUDA graph.
 - **Capture** (``CudaGraphCapturer``): the run is captured on the session's stream;
   the memory the capture allocates comes from CuPy's allocator (where the warm runs
   had theirs) and is kept with the graph: a value that is not in the arena keeps its
-  address on every replay. Host
-  work inside a run (an id check reading a value back) fails the capture, and the
-  plan runs uncaptured, saying why (``gradflow.capture``).
-
-On an H100 on 2026-11-26 (``benchmarks/gpu_check.sh``): every GPU test passes and the
-MLP, CNN and LSTM training steps are captured. Two fixes came from that run: operands
-outside the arena get staged matmul plans (``MatmulPlans``), and ``concat`` copies
-part by part (``lower_concat``). A later H100 run passed the window,
-pooling and LSTM kernels' GPU tests, and found broadcast matmul operands (now staged)
-and CuPy's slow sums over leading axes (now ``lower_unbroadcast``).
+  address on every replay. Host work inside a run (an id check reading a value back)
+  fails the capture; the plan runs uncaptured, saying why (``gradflow.capture``).
+  What the GPU runs found: ``docs/guide/performance.md``.
 """
 
 from __future__ import annotations
