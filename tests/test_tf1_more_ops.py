@@ -210,3 +210,45 @@ def test_random_flip_left_right_flips_about_half(backend):
     assert np.all(reversed_rows | np.all(out == [0, 1, 2], axis=1))
     assert 70 < reversed_rows.sum() < 130
     assert {tuple(s) for s in singles} == {(0, 1, 2), (2, 1, 0)}
+
+
+# -- two calls that stopped TF1 programs of others (issue 47) -----------------------------
+
+
+def test_integer_random_uniform_draws_integers_in_range_the_same_on_every_backend(backend):
+    graph = gf.Graph()
+    with graph.as_default():
+        gf.set_random_seed(4)
+        coins = gf.random_uniform([200], minval=0, maxval=2, dtype=gf.int32)
+        dice = gf.random_uniform([3, 50], minval=1, maxval=7, dtype=gf.int64)
+    with gf.Session(graph=graph, backend=backend) as sess:
+        got_coins, got_dice = sess.run([coins, dice])
+    with gf.Session(graph=graph, backend="numpy") as sess:
+        want_coins, want_dice = sess.run([coins, dice])
+    assert got_coins.dtype == np.int32 and got_dice.dtype == np.int64
+    assert set(got_coins.tolist()) == {0, 1} and set(got_dice.ravel().tolist()) == set(range(1, 7))
+    np.testing.assert_array_equal(got_coins, want_coins)
+    np.testing.assert_array_equal(got_dice, want_dice)
+
+
+@pytest.mark.parametrize("bounds, error, match", [
+    ({}, ValueError, "needs maxval"),
+    ({"maxval": 2.5}, TypeError, "must be Python integers"),
+    ({"minval": 3, "maxval": 3}, ValueError, r"minval < maxval within int32, got \[3, 3\)"),
+    ({"maxval": 2 ** 40}, ValueError, "within int32")])
+def test_integer_random_uniform_refuses_what_tf1_refuses(bounds, error, match):
+    with pytest.raises(error, match=match):
+        gf.random_uniform([2], dtype=gf.int32, **bounds)
+    with pytest.raises(TypeError, match="floating or integer, got bool"):
+        gf.random_uniform([2], dtype=gf.bool)
+
+
+def test_concat_of_one_tensor_is_that_tensor(backend):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with gf.Graph().as_default():
+        t = gf.constant(x)
+        joined, from_array = gf.concat(t, 1), gf.concat(x, 0)
+        with gf.Session(backend=backend) as sess:
+            got = sess.run([joined, from_array])
+    np.testing.assert_array_equal(got[0], x)
+    np.testing.assert_array_equal(got[1], x)

@@ -285,7 +285,10 @@ register("split_like", _split_like_impl,
 
 
 def concat(values, axis, name=None):
-    """Join tensors along an existing ``axis``."""
+    """Join tensors along an existing ``axis``. As in TF1, ``values`` that is not a list
+    or tuple (one tensor, one array) is a list of that one value."""
+    if not isinstance(values, (list, tuple)):
+        values = [values]
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("concat needs at least one tensor")

@@ -416,8 +416,14 @@ def _random(dist, shape, dtype, seed, name, **params):
     shift the standard distribution drawn on the host with graph ops, so the same seed
     gives the same numbers on every backend either way."""
     dtype = dtypes.as_dtype(dtype)
-    if not dtype.is_floating:
-        raise TypeError(f"{dist}: dtype must be floating, got {dtype.name}")
+    integer = dist == "random_uniform" and dtype.is_integer
+    if integer:
+        params = _integer_bounds(params, dtype)
+    elif not dtype.is_floating:
+        kinds = "floating or integer" if dist == "random_uniform" else "floating"
+        raise TypeError(f"{dist}: dtype must be {kinds}, got {dtype.name}")
+    elif params.get("maxval", 0.0) is None:
+        params = dict(params, maxval=1.0)
     static = _random_shape(shape, dist)
     if static is not None and None in static:
         raise ValueError(f"{dist}: the shape must be fully known, got {static}")
@@ -430,9 +436,10 @@ def _random(dist, shape, dtype, seed, name, **params):
         op_seed = len(graph.nodes)  # deterministic per position in the graph
     inputs, static = ([], static) if like is None else ([like], like.shape)
     if not tensors:
+        kind = int if integer else float
         return apply("random", inputs, name=name or dist, graph=graph, shape=static,
                      dtype=dtype, dist=dist, graph_seed=graph.seed, op_seed=op_seed,
-                     **{k: float(v) for k, v in params.items()})
+                     **{k: kind(v) for k, v in params.items()})
     from gradflow.ops.math_ops import add, multiply, subtract
 
     z = apply("random", inputs, name=dist, graph=graph, shape=static, dtype=dtype, dist=dist,
@@ -442,6 +449,25 @@ def _random(dist, shape, dtype, seed, name, **params):
         return add(p["minval"], multiply(subtract(p["maxval"], p["minval"]), z),
                    name=name or dist)
     return add(p["mean"], multiply(p["stddev"], z), name=name or dist)  # mean + stddev z
+
+
+def _integer_bounds(params, dtype):
+    """TF1's integer ``random_uniform``: ``maxval`` given, both bounds Python integers
+    with ``minval < maxval``, both within ``dtype``."""
+    low, high = params["minval"], params["maxval"]
+    if high is None:
+        raise ValueError(f"random_uniform: an integer dtype ({dtype.name}) needs maxval")
+    if _is_tensor_like(low) or _is_tensor_like(high) or isinstance(low, float) \
+            or isinstance(high, float):
+        raise TypeError(f"random_uniform: with dtype {dtype.name}, minval and maxval must "
+                        f"be Python integers, got {low!r} and {high!r}")
+    import numpy as np
+
+    info = np.iinfo(dtype.as_numpy_dtype)
+    if not info.min <= int(low) < int(high) <= info.max + 1:
+        raise ValueError(f"random_uniform: need minval < maxval within {dtype.name}, got "
+                         f"[{low}, {high})")
+    return {"minval": int(low), "maxval": int(high)}
 
 
 def _is_tensor_like(v) -> bool:
@@ -541,8 +567,10 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     return _random("truncated_normal", shape, dtype, seed, name, mean=mean, stddev=stddev)
 
 
-def random_uniform(shape, minval=0.0, maxval=1.0, dtype=dtypes.float32, seed=None, name=None):
-    """Uniform random numbers in ``[minval, maxval)`` (numbers or tensors)."""
+def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+    """Uniform random numbers in ``[minval, maxval)`` (numbers or tensors; ``maxval``
+    defaults to 1). With an integer ``dtype``, uniform integers: ``maxval`` is required
+    and both bounds are Python integers, as in TF1."""
     return _random("random_uniform", shape, dtype, seed, name, minval=minval, maxval=maxval)
 
 
@@ -571,7 +599,9 @@ def draw_host(rng, attrs, shape=None):
     if attrs["dist"] in HOST_DRAWS:
         return HOST_DRAWS[attrs["dist"]](rng, attrs)
     shape, dist = attrs["shape"] if shape is None else tuple(shape), attrs["dist"]
-    if dist == "random_uniform":
+    if dist == "random_uniform" and attrs["dtype"].is_integer:
+        out = rng.integers(attrs["minval"], attrs["maxval"], size=shape)
+    elif dist == "random_uniform":
         out = rng.uniform(attrs["minval"], attrs["maxval"], size=shape)
     elif dist == "random_normal":
         out = rng.normal(attrs["mean"], attrs["stddev"], size=shape)
