@@ -554,3 +554,37 @@ def test_a_draw_joins_the_one_fused_node_that_reads_it():
 
     for make in (fetched, twice):
         assert all("random" not in members for members in widened(make)), make.__name__
+
+
+@pytest.mark.parametrize("rows", [512, 509])  # blocks of 64 rows; 509 rows: no block size
+def test_a_large_ufunc_sequence_runs_a_block_of_rows_at_a_time_with_the_same_bits(
+        rows, monkeypatch):
+    """A transcendental program over a large output (BERT's GELU) runs its ufuncs on
+    blocks of rows that stay in the cache: the same ufuncs on the same elements, so the
+    same bits, for a full input, a bias along the rows, a value per row and a scalar,
+    with two outputs; rows with no block size run whole."""
+    rng = np.random.default_rng(11)
+    x = gf.placeholder(gf.float32, (rows, 512))
+    bias = gf.constant(rng.standard_normal(512).astype(np.float32))
+    per_row = gf.placeholder(gf.float32, (rows, 1))
+    inner = (x + bias) * per_row
+    y = 0.5 * inner * (1.0 + gf.tanh(0.79788456 * (inner + 0.044715 * inner * inner * inner)))
+    fetches = [y, gf.exp(inner * 0.1) - inner]  # two fused outputs of one program
+    feed = {x: rng.standard_normal((rows, 512)).astype(np.float32),
+            per_row: rng.standard_normal((rows, 1)).astype(np.float32)}
+    blocks = []
+    original = numpy_fused._blocked
+    monkeypatch.setattr(numpy_fused, "_blocked",
+                        lambda *a: blocks.append(original(*a)) or blocks[-1])
+
+    def run():
+        with gf.Session() as sess:
+            return [sess.run(fetches, feed) for _ in range(2)]  # the second into buffers
+
+    got = run()
+    monkeypatch.setattr(numpy_fused, "BLOCKED_MIN", 1 << 40)
+    want = run()
+    assert any(b is not None for b in blocks) == (rows == 512), blocks
+    for g_run, w_run in zip(got, want):
+        for g, w in zip(g_run, w_run):
+            np.testing.assert_array_equal(g, w)
