@@ -44,8 +44,11 @@ from gradflow.backends.numba_support import get_numba, load_kernel, on_team
 # once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
 MIN_KERNEL_SIZE = 2048
 # ... unless the program is this long: then one call beats a call per op at any size;
-# or it has several outputs (an optimizer's update of a variable and its slots): its
-# kernel, shared by every variable of the same update, then updates them in place.
+# or it has several outputs written to variables (``FusedProgram.updates``: an
+# optimizer's update of a variable and its slots): its kernel, shared by every variable
+# of the same update, then updates them in place. Other small programs of several
+# outputs (a forward keeping what its gradient reads) stay ufunc sequences: numba never
+# frees a compiled kernel (about 1 MB each), and the op specs alone made about 740.
 LONG_PROGRAM = 32
 # Outputs this large run on several threads where the pool is shared: a parallel region
 # costs a few microseconds; Adam's update of 262k floats takes about 130 us on one thread.
@@ -61,7 +64,7 @@ def lower_fused(program, fns, shape, in_turn):
     vectorizable = not any(m.opdef.transcendental for m in program.members)
     if vectorizable and shape is not None and None not in tuple(shape) and (
             math.prod(shape) >= MIN_KERNEL_SIZE or len(fns) >= LONG_PROGRAM
-            or len(program.outputs) > 1):
+            or (len(program.outputs) > 1 and program.updates)):
         kernel = _numba_kernel(program, tuple(int(d) for d in shape))
     if kernel is not None:
         return kernel

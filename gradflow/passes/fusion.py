@@ -36,6 +36,10 @@ class FusedProgram:
     num_inputs: int
     steps: tuple
     outputs: tuple
+    # whether an output is written to a variable (an optimizer's update of a variable
+    # and its slots): a backend may compile such a program at any size, since one kernel
+    # then serves every variable of the update
+    updates: bool = False
 
     @property
     def members(self):
@@ -74,7 +78,8 @@ def fuse_elementwise(graph) -> None:
         member_set = set(members)
         outputs = [m for m in members if m in fetched or any(
             r not in member_set for r in readers.get(m, ()))]
-        fused, outs = _fused_node(members, member_set, outputs)
+        updates = any(r.opdef.kind == "assign" for m in outputs for r in readers.get(m, ()))
+        fused, outs = _fused_node(members, member_set, outputs, updates)
         made.append(fused)
         made.extend(outs)
         mapping.update(zip(outputs, outs))
@@ -176,7 +181,7 @@ def _widen(node, extra, readers, mapping, made):
     control = list(node.control_inputs)
     for member in extra:
         control.extend(c for c in member.control_inputs if c not in taken and c not in control)
-    fused, outs = _node_of(members, inputs, tuple(steps), outputs, control)
+    fused, outs = _node_of(members, inputs, tuple(steps), outputs, control, program.updates)
     made.append(fused)
     if len(outputs) == 1:
         mapping[node] = fused
@@ -271,7 +276,7 @@ def _reaches(starts, targets, readers, position, limit):
     return False
 
 
-def _fused_node(members, member_set, outputs):
+def _fused_node(members, member_set, outputs, updates=False):
     """The fused node of one group, and the node standing for each of ``outputs``."""
     inputs = []
     for member in members:
@@ -283,13 +288,14 @@ def _fused_node(members, member_set, outputs):
     for member in members:
         control.extend(c for c in member.control_inputs
                        if c not in member_set and c not in control)
-    return _node_of(members, inputs, steps, [members.index(o) for o in outputs], control)
+    return _node_of(members, inputs, steps, [members.index(o) for o in outputs], control,
+                    updates)
 
 
-def _node_of(members, inputs, steps, outputs, control):
+def _node_of(members, inputs, steps, outputs, control, updates=False):
     """The fused node running ``steps`` over ``inputs``, returning the steps ``outputs``,
     and the node standing for each output."""
-    program = FusedProgram(len(inputs), steps, tuple(outputs))
+    program = FusedProgram(len(inputs), steps, tuple(outputs), updates)
     root = members[-1]
     single = len(outputs) == 1
     head = members[outputs[0]] if single else root
