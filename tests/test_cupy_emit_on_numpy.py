@@ -1,6 +1,6 @@
 """Parts of the CuPy backend's emitter that capture needs, run on NumPy.
 
-The per-buffer matmul plans (``cupy_emit.MatmulPlans``), with a stand-in plan: an
+The per-buffer matmul plans (``cupy_matmul.MatmulPlans``), with a stand-in plan: an
 operand that lives somewhere new on every run (a copy a reshape made) gets a staged
 plan on the second run, so the third run, a capture, finds one. ``lower_concat``
 copies each part into ``out`` (CuPy's own concatenation sends the parts' addresses
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradflow.backends.cupy_emit import MAX_MATMUL_PLANS, MatmulPlans
+from gradflow.backends.cupy_matmul import MAX_MATMUL_PLANS, MatmulPlans
 from gradflow.capture import NotCapturable
 
 
@@ -28,8 +28,8 @@ class _Product:
         _Product.made += 1
 
     def execute(self):
-        a = self.a.T if self.ta else self.a
-        b = self.b.T if self.tb else self.b
+        a = self.a.swapaxes(-1, -2) if self.ta else self.a
+        b = self.b.swapaxes(-1, -2) if self.tb else self.b
         np.matmul(a, b, out=self.out)
         return self.out
 
@@ -57,6 +57,33 @@ def test_steady_buffers_make_one_plan_and_a_capture_reuses_it():
         a[...] = rng.random(a.shape)
         np.testing.assert_allclose(plans(a, b, out, False, True), a @ b.T)
     assert len(plans.exact) == 1 and not plans.staged
+
+
+def test_batched_products_of_one_batch_shape_are_planned_too():
+    """Attention's 4-D products (a batch of heads) take a plan like matrices do."""
+    capturing = [False]
+    plans = _plans(capturing)
+    rng = np.random.default_rng(2)
+    a, b = rng.random((2, 3, 6, 4)), rng.random((2, 3, 5, 4))
+    out = np.empty((2, 3, 6, 5))
+    for run in range(3):
+        capturing[0] = run == 2
+        a[...] = rng.random(a.shape)
+        np.testing.assert_allclose(plans(a, b, out, False, True), a @ b.swapaxes(-1, -2))
+    assert len(plans.exact) == 1 and not plans.staged
+
+
+@pytest.mark.parametrize("view, takes", [
+    (lambda x: x, True), (lambda x: x.swapaxes(-1, -2), True),
+    (lambda x: x[:, ::2], True),  # every other matrix: one strided batch axis
+    (lambda x: x[::2, ::2], False),  # two batch axes that do not merge
+    (lambda x: np.broadcast_to(x[:1], x.shape), False),  # a broadcast batch
+    (lambda x: x[..., ::2, :], False)])  # rows with gaps: a matrix reaches into the next
+def test_the_blas_layout_of_batches(view, takes):
+    from gradflow.backends.cupy_matmul import blas_layout
+
+    x = np.zeros((4, 4, 3, 5), np.float32)
+    assert blas_layout(view(x)) is takes
 
 
 @pytest.mark.parametrize("moving", ["a", "out", "a and out"])

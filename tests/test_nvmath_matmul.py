@@ -29,8 +29,10 @@ def test_planned_matmul_life_on_the_cpu_matches_numpy():
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     lines = done.stdout.splitlines()
-    # 2 dtypes x 4 transpose pairs x bias or not x 2 shapes, 3 edge shapes, free
-    assert len(lines) == 2 * 4 * 2 * 2 + 3 + 1 and all(x.startswith("ok ") for x in lines)
+    # 2 dtypes x 4 transpose pairs x bias or not x 2 shapes, 2 x 4 batched, 3 edge
+    # shapes, free
+    assert len(lines) == 2 * 4 * 2 * 2 + 2 * 4 + 3 + 1 \
+        and all(x.startswith("ok ") for x in lines)
 
 
 @pytest.mark.parametrize("a, b, out, bias, kwargs, message", [
@@ -38,6 +40,8 @@ def test_planned_matmul_life_on_the_cpu_matches_numpy():
     ((2, 3), (3, 4), (4, 2), None, {}, "out has shape (4, 2), the product has (2, 4)"),
     ((2, 3), (3, 4), (2, 4), (2,), {}, "bias has shape (2,)"),
     ((2, 3, 1), (3, 4), (2, 4), None, {}, "a has shape (2, 3, 1)"),
+    ((2, 2, 3), (3, 2, 4), (2, 2, 4), None, {}, "b has shape (3, 2, 4)"),  # other batch
+    ((2, 2, 3), (2, 3, 4), (2, 2, 4), (4,), {}, "a has shape (2, 2, 3)"),  # batch and bias
 ])
 def test_buffers_that_do_not_fit_are_refused_by_name(a, b, out, bias, kwargs, message):
     arrays = [np.zeros(s, np.float32) if s else None for s in (a, b, out, bias)]

@@ -74,3 +74,35 @@ def test_a_captured_planned_matmul_replays_with_new_contents(allow_tf32):
             np.testing.assert_allclose(cp.asnumpy(out), _reference(a, b, False, True, bias),
                                        rtol=tol, atol=tol * 25)
     mm.free()
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_a_batched_planned_matmul_matches_and_replays_captured(ta, tb):
+    """Attention's products: [16, 2, 128, 64] batches of matrices, either transposed,
+    planned once, against a float64 product, then replayed inside a stream capture."""
+    rng = cp.random.default_rng(3)
+    batch, m, k, n = (16, 2), 128, 64, 128
+    a = rng.standard_normal(batch + ((k, m) if ta else (m, k)), dtype="float32")
+    b = rng.standard_normal(batch + ((n, k) if tb else (k, n)), dtype="float32")
+    out = cp.full(batch + (m, n), cp.nan, "float32")
+
+    def want():
+        x = cp.asnumpy(a).astype(np.float64)
+        y = cp.asnumpy(b).astype(np.float64)
+        return (x.swapaxes(-1, -2) if ta else x) @ (y.swapaxes(-1, -2) if tb else y)
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        mm = PlannedMatmul(a, b, out, transpose_a=ta, transpose_b=tb, stream=stream)
+        assert mm.execute() is out
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(out), want(), rtol=1e-4, atol=1e-3)
+        stream.begin_capture()
+        mm.execute()
+        graph = stream.end_capture()
+        a[...] = rng.standard_normal(a.shape, dtype="float32")
+        stream.synchronize()
+        graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(out), want(), rtol=1e-4, atol=1e-3)
+    mm.free()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from gradflow.backends import cupy_emit, cupy_random, cupy_rnn
+from gradflow.backends import cupy_emit, cupy_matmul, cupy_random, cupy_rnn
 from gradflow.backends.base import Backend
 from gradflow.capture import CaptureGate
 from gradflow.ops.index_ops import bind_gather_grad
@@ -40,7 +40,7 @@ class CupyBackend(Backend):
         super().__init__(xp, device, overrides)
         self._stream = None
         self.gate = CaptureGate()  # copies in and out wait while a thread captures
-        self.overrides.setdefault("matmul", cupy_emit.lower_matmul(self))
+        self.overrides.setdefault("matmul", cupy_matmul.lower_matmul(self))
         for op, lower in cupy_emit.conv_lowerings(self).items():
             self.overrides.setdefault(op, lower)
 

@@ -56,16 +56,24 @@ def unavailable_reason():
 
 
 def result_shape(a_shape, b_shape, transpose_a=False, transpose_b=False):
-    """``(M, N)`` of ``op(a) @ op(b)``, checking that the inner extents agree."""
-    m, k = (a_shape[1], a_shape[0]) if transpose_a else tuple(a_shape)
-    k2, n = (b_shape[1], b_shape[0]) if transpose_b else tuple(b_shape)
+    """``(..., M, N)`` of ``op(a) @ op(b)`` (the same leading batch extents, if any),
+    checking that the inner extents agree."""
+    batch, a_shape, b_shape = tuple(a_shape[:-2]), tuple(a_shape[-2:]), tuple(b_shape[-2:])
+    m, k = (a_shape[1], a_shape[0]) if transpose_a else a_shape
+    k2, n = (b_shape[1], b_shape[0]) if transpose_b else b_shape
     if k != k2:
         raise ValueError(f"matmul: inner dimensions differ: op(a) is {m}x{k}, op(b) is {k2}x{n}")
-    return m, n
+    return batch + (m, n)
+
+
+def _mT(x):
+    """``x`` with its last two axes swapped (a matrix, or each matrix of a batch)."""
+    return x.swapaxes(-1, -2)
 
 
 class PlannedMatmul:
-    """``out = op(a) @ op(b) (+ bias)`` planned once on fixed 2-D buffers; see the module doc.
+    """``out = op(a) @ op(b) (+ bias)`` planned once on fixed buffers: matrices, or (without
+    bias) batches of matrices of one batch shape; see the module doc.
 
     ``execute()`` reads the arrays' current contents and returns ``out`` itself.
     ``stream`` (CuPy only) is the stream the product is planned and executed on;
@@ -79,8 +87,8 @@ class PlannedMatmul:
         self.stream = stream
         self.on_gpu = type(out).__module__.split(".")[0] == "cupy"
         self._check(transpose_a, transpose_b)
-        op_a = a.T if transpose_a else a
-        op_b = b.T if transpose_b else b
+        op_a = _mT(a) if transpose_a else a
+        op_b = _mT(b) if transpose_b else b
         self._mm = None
         self.captured = False  # executed inside a CUDA graph capture
         if 0 in op_a.shape or 0 in op_b.shape:
@@ -106,14 +114,17 @@ class PlannedMatmul:
             if str(array.dtype) != str(self.out.dtype) or str(array.dtype) not in allowed:
                 raise TypeError(f"matmul through nvmath-python: {name} is {array.dtype}; all "
                                 f"arrays must share one dtype of {', '.join(allowed)}")
-            if array.ndim != (1 if name == "bias" else 2):
+            rank = 1 if name == "bias" else (2 if self.bias is not None else self.out.ndim)
+            if array.ndim != rank or (name != "bias" and (
+                    rank < 2 or tuple(array.shape[:-2]) != tuple(self.out.shape[:-2]))):
                 raise ValueError(f"matmul through nvmath-python: {name} has shape "
-                                 f"{tuple(array.shape)}; a, b and out are matrices, bias a vector")
+                                 f"{tuple(array.shape)}; a, b and out are matrices (or "
+                                 f"batches of one shape, without bias), bias a vector")
         shape = result_shape(self.a.shape, self.b.shape, transpose_a, transpose_b)
         if tuple(self.out.shape) != shape:
             raise ValueError(f"matmul through nvmath-python: out has shape {tuple(self.out.shape)}"
                              f", the product has {shape}")
-        if self.bias is not None and tuple(self.bias.shape) != shape[1:]:
+        if self.bias is not None and tuple(self.bias.shape) != shape[-1:]:
             raise ValueError(f"matmul through nvmath-python: bias has shape "
                              f"{tuple(self.bias.shape)}, the product's rows have {shape[1]}")
         if not self.out.flags.c_contiguous:
@@ -128,7 +139,7 @@ class PlannedMatmul:
             self.captured = self.captured or _stream(self.stream).is_capturing()
             result = self._mm.execute(stream=self.stream)
             if self._copies:
-                self.out.T[...] = result  # out.T is the problem's column-major result
+                _mT(self.out)[...] = result  # the problem's column-major result
         else:
             if self.bias is not None:
                 self.out[...] = self.bias
@@ -198,11 +209,12 @@ def _cuda_matmul(op_a, op_b, out, bias, allow_tf32, stream, inplace=True):
     options = {"inplace": True} if inplace else {}
     if allow_tf32 and str(out.dtype) == "float32":
         options["compute_type"] = MatmulComputeType.COMPUTE_32F_FAST_TF32
-    # out.T = op(b).T @ op(a).T: column-major out.T, bias along its rows
+    # out^T = op(b)^T @ op(a)^T (of each matrix of a batch): column-major out^T, the
+    # bias along its rows
     if inplace:
-        mm = Matmul(op_b.T, op_a.T, c=out.T, beta=0.0, options=options, stream=stream)
+        mm = Matmul(_mT(op_b), _mT(op_a), c=_mT(out), beta=0.0, options=options, stream=stream)
     else:  # the reference's form: a result array of nvmath's own
-        mm = Matmul(op_b.T, op_a.T, options=options, stream=stream)
+        mm = Matmul(_mT(op_b), _mT(op_a), options=options, stream=stream)
     if bias is None:
         mm.plan(stream=stream)
     else:
