@@ -31,200 +31,16 @@ nothing; any other failure of a row is printed in that row and the run goes on.
 from __future__ import annotations
 
 import argparse
-import inspect
 import logging
-import math
 import os
-import re
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import gpu_common as common  # noqa: E402
 import numpy as np  # noqa: E402
-
-import gradflow as gf  # noqa: E402
-from gradflow.backends import cupy as cupy_backend  # noqa: E402
-
-NO_GPU_EXIT = 0
-BACKEND = "cupy"  # the tests run the gradflow rows on "numpy" to check the script itself
-TOP = 0  # --top: how many of each row's kernels to list by GPU time
-ROWS = ()  # --rows: regular expressions; a row runs if its name matches one (none: all)
-
-
-def no_gpu_reason():
-    """Why this machine cannot run the benchmark, or None."""
-    return cupy_backend.unavailable_reason("cuda")
-
-
-def sync():
-    if BACKEND == "cupy":
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-    torch = _torch_cuda()
-    if torch is not None:
-        torch.cuda.synchronize()
-
-
-def _torch_cuda():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
-# -- measuring ---------------------------------------------------------------------------
-
-
-def time_step(step, seconds, rounds=5):
-    """``(ms per step, host CPU ms per step)``: the best of ``rounds`` synchronized rounds."""
-    step()
-    step()
-    sync()
-    t = time.perf_counter()
-    step()
-    sync()
-    once = max(time.perf_counter() - t, 1e-6)
-    n = max(1, int(seconds / rounds / once))
-    best, host = math.inf, math.inf
-    for _ in range(rounds):
-        t, c = time.perf_counter(), time.process_time()
-        for _ in range(n):
-            step()
-        cpu = time.process_time() - c
-        sync()
-        best = min(best, (time.perf_counter() - t) / n * 1e3)
-        host = min(host, cpu / n * 1e3)
-    return best, host
-
-
-def kernels_per_step(step, n=5):
-    """``(kernels and copies per step, [(GPU us per step, kernel name, launches per step)]
-    most GPU time first)`` as
-    CUPTI records them (torch.profiler), or None without PyTorch's CUDA build."""
-    torch = _torch_cuda()
-    if torch is None:
-        return None
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    sync()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            step()
-        sync()
-    times = {}
-    for e in prof.events():
-        if e.device_type == DeviceType.CUDA:
-            times.setdefault(e.name, []).append(e.time_range.elapsed_us())
-    count = sum(len(t) for t in times.values()) / n
-    return count, sorted(((sum(t) / n, name, len(t) / n) for name, t in times.items()),
-                         reverse=True)
-
-
-def report(group, name, make, seconds):
-    """Build a step with ``make()`` (None: not available here) and print its row, and
-    under it the ``TOP`` kernels with the most GPU time per step."""
-    label = f"{group:<14} {name:<34}"
-    if ROWS and not any(re.fullmatch(pattern, name) for pattern in ROWS):
-        return None
-    try:
-        step = make()
-        if step is None:
-            print(f"{label} not available", flush=True)
-            return None
-        ms, host = time_step(step, seconds)
-        profiled = kernels_per_step(step)
-        kernels = "-" if profiled is None else f"{profiled[0]:.0f}"
-        print(f"{label} {ms:9.3f} {kernels:>12} {host:9.3f}", flush=True)
-        for us, kernel, launches in [] if profiled is None else profiled[1][:TOP]:
-            print(f"    {us:9.1f} us {launches:6.0f}x  {kernel[:100]}", flush=True)
-        return ms
-    except Exception as err:  # one failed row must not end the run
-        print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
-        traceback.print_exc(limit=4, file=sys.stdout)
-        return None
-
-
-# -- gradflow ---------------------------------------------------------------------------
-
-
-def gradflow_variants():
-    """``{row name: (optimize, session options)}`` of the gradflow rows this Session has."""
-    params = inspect.signature(gf.Session).parameters
-    rows = {f"gradflow {BACKEND}": (True, {})}
-    if "capture" in params:
-        rows[f"gradflow {BACKEND} capture=False"] = (True, {"capture": False})
-    if "allow_tf32" in params:
-        rows[f"gradflow {BACKEND} TF32"] = (True, {"allow_tf32": True})
-    rows[f"gradflow {BACKEND} optimize=False"] = (False, {})
-    return rows
-
-
-def device_feeds(*arrays):
-    """The feeds as arrays of the gradflow rows' backend (on the GPU: no copy per step)."""
-    if BACKEND != "cupy":
-        return list(arrays)
-    import cupy
-
-    return [cupy.asarray(a) for a in arrays]
-
-
-# -- PyTorch ----------------------------------------------------------------------------
-
-
-def torch_variants(make_model, x, y, loss_of, compile_too):
-    """``{row name: maker}`` of the PyTorch rows of one model: each maker builds a fresh
-    model (``make_model()`` on the GPU) and returns its step. ``loss_of(model, x, y)``."""
-    torch = _torch_cuda()
-    if torch is None:
-        return {}
-
-    def train_step(model, opt):
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_of(model, x, y).backward()
-            opt.step()
-
-        return step
-
-    def plain(fused, compiled=False):
-        model = make_model().cuda()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused)
-        return train_step(torch.compile(model) if compiled else model, opt)
-
-    def graphed():
-        model = make_model().cuda()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True, capturable=True)
-        warm_up = train_step(model, opt)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):  # on a side stream, as torch.cuda.graph asks
-                warm_up()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        opt.zero_grad(set_to_none=True)  # the gradients then live in the graph's pool
-        with torch.cuda.graph(graph):
-            loss_of(model, x, y).backward()
-            opt.step()
-        return graph.replay
-
-    rows = {"PyTorch eager": lambda: plain(None), "PyTorch fused Adam": lambda: plain(True),
-            "PyTorch CUDA graph": graphed}
-    if compile_too:
-        rows["torch.compile"] = lambda: plain(True, compiled=True)
-    return rows
-
-
-def _cross_entropy(model, x, y):
-    import torch
-
-    return torch.nn.functional.cross_entropy(model(x), y)
-
 
 # -- the models -------------------------------------------------------------------------
 
@@ -233,16 +49,16 @@ def classifier_rows(group, module, x, y, torch_x, seconds, compile_too):
     """The gradflow and PyTorch rows of an MNIST benchmark module (``mnist_mlp``,
     ``mnist_cnn``) on images ``x`` (``torch_x``: the same in PyTorch's layout)."""
     weights = module.init_weights()
-    xd, yd = device_feeds(x, y)
-    for name, (optimize, options) in gradflow_variants().items():
-        report(group, name, lambda: module.gradflow_step(
-            weights, xd, yd, BACKEND, optimize=optimize, session_options=options), seconds)
-    torch = _torch_cuda()
+    xd, yd = common.device_feeds(x, y)
+    for name, (optimize, options) in common.gradflow_variants().items():
+        common.report(group, name, lambda: module.gradflow_step(
+            weights, xd, yd, common.BACKEND, optimize=optimize, session_options=options), seconds)
+    torch = common._torch_cuda()
     if torch is not None:
         xt, yt = torch.from_numpy(torch_x).cuda(), torch.from_numpy(y).cuda()
-        for name, make in torch_variants(lambda: module.torch_model(weights), xt, yt,
-                                         _cross_entropy, compile_too).items():
-            report(group, name, make, seconds)
+        for name, make in common.torch_variants(lambda: module.torch_model(weights), xt, yt,
+                                                common._cross_entropy, compile_too).items():
+            common.report(group, name, make, seconds)
     return weights
 
 
@@ -254,7 +70,7 @@ def mlp_rows(batch, seconds, compile_too):
     y = rng.integers(0, 10, batch).astype(np.int64)
     group = f"MLP b={batch}"
     weights = classifier_rows(group, mnist_mlp, x, y, x, seconds, compile_too)
-    report(group, "JAX jit", lambda: _jax_mlp(weights, x, y), seconds)
+    common.report(group, "JAX jit", lambda: _jax_mlp(weights, x, y), seconds)
 
 
 def _jax_mlp(weights, x, y):
@@ -365,8 +181,8 @@ def lstm_rows(seconds, compile_too):
     y = rng.integers(0, lstm_step.VOCAB, (lstm_step.BATCH, lstm_step.STEPS)).astype(np.int32)
     weights = lstm_step.init_weights()
     group = "char-LSTM"
-    xd, yd = device_feeds(x, y)
-    if BACKEND == "cupy":
+    xd, yd = common.device_feeds(x, y)
+    if common.BACKEND == "cupy":
         from gradflow.backends import cuda_lstm
 
         step_tile, grad_tile = lstm_tile_rows()
@@ -374,13 +190,15 @@ def lstm_rows(seconds, compile_too):
         cuda_lstm.GRAD_TILE = grad_tile or cuda_lstm.GRAD_TILE
         print(f"    (the gradflow rows run the recurrent kernels with tiles "
               f"{cuda_lstm.STEP_TILE} and {cuda_lstm.GRAD_TILE})", flush=True)
-    for name, (optimize, options) in gradflow_variants().items():
-        report(group, name, lambda: lstm_step.gradflow_step(
-            weights, xd, yd, BACKEND, optimize=optimize, session_options=options)[0], seconds)
-    if BACKEND == "cupy":
-        report(group, f"gradflow {BACKEND} steps op by op",
-               lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd, BACKEND)), seconds)
-    torch = _torch_cuda()
+    for name, (optimize, options) in common.gradflow_variants().items():
+        common.report(group, name, lambda: lstm_step.gradflow_step(
+            weights, xd, yd, common.BACKEND, optimize=optimize,
+            session_options=options)[0], seconds)
+    if common.BACKEND == "cupy":
+        common.report(group, f"gradflow {common.BACKEND} steps op by op",
+                      lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd,
+                                                                common.BACKEND)), seconds)
+    torch = common._torch_cuda()
     if torch is None:
         return
     xt = torch.from_numpy(x.astype(np.int64)).cuda()
@@ -391,10 +209,10 @@ def lstm_rows(seconds, compile_too):
         return torch.nn.functional.cross_entropy(logits.reshape(-1, lstm_step.VOCAB),
                                                  targets.reshape(-1))
 
-    rows = torch_variants(lstm_step.torch_nn_model, xt, yt, loss_of, compile_too)
+    rows = common.torch_variants(lstm_step.torch_nn_model, xt, yt, loss_of, compile_too)
     for name, make in rows.items():
-        report(group, name.replace("PyTorch", "PyTorch nn.LSTM"), make, seconds)
-    report(group, "PyTorch cell loop eager",
+        common.report(group, name.replace("PyTorch", "PyTorch nn.LSTM"), make, seconds)
+    common.report(group, "PyTorch cell loop eager",
            lambda: lstm_step.torch_loop_step(weights, x, y, device="cuda")[0], seconds)
 
 
@@ -425,7 +243,7 @@ def epoch_rows():
 
     def gradflow_epoch(optimize, options):
         step = mnist_mlp.gradflow_step(weights, data_x[:EPOCH_BATCH], data_y[:EPOCH_BATCH],
-                                       BACKEND, optimize=optimize, session_options=options)
+                                       common.BACKEND, optimize=optimize, session_options=options)
         sess, train, xp, yp = step.parts
 
         def run():
@@ -436,9 +254,9 @@ def epoch_rows():
 
         return run
 
-    for name, (optimize, options) in gradflow_variants().items():
+    for name, (optimize, options) in common.gradflow_variants().items():
         _report_epoch(name, lambda: gradflow_epoch(optimize, options))
-    torch = _torch_cuda()
+    torch = common._torch_cuda()
     if torch is None:
         return
     tx = torch.as_tensor(data_x, device="cuda")
@@ -453,7 +271,7 @@ def epoch_rows():
             for i in range(steps):
                 take = order[i * EPOCH_BATCH:(i + 1) * EPOCH_BATCH]
                 opt.zero_grad(set_to_none=True)
-                _cross_entropy(model, tx[take], ty[take]).backward()
+                common._cross_entropy(model, tx[take], ty[take]).backward()
                 opt.step()
 
         return run
@@ -466,10 +284,10 @@ def _report_epoch(name, make):
     try:
         run = make()
         run()  # warm-up epoch: plans, captures, compiles
-        sync()
+        common.sync()
         t = time.perf_counter()
         run()
-        sync()
+        common.sync()
         print(f"{label} {time.perf_counter() - t:9.3f} s", flush=True)
     except Exception as err:
         print(f"{label} FAILED: {type(err).__name__}: {err}", flush=True)
@@ -477,28 +295,6 @@ def _report_epoch(name, make):
 
 
 # -- main -------------------------------------------------------------------------------
-
-
-def header():
-    import cupy
-
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    lines = [f"GPU: {name}",
-             f"CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}, "
-             f"driver {cupy.cuda.runtime.driverGetVersion()}",
-             f"CuPy {cupy.__version__}, NumPy {np.__version__}, Python {sys.version.split()[0]}"]
-    for module in ("nvmath", "torch", "jax"):
-        try:
-            version = __import__(module).__version__
-        except ImportError:
-            version = "not installed"
-        lines.append(f"{module}: {version}")
-    torch = _torch_cuda()
-    if torch is not None:
-        lines.append(f"torch CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")
-    lines.append(f"gradflow Session options: {', '.join(gradflow_variants())}")
-    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -512,15 +308,12 @@ def main(argv=None):
     parser.add_argument("--rows", nargs="+", default=(), metavar="REGEX",
                         help="only the rows whose names match one of these in full")
     args = parser.parse_args(argv)
-    global TOP, ROWS
-    TOP, ROWS = args.top, tuple(args.rows)
-    # the row modules (rnn_models, gpu_transformer) import "gpu": this module, options set
-    sys.modules.setdefault("gpu", sys.modules[__name__])
-    reason = no_gpu_reason()
+    common.TOP, common.ROWS = args.top, tuple(args.rows)
+    reason = common.no_gpu_reason()
     if reason is not None:
         print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
-        return NO_GPU_EXIT
-    print(header())
+        return common.NO_GPU_EXIT
+    print(common.header())
     # each plan's capture, or why it runs uncaptured, as a line under the row it ran in
     capture_log = logging.getLogger("gradflow.capture")
     handler = logging.StreamHandler(sys.stdout)
@@ -541,7 +334,7 @@ def main(argv=None):
     if "rnn" in args.only:  # GRU, a 2-layer stack, bidirectional, run-time length
         import rnn_models
 
-        rnn_models.gpu_rows(sys.modules[__name__], args.seconds, compile_too)
+        rnn_models.gpu_rows(common, args.seconds, compile_too)
     if "transformer" in args.only:
         import gpu_transformer
 

@@ -32,7 +32,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gpu  # noqa: E402
+import gpu_common as gpu  # noqa: E402
 import numpy as np  # noqa: E402
 import transformer  # noqa: E402
 

@@ -562,7 +562,7 @@ def main(argv=None):
 
 def _main_gpu(args, only):
     """``gpu_rows`` under ``gpu.py``'s header and columns; exits 0 without a CUDA GPU."""
-    import gpu
+    import gpu_common as gpu
 
     reason = gpu.no_gpu_reason()
     if reason is not None:

@@ -34,7 +34,7 @@ def test_without_a_gpu_it_says_why_and_exits_0():
 def benchmark_modules(monkeypatch):
     """benchmarks/ first on sys.path, and its module names (examples/ has a mnist_mlp too)
     free while the test runs and given back as they were after it."""
-    names = ("gpu", "timing", "mnist_mlp", "mnist_cnn", "lstm_step")
+    names = ("gpu", "gpu_common", "timing", "mnist_mlp", "mnist_cnn", "lstm_step")
     saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     monkeypatch.syspath_prepend(BENCHMARKS)
     yield
@@ -45,9 +45,10 @@ def benchmark_modules(monkeypatch):
 
 def test_the_gradflow_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
     gpu = importlib.import_module("gpu")
-    monkeypatch.setattr(gpu, "BACKEND", "numpy")
-    monkeypatch.setattr(gpu, "_torch_cuda", lambda: None)
-    monkeypatch.setattr(gpu, "kernels_per_step", lambda step: None)
+    common = importlib.import_module("gpu_common")
+    monkeypatch.setattr(common, "BACKEND", "numpy")
+    monkeypatch.setattr(common, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(common, "kernels_per_step", lambda step: None)
     gpu.mlp_rows(8, 0.02, compile_too=False)
     gpu.cnn_rows(2, 0.02, compile_too=False)
     out = capsys.readouterr().out

@@ -30,7 +30,7 @@ def _cuda_reason():
 def benchmark_modules(monkeypatch):
     """benchmarks/ first on sys.path, and its module names free while the test runs and
     given back as they were after it."""
-    names = ("gpu", "gpu_transformer", "transformer", "conv", "timing", "mnist_mlp",
+    names = ("gpu", "gpu_common", "gpu_transformer", "transformer", "conv", "timing", "mnist_mlp",
              "mnist_cnn", "lstm_step")
     saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     monkeypatch.syspath_prepend(BENCHMARKS)
@@ -41,16 +41,16 @@ def benchmark_modules(monkeypatch):
 
 
 def test_the_encoder_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
-    gpu = importlib.import_module("gpu")
-    monkeypatch.setattr(gpu, "BACKEND", "numpy")
-    monkeypatch.setattr(gpu, "_torch_cuda", lambda: None)
-    monkeypatch.setattr(gpu, "kernels_per_step", lambda step: None)
+    common = importlib.import_module("gpu_common")
+    monkeypatch.setattr(common, "BACKEND", "numpy")
+    monkeypatch.setattr(common, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(common, "kernels_per_step", lambda step: None)
     bench = importlib.import_module("gpu_transformer")
     bench.transformer_rows(0.01, compile_too=False, sizes=TINY)
     out = capsys.readouterr().out
     assert "FAILED" not in out, out
     rows = [line.split() for line in out.splitlines() if line.startswith("BERT w=64 ")]
-    assert {" ".join(r[2:-3]) for r in rows} == set(gpu.gradflow_variants()), out
+    assert {" ".join(r[2:-3]) for r in rows} == set(common.gradflow_variants()), out
     for row in rows:
         assert float(row[-3]) > 0 and row[-2] == "-" and float(row[-1]) >= 0, row
     rates = [line.split() for line in out.splitlines() if line.endswith(" tokens/s")]

@@ -97,11 +97,11 @@ def test_cpu_rows_time_every_model(rnn_models, capsys):
 
 
 def test_gpu_rows_run_on_numpy(rnn_models, monkeypatch, capsys):
-    gpu = importlib.import_module("gpu")
-    monkeypatch.setattr(gpu, "BACKEND", "numpy")
-    monkeypatch.setattr(gpu, "_torch_cuda", lambda: None)
-    monkeypatch.setattr(gpu, "kernels_per_step", lambda step: None)
-    rnn_models.gpu_rows(gpu, 0.02, compile_too=False)
+    common = importlib.import_module("gpu_common")
+    monkeypatch.setattr(common, "BACKEND", "numpy")
+    monkeypatch.setattr(common, "_torch_cuda", lambda: None)
+    monkeypatch.setattr(common, "kernels_per_step", lambda step: None)
+    rnn_models.gpu_rows(common, 0.02, compile_too=False)
     out = capsys.readouterr().out
     assert "FAILED" not in out, out
     groups = {"GRU": 0, "LSTM x2": 0, "biLSTM": 0, "LSTM dyn": 0}
