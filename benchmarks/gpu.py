@@ -31,7 +31,6 @@ nothing; any other failure of a row is printed in that row and the run goes on.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -314,14 +313,7 @@ def main(argv=None):
         print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
         return common.NO_GPU_EXIT
     print(common.header())
-    # each plan's capture, or why it runs uncaptured, as a line under the row it ran in
-    capture_log = logging.getLogger("gradflow.capture")
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("    (capture) %(message)s"))
-    capture_log.addHandler(handler)
-    capture_log.setLevel(logging.DEBUG)
-    print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
-          f"{'host ms':>9}", flush=True)
+    common.start_table()
     compile_too = not args.skip_compile
     if "mlp" in args.only:
         for batch in (128, 1024):

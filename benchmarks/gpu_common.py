@@ -8,6 +8,7 @@ the machine's header. ``BACKEND`` is the gradflow rows' backend (the tests set
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import re
 import sys
@@ -218,3 +219,15 @@ def header():
         lines.append(f"torch CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")
     lines.append(f"gradflow Session options: {', '.join(gradflow_variants())}")
     return "\n".join(lines)
+
+
+def start_table():
+    """Print the rows' column names, and have each plan's capture (or why it runs
+    uncaptured) printed as a line under the row it ran in."""
+    capture_log = logging.getLogger("gradflow.capture")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("    (capture) %(message)s"))
+    capture_log.addHandler(handler)
+    capture_log.setLevel(logging.DEBUG)
+    print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
+          f"{'host ms':>9}", flush=True)

@@ -25,7 +25,6 @@ nothing; any other failure of a row is printed in that row and the run goes on.
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import os
 import sys
@@ -177,13 +176,7 @@ def main(argv=None):
               f"{reason}")
         return gpu.NO_GPU_EXIT
     print(gpu.header())
-    capture_log = logging.getLogger("gradflow.capture")
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("    (capture) %(message)s"))
-    capture_log.addHandler(handler)
-    capture_log.setLevel(logging.DEBUG)
-    print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
-          f"{'host ms':>9}", flush=True)
+    gpu.start_table()
     transformer_rows(args.seconds, not args.skip_compile)
     return 0
 

@@ -569,8 +569,7 @@ def _main_gpu(args, only):
         print(f"benchmarks/rnn_models.py --gpu: no CUDA GPU, nothing measured: {reason}")
         return gpu.NO_GPU_EXIT
     print(gpu.header())
-    print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
-          f"{'host ms':>9}", flush=True)
+    gpu.start_table()
     gpu_rows(gpu, args.seconds, not args.skip_compile, only)
     return 0
 
