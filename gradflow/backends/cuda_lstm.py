@@ -1,5 +1,6 @@
-"""CUDA C text of the graph compiler's LSTM step ops (``lstm_step``, ``lstm_step_grad``):
-one kernel each, one thread per (batch row, unit).
+"""CUDA C text of the graph compiler's LSTM step ops: ``lstm_step``/``lstm_step_grad``
+(one kernel each, one thread per (batch row, unit)) and ``lstm_step_rec``/
+``lstm_step_rec_grad``, the same with the recurrent product inside (below).
 
 Run through the Array API, a step is about a dozen kernels forward and two dozen
 backward (the gate activations, the cell, the output, each gradient and the sums
@@ -13,7 +14,7 @@ for each gate's gradient ``g`` (``m`` one on the ``tanh`` gate ``j``) and ``dc_p
 dc f``. Gates are ``[batch, 4 * units]`` in TF1's order ``i, j, f, o``; states
 ``[batch, units]``; the bias a row of ``4 * units``; all C-ordered, one dtype.
 
-The text is compiled for the GPU by ``cupy.RawKernel`` (``gradflow.backends.cupy_emit``)
+The text is compiled for the GPU by ``cupy.RawKernel`` (``gradflow.backends.cupy_rnn``)
 and, in the tests, for the host by g++ (``tests/cuda_host.py``).
 """
 
