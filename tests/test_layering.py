@@ -73,3 +73,13 @@ def test_every_known_exception_still_exists():
     found = _violations()
     stale = [k for k in KNOWN if k not in found]
     assert not stale, f"KNOWN lists imports that no longer happen: {stale}"
+
+
+def test_every_folder_of_modules_is_a_package():
+    """setuptools' ``packages.find`` (pyproject.toml) ships only folders with an
+    ``__init__.py``: ``gradflow/ops`` had none, so a wheel (``pip install .``, not -e)
+    held no op at all."""
+    missing = sorted(str(d.relative_to(ROOT.parent)) for d in ROOT.rglob("*")
+                     if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))
+                     and not (d / "__init__.py").exists())
+    assert not missing, f"folders of modules without __init__.py: {missing}"
