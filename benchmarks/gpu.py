@@ -308,12 +308,9 @@ def main(argv=None):
                         help="only the rows whose names match one of these in full")
     args = parser.parse_args(argv)
     common.TOP, common.ROWS = args.top, tuple(args.rows)
-    reason = common.no_gpu_reason()
-    if reason is not None:
-        print(f"benchmarks/gpu.py: no CUDA GPU to measure on, nothing measured: {reason}")
-        return common.NO_GPU_EXIT
-    print(common.header())
-    common.start_table()
+    status = common.begin("benchmarks/gpu.py")
+    if status is not None:
+        return status
     compile_too = not args.skip_compile
     if "mlp" in args.only:
         for batch in (128, 1024):

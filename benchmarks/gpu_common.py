@@ -231,3 +231,16 @@ def start_table():
     capture_log.setLevel(logging.DEBUG)
     print(f"\n{'group':<14} {'implementation':<34} {'ms/step':>9} {'kernels/step':>12} "
           f"{'host ms':>9}", flush=True)
+
+
+def begin(script):
+    """Start a GPU benchmark: print the machine's header and the rows' columns and return
+    None, or, without a CUDA GPU, say why ``script`` measured nothing and return the
+    exit status (0: a machine without a GPU is no failure)."""
+    reason = no_gpu_reason()
+    if reason is not None:
+        print(f"{script}: no CUDA GPU to measure on, nothing measured: {reason}")
+        return NO_GPU_EXIT
+    print(header())
+    start_table()
+    return None

@@ -170,13 +170,9 @@ def main(argv=None):
                         help="under each row, its N kernels with the most GPU time per step")
     args = parser.parse_args(argv)
     gpu.TOP = args.top
-    reason = gpu.no_gpu_reason()
-    if reason is not None:
-        print("benchmarks/gpu_transformer.py: no CUDA GPU to measure on, nothing measured: "
-              f"{reason}")
-        return gpu.NO_GPU_EXIT
-    print(gpu.header())
-    gpu.start_table()
+    status = gpu.begin("benchmarks/gpu_transformer.py")
+    if status is not None:
+        return status
     transformer_rows(args.seconds, not args.skip_compile)
     return 0
 

@@ -564,12 +564,9 @@ def _main_gpu(args, only):
     """``gpu_rows`` under ``gpu.py``'s header and columns; exits 0 without a CUDA GPU."""
     import gpu_common as gpu
 
-    reason = gpu.no_gpu_reason()
-    if reason is not None:
-        print(f"benchmarks/rnn_models.py --gpu: no CUDA GPU, nothing measured: {reason}")
-        return gpu.NO_GPU_EXIT
-    print(gpu.header())
-    gpu.start_table()
+    status = gpu.begin("benchmarks/rnn_models.py --gpu")
+    if status is not None:
+        return status
     gpu_rows(gpu, args.seconds, not args.skip_compile, only)
     return 0
 

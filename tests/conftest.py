@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import pytest
 
 import gradflow as gf
@@ -45,3 +48,19 @@ def draws_reference(backend):
     with a second session of its own. Variables' initial values are host-drawn on
     every backend."""
     return "cupy" if backend == "cupy" else "numpy"
+
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def benchmark_modules(monkeypatch):
+    """benchmarks/ first on sys.path, and the names of its modules free while the test
+    runs (examples/ has a mnist_mlp too) and given back as they were after it."""
+    names = [path.stem for path in BENCHMARKS.glob("*.py")]
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    yield
+    for name in names:
+        sys.modules.pop(name, None)
+    sys.modules.update(saved)

@@ -30,19 +30,6 @@ def test_without_a_gpu_it_says_why_and_exits_0():
     assert _cuda_reason() in done.stdout
 
 
-@pytest.fixture
-def benchmark_modules(monkeypatch):
-    """benchmarks/ first on sys.path, and its module names (examples/ has a mnist_mlp too)
-    free while the test runs and given back as they were after it."""
-    names = ("gpu", "gpu_common", "timing", "mnist_mlp", "mnist_cnn", "lstm_step")
-    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    monkeypatch.syspath_prepend(BENCHMARKS)
-    yield
-    for name in names:
-        sys.modules.pop(name, None)
-    sys.modules.update(saved)
-
-
 def test_the_gradflow_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
     gpu = importlib.import_module("gpu")
     common = importlib.import_module("gpu_common")

@@ -26,20 +26,6 @@ def _cuda_reason():
     return cupy_backend.unavailable_reason("cuda")
 
 
-@pytest.fixture
-def benchmark_modules(monkeypatch):
-    """benchmarks/ first on sys.path, and its module names free while the test runs and
-    given back as they were after it."""
-    names = ("gpu", "gpu_common", "gpu_transformer", "transformer", "conv", "timing", "mnist_mlp",
-             "mnist_cnn", "lstm_step")
-    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    monkeypatch.syspath_prepend(BENCHMARKS)
-    yield
-    for name in names:
-        sys.modules.pop(name, None)
-    sys.modules.update(saved)
-
-
 def test_the_encoder_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
     common = importlib.import_module("gpu_common")
     monkeypatch.setattr(common, "BACKEND", "numpy")

@@ -8,33 +8,25 @@ from __future__ import annotations
 import importlib
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
-NAMES = ("gpu", "timing", "mnist_mlp", "mnist_cnn", "lstm_step", "rnn_models")
 TINY = {"VOCAB": 11, "EMBED": 6, "HIDDEN": 8, "STEPS": 5, "BATCH": 3}
 MODEL_NAMES = ("GRU", "LSTM x2", "biLSTM", "LSTM dynamic")
 
 
 @pytest.fixture
-def rnn_models(monkeypatch):
-    """benchmarks/ first on sys.path, its module names free while the test runs (examples/
-    has a mnist_mlp too) and given back after it; rnn_models and lstm_step made tiny."""
-    saved = {name: sys.modules.pop(name) for name in NAMES if name in sys.modules}
-    monkeypatch.syspath_prepend(BENCHMARKS)
+def rnn_models(benchmark_modules, monkeypatch):
+    """rnn_models from benchmarks/ (``benchmark_modules``), it and lstm_step made tiny."""
     module = importlib.import_module("rnn_models")
     lstm_step = importlib.import_module("lstm_step")
     for target in (module, lstm_step):
         for name, value in TINY.items():
             monkeypatch.setattr(target, name, value)
     yield module
-    for name in NAMES:
-        sys.modules.pop(name, None)
-    sys.modules.update(saved)
 
 
 def test_the_models_are_the_ones_named(rnn_models):

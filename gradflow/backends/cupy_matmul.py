@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from gradflow.backends.nvmath_matmul import PlannedMatmul
+from gradflow.backends.nvmath_matmul import PlannedMatmul, _mT
 from gradflow.backends.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.capture import NotCapturable
 
@@ -22,7 +22,7 @@ MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no ste
 
 def _op(x, transpose):
     """``x`` with its last two axes swapped where ``transpose`` (batched matrices too)."""
-    return x.swapaxes(-1, -2) if transpose else x
+    return _mT(x) if transpose else x
 
 
 def _alias(x):

@@ -461,10 +461,7 @@ def _integer_bounds(params, dtype):
             or isinstance(high, float):
         raise TypeError(f"random_uniform: with dtype {dtype.name}, minval and maxval must "
                         f"be Python integers, got {low!r} and {high!r}")
-    import numpy as np
-
-    info = np.iinfo(dtype.as_numpy_dtype)
-    if not info.min <= int(low) < int(high) <= info.max + 1:
+    if not dtype.min <= int(low) < int(high) <= dtype.max + 1:
         raise ValueError(f"random_uniform: need minval < maxval within {dtype.name}, got "
                          f"[{low}, {high})")
     return {"minval": int(low), "maxval": int(high)}
