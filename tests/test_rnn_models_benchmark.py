@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCHMARKS = os.path.join(ROOT, "benchmarks")
 TINY = {"VOCAB": 11, "EMBED": 6, "HIDDEN": 8, "STEPS": 5, "BATCH": 3}
 MODEL_NAMES = ("GRU", "LSTM x2", "biLSTM", "LSTM dynamic")
 
