@@ -6,7 +6,7 @@ from gradflow.graph import Operation, Tensor, topological_order
 from gradflow.ops.array_ops import matmul, unbroadcast
 from gradflow.ops.index_ops import concat, stack
 from gradflow.ops.math_ops import add, ones_like, zeros_like
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim.registry import apply, convert_to_tensor
 
 _USER_GRADIENTS: dict[str, object] = {}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
            "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
@@ -24,7 +24,7 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
     from gradflow.ops import image_io_ops  # noqa: F401 - registers decode_image
-    from gradflow.ops.registry import apply
+    from gradflow.prim.registry import apply
 
     what = f"decode_{fmt}"
     x = convert_to_tensor(contents, dtype=dtypes.string)

@@ -11,7 +11,7 @@ from gradflow.ops.parsing_ops import (
     parse_example,
     parse_single_example,
 )
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 
 __all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
-from gradflow.ops import rules
 from gradflow.ops.array_ops import matmul, reshape
 from gradflow.ops.nn_ops import bias_add
 from gradflow.ops.normalization_ops import batch_normalization_layer as batch_normalization  # noqa: F401,E501 - tf.layers name
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim import rules
+from gradflow.prim.registry import convert_to_tensor
 from gradflow.variables import get_variable, variable_scope, zeros_initializer
 
 

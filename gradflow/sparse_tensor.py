@@ -37,7 +37,7 @@ class SparseTensor:
 
     def __init__(self, indices, values, dense_shape):
         from gradflow.ops.math_ops import cast
-        from gradflow.ops.registry import convert_to_tensor
+        from gradflow.prim.registry import convert_to_tensor
 
         parts = []
         for what, part in (("indices", indices), ("dense_shape", dense_shape)):
@@ -120,7 +120,7 @@ class SparseTensor:
         return _find_session(session, self._values).run(self, feed_dict=feed_dict)
 
     def _scaled(self, other, op, symbol):
-        from gradflow.ops.registry import convert_to_tensor
+        from gradflow.prim.registry import convert_to_tensor
 
         other = convert_to_tensor(other, like=self._values)
         if other.shape is None or len(other.shape) != 0:
@@ -152,8 +152,8 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
     ``SparseTensorValue`` or an ``(indices, values, dense_shape)`` tuple. A fully known
     ``shape`` makes ``dense_shape`` that constant; else ``shape``'s rank, where given,
     fixes the indices' width."""
-    from gradflow.ops.registry import constant
     from gradflow.ops.state_ops import placeholder
+    from gradflow.prim.registry import constant
 
     name = name or "SparsePlaceholder"
     rank = None

@@ -10,7 +10,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph, user_source_line
 from gradflow.ops import state_ops
-from gradflow.ops.registry import REGISTRY, constant, convert_to_tensor, filled_to_shape
+from gradflow.prim.registry import REGISTRY, constant, convert_to_tensor, filled_to_shape
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"

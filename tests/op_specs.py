@@ -24,7 +24,7 @@ import gradflow.distributed as hvd
 from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import getitem_key
-from gradflow.ops.registry import apply
+from gradflow.prim.registry import apply
 
 # Registered ops the executor gives values itself (kind != "compute"), and the plan-only
 # ops that only the graph compiler makes.

@@ -1,4 +1,4 @@
-"""The BLAS thread policy of the NumPy backend (gradflow.backends.threads)."""
+"""The BLAS thread policy of the NumPy backend (gradflow.backends.cpu.threads)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import threads
+from gradflow.backends.cpu import threads
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

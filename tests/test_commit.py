@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow.backends.cpu import numba_support
 from gradflow.errors import FailedPreconditionError
 
 
@@ -128,7 +129,7 @@ def test_an_increment_is_written_over_the_variable_and_spares_held_arrays():
         np.testing.assert_array_equal(sess.run(w), 5.0)
 
 
-@pytest.mark.skipif(gf.backends.numba_support.get_numba() is None,
+@pytest.mark.skipif(numba_support.get_numba() is None,
                     reason="numba is not installed: Adam's update is no single kernel")
 def test_a_steady_adam_update_allocates_no_array():
     """Applying fed gradients with Adam, after the first runs: the update of the

@@ -1,4 +1,4 @@
-"""The CUDA C printer of fused elementwise programs (gradflow.backends.cuda_kernels).
+"""The CUDA C printer of fused elementwise programs (gradflow.backends.cuda.kernels).
 
 There is no GPU here: the printed text, both the ``RawKernel`` source and the
 ``ElementwiseKernel`` operation in a loop that declares its parameters as CuPy
@@ -17,11 +17,13 @@ import pytest
 from cuda_host import build, elementwise_harness, launch, needs_gxx
 
 import gradflow as gf
-from gradflow.backends import cuda_kernels, numba_support, numpy_fused
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cpu import numba_support
+from gradflow.backends.cuda import kernels as cuda_kernels
+from gradflow.backends.numpy import fused as numpy_fused
 from gradflow.passes import PlanGraph, optimize
 from gradflow.passes.elementwise import SCALAR
 from gradflow.passes.fusion import FUSED, FusedProgram, absorb_row_sums
+from gradflow.prim.registry import REGISTRY
 
 pytestmark = needs_gxx
 # Ops whose CUDA form calls a math library function: CUDA's and the host C library's
@@ -290,7 +292,7 @@ def test_the_log_softmax_row_kernel_matches_numpy(dtype, cols, tmp_path):
     """The CuPy row kernel's text (``cuda_rows``), run by g++ as a grid of 3 blocks,
     in place too, against the op's NumPy function: NaN, infinities and large values
     in some rows."""
-    from gradflow.backends import cuda_rows
+    from gradflow.backends.cuda import rows as cuda_rows
     from gradflow.ops.nn_ops import _log_softmax_impl
 
     source, name = cuda_rows.log_softmax_source(dtype)

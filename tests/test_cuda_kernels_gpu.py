@@ -16,7 +16,8 @@ from test_cuda_kernels import (
 )
 
 import gradflow as gf
-from gradflow.backends import cuda_kernels, philox
+from gradflow.backends.cuda import kernels as cuda_kernels
+from gradflow.backends.cuda import philox
 
 cp = pytest.importorskip("cupy", reason="CuPy is not installed")
 pytestmark = pytest.mark.gpu
@@ -137,8 +138,9 @@ def test_the_cross_entropy_gradient_is_one_row_kernel_on_the_device():
 def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, caplog):
     """``cupy_emit.CudaWindows`` (NVRTC-compiled ``cuda_im2col``) in the CuPy
     convolution lowerings: the bits of the tap loop they replace, nothing declined."""
-    from gradflow.backends import cupy_emit, im2col_conv
-    from gradflow.backends.cupy_emit import CudaWindows
+    from gradflow.backends.cupy import emit as cupy_emit
+    from gradflow.backends.cupy import im2col_conv
+    from gradflow.backends.cupy.emit import CudaWindows
 
     def matmul(a, b, out, transpose_a, transpose_b):
         return cp.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
@@ -169,7 +171,7 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     ``cuda_lstm``) against the ops' Array API functions on CuPy."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_rnn
+    from gradflow.backends.cupy import rnn as cupy_rnn
     from gradflow.ops import rnn_ops
 
     rng = np.random.default_rng(3)
@@ -203,7 +205,8 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
     units per block, dividing the sizes or not) against the ops' Array API functions."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cuda_lstm, cupy_rnn
+    from gradflow.backends.cuda import lstm as cuda_lstm
+    from gradflow.backends.cupy import rnn as cupy_rnn
     from gradflow.ops import rnn_ops
 
     monkeypatch.setattr(cuda_lstm, "STEP_TILE", tiles[0])
@@ -237,8 +240,8 @@ def test_the_max_pool_kernels_give_the_references_bits_on_the_device(dtype):
     against the ops' Array API functions on CuPy, ties and NaN included."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_emit
-    from gradflow.ops.registry import REGISTRY
+    from gradflow.backends.cupy import emit as cupy_emit
+    from gradflow.prim.registry import REGISTRY
 
     rng = np.random.default_rng(4)
     host = np.round(rng.standard_normal((3, 9, 9, 5)) * 2).astype(dtype)
@@ -265,7 +268,7 @@ def test_bias_gradient_column_sums_match_numpy_on_the_device(dtype):
     float64 sum, with the same bits on every call."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_emit
+    from gradflow.backends.cupy import emit as cupy_emit
 
     rng = np.random.default_rng(5)
     host = rng.standard_normal((64, 28, 28, 32)).astype(dtype)

@@ -1,4 +1,4 @@
-"""The CuPy backend's LSTM step kernels (``gradflow.backends.cuda_lstm``): their CUDA C
+"""The CuPy backend's LSTM step kernels (``gradflow.backends.cuda.lstm``): their CUDA C
 text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, gives the
 numbers of the ops' Array API functions (``rnn_ops``), forward with two and three
 terms and backward, float32 and float64."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from cuda_host import build, launch, needs_gxx
 
-from gradflow.backends import cuda_lstm
+from gradflow.backends.cuda import lstm as cuda_lstm
 from gradflow.ops import rnn_ops
 
 pytestmark = needs_gxx

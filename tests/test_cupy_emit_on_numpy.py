@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradflow.backends.cupy_matmul import MAX_MATMUL_PLANS, MatmulPlans
+from gradflow.backends.cupy.matmul import MAX_MATMUL_PLANS, MatmulPlans
 from gradflow.capture import NotCapturable
 
 
@@ -80,7 +80,7 @@ def test_batched_products_of_one_batch_shape_are_planned_too():
     (lambda x: np.broadcast_to(x[:1], x.shape), False),  # a broadcast batch
     (lambda x: x[..., ::2, :], False)])  # rows with gaps: a matrix reaches into the next
 def test_the_blas_layout_of_batches(view, takes):
-    from gradflow.backends.cupy_matmul import blas_layout
+    from gradflow.backends.cupy.matmul import blas_layout
 
     x = np.zeros((4, 4, 3, 5), np.float32)
     assert blas_layout(view(x)) is takes
@@ -168,7 +168,7 @@ def test_cupys_concat_copies_each_part_into_out(axis):
     """``cupy_emit.lower_concat``, run on NumPy: many parts, into ``out`` or a new array."""
     from array_api_compat import numpy as xp
 
-    from gradflow.backends.cupy_emit import lower_concat
+    from gradflow.backends.cupy.emit import lower_concat
 
     rng = np.random.default_rng(4)
     parts = [rng.random((3, k + 1, 2)) if axis == 1 else rng.random((k + 1, 3, 2))
@@ -204,7 +204,8 @@ def host_step_kernels(monkeypatch, tmp_path):
 
     from cuda_host import GXX, build
 
-    from gradflow.backends import cuda_lstm, cupy_rnn
+    from gradflow.backends.cuda import lstm as cuda_lstm
+    from gradflow.backends.cupy import rnn as cupy_rnn
 
     if GXX is None:
         pytest.skip("g++ is not installed: the CUDA C text is compiled on the host with it")
@@ -263,7 +264,7 @@ def test_cupys_concat_in_a_training_step_gives_the_same_bits(monkeypatch, captur
     """``lower_concat`` bound by a NumPy session (the arena's buffers, and the recorded
     replay of ``capture=True``) in an LSTM step that concatenates its ten outputs."""
     import gradflow as gf
-    from gradflow.backends.cupy_emit import lower_concat
+    from gradflow.backends.cupy.emit import lower_concat
 
     bound = []
 

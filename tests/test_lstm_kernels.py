@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import numpy_lstm_kernels, numpy_rnn
+from gradflow.backends.numpy import lstm_kernels as numpy_lstm_kernels
+from gradflow.backends.numpy import rnn as numpy_rnn
 from gradflow.nn import rnn_cell
 from gradflow.ops import rnn_ops
 
@@ -270,7 +271,7 @@ def test_a_whole_step_matches_the_three_ops(kernels, terms):
 
 
 def test_the_step_lowering_fills_missing_outputs_and_falls_back_for_odd_shapes():
-    from gradflow.backends import numpy_rnn
+    from gradflow.backends.numpy import rnn as numpy_rnn
 
     v = _arrays(np.float32, seed=6)
     z, row, c_prev = v["z"], v["a"][0], v["c"]
@@ -301,7 +302,7 @@ def test_a_whole_backward_step_matches_the_ops_it_stands_for(kernels):
 
 
 def test_the_backward_step_lowering_falls_back_for_odd_shapes():
-    from gradflow.backends import numpy_rnn
+    from gradflow.backends.numpy import rnn as numpy_rnn
 
     v = _arrays(np.float32, seed=8)
     dh, dc_next, a, c, c_prev = v["g"], v["h"], v["a"], v["c"], v["p"]

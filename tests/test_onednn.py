@@ -1,4 +1,4 @@
-"""oneDNN on the NumPy backend (``gradflow.backends.onednn``, ``onednn_conv``): the
+"""oneDNN on the NumPy backend (``gradflow.backends.onednn.library``, ``onednn_conv``): the
 three convolution passes against the float64 reference, from several threads at once,
 with the same bits on any thread count; OpenBLAS kept to one thread while oneDNN's
 pool is in use; and the way back to im2col where oneDNN is off, missing or
@@ -15,13 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from gradflow.backends import (
-    numpy_windows,
-    onednn,
-    onednn_conv,
-    openmp,
-    threads,
-)
+from gradflow.backends.cpu import openmp, threads
+from gradflow.backends.numpy import windows as numpy_windows
+from gradflow.backends.onednn import conv as onednn_conv
+from gradflow.backends.onednn import library as onednn
 from gradflow.ops.conv_ops import window_geometry
 
 pytestmark = pytest.mark.skipif(not onednn.available(),

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import threads
+from gradflow.backends.cpu import threads
 from gradflow.executor import compile_plan
 from gradflow.passes.ir import user_node
 
@@ -237,7 +237,7 @@ def test_a_recorded_step_replays_as_the_plan_runs(name):
 
 
 def test_the_torch_backend_writes_matmuls_and_elementwise_ops_into_the_arena():
-    """PyTorch's functions take ``out=`` too (``gradflow.backends.torch_out``): the MLP's
+    """PyTorch's functions take ``out=`` too (``gradflow.backends.torch.out``): the MLP's
     matmuls, fused groups and updates write into the plan's buffers there as well."""
     pytest.importorskip("torch", reason="PyTorch is not installed")
     sess, train, feed, _ = session_of("mlp", backend="torch")

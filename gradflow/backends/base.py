@@ -12,7 +12,7 @@ class Backend:
 
     ``xp`` is the Array API namespace (through array-api-compat). A subclass
     adds host transfers and synchronisation; its module gives hot ops kernels of
-    its own with ``gradflow.ops.registry.add_lowering(op, name, lower)`` (kept
+    its own with ``gradflow.prim.registry.add_lowering(op, name, lower)`` (kept
     on the op's record, ``OpDef.lowerings``). ``overrides`` (op name ->
     ``lower(xp, **attrs)``) replaces those for this one backend object.
     """

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from gradflow.data.structure import flatten, pack, shape_of
 from gradflow.graph import Tensor, TensorShape, get_default_graph
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim.registry import apply, convert_to_tensor
 
 ARGS = "data_function_args"  # the key of a host session's argument values
 

@@ -21,7 +21,7 @@ from gradflow.errors import CancelledError, FailedPreconditionError, OutOfRangeE
 from gradflow.graph import TensorShape, get_default_graph
 from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
-from gradflow.ops.registry import apply
+from gradflow.prim.registry import apply
 
 _CLOSE_WAIT_S = 0.5  # how long closing waits for a get_next running in another thread
 

@@ -18,7 +18,7 @@ from gradflow.errors import (
     UnknownError,
 )
 from gradflow.graph import Tensor, TensorShape
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 
 def _components(value, what):

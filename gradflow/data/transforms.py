@@ -14,7 +14,7 @@ from gradflow.data.dataset import Dataset, stack
 from gradflow.data.functions import TracedFunction, check_predicate
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, TensorShape, get_default_graph
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 
 def scalar_argument(value, what):

@@ -35,7 +35,7 @@ from gradflow.distributed.fusion import (
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation
 from gradflow.ops.control_flow_ops import VARIANT
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 AVERAGE = "average"
 SUM = "sum"

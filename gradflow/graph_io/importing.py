@@ -8,7 +8,7 @@ from gradflow.errors import ResourceExhaustedError
 from gradflow.graph import Graph, Operation, get_default_graph
 from gradflow.graph_io._base import GraphDef, GraphDefError
 from gradflow.graph_io.reading import decode
-from gradflow.ops.registry import apply
+from gradflow.prim.registry import apply
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
@@ -90,8 +90,8 @@ class _Importer:
         name = record["name"]
         if record["op"] != "variable":
             return apply(record["op"], inputs, name=name, graph=self.graph, **attrs)
-        from gradflow.ops.registry import constant
         from gradflow.ops.state_ops import placeholder
+        from gradflow.prim.registry import constant
         from gradflow.variables import Variable
 
         shape, dtype = tuple(attrs["shape"]), attrs["dtype"]

@@ -8,7 +8,7 @@ from gradflow.dtypes import DType
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, get_default_graph
 from gradflow.graph_io._base import _NOT_LOADABLE, GraphDef, GraphDefError
-from gradflow.ops.registry import HostValue
+from gradflow.prim.registry import HostValue
 
 
 def as_graph_def(graph=None, output_node_names=None, sess=None, feedable=()) -> GraphDef:

@@ -39,9 +39,9 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.rnn_ops import batch_zeros, lstm_c, lstm_gates, lstm_h
 from gradflow.ops.shape_ops import checked_sequence_length
+from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import (
     constant_initializer,
     get_variable,

@@ -8,7 +8,6 @@ input, whose own gradient rule is built from graph ops so second order works.
 
 from __future__ import annotations
 
-from gradflow.ops import rules
 from gradflow.ops.math_ops import (
     abs,
     negative,
@@ -19,7 +18,8 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 # TF's SELU constants (Klambauer et al., 2017), as tf.nn.selu uses them.
 SELU_ALPHA = 1.6732632423543772848170429916717

@@ -8,7 +8,6 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
-from gradflow.ops import rules
 from gradflow.ops.math_ops import (
     cast,
     divide,
@@ -19,7 +18,8 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 # -- reductions ------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.ops import state_ops
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 _KINDS = ("log_uniform", "uniform")
 

@@ -46,8 +46,8 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, TensorShape, get_default_graph
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.state_ops import _static_shape, identity
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 _SIDES = ("true", "false")
 

@@ -15,8 +15,8 @@ import math
 from array_api_compat import device as _device
 
 from gradflow.errors import InvalidArgumentError
-from gradflow.ops import rules
-from gradflow.ops.registry import REGISTRY, apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import REGISTRY, apply, convert_to_tensor, register
 
 # -- window arithmetic ------------------------------------------------------------
 
@@ -505,7 +505,7 @@ def _shape_to_nhwc(shape):
     """An NCHW ``output_shape`` (a list of ints and scalar tensors, or a 1-D int tensor)
     in NHWC order."""
     from gradflow.ops.index_ops import gather
-    from gradflow.ops.registry import Tensor
+    from gradflow.prim.registry import Tensor
 
     if isinstance(shape, Tensor):
         if shape.shape is not None and shape.shape != (4,) and len(shape.shape) == 1 \

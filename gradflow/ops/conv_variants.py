@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gradflow.ops.array_ops import reshape
 from gradflow.ops.conv_ops import _check_format, _pair, conv2d
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["atrous_conv2d", "depthwise_conv2d", "local_response_normalization",
            "separable_conv2d"]

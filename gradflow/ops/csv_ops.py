@@ -22,7 +22,7 @@ from gradflow.errors import InvalidArgumentError
 from gradflow.ops.array_ops import static_value
 from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = ["decode_csv"]
 

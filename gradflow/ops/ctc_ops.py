@@ -23,8 +23,8 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.shape_ops import checked_sequence_length
+from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["ctc_greedy_decoder", "ctc_loss", "edit_distance"]

@@ -11,7 +11,7 @@ graph each have their own position.
 from __future__ import annotations
 
 from gradflow.errors import InvalidArgumentError
-from gradflow.ops.registry import register
+from gradflow.prim.registry import register
 
 
 def _declared(shapes, in_dtypes, shape, dtype, **_):

@@ -20,7 +20,7 @@ from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, get_default_graph
 from gradflow.ops.casting import loses_kind, out_of_range
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 
 def _variant():

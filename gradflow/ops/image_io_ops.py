@@ -17,7 +17,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError, NotFoundError
 from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import register
+from gradflow.prim.registry import register
 
 # Pillow's names of the formats each decoder takes (None: any of them)
 FORMATS = {"jpeg": ("JPEG",), "png": ("PNG",), "bmp": ("BMP",), "image": ("JPEG", "PNG", "BMP")}

@@ -11,12 +11,12 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, user_source_line
-from gradflow.ops import rules
 from gradflow.ops.array_ops import expand_dims, reshape_like, run_time_axes
 from gradflow.ops.casting import loses_kind
 from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
 from gradflow.ops.math_ops import zeros_like
-from gradflow.ops.registry import _python_default_dtype, apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import _python_default_dtype, apply, convert_to_tensor, register
 
 # -- x[key] ----------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ import string
 
 import numpy as np
 
-from gradflow.ops import rules
 from gradflow.ops.array_ops import (
     _keepdims_arg,
     matmul,
@@ -15,8 +14,9 @@ from gradflow.ops.array_ops import (
     squeeze,
 )
 from gradflow.ops.math_ops import abs, pow, sqrt, square
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.state_ops import identity
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 # -- tensordot ------------------------------------------------------------------------
 

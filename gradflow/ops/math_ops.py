@@ -6,9 +6,9 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
-from gradflow.ops import rules
-from gradflow.ops import scalar_exprs as sx
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim import scalar as sx
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 # -- helpers to declare families of elementwise ops ------------------------------
 

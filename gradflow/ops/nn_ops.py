@@ -9,12 +9,12 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
-from gradflow.ops import rules
 from gradflow.ops.activation_ops import leaky_relu, softplus  # noqa: F401 - leaky_relu: tf.nn
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.index_ops import one_hot
 from gradflow.ops.math_ops import add, cast, divide, exp, negative, subtract, where, zeros_like
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 
 def _softmax_infer(shapes, in_dtypes, axis):

@@ -19,10 +19,10 @@ from __future__ import annotations
 import numbers
 
 from gradflow import dtypes
-from gradflow.ops import rules
 from gradflow.ops.array_ops import reduce_mean, reshape, squeeze
 from gradflow.ops.math_ops import cast, multiply, rsqrt, squared_difference, subtract
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor
 
 # TF1's fused kernel (cuDNN) refuses a smaller epsilon; nn.fused_batch_norm raises it to this.
 _FUSED_MIN_EPSILON = 1.001e-5

@@ -25,7 +25,7 @@ from gradflow import dtypes
 from gradflow.errors import DataLossError, InvalidArgumentError
 from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]

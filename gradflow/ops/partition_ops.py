@@ -16,8 +16,8 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.ops.array_ops import static_value
 from gradflow.ops.index_checks import IndexOutOfRange, _position, first_bad
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.segment_ops import SegmentError, as_rows, dims
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = ["dynamic_partition", "dynamic_stitch"]
 

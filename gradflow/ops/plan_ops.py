@@ -9,7 +9,7 @@ LSTM step ops are plan-only too; they live with the other LSTM ops in ``rnn_ops`
 
 from __future__ import annotations
 
-from gradflow.ops.registry import register
+from gradflow.prim.registry import register
 
 
 def _fused_infer(shapes, in_dtypes, program):

@@ -25,7 +25,7 @@ from gradflow.errors import CancelledError, InvalidArgumentError, OutOfRangeErro
 from gradflow.graph import get_default_graph
 from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared  # shape and dtype as the op's builder gives them
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"]
 

@@ -27,7 +27,7 @@ from gradflow.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 from gradflow.graph import get_default_graph
 from gradflow.ops.control_flow_ops import VARIANT, _pick
 from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = ["FixedLengthRecordReader", "ReaderBase", "TFRecordReader", "TextLineReader",
            "WholeFileReader", "decode_raw"]

@@ -23,8 +23,8 @@ import numpy as np
 from array_api_compat import device as _device
 
 from gradflow import dtypes
-from gradflow.ops import rules
-from gradflow.ops.registry import apply, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, register
 
 
 def _blocks(z):
@@ -200,7 +200,7 @@ def _second_order(forward):
 
 def _gates_second_order(n, gout):
     from gradflow.autodiff import gradients
-    from gradflow.ops.registry import constant
+    from gradflow.prim.registry import constant
 
     g, a = n.inputs
     if a.shape is None or a.shape[-1] is None:
@@ -357,7 +357,7 @@ register("batch_zeros", _batch_zeros_impl, _batch_zeros_infer, grad=None,
 
 def batch_zeros(batch_size, tail, dtype=dtypes.float32, name=None):
     """Zeros of shape ``(batch_size,) + tail``; ``batch_size`` may be a scalar tensor."""
-    from gradflow.ops.registry import constant, convert_to_tensor
+    from gradflow.prim.registry import constant, convert_to_tensor
 
     dtype = dtypes.as_dtype(dtype)
     tail = tuple(int(d) for d in tail)

@@ -6,7 +6,7 @@ backend. As in TF1, no gradient flows through them.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["multinomial", "random_shuffle"]
 

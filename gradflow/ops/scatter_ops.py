@@ -16,7 +16,7 @@ import math
 from array_api_compat import device as _device
 
 from gradflow import dtypes
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = ["bincount", "scatter_add", "scatter_nd", "scatter_sub", "scatter_update",
            "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",

@@ -18,7 +18,7 @@ costs a sort of the ids, ``log2 n`` passes over the rows (each makes two tempora
 and memory for a few copies of the rows; it is exact for max/min and adds sums in a
 tree (10^5 rows of 64 float32 on NumPy arrays: about 0.2-0.25 s, against 5 ms for the
 lowerings). The NumPy backend lowers the same ops to one pass (its scatter-add for sums,
-a numba kernel for the others: ``gradflow.backends.numpy_segment``), torch to
+a numba kernel for the others: ``gradflow.backends.numpy.segment``), torch to
 ``scatter_reduce_``; CuPy and array_api_strict run the Array API form.
 
 A NaN in a segment makes its maximum or minimum NaN (``np.maximum``'s rule; TF1's CPU
@@ -60,8 +60,8 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.segment_rows import divided, sorted_runs, spread_rows
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 __all__ = [
     "segment_max", "segment_mean", "segment_min",

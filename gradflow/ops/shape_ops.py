@@ -14,12 +14,13 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
-from gradflow.ops import memory, rules
+from gradflow.ops import memory
 from gradflow.ops.array_ops import expand_dims, reduce_sum, static_value, unbroadcast
 from gradflow.ops.index_ops import shape as _shape
 from gradflow.ops.index_ops import stack
 from gradflow.ops.math_ops import cast, equal, floordiv, maximum
-from gradflow.ops.registry import apply, constant, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, constant, convert_to_tensor, register
 
 # -- range -----------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ import collections
 from array_api_compat import device as _device
 
 from gradflow import dtypes
-from gradflow.ops import rules
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 Unique = collections.namedtuple("Unique", ["y", "idx"])
 Unique.__doc__ = "The result of ``unique``: the values ``y`` and each element's ``idx`` in it."

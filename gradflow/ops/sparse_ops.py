@@ -6,8 +6,8 @@ from __future__ import annotations
 from gradflow import dtypes
 from gradflow.ops.index_checks import IndexOutOfRange
 from gradflow.ops.index_ops import row_major_positions
-from gradflow.ops.registry import apply, convert_to_tensor, register
 from gradflow.ops.scatter_ops import _rows
+from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["sparse_retain", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense",

@@ -34,7 +34,6 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-from gradflow.ops import rules
 from gradflow.ops.math_ops import (
     _binary_args,
     divide,
@@ -45,7 +44,8 @@ from gradflow.ops.math_ops import (
     ones_like,
     square,
 )
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 # -- constants -----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import contextlib
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import UNKNOWN_SHAPE, TensorShape, get_default_graph, user_source_line
-from gradflow.ops.registry import apply, constant, convert_to_tensor, register
+from gradflow.prim.registry import apply, constant, convert_to_tensor, register
 
 
 def _placeholder_infer(shapes, in_dtypes, shape, dtype, weak=False):
@@ -305,7 +305,7 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     if validate_shape is False:
         raise ValueError(f"assign: validate_shape=False is not supported: variable "
                          f"'{getattr(ref, 'name', ref)}' keeps its shape")
-    from gradflow.ops.registry import is_weak
+    from gradflow.prim.registry import is_weak
     from gradflow.variables import Variable
 
     if not isinstance(ref, Variable):

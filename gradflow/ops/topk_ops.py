@@ -17,7 +17,7 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 TopKV2.__doc__ = "The result of ``top_k``: ``values`` and their int32 ``indices``."

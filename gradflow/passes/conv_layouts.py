@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from gradflow import dtypes
 from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.layouts import copy_perm
+from gradflow.prim.registry import REGISTRY
 
 
 def fold_conv_layouts(graph) -> None:

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import math
 
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.elementwise import is_elementwise
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.rewrites import apply_rules
+from gradflow.prim.registry import REGISTRY
 
 
 def sink_layouts(graph) -> None:

@@ -17,7 +17,7 @@ node each way,
     a, c, h = lstm_step_rec(x, h_prev, w, row, c_prev)
     dz, dc_prev = lstm_step_rec_grad(dy, dz_next, w, dc_next, a, c, c_prev)
 
-which the CuPy backend runs as one kernel each (``gradflow.backends.cuda_lstm``). It is
+which the CuPy backend runs as one kernel each (``gradflow.backends.cuda.lstm``). It is
 a backend's kernel pass (``Backend.kernel_passes``), not one of every plan's: on the
 CPU, BLAS does the products faster than a fused loop would.
 

@@ -25,7 +25,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, get_default_graph, user_source_line
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.summary import _tbx
 from gradflow.variables import GraphKeys
 

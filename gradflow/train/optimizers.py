@@ -25,7 +25,6 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import convert_to_tensor
 from gradflow.ops.scatter_ops import scatter_update
 from gradflow.ops.sort_ops import unique
 from gradflow.ops.state_ops import (
@@ -35,6 +34,7 @@ from gradflow.ops.state_ops import (
     reading_current,
     shaped_like_variable,
 )
+from gradflow.prim.registry import convert_to_tensor
 from gradflow.variables import Variable
 
 
@@ -169,7 +169,7 @@ class Optimizer:
     def _tensor(self, value, dtype, graph):
         if hasattr(value, "graph"):
             return cast(value, dtype)
-        from gradflow.ops.registry import constant
+        from gradflow.prim.registry import constant
 
         return constant(float(value), dtype=dtype, _graph=graph)
 
