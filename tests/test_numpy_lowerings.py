@@ -13,8 +13,8 @@ from gradflow.backends.numpy import rnn as numpy_rnn
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.onednn import library as onednn
 from gradflow.ops import rnn_ops
-from gradflow.ops.array_ops import _matmul_impl
 from gradflow.ops.conv_ops import window_geometry
+from gradflow.prim.array import _matmul_impl
 from gradflow.prim.registry import REGISTRY
 
 RNG = np.random.default_rng(0)

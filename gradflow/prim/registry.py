@@ -200,8 +200,6 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     control_inputs = graph.current_control_inputs()
     if control_inputs:
         inputs = _read_after_assigns(inputs, control_inputs)
-    if getattr(graph, "_reading_current", 0) and opdef.kind == "compute":
-        inputs = [_current(t) if t.opdef.kind == "variable" else t for t in inputs]
     if not opdef.takes_strings:
         for t in inputs:
             if getattr(t, "dtype", None) is dtypes.string:
@@ -260,18 +258,6 @@ def _assigns_in(control_inputs) -> dict:
             nested = list(node.inputs) + nested
         stack.extend(reversed(nested))
     return found
-
-
-def _current(var):
-    """The ``read_current`` node of ``var`` (one per variable; see ``reading_current``)."""
-    node = getattr(var, "_current_read", None)
-    if node is None:
-        graph = var.graph
-        with graph.control_dependencies(None), graph.name_scope(None):
-            node = apply("read_current", [], name=var.name + "/ReadCurrent", graph=graph,
-                         var=var)
-        var._current_read = node
-    return node
 
 
 def _read_after_assigns(inputs, control_inputs) -> list:
@@ -337,11 +323,27 @@ def _convert_weak(inputs, err):
     target = strong.pop()
     if target.is_bool:
         return None
-    from gradflow.ops.state_ops import weak_cast
-
     other = next(inputs[i] for i in err.positions if i not in weak)
     return [weak_cast(t, target, other) if i in weak and t.dtype is not target else t
             for i, t in enumerate(inputs)]
+
+
+def weak_cast(x, dtype, other=None):
+    """The dtype-less placeholder ``x`` as ``dtype``, checked at run time to convert exactly.
+
+    ``placeholder()`` without a dtype is float32 but weakly typed, like a Python
+    number: where it meets a tensor of another numeric dtype (``other``) in an op
+    whose inputs must share a dtype, it becomes that dtype through this node.
+    Values are fed as float32 first, so integers are exact up to 2**24.
+    """
+    dtype = dtypes.as_dtype(dtype)
+    with_other = f", with '{other.name}'" if other is not None else ""
+    message = (f"placeholder '{x.name}' (created at {x.source}) has no dtype of its own and "
+               f"is used as {dtype.name} here{with_other}, but the value fed to it has "
+               f"elements{{example}} that {dtype.name} cannot hold exactly; feed "
+               f"{'whole numbers in range' if dtype.is_integer else 'values in range'}, or "
+               f"give the placeholder its dtype: gf.placeholder(gf.{dtype.name})")
+    return apply("weak_cast", [x], name=x.name + "/Cast", dtype=dtype, message=message)
 
 
 def _mismatch_message(op_name, inputs, err, source) -> str:
