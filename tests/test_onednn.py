@@ -132,7 +132,8 @@ def _in_a_fresh_process(env, code):
 def test_off_or_missing_means_im2col():
     code = ("import logging; logging.basicConfig(level=logging.DEBUG)\n"
             "import numpy as np\n"
-            "from gradflow.backends import onednn, numpy_windows\n"
+            "from gradflow.backends.numpy import windows as numpy_windows\n"
+            "from gradflow.backends.onednn import library as onednn\n"
             "x = np.ones((1, 5, 5, 2), np.float32); w = np.ones((3, 3, 2, 4), np.float32)\n"
             "y = numpy_windows.conv_forward(x, w, (1, 1), 'SAME')\n"
             "print('available', onednn.available(), float(y[0, 2, 2, 0]))\n")

@@ -28,7 +28,7 @@ def _run(code, **env):
 
 @pytest.mark.skipif(numba_support.get_numba() is None, reason="numba is not installed")
 def test_off_says_why():
-    code = ("from gradflow.backends import openmp\n"
+    code = ("from gradflow.backends.cpu import openmp\n"
             "print(openmp.shared(), openmp.why_not())\n")
     assert _run(code, GRADFLOW_OPENMP="0").split() == ["False", "GRADFLOW_OPENMP=0"]
 
