@@ -52,7 +52,7 @@ def test_fixed_setting_sets_the_blas(monkeypatch):
         pytest.skip("threadpoolctl finds no BLAS under NumPy here")
     monkeypatch.setenv("GRADFLOW_THREADS", "1")
     threads.reset()
-    threads._state["blas"] = None  # find the BLAS libraries loaded by now
+    threads.blas_libraries.cache_clear()  # find the BLAS libraries loaded by now
     threads.refresh()
     assert threads.current() == 1
     assert set(_openblas_threads()) == {1}

@@ -37,6 +37,9 @@ import logging
 import os
 import threading
 
+from gradflow.backends.cpu.cores import allowed_cores, blas_libraries
+from gradflow.backends.cpu.numba_support import get_numba
+
 _log = logging.getLogger("gradflow.openmp")
 _ENV = "GRADFLOW_OPENMP"
 
@@ -140,8 +143,6 @@ def shared():
 def numba_threads():
     """numba's most threads (``NUMBA_NUM_THREADS``, fixed when numba loads): a kernel's
     team is no larger."""
-    from gradflow.backends.cpu.numba_support import get_numba
-
     numba = get_numba()
     return numba.config.NUMBA_NUM_THREADS if numba is not None else 1
 
@@ -160,7 +161,6 @@ def _refuse(why):
 def _set_up():
     if _off():
         return _refuse(f"{_ENV}=0")
-    from gradflow.backends.cpu.numba_support import get_numba
     numba = get_numba()
     if numba is None:
         return _refuse("numba is missing or off")
@@ -170,9 +170,7 @@ def _set_up():
         return _refuse(f"libgomp.so.1 does not load ({err})")
     if gomp.omp_get_dynamic():
         return _refuse("OMP_DYNAMIC is on: a team could be smaller than its jobs")
-    from gradflow.backends.cpu import threads
-
-    if gomp.omp_get_thread_limit() < threads.allowed_cores():
+    if gomp.omp_get_thread_limit() < allowed_cores():
         return _refuse("OMP_THREAD_LIMIT is below the cores: a team could be smaller than "
                        "its jobs")
     setters = _openblas_setters()
@@ -198,10 +196,8 @@ def _set_up():
 
 
 def _openblas_setters():
-    from gradflow.backends.cpu import threads
-
     setters = []
-    for lib in threads.blas_libraries():
+    for lib in blas_libraries():
         if getattr(lib, "internal_api", None) != "openblas" or \
                 getattr(lib, "threading_layer", None) != "pthreads":
             continue
@@ -218,7 +214,7 @@ def _openblas_setters():
 def _omp_layer(numba):
     """Take numba's ``omp`` threading layer (unless the user chose one, or numba
     started another already) and say whether it is the one in use."""
-    from numba.np.ufunc import parallel
+    from numba.np.ufunc import parallel  # numba is optional: imported once it is there
 
     chosen = os.environ.get("NUMBA_THREADING_LAYER", "").strip()
     if not parallel._is_initialized and chosen in ("", "default", "omp"):
@@ -243,7 +239,7 @@ def compile_ir(ir, name, gomp=None):
     this machine with llvmlite; the IR may call ``GOMP_parallel``,
     ``omp_get_thread_num``, ``omp_get_num_threads`` and ``omp_set_num_threads``.
     Raises ImportError without llvmlite, RuntimeError where it rejects the IR."""
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # optional (with numba), and slow to import
 
     gomp = gomp or ctypes.CDLL("libgomp.so.1")
     with _compiling:

@@ -51,6 +51,7 @@ import threading
 import time
 
 from gradflow.backends.cpu import openmp
+from gradflow.backends.cpu.cores import allowed_cores, blas_libraries, positive_int
 
 # Seconds between two looks at how busy the other processes keep the cores.
 INTERVAL = 0.25
@@ -63,51 +64,8 @@ OPENMP_HOLD = 1.0
 _ENV = "GRADFLOW_THREADS"
 
 _lock = threading.Lock()
-_state = {"next": 0.0, "sample": None, "threads": None, "blas": None, "blas_threads": None,
+_state = {"next": 0.0, "sample": None, "threads": None, "blas_threads": None,
           "openmp_seen": -OPENMP_HOLD, "cores": None}
-
-
-def allowed_cores() -> int:
-    """The cores this process may use: affinity, cgroup quota and the user's
-    ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS``, whichever is smallest (at least 1)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    quota = _cgroup_quota()
-    if quota is not None:
-        cores = min(cores, max(1, math.ceil(quota)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        value = _positive_int(os.environ.get(var, "").split(",")[0])
-        if value is not None:
-            cores = min(cores, value)
-    return max(1, cores)
-
-
-def _positive_int(text):
-    try:
-        value = int(text.strip())
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def _cgroup_quota():
-    """The cgroup's CPU quota in cores, or None where it sets none."""
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as f:
-            quota = int(f.read())
-        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
-            period = int(f.read())
-        return None if quota <= 0 else quota / period
-    except (OSError, ValueError):
-        return None
 
 
 def _setting():
@@ -117,7 +75,7 @@ def _setting():
         return "auto", None
     if text == "off":
         return "off", None
-    value = _positive_int(text)
+    value = positive_int(text)
     if value is None:
         raise ValueError(f"{_ENV}={text!r}: expected a positive number of threads, 'auto' "
                          "or 'off'")
@@ -167,18 +125,6 @@ def _runnable_free(cores):
     except (OSError, ValueError, IndexError):
         return cores
     return max(1, min(cores, cores - (running - 1)))
-
-
-def blas_libraries():
-    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
-    if _state["blas"] is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _state["blas"] = []
-        else:
-            _state["blas"] = ThreadpoolController().select(user_api="blas").lib_controllers
-    return _state["blas"]
 
 
 def _apply(count, fixed=False):

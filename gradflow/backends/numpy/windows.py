@@ -16,7 +16,7 @@ is installed, col2im and max pooling and its gradient are compiled loops
 (``numpy_conv_numba``) and 3x3 stride-1 convolutions with 16 channels or more use
 Winograd's F(2x2, 3x3) (``numpy_conv_winograd``); everywhere else, and
 with ``GRADFLOW_NUMBA=0``, the same results come from NumPy calls on strided
-views. Every path matches the Array API version in ``conv_ops`` to float
+views (``numpy.strided``). Every path matches the Array API version in ``conv_ops`` to float
 tolerance (the tests compare them): max pooling sends the gradient to the first
 maximum of each window, row-major, and a padding cell never wins.
 
@@ -37,6 +37,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from gradflow.backends.cpu import openmp, threads
 from gradflow.backends.cpu.numba_support import get_numba, on_team
 from gradflow.backends.cpu.threads import uses_blas
+from gradflow.backends.numpy import strided
 from gradflow.backends.numpy.fused import PARALLEL_SIZE
 from gradflow.backends.onednn import conv as onednn_conv
 from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC, window_geometry
@@ -173,7 +174,7 @@ class _Geometry:
         return view[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw]
 
 
-# -- im2col and col2im --------------------------------------------------------------------
+# -- im2col ------------------------------------------------------------------------------
 
 
 class _Columns:
@@ -210,40 +211,6 @@ class _Columns:
         np.copyto(flat.reshape(view.shape[:3] + view.shape[4:] + view.shape[3:4]),
                   view.transpose(0, 1, 2, 4, 5, 3))
         return flat.reshape(rows, self.k)
-
-
-def _col2im_numpy(cells, out, geo):
-    """``out`` (images, H, W, C) = the rows of ``cells`` (images * OH * OW, kh * kw * C)
-    added onto the pixels they were read from (the adjoint of im2col)."""
-    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    images, c = out.shape[0], out.shape[3]
-    cells = cells.reshape(images, oh, ow, kh, kw, c)
-    target = geo.padded_target(out)
-    disjoint = kh <= sh and kw <= sw  # no pixel in two windows: assign, don't add
-    if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
-        target[...] = 0  # some pixels are in no window, or in several
-    for i in range(kh):
-        for j in range(kw):
-            dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-            if disjoint:
-                dst[...] = cells[:, :, :, i, j]
-            else:
-                dst += cells[:, :, :, i, j]
-    geo.crop_into(target, out)
-
-
-def _col2im_planes(planes, out, geo):
-    """As ``_col2im_numpy``, from the transposed layout (kh * kw * C, images * OH * OW)."""
-    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    target = geo.padded_target(out)
-    target[...] = 0
-    planes = planes.reshape(kh, kw, out.shape[3], out.shape[0], oh, ow)
-    for i in range(kh):
-        for j in range(kw):
-            dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-            for ch in range(out.shape[3]):
-                dst[..., ch] += planes[i, j, ch]
-    geo.crop_into(target, out)
 
 
 # -- the convolution and its two adjoints -------------------------------------------------
@@ -361,13 +328,13 @@ def conv_backprop_input(g, w, x_shape, strides, padding, out=None):
             if kernels is not None:
                 kernels.col2im_planes(planes, out[first:stop], *geo.args, geo.oh, geo.ow)
             else:
-                _col2im_planes(planes, out[first:stop], geo)
+                strided.col2im_planes(planes, out[first:stop], geo)
             continue
         cells = np.matmul(g_rows, w2t, out=_scratch("columns", rows * k, dtype).reshape(rows, k))
         if kernels is not None:
             kernels.col2im(cells, out[first:stop], *geo.args, geo.oh, geo.ow)
         else:
-            _col2im_numpy(cells, out[first:stop], geo)
+            strided.col2im(cells, out[first:stop], geo)
     return out
 
 
@@ -393,15 +360,6 @@ def _winograd(geo, dtype, c, co):
 # -- max pooling ------------------------------------------------------------------------
 
 
-def _pool_cells(x, geo, value=-np.inf):
-    """The ``kh * kw`` cells of every window as strided views (N, OH, OW, C), row-major,
-    of ``x`` padded with ``value`` (-inf never wins a window that holds a real cell)."""
-    x = geo.pad_input(x, value)
-    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    return [x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-            for i in range(kh) for j in range(kw)]
-
-
 def _is_2x2(geo):
     return geo.ksize == (2, 2) and geo.strides == (2, 2) and not geo.padded
 
@@ -423,7 +381,7 @@ def max_pool_forward(x, ksize, strides, padding, out=None):
     out = _output(out, (geo.n, geo.oh, geo.ow, x.shape[3]), x.dtype, x)
     kernels = _kernels(x.dtype)
     if kernels is None:
-        return _maximum(_pool_cells(x, geo), out)
+        return strided.max_pool(x, geo, out)
     x = np.ascontiguousarray(x)
     if _is_2x2(geo):
         _pool(kernels, "max_pool_2x2", x.size, x, out)
@@ -442,7 +400,7 @@ def max_pool_backprop(g, x, ksize, strides, padding, out=None, positive=False):
     out = _output(out, x.shape, dtype, g, x)
     kernels = _kernels(dtype)
     if kernels is None:
-        _max_pool_backprop_numpy(g, x, geo, out)
+        strided.max_pool_grad(g, x, geo, out)
         if positive:
             np.copyto(out, 0, where=~(x > 0))
         return out
@@ -454,38 +412,6 @@ def max_pool_backprop(g, x, ksize, strides, padding, out=None, positive=False):
         out[:, :, 2 * geo.ow:] = 0
     else:
         _pool(kernels, "max_pool_grad", x.size, g, x, out, *geo.args, positive)
-    return out
-
-
-def _max_pool_backprop_numpy(g, x, geo, out):
-    cells = _pool_cells(x, geo)
-    top = _maximum(cells, np.empty(cells[0].shape, x.dtype))
-    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    n, h, w, c = x.shape
-    target = out
-    if geo.padded:
-        target = np.empty((n, h + sum(geo.pad[0]), w + sum(geo.pad[1]), c), out.dtype)
-    disjoint = kh <= sh and kw <= sw  # each pixel in one window at most: assign
-    if (kh, kw) != (sh, sw) or (oh * sh, ow * sw) != target.shape[1:3]:
-        target[...] = 0  # some pixels are in no window, or in several
-    taken = np.empty(top.shape, bool)
-    hit = np.empty(top.shape, bool)
-    share = None if disjoint else np.empty(top.shape, out.dtype)
-    for k, cell in enumerate(cells):
-        np.equal(cell, top, out=hit)
-        if k:
-            np.greater(hit, taken, out=hit)  # a maximum, and the window's first
-        if k == 0:
-            np.copyto(taken, hit)
-        elif k + 1 < len(cells):
-            np.logical_or(taken, hit, out=taken)
-        i, j = divmod(k, kw)
-        dst = target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
-        if disjoint:
-            np.multiply(g, hit, out=dst)
-        else:
-            dst += np.multiply(g, hit, out=share)
-    geo.crop_into(target, out)
     return out
 
 
@@ -515,12 +441,8 @@ def avg_pool_forward(x, ksize, strides, padding, out=None):
     if kernels is not None:
         _pool(kernels, "avg_pool", x.size, np.ascontiguousarray(x), out, *geo.args)
         return out
-    cells = _pool_cells(x, geo, 0.0)
-    np.copyto(out, cells[0])
-    for cell in cells[1:]:
-        np.add(out, cell, out=out)
-    np.divide(out, _avg_counts(x.shape, geo.ksize, geo.strides, padding, x.dtype), out=out)
-    return out
+    counts = _avg_counts(x.shape, geo.ksize, geo.strides, padding, x.dtype)
+    return strided.avg_pool(x, geo, counts, out)
 
 
 def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
@@ -540,25 +462,7 @@ def avg_pool_backprop(g, x_shape, ksize, strides, padding, out=None):
     share = _scratch("share", g.size, g.dtype).reshape(g.shape)
     np.divide(g, _avg_counts(tuple(x_shape), geo.ksize, geo.strides, padding, g.dtype),
               out=share)
-    (kh, kw), (sh, sw), (oh, ow) = geo.ksize, geo.strides, (geo.oh, geo.ow)
-    target = geo.padded_target(out)
-    target[...] = 0
-    for i in range(kh):
-        for j in range(kw):
-            target[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += share
-    geo.crop_into(target, out)
-    return out
-
-
-def _maximum(cells, out):
-    """``out`` = the elementwise maximum of the arrays ``cells`` (NaN wins)."""
-    if len(cells) == 1:
-        np.copyto(out, cells[0])
-        return out
-    np.maximum(cells[0], cells[1], out=out)
-    for cell in cells[2:]:
-        np.maximum(out, cell, out=out)
-    return out
+    return strided.avg_pool_grad(share, geo, out)
 
 
 # -- the lowerings ------------------------------------------------------------------------

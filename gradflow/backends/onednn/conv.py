@@ -115,6 +115,39 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
     hwio = api.memory_desc((co, c, kh, kw), _TAG_HWIO)
     weights = api.memory_desc((co, c, kh, kw), onednn.TAG_ANY)
     geometry = (Dims(*strides), Dims(0, 0), Dims(*pad_l), Dims(*pad_r))
+    kernel = None
+    if kind == "input" and layout != "NCHW":
+        valid = tuple(pad_l) == tuple(pad_r) == (0, 0) and (kh, kw) != (1, 1) \
+            and tuple(strides) == (1, 1)
+        kernel = input_gradient_kernel(c, co, valid)
+    primitive, implementation, scratch, (chosen, src, dst) = _described_pass(
+        api, kind, (src, weights, dst), geometry, kernel, theirs)
+    reorders = _Reorders(api)
+    filter_role = reorders.placed(chosen, hwio, "out" if kind == "filter" else "b", "internal",
+                                  kind != "filter")
+    src_role = reorders.placed(src, user_src, "out" if kind == "input" else "a", "src",
+                               kind != "input")
+    dst_role = reorders.placed(dst, user_dst, {"forward": "out", "input": "a", "filter": "b"}[kind],
+                               "dst", kind != "forward")
+    args = {"forward": [(ARG_SRC, src, src_role), (ARG_WEIGHTS, chosen, filter_role),
+                        (ARG_DST, dst, dst_role)],
+            "input": [(ARG_DIFF_DST, dst, dst_role), (ARG_WEIGHTS, chosen, filter_role),
+                      (ARG_DIFF_SRC, src, src_role)],
+            "filter": [(ARG_SRC, src, src_role), (ARG_DIFF_DST, dst, dst_role),
+                       (ARG_DIFF_WEIGHTS, chosen, filter_role)]}[kind]
+    if scratch:
+        args.append((ARG_SCRATCHPAD, scratch, "scratch"))
+        reorders.buffers["scratch"] = api.lib.dnnl_memory_desc_get_size(scratch)
+    steps = reorders.before + [(primitive, args)] + reorders.after
+    return onednn.Steps(api, steps, reorders.buffers, count), implementation
+
+
+def _described_pass(api, kind, descs, geometry, kernel, theirs):
+    """``(primitive, implementation name, scratchpad desc, (filter, src, dst descs))`` of
+    the ``kind`` pass over the memory descs ``(src, weights, dst)``: the filter's desc as
+    oneDNN chose it, and the images' too where ``theirs``. The input gradient takes the
+    implementation named by ``kernel`` where there is one (``_preferred``)."""
+    src, weights, dst = descs
     attr = api.user_scratchpad()
     forward, pd = P(), P()
     try:
@@ -131,10 +164,7 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
                           forward, attr)
                 return made
 
-            valid = tuple(pad_l) == tuple(pad_r) == (0, 0) and (kh, kw) != (1, 1) \
-                and tuple(strides) == (1, 1)
-            pd = _preferred(api, backward_data, None if layout == "NCHW"
-                            else input_gradient_kernel(c, co, valid))
+            pd = _preferred(api, backward_data, kernel)
         else:
             api.check("dnnl_convolution_backward_weights_primitive_desc_create",
                       ctypes.byref(pd), api.engine, _DIRECT, src, weights, None, dst,
@@ -155,39 +185,31 @@ def convolution_steps(api, kind, x_shape, w_shape, out_hw, strides, pad_l, pad_r
             if desc:
                 api.lib.dnnl_primitive_desc_destroy(desc)
         api.lib.dnnl_primitive_attr_destroy(attr)
-    before, after, buffers = [], [], {}
+    return primitive, implementation, scratch, (chosen, src, dst)
 
-    def placed(desc, user, role, internal, read):
+
+class _Reorders:
+    """The reorders around a pass, and the buffers of the thread they fill."""
+
+    def __init__(self, api):
+        self.api = api
+        self.before, self.after, self.buffers = [], [], {}
+
+    def placed(self, desc, user, role, internal, read):
         """The role ``desc``'s argument takes: the call's array where ``desc`` is its
         layout ``user``, else a buffer of the thread (``internal``) that a reorder
         fills from it before the pass (``read``) or copies into it after."""
+        api = self.api
         if api.lib.dnnl_memory_desc_equal(desc, user):
             return role
-        buffers[internal] = api.lib.dnnl_memory_desc_get_size(desc)
+        self.buffers[internal] = api.lib.dnnl_memory_desc_get_size(desc)
         if read:
-            before.append((api.reorder(user, desc), [(ARG_SRC, user, role),
-                                                     (ARG_DST, desc, internal)]))
+            self.before.append((api.reorder(user, desc), [(ARG_SRC, user, role),
+                                                          (ARG_DST, desc, internal)]))
         else:
-            after.append((api.reorder(desc, user), [(ARG_SRC, desc, internal),
-                                                    (ARG_DST, user, role)]))
+            self.after.append((api.reorder(desc, user), [(ARG_SRC, desc, internal),
+                                                         (ARG_DST, user, role)]))
         return internal
-
-    filter_role = placed(chosen, hwio, "out" if kind == "filter" else "b", "internal",
-                         kind != "filter")
-    src_role = placed(src, user_src, "out" if kind == "input" else "a", "src", kind != "input")
-    dst_role = placed(dst, user_dst, {"forward": "out", "input": "a", "filter": "b"}[kind],
-                      "dst", kind != "forward")
-    args = {"forward": [(ARG_SRC, src, src_role), (ARG_WEIGHTS, chosen, filter_role),
-                        (ARG_DST, dst, dst_role)],
-            "input": [(ARG_DIFF_DST, dst, dst_role), (ARG_WEIGHTS, chosen, filter_role),
-                      (ARG_DIFF_SRC, src, src_role)],
-            "filter": [(ARG_SRC, src, src_role), (ARG_DIFF_DST, dst, dst_role),
-                       (ARG_DIFF_WEIGHTS, chosen, filter_role)]}[kind]
-    if scratch:
-        args.append((ARG_SCRATCHPAD, scratch, "scratch"))
-        buffers["scratch"] = api.lib.dnnl_memory_desc_get_size(scratch)
-    return onednn.Steps(api, before + [(primitive, args)] + after, buffers, count), \
-        implementation
 
 
 def nchw_native(kind, c, ksize):
