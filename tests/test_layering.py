@@ -1,5 +1,7 @@
 """The package's layers import downward only: graph -> ops -> autodiff -> passes ->
-schedule -> executor (the Python emitter) -> capture -> backends (emitters) -> session.
+schedule -> executor (the Python emitter) -> run_state -> backends (emitters; what they
+need to capture is ``gradflow.backends.capture``) -> capture (driving a captured run
+with a Session's run state) -> session.
 
 Imports are read from the source (top-level and inside functions alike). The few
 upward imports that remain are listed in ``KNOWN`` with the reason, so a new one
@@ -13,8 +15,8 @@ import pathlib
 import gradflow
 
 ROOT = pathlib.Path(gradflow.__file__).parent
-LAYERS = ["graph", "ops", "autodiff", "passes", "schedule", "executor", "capture", "backends",
-          "session"]
+LAYERS = ["graph", "ops", "autodiff", "passes", "schedule", "executor", "run_state", "backends",
+          "capture", "session"]
 
 # (importing module, imported layer): why it is allowed for now
 KNOWN = {

@@ -1,7 +1,7 @@
 """``gf.data.Iterator``: graph tensors whose values come from a data set, per Session.
 
 An iterator is graph-level and holds no position: each Session keeps its own
-``IteratorState`` for it (in ``session.resources``), so two sessions on one graph
+``IteratorState`` for it (in its run state's ``resources``), so two sessions on one graph
 iterate independently, and closing a Session stops its pipelines' threads.
 ``get_next()`` and ``make_initializer(ds)`` are graph ops (``gradflow.ops.dataset_ops``)
 that call into that state when a run reaches them.
@@ -134,11 +134,12 @@ class Iterator(structure.Elements):
         """The tensors a one-shot iterator's data set reads (None for other iterators)."""
         return None if self._one_shot is None else self._one_shot._captures()
 
-    def state(self, session) -> "IteratorState":
-        """This iterator's state in ``session`` (made on first use)."""
-        state = session.resources.get(self)
+    def state(self, run) -> "IteratorState":
+        """This iterator's state in the Session whose run state is ``run`` (made on first
+        use)."""
+        state = run.resources.get(self)
         if state is None:
-            state = session.resources.setdefault(self, IteratorState(session))
+            state = run.resources.setdefault(self, IteratorState(run))
         return state
 
     def _check_compatible(self, dataset):
@@ -167,8 +168,8 @@ class IteratorState:
     alive, and they are cancelled when it is collected without ``close()``.
     """
 
-    def __init__(self, session):
-        self.session = session
+    def __init__(self, run):
+        self.run = run  # the Session's run state
         self.lock = threading.Lock()
         self.epochs: dict = {}  # passes made by each shuffle, across initializations
         self.cancelled = False
@@ -183,17 +184,17 @@ class IteratorState:
     def initialize(self, dataset, captures, values):
         """Start ``dataset`` from its first element; ``values`` are the backend values
         of the tensors it captures, in the order of ``captures``."""
-        to_numpy = self.session.backend.to_numpy
+        to_numpy = self.run.backend.to_numpy
         # strings are host (NumPy) arrays on every backend already
         host = {t: v if t.dtype is dtypes.string else to_numpy(v)
                 for t, v in zip(captures, values)}
-        run = PipelineRun(self.session, host, self.epochs, self._deliverer())
+        run = PipelineRun(self.run, host, self.epochs, self._deliverer())
         with self.lock:
             self._check_cancelled("the iterator's initializer")
             self._close_locked()
             self._run, self._stream = run, dataset._delivered(run)
             # the pipeline's threads end when the Session is collected unclosed
-            self._finalizer = weakref.finalize(self.session, run.cancel)
+            self._finalizer = weakref.finalize(self.run, run.cancel)
 
     def get_next(self, node):
         with self.lock:
@@ -219,7 +220,7 @@ class IteratorState:
             raise CancelledError(f"{what}: cancelled, its Session was closed")
 
     def _deliverer(self):
-        asarray = self.session.backend.asarray
+        asarray = self.run.backend.asarray
 
         def deliver(element):
             return tuple(c if c.dtype.kind == "O" else asarray(c) for c in element)

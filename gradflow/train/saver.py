@@ -212,10 +212,11 @@ class Saver:
             raise CheckpointError(f"checkpoint {path} does not match the variables to "
                                   f"restore: {'; '.join(problems)}. Nothing was restored.")
         values = {var: self._value(name, var, arrays) for name, var in self._vars.items()}
-        backend = sess.backend
-        converted = {var: backend.asarray(np.array(v, copy=True)) for var, v in values.items()}
-        with _store_lock(sess):
-            sess._store.update(converted)
+        run = sess.run_state
+        converted = {var: run.backend.asarray(np.array(v, copy=True))
+                     for var, v in values.items()}
+        with run.store_lock:
+            run.store.update(converted)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -228,11 +229,12 @@ class Saver:
 
     def _values(self, sess):
         """The variables' values as NumPy arrays; uninitialized ones get their initial value."""
-        missing = [v for v in self._vars.values() if v not in sess._store]
+        run = sess.run_state
+        missing = [v for v in self._vars.values() if v not in run.store]
         if missing:
-            sess._initialize_missing(missing)
-        with _store_lock(sess):
-            return {name: np.array(sess.backend.to_numpy(sess._store[var]), order="C")
+            sess.initialize_missing(missing)
+        with run.store_lock:
+            return {name: np.array(run.backend.to_numpy(run.store[var]), order="C")
                     for name, var in self._vars.items()}
 
     def _mismatches(self, header, arrays):
@@ -432,20 +434,10 @@ def _check_session(sess, verb, save_path):
             if isinstance(save_path, Session) else ""
         raise TypeError(f"Saver.{verb}: sess must be a gf.Session, got "
                         f"{type(sess).__name__} {sess!r}{swapped}")
-    if getattr(sess, "_closed", False):
+    if sess.run_state.closed:
         raise FailedPreconditionError(f"Saver.{verb}: the session is closed, and its variable "
                                       f"values are gone; {verb} inside the `with gf.Session()` "
                                       "block, before the session closes")
-
-
-def _store_lock(sess):
-    """The session's store lock (runs read and write variables under it), if it has one."""
-    lock = getattr(sess, "store_lock", None)
-    if lock is None:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return lock
 
 
 def _path_string(path, where):
