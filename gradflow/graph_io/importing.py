@@ -6,7 +6,8 @@ import numpy as np
 
 from gradflow.errors import ResourceExhaustedError
 from gradflow.graph import Graph, Operation, get_default_graph
-from gradflow.graph_io._base import GraphDef, GraphDefError
+from gradflow.graph_io._base import GraphDefError
+from gradflow.graph_io.graph_def import GraphDef
 from gradflow.graph_io.reading import decode
 from gradflow.prim.registry import apply
 
