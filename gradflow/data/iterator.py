@@ -14,18 +14,20 @@ import weakref
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset
+from gradflow.data.dataset import Dataset, stage
 from gradflow.data.feeding import register_get_next
 from gradflow.data.host import PipelineRun
 from gradflow.errors import CancelledError, FailedPreconditionError, OutOfRangeError
 from gradflow.graph import TensorShape, get_default_graph
 from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
+from gradflow.ops.state_ops import group
 from gradflow.prim.registry import apply
 
 _CLOSE_WAIT_S = 0.5  # how long closing waits for a get_next running in another thread
 
 
+@stage
 class Iterator(structure.Elements):
     """Gives the elements of a data set, one per ``get_next()`` evaluation (TF1
     ``tf.data.Iterator``).
@@ -48,15 +50,11 @@ class Iterator(structure.Elements):
                        output_classes=None):
         """An iterator not bound to a data set: ``make_initializer(ds)`` binds one (a
         "reinitializable" iterator, e.g. one for training and validation data)."""
-        from gradflow import dtypes
-
         types = [dtypes.as_dtype(t) for t in structure.flatten(output_types)]
         if output_shapes is None:
             shapes = [None] * len(types)
         else:
-            from gradflow.data.sources import _shapes_up_to
-
-            shapes = _shapes_up_to(output_types, output_shapes)
+            shapes = structure.shapes_up_to(output_types, output_shapes)
         return Iterator(output_types, types, shapes)
 
     @classmethod
@@ -94,8 +92,6 @@ class Iterator(structure.Elements):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"make_initializer: expected a gf.data.Dataset, got {dataset!r}")
         self._check_compatible(dataset)
-        from gradflow.ops.state_ops import group
-
         captures = dataset._captures()
         node = apply("iterator_initialize", captures, name=(name or "MakeIterator") + "/run",
                      graph=self._graph, iterator=self, dataset=dataset, shape=None,

@@ -7,7 +7,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset
+from gradflow.data.dataset import Dataset, stage
 from gradflow.errors import (
     DataLossError,
     GradflowError,
@@ -45,6 +45,7 @@ def _dtype(component):
     return structure.dtype_of(component)
 
 
+@stage
 class TensorSlices(Dataset):
     """``Dataset.from_tensor_slices``: one element per row of the components."""
 
@@ -95,6 +96,7 @@ def _label(component):
     return f"'{component.name}'" if isinstance(component, Tensor) else "an array"
 
 
+@stage
 class Tensors(Dataset):
     """``Dataset.from_tensors``: a single element."""
 
@@ -110,6 +112,7 @@ class Tensors(Dataset):
         yield tuple(run.value(c) for c in self._components)
 
 
+@stage
 class Generator(Dataset):
     """``Dataset.from_generator``: what ``generator(*args)`` yields, converted and
     checked against ``output_types``/``output_shapes``."""
@@ -121,7 +124,7 @@ class Generator(Dataset):
         if output_shapes is None:
             shapes = [None] * len(types)
         else:
-            shapes = _shapes_up_to(output_types, output_shapes)
+            shapes = structure.shapes_up_to(output_types, output_shapes)
             if len(shapes) != len(types):
                 raise ValueError("from_generator: output_shapes does not have the structure "
                                  f"of output_types: {output_shapes!r} vs {output_types!r}")
@@ -220,15 +223,7 @@ def _flatten_up_to(template, value):
     return [value]
 
 
-def _shapes_up_to(types, shapes):
-    """``output_shapes`` flattened like ``output_types`` (a shape is a leaf)."""
-    if isinstance(types, dict):
-        return [s for key in sorted(types) for s in _shapes_up_to(types[key], shapes[key])]
-    if isinstance(types, tuple):
-        return [s for t, sh in zip(types, shapes) for s in _shapes_up_to(t, sh)]
-    return [None if shapes is None else TensorShape(shapes)]
-
-
+@stage
 class Range(Dataset):
     """``Dataset.range``: integers as Python's ``range`` gives them."""
 
@@ -254,6 +249,7 @@ class Range(Dataset):
             yield (np.arange(part.start, part.stop, part.step, dtype=np_type),)
 
 
+@stage
 class Zip(Dataset):
     """``Dataset.zip``: elements of several data sets side by side, to the shortest."""
 
@@ -275,6 +271,7 @@ class Zip(Dataset):
                 s.close()
 
 
+@stage
 class Concatenate(Dataset):
     """``Dataset.concatenate``: one data set's elements, then another's."""
 
