@@ -47,6 +47,7 @@ from gradflow.graph import Operation
 from gradflow.ops.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
 from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
+from gradflow.passes import optimize
 from gradflow.passes.ir import user_node
 from gradflow.schedule import build_schedule, is_multi, output_count, run_order
 
@@ -215,8 +216,6 @@ def compile_plan(run, fetches, fed, feed_shapes=None, trace=False) -> Plan:
 def _optimized_targets(backend, fetches, fed, feed_shapes):
     """The outputs of the graph compiler's private copy of the graph (``gradflow.passes``),
     with the backend's kernel passes run over it too."""
-    from gradflow.passes import optimize  # the compiler's passes: imported when first used
-
     graph = optimize(fetches, fed, feed_shapes)
     for widen in backend.kernel_passes:
         widen(graph)

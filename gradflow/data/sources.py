@@ -18,7 +18,9 @@ from gradflow.errors import (
     UnknownError,
 )
 from gradflow.graph import Tensor, TensorShape
+from gradflow.ops.reader_ops import fixed_length_records
 from gradflow.prim.registry import convert_to_tensor
+from gradflow.tfrecord import compression, open_input, records
 
 
 def _components(value, what):
@@ -341,8 +343,6 @@ class TextLineDataset(_FileRecords):
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.tfrecord import open_input
-
         number = 1
         with open_input(path, self._compression, "TextLineDataset") as f:
             try:
@@ -376,8 +376,6 @@ class FixedLengthRecordDataset(_FileRecords):
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.ops.reader_ops import fixed_length_records
-
         for _, record in fixed_length_records(path, *self._sizes, "FixedLengthRecordDataset"):
             yield record
 
@@ -392,12 +390,8 @@ class TFRecordDataset(_FileRecords):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
-        from gradflow.tfrecord import compression
-
         self._compression = compression(compression_type)
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.tfrecord import records
-
         return records(path, self._compression)
