@@ -73,7 +73,7 @@ def test_a_run_in_flight_writes_nothing_into_a_closed_session():
     thread.start()
     assert started.wait(10)
     sess.close()
-    store = sess._store
+    store = sess.run_state.store
     release.set()
     thread.join(10)
     assert len(errors) == 1 and "this Session is closed" in str(errors[0])
@@ -119,10 +119,10 @@ def test_an_increment_is_written_over_the_variable_and_spares_held_arrays():
         sess.run(w.initializer)
         assert "'w' in place" in sess.describe_plan(step, {delta: ones})
         sess.run(step, {delta: ones})
-        address = sess._store[w].ctypes.data  # (holding the array would forbid it)
+        address = sess.run_state.store[w].ctypes.data  # (holding the array would forbid it)
         for _ in range(3):
             sess.run(step, {delta: ones})
-            assert sess._store[w].ctypes.data == address
+            assert sess.run_state.store[w].ctypes.data == address
         held = sess.run(w, output="native")
         sess.run(step, {delta: ones})
         np.testing.assert_array_equal(held, 4.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
+from gradflow.backends.capture import RecordingCapturer
 
 
 class Backend:
@@ -104,10 +105,8 @@ class Backend:
     running = None
 
     def capturer(self):
-        """What captures a plan's run for replays (``gradflow.capture``): by default the
-        CPU's recording of its op calls."""
-        from gradflow.capture import RecordingCapturer
-
+        """What captures a plan's run for replays (``gradflow.backends.capture``): by
+        default the CPU's recording of its op calls."""
         return RecordingCapturer()
 
     def copy_into(self, array, value) -> None:

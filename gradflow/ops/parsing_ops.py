@@ -116,7 +116,7 @@ def _listed(feature, key, dtype, where):
 
 
 def _parse_impl(session, node):
-    from gradflow.train.example import Example
+    from gradflow.example import Example
 
     specs, single = node.attrs["specs"], node.attrs["single"]
     to_host, device = session.backend.host_value, session.backend.device_value

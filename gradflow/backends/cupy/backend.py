@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 
 from gradflow.backends.base import Backend
+from gradflow.backends.capture import CaptureGate
 from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
 from gradflow.backends.cupy import rnn as cupy_rnn
-from gradflow.capture import CaptureGate
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence

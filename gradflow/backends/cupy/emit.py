@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from gradflow.backends.capture import NotCapturable
 from gradflow.backends.cuda import columns as cuda_columns
 from gradflow.backends.cuda import device_random
 from gradflow.backends.cuda import im2col as cuda_im2col
@@ -61,7 +62,6 @@ from gradflow.backends.cupy.matmul import planned_matmul
 from gradflow.backends.cupy.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.backends.cupy.random import THREADS
 from gradflow.backends.numpy.fused import _inputs
-from gradflow.capture import NotCapturable
 from gradflow.prim.registry import REGISTRY
 
 _log = logging.getLogger("gradflow.cupy")

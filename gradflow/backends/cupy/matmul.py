@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import threading
 
+from gradflow.backends.capture import NotCapturable
 from gradflow.backends.cupy.nvmath_matmul import PlannedMatmul, _mT
 from gradflow.backends.cupy.nvmath_matmul import unavailable_reason as nvmath_missing
-from gradflow.capture import NotCapturable
 
 MAX_MATMUL_PLANS = 8  # per matmul node: more buffer sets than this means no steady state
 

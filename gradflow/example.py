@@ -10,6 +10,9 @@ build, serialize and parse it in TensorFlow's wire format (protobuf, by hand:
 >>> data = example.SerializeToString()
 >>> gf.train.Example.FromString(data).features.feature["label"].int64_list.value
 [7]
+
+It sits below the ops (``gf.io.parse_example`` reads it) and is re-exported by
+``gradflow.train``.
 """
 
 from __future__ import annotations
