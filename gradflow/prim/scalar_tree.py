@@ -125,7 +125,7 @@ class _Reader:
         if kind is ast.IfExp:
             cond = _boolean(self.read(node.test))
             a, b = _meet(self.read(node.body), self.read(node.orelse))
-            return Scalar("where", (cond, a, b), _promote(a.dtype, b.dtype))
+            return Scalar("where", (cond, a, b), promote(a.dtype, b.dtype))
         if kind is ast.Call:
             return self._call(node)
         raise _Outside
@@ -172,7 +172,7 @@ class _Reader:
             args = list(_meet(*args))
         if any(a.dtype not in FLOATS for a in args):
             raise _Outside
-        dtype = args[0].dtype if len(args) == 1 else _promote(args[0].dtype, args[1].dtype)
+        dtype = args[0].dtype if len(args) == 1 else promote(args[0].dtype, args[1].dtype)
         return Scalar(fn.attr, tuple(args), dtype)
 
 
@@ -222,7 +222,9 @@ def _weak(number, other):
     return _constant(number.value, other if other in FLOATS else "float64")
 
 
-def _promote(a, b):
+def promote(a, b):
+    """The dtype name NumPy gives an operation over dtype names ``a`` and ``b`` of the
+    subset (None: a Python number, which takes the other's)."""
     if a is None or b is None:
         return a or b
     if a == b:
@@ -234,7 +236,7 @@ def _promote(a, b):
 
 def _arithmetic(op, a, b):
     a, b = _meet(a, b)
-    dtype = _promote(a.dtype, b.dtype)
+    dtype = promote(a.dtype, b.dtype)
     if dtype not in FLOATS and dtype is not None:
         raise _Outside  # bool arithmetic: NumPy's own rules, outside the subset
     return Scalar(op, (a, b), dtype)
