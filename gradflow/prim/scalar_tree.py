@@ -200,7 +200,8 @@ def _constant(value, dtype):
     """A constant of ``dtype``, its value rounded to that dtype (a finite one only)."""
     if dtype == "bool":
         return Scalar("const", (), "bool", bool(value))
-    rounded = float(np.dtype(dtype).type(value))
+    with np.errstate(over="ignore"):
+        rounded = float(np.dtype(dtype).type(value))
     if not np.isfinite(rounded):
         raise _Outside
     return Scalar("const", (), dtype, rounded)
