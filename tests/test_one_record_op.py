@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import test_ops
 from cuda_host import GXX
 from op_specs import OpSpec, uniform
+from test_cuda_kernels import _reference, _run_both_forms, assert_same
 
 import gradflow as gf
 from gradflow import backends
@@ -31,6 +33,7 @@ from gradflow.backends.cpu import numba_support
 from gradflow.backends.cuda import kernels as cuda_kernels
 from gradflow.backends.kernel_text import program_inputs
 from gradflow.backends.numpy import fused as numpy_fused
+from gradflow.backends.torch import out as torch_out
 from gradflow.passes import optimize
 from gradflow.passes.fusion import FUSED
 from gradflow.prim import call
@@ -148,8 +151,6 @@ def test_fused_into_a_numba_kernel_with_its_gradient(monkeypatch):
                                         "on the host with it")
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_printed_as_cuda_c_that_gives_the_same_numbers(dtype, tmp_path):
-    from test_cuda_kernels import _reference, _run_both_forms, assert_same
-
     gdt = gf.as_dtype(dtype)
     x, s, b, y = _model(gdt)
     (node,) = [n for n in optimize([y], [x, s, b], None).nodes() if n.opdef is FUSED]
@@ -169,8 +170,6 @@ def test_printed_as_cuda_c_that_gives_the_same_numbers(dtype, tmp_path):
 def test_runs_on_torch_without_an_entry_of_its_own(op):
     if backends.available()["torch"] is not None:
         pytest.skip(f"torch: {backends.available()['torch']}")
-    from gradflow.backends.torch import out as torch_out
-
     assert "torch" not in op.lowerings and NAME not in torch_out.LOWERINGS
     x, s, b, y = _model()
     (grad,) = gf.gradients(gf.reduce_sum(y * y), [x])
@@ -208,8 +207,6 @@ def test_exported_to_onnx_from_its_scalar_expression(tmp_path):
 def test_its_spec_passes_the_checks_of_every_op(check, backend):
     """``tests/test_ops.py``'s checks of a spec, on every backend (float64 finite
     differences for the gradient and the gradient of the gradient)."""
-    import test_ops
-
     run = getattr(test_ops, f"test_{check}")
     if check in ("forward", "shape_rule"):
         for dtype in SPEC.dtypes:

@@ -43,7 +43,7 @@ def _read(tree):
     """The input positions the expression reads."""
     if tree.op == "arg":
         return {tree.value}
-    return set().union(set(), *(_read(a) for a in tree.args))
+    return set().union(*(_read(a) for a in tree.args))
 
 
 def _write(m, tree, ins, hint, name):
