@@ -18,6 +18,7 @@ from test_cuda_kernels import (
 import gradflow as gf
 from gradflow.backends.cuda import kernels as cuda_kernels
 from gradflow.backends.cuda import philox
+from gradflow.backends.kernel_text import program_inputs
 
 cp = pytest.importorskip("cupy", reason="CuPy is not installed")
 pytestmark = pytest.mark.gpu
@@ -37,7 +38,7 @@ def _launch(program, kernel, arrays):
                               kernel.name + "_ew", preamble=kernel.preamble,
                               options=kernel.options)
     shaped = [d.reshape(tuple(i.shape)) for d, i in
-              zip(device, cuda_kernels._inputs(program))]
+              zip(device, program_inputs(program))]
     made = ew(*shaped)
     made = made if isinstance(made, tuple) else (made,)
     return [[cp.asnumpy(r) for r in raw], [cp.asnumpy(m) for m in made]]
@@ -64,7 +65,7 @@ def test_mlp_programs_on_the_device():
             kernel = cuda_kernels.print_kernel(program, tuple(node.shape))
             arrays = [rng.standard_normal(tuple(i.shape)).astype(i.dtype.as_numpy_dtype)
                       if not i.dtype.is_bool else rng.random(tuple(i.shape)) < 0.5
-                      for i in cuda_kernels._inputs(program)]
+                      for i in program_inputs(program)]
             with np.errstate(all="ignore"):
                 want = _reference(program, arrays)
             for got in _launch(program, kernel, arrays):

@@ -16,7 +16,7 @@ from cuda_host import build, launch, needs_gxx
 import gradflow as gf
 from gradflow.backends.cuda import device_random, philox
 from gradflow.backends.cuda import kernels as cuda_kernels
-from gradflow.backends.numpy import fused as numpy_fused
+from gradflow.backends.kernel_text import program_inputs
 from gradflow.passes import optimize
 from gradflow.passes.fusion import FUSED, absorb_draws, absorb_row_sums
 
@@ -164,7 +164,7 @@ def test_a_fused_dropout_draws_its_own_numbers_in_one_kernel(dtype, shape, block
     rng = np.random.default_rng(blocks)
     arrays = [np.full(i.shape, 0.7, dtype) if tuple(i.shape) == () else
               rng.standard_normal(tuple(i.shape)).astype(dtype)
-              for i in numpy_fused._inputs(program)]
+              for i in program_inputs(program)]
     seed, offset = 2**63 + 11, 5
     state = np.array([offset, 0], np.uint64)
     masks = []

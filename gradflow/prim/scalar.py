@@ -3,9 +3,13 @@ with ``register(..., scalar=...)`` (see ``OpDef``).
 
 ``scalar(args, node)`` returns the expression of one output element from
 the expressions ``args`` of the input elements, in the Python subset that
-numba compiles (the same text serves any other scalar code generator), or
-``None`` where the op's dtypes are not supported there; the kernel then runs
-as a sequence of the backend's own calls. ``T`` is the output dtype's scalar
+numba compiles, or ``None`` where the op's dtypes are not supported there; the
+kernel then runs as a sequence of the backend's own calls. That one text is the
+op's form in every generated kernel: the numba kernels compile it as it is, the
+CUDA C printer (``gradflow.backends.cuda.scalar``) and the ONNX export read it as
+a tree (``gradflow.prim.scalar_tree``, which lists the subset they read: NumPy
+functions, ``np.float32(...)`` constants and casts, arithmetic, comparisons,
+``and``/``or``/``not`` and ``a if c else b``). ``T`` is the output dtype's scalar
 type in the generated module (``np.float32``...), so constants keep the
 dtype: a float32 kernel computes in float32, as the ufuncs do.
 

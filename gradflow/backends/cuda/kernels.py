@@ -2,26 +2,18 @@
 
 A fused node's ``FusedProgram`` (``gradflow.passes.fusion``) becomes one kernel
 body: one ``const`` per step, each step the CUDA C form of the member's scalar
-expression. ``CUDA_SCALAR`` prints that form for every op of
-``gradflow.passes.elementwise.SCALAR`` and declines (None) exactly where SCALAR
-does, so the numba kernels and the CUDA kernels cover the same programs.
+expression (``OpDef.scalar``, the very text the numba kernels compile), printed by
+``gradflow.backends.cuda.scalar``; a member the printer declines declines the
+kernel, so the numba kernels and the CUDA kernels cover the same programs.
 
-The numbers are NumPy's, element for element:
-
-- ``maximum``/``minimum``/``relu`` keep a NaN of either side and, on equal
-  operands (``-0.0`` and ``0.0``), return the second one, as NumPy 2's float32
-  and float64 loops do (its float16 loop returns the first; numba's the first).
-- float16 values are loaded into ``float``, each op computes in ``float`` and a
-  float16 step is rounded to half at once (``GF_ROUND_HALF``): NumPy rounds
-  after every float16 op, and float's 24 bits make that double rounding exact
-  for ``+ - * /`` and ``sqrt``.
-- The kernels are compiled with ``--fmad=false`` (``OPTIONS``): NVCC would
-  otherwise contract ``a * b + c`` into one FMA, rounding once where NumPy
-  rounds twice. Transcendentals (``expf``, ``tanhf``...) are CUDA's own, within
-  CUDA's documented ulp bounds of the C library's.
+The numbers are NumPy's, element for element (how each form is printed to keep them
+so: ``gradflow.backends.cuda.scalar``). Every float16 step is rounded to half at once
+(``GF_ROUND_HALF``), and the kernels are compiled with ``--fmad=false``
+(``OPTIONS``): NVCC would otherwise contract ``a * b + c`` into one FMA, rounding
+once where NumPy rounds twice.
 
 Inputs are read whole, as rows, as columns or as one scalar (the kinds of
-``numpy_fused``). ``ElementwiseKernel`` broadcasts by itself; the ``RawKernel``
+``kernel_text.input_patterns``). ``ElementwiseKernel`` broadcasts by itself; the ``RawKernel``
 text takes ``n`` (output size) and ``C`` (the columns of a row/column split) and
 indexes each input by its kind, in a grid-stride loop.
 
@@ -41,10 +33,9 @@ from dataclasses import dataclass
 from gradflow.backends.cuda.device_random import C_TYPES
 from gradflow.backends.cuda.philox import HELPERS as PHILOX_HELPERS
 from gradflow.backends.cuda.philox import draw_kernel
-from gradflow.backends.numpy.fused import _inputs, _patterns
-from gradflow.passes.elementwise import SCALAR
+from gradflow.backends.cuda.scalar import COMPUTE, cuda_expression
+from gradflow.backends.kernel_text import input_patterns, program_inputs, step_arguments
 
-COMPUTE = {"float16": "float", "float32": "float", "float64": "double", "bool": "bool"}
 STORAGE = {"float16": "__half", "float32": "float", "float64": "double", "bool": "bool"}
 OPTIONS = ("--fmad=false",)
 
@@ -74,98 +65,6 @@ def _compute(node):
     return COMPUTE[node.dtype.name]
 
 
-def _literal(value, node):
-    return f"{float(value)!r}f" if _compute(node) == "float" else f"{float(value)!r}"
-
-
-def _math(fn):
-    def expr(args, node):
-        suffix = "f" if _compute(node) == "float" else ""
-        return f"{fn}{suffix}({', '.join(args)})"
-
-    return expr
-
-
-def _infix(symbol):
-    return lambda args, node: f"({args[0]} {symbol} {args[1]})"
-
-
-def _pick(symbol):  # NumPy's maximum/minimum: NaN of either side, the second on ties
-    return lambda a, node: f"(({a[0]} != {a[0]} || {a[0]} {symbol} {a[1]}) ? {a[0]} : {a[1]})"
-
-
-def _relu(args, node):
-    zero = _literal(0, node)
-    return f"(({args[0]} != {args[0]} || {args[0]} > {zero}) ? {args[0]} : {zero})"
-
-
-def _relu_grad(args, node):  # where(x > 0, g, 0)
-    zero = _literal(0, node)
-    return f"({args[1]} > {zero} ? {args[0]} : {zero})"
-
-
-def _sigmoid(args, node):  # the tanh form of math_ops._sigmoid_impl, as SCALAR's
-    half = _literal(0.5, node)
-
-    def op(text):  # NumPy rounds each of the three ops of a float16 sigmoid
-        return f"GF_ROUND_HALF({text})" if node.dtype.name == "float16" else text
-
-    inner = op(_math("tanh")([op(f"{half} * {args[0]}")], node))
-    return f"({op(f'{half} * {inner}')} + {half})"
-
-
-_CUDA = {
-    "add": _infix("+"),
-    "subtract": _infix("-"),
-    "multiply": _infix("*"),
-    "divide": _infix("/"),
-    "maximum": _pick(">"),
-    "minimum": _pick("<"),
-    "negative": lambda a, n: f"(-{a[0]})",
-    "abs": _math("fabs"),
-    "exp": _math("exp"),
-    "expm1": _math("expm1"),
-    "log": _math("log"),
-    "log1p": _math("log1p"),
-    "sqrt": _math("sqrt"),
-    "floor": _math("floor"),
-    "ceil": _math("ceil"),
-    "square": lambda a, n: f"({a[0]} * {a[0]})",
-    "tanh": _math("tanh"),
-    "sin": _math("sin"),
-    "cos": _math("cos"),
-    "sigmoid": _sigmoid,
-    "relu": _relu,
-    "relu_grad": _relu_grad,
-    "greater": _infix(">"),
-    "greater_equal": _infix(">="),
-    "less": _infix("<"),
-    "less_equal": _infix("<="),
-    "equal": _infix("=="),
-    "not_equal": _infix("!="),
-    "logical_and": _infix("&&"),
-    "logical_or": _infix("||"),
-    "logical_not": lambda a, n: f"(!{a[0]})",
-    "where": lambda a, n: f"({a[0]} ? {a[1]} : {a[2]})",
-    "cast": lambda a, n: f"(({_compute(n)})({a[0]}))",
-    "zeros_like": lambda a, n: _literal(0, n),
-    "ones_like": lambda a, n: _literal(1, n),
-}
-
-
-def _declining_as_scalar_does(name):
-    def expr(args, node):
-        if SCALAR[name](list(args), node) is None or node.dtype.name not in COMPUTE:
-            return None
-        return _CUDA[name](args, node)
-
-    return expr
-
-
-# op name -> (argument expressions, node) -> CUDA C expression, or None (unsupported dtypes)
-CUDA_SCALAR = {name: _declining_as_scalar_does(name) for name in SCALAR}
-
-
 def _drawn(member, word):
     """A uniform draw's value from its Philox word ``word``, as ``gf_random_uniform_<T>``
     computes it (``gradflow.backends.cuda.device_random``), or None (another distribution, no
@@ -184,16 +83,14 @@ def steps_source(program, words=None, sums=None):
     if a member has no CUDA form. A random member (``absorb_draws``) is computed from
     its Philox word ``words[k]`` (``w0, w1...``), a row sum (``absorb_row_sums``) is
     the row's total ``sums[k]``; without them these have none."""
-    n = program.num_inputs
-    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
     lines = []
-    for k, (member, args) in enumerate(program.steps):
+    for k, (member, args) in enumerate(step_arguments(program)):
         if member.opdef.kind == "random":
             expr = None if words is None or k not in words else _drawn(member, words[k])
-        elif member.opdef.name not in CUDA_SCALAR:
+        elif member.opdef.scalar is None:
             expr = None if sums is None or k not in sums else sums[k]
         else:
-            expr = CUDA_SCALAR[member.opdef.name]([names[a] for a in args], member)
+            expr = cuda_expression(member, args)
         if expr is None:
             return None
         if member.dtype.name == "float16":
@@ -227,10 +124,10 @@ def print_kernel(program, shape, name=None):
 
 def _layout(program, shape, steps):
     """``(inputs, outputs, kinds, columns, digest)`` of a printable program, or None."""
-    inputs = _inputs(program)
+    inputs = program_inputs(program)
     if steps is None or any(i.dtype.name not in COMPUTE for i in inputs):
         return None
-    split, kinds = _patterns(program, shape)
+    split, kinds = input_patterns(program, shape)
     if split == "none":
         return None
     outputs = [program.members[k] for k in program.outputs]
@@ -287,7 +184,7 @@ def print_row_kernel(program, shape, max_columns=4096):
             m.dtype.name not in ("float32", "float64", "bool") for m in members):
         return None
     steps = steps_source(program, sums=sums)
-    inputs = _inputs(program)
+    inputs = program_inputs(program)
     if steps is None or any(i.dtype.name not in COMPUTE or i.dtype.name == "float16"
                             for i in inputs):
         return None

@@ -40,6 +40,11 @@ import numpy as np
 from gradflow.backends.base import generated_function
 from gradflow.backends.cpu import openmp, threads
 from gradflow.backends.cpu.numba_support import get_numba, load_kernel, on_team
+from gradflow.backends.kernel_text import input_patterns, program_inputs, step_arguments
+
+# The name ``gradflow.backends.cupy.emit`` imports (until it imports ``program_inputs``
+# from ``gradflow.backends.kernel_text``, where the function now lives).
+_inputs = program_inputs
 
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
 # once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
@@ -92,7 +97,7 @@ def _blocked(program, run, shape):
     if any(m.shape is None or tuple(m.shape) != shape for m in program.members):
         return None
     rank, sliced = len(shape), []
-    for inp in _inputs(program):
+    for inp in program_inputs(program):
         if inp.shape is None or None in tuple(inp.shape) or len(inp.shape) > rank:
             return None
         full = len(inp.shape) == rank and inp.shape[0] == shape[0]
@@ -184,70 +189,14 @@ def _tiled(member, fn):
 
 def _expressions(program):
     """The scalar expression text of each member, or None if one has none."""
-    n = program.num_inputs
-    names = [f"a{i}" for i in range(n)] + [f"t{k}" for k in range(len(program.steps))]
     lines = []
-    for k, (member, args) in enumerate(program.steps):
+    for k, (member, args) in enumerate(step_arguments(program)):
         scalar = member.opdef.scalar  # None: a draw or a row sum (``kernel_passes``)
-        expr = None if scalar is None else scalar([names[a] for a in args], member)
+        expr = None if scalar is None else scalar(args, member)
         if expr is None:
             return None
         lines.append(f"t{k} = {expr}")
     return lines
-
-
-def _patterns(program, shape, cycles=False):
-    """``(split, [pattern per input])``: how each input is indexed when the output is
-    seen as ``(rows, cols)`` split before axis ``split`` (``None`` split: flat), or
-    ``("none", None)`` if some input broadcasts in another way. With ``cycles`` an
-    input may also repeat along the rows (``"cycle"``: row ``r`` reads element ``r``
-    modulo its size), as an NCHW bias of shape ``(C, 1, 1)`` does."""
-    rank = len(shape)
-    kinds = []
-    for inp in _inputs(program):
-        s = (1,) * (rank - len(inp.shape)) + tuple(inp.shape)
-        if None in s:
-            return "none", None
-        if all(d == 1 for d in s):  # one element (also where the output has one)
-            kinds.append(("scalar", None))
-        elif s == shape:
-            kinds.append(("full", None))
-        else:
-            rows = {p for p in range(rank + 1)
-                    if all(d == 1 for d in s[:p]) and s[p:] == shape[p:]}
-            cols = {p for p in range(rank + 1)
-                    if s[:p] == shape[:p] and all(d == 1 for d in s[p:])}
-            repeats = {q for q in range(1, rank + 1) if cycles and all(d == 1 for d in s[q:])
-                       and any(all(d == 1 for d in s[:p]) and s[p:q] == shape[p:q]
-                               for p in range(q))} - cols
-            kinds.append(("split", (rows, cols, repeats)))
-    splits = None
-    for kind, options in kinds:
-        if kind == "split":
-            here = set().union(*options)
-            splits = here if splits is None else splits & here
-    if splits is None:
-        return None, [k for k, _ in kinds]
-    if not splits:
-        return "none", None
-    split = min(splits)
-    out = []
-    for kind, options in kinds:
-        if kind == "split":
-            out.append("row" if split in options[0] else "col" if split in options[1]
-                       else "cycle")
-        else:
-            out.append(kind)
-    return split, out
-
-
-def _inputs(program):
-    first_use = {}
-    for member, args in program.steps:
-        for inp, a in zip(member.inputs, args):
-            if a < program.num_inputs:
-                first_use.setdefault(a, inp)
-    return [first_use[k] for k in range(program.num_inputs)]
 
 
 # float32 tanh compiles to the LSTM kernels' rational tanh, which LLVM vectorizes
@@ -274,7 +223,7 @@ def _numba_kernel(program, shape):
         return None
     lines = [line.replace("np.tanh(", "tanh32(") if _fast_tanh(member) else line
              for line, member in zip(lines, program.members)]
-    split, kinds = _patterns(program, shape, cycles=True)
+    split, kinds = input_patterns(program, shape, cycles=True)
     if split == "none":
         return None
     variants = {}
