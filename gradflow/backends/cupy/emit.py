@@ -61,7 +61,7 @@ from gradflow.backends.cupy import im2col_conv
 from gradflow.backends.cupy.matmul import planned_matmul
 from gradflow.backends.cupy.nvmath_matmul import unavailable_reason as nvmath_missing
 from gradflow.backends.cupy.random import THREADS
-from gradflow.backends.numpy.fused import _inputs
+from gradflow.backends.kernel_text import program_inputs
 from gradflow.prim.registry import REGISTRY
 
 _log = logging.getLogger("gradflow.cupy")
@@ -126,7 +126,7 @@ def raw_kernel(printed, program, cupy, blocks, threads, lead, fallback):
                      printed.name, err, program.describe())
         return fallback()
     outputs = [program.members[k] for k in program.outputs]
-    inputs = _inputs(program)
+    inputs = program_inputs(program)
     shape = tuple(outputs[-1].shape)
     sizes = (np.int64(printed.size), np.int64(printed.columns))
 

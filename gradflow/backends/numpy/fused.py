@@ -42,10 +42,6 @@ from gradflow.backends.cpu import openmp, threads
 from gradflow.backends.cpu.numba_support import get_numba, load_kernel, on_team
 from gradflow.backends.kernel_text import input_patterns, program_inputs, step_arguments
 
-# The name ``gradflow.backends.cupy.emit`` imports (until it imports ``program_inputs``
-# from ``gradflow.backends.kernel_text``, where the function now lives).
-_inputs = program_inputs
-
 # Outputs smaller than this run the ufunc sequence: a kernel's compile time (paid
 # once per kernel and machine, then cached on disk) is not worth it for tiny arrays.
 MIN_KERNEL_SIZE = 2048
