@@ -15,7 +15,7 @@ from gradflow.ops.state_ops import ensure_shape, random_uniform, random_uniform_
 from gradflow.prim.conv import TO_NCHW, TO_NHWC, _transpose_mismatch
 from gradflow.prim.registry import apply, convert_to_tensor
 
-# -- public functions -------------------------------------------------------------------
+# -- TF1's arguments ----------------------------------------------------------------------
 
 
 def _pair(value, what, data_format="NHWC"):

@@ -1,4 +1,5 @@
-"""Contractions and norms: tensordot (an op), einsum and norm (graphs of ops)."""
+"""Contractions and norms: tensordot (the primitive of ``gradflow.prim.linalg``), einsum and
+norm (graphs of ops)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 ``argsort`` is the primitive (a stable sort, so equal values keep their order,
 as TF1's ``top_k``-based sort does); ``sort`` gathers the values at those
 indices, so its gradient goes back to where each value came from, through
-``gather``'s scatter-add. ``unique`` has two ops, one per result.
+``gather``'s scatter-add. ``unique`` has two ops, one per result. The primitives
+are in ``gradflow.prim.sort``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The registry's ops have one output each, so ``top_k`` is built from two: a
 primitive that finds the indices (a stable descending ``argsort``, so ties keep
 the lower index first) and a ``gather`` of the values from the flattened
 input. The gather's gradient is the backends' scatter-add, which puts the
-values' gradient back where they came from.
+values' gradient back where they came from. The primitives are in
+``gradflow.prim.sort``.
 """
 
 from __future__ import annotations
