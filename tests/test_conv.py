@@ -123,7 +123,7 @@ def test_numpy_conv_lowerings_match_the_array_api_versions(ksize, strides, paddi
     import array_api_compat.numpy as xp
 
     from gradflow.backends.numpy.windows import LOWERINGS
-    from gradflow.ops.conv_ops import window_geometry
+    from gradflow.prim.conv import window_geometry
     from gradflow.prim.registry import REGISTRY
 
     rng = np.random.default_rng(7)

@@ -304,7 +304,7 @@ def test_the_log_softmax_row_kernel_matches_numpy(dtype, cols, tmp_path):
     in place too, against the op's NumPy function: NaN, infinities and large values
     in some rows."""
     from gradflow.backends.cuda import rows as cuda_rows
-    from gradflow.ops.nn_ops import _log_softmax_impl
+    from gradflow.prim.nn import _log_softmax_impl
 
     source, name = cuda_rows.log_softmax_source(dtype)
     lib = build(source, str(tmp_path))

@@ -173,7 +173,7 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     from array_api_compat import cupy as cxp
 
     from gradflow.backends.cupy import rnn as cupy_rnn
-    from gradflow.ops import rnn_ops
+    from gradflow.prim import rnn as prim_rnn
 
     rng = np.random.default_rng(3)
     batch, units = 33, 20
@@ -184,12 +184,12 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     assert cupy_rnn._STEP_KERNELS.get(np.dtype(dtype)) is not None
     tol = 2e-6 if dtype == "float32" else 1e-13
     got = cupy_rnn.lower_lstm_step(cxp, 1.0)(x, y, row, c_prev)
-    want = rnn_ops._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
     a, c, _ = got
     got = cupy_rnn.lower_lstm_step_grad(cxp)(dh, dc_next, a, c, c_prev)
-    want = rnn_ops._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
 
@@ -208,7 +208,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
 
     from gradflow.backends.cuda import lstm as cuda_lstm
     from gradflow.backends.cupy import rnn as cupy_rnn
-    from gradflow.ops import rnn_ops
+    from gradflow.prim import rnn as prim_rnn
 
     monkeypatch.setattr(cuda_lstm, "STEP_TILE", tiles[0])
     monkeypatch.setattr(cuda_lstm, "GRAD_TILE", tiles[1])
@@ -222,7 +222,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
     tol = 3e-5 if dtype == "float32" else 1e-12
     got = cupy_rnn.lower_lstm_step_rec(cxp, 1.0)(x, h_prev, w, row, c_prev)
     assert cupy_rnn._rec_kernels(np.dtype(dtype)) is not None
-    want = rnn_ops._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
     for g, ref in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
     a, c, _ = got
@@ -230,7 +230,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
         arr(batch, units)
     dz_next = arr(batch, 4 * units)
     got = cupy_rnn.lower_lstm_step_rec_grad(cxp)(dy, dz_next, w_sq, dc_next, a, c, c_prev)
-    want = rnn_ops._lstm_step_rec_grad_impl(cxp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_rec_grad_impl(cxp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
     for g, ref in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
 

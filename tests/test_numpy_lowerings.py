@@ -12,9 +12,9 @@ from gradflow.backends.numpy import matmul as numpy_matmul
 from gradflow.backends.numpy import rnn as numpy_rnn
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.onednn import library as onednn
-from gradflow.ops import rnn_ops
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.prim import rnn as prim_rnn
 from gradflow.prim.array import _matmul_impl
+from gradflow.prim.conv import window_geometry
 from gradflow.prim.registry import REGISTRY
 
 RNG = np.random.default_rng(0)
@@ -50,14 +50,14 @@ def test_matmul_lowering(ta, tb, shapes):
 def test_lstm_lowerings(batch_c):
     units = 5
     z, g4 = _rand(4, 4 * units), _rand(4, 4 * units)
-    a = rnn_ops._lstm_gates_impl(xp, z, 1.0)
+    a = prim_rnn._lstm_gates_impl(xp, z, 1.0)
     np.testing.assert_allclose(numpy_rnn.lstm_gates(xp, 1.0)(z), a, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(numpy_rnn.lstm_gates_grad(xp)(g4, a),
-                               rnn_ops._lstm_gates_grad_impl(xp, g4, a), rtol=1e-6, atol=1e-6)
+                               prim_rnn._lstm_gates_grad_impl(xp, g4, a), rtol=1e-6, atol=1e-6)
     g, c = _rand(4, units), _rand(batch_c, units)
     for wrt in ("gates", "state"):
-        for lower, impl in ((numpy_rnn.lstm_c_grad, rnn_ops._lstm_c_grad_impl),
-                            (numpy_rnn.lstm_h_grad, rnn_ops._lstm_h_grad_impl)):
+        for lower, impl in ((numpy_rnn.lstm_c_grad, prim_rnn._lstm_c_grad_impl),
+                            (numpy_rnn.lstm_h_grad, prim_rnn._lstm_h_grad_impl)):
             got, want = lower(xp, wrt)(g, a, c), impl(xp, g, a, c, wrt)
             assert got.shape == want.shape == ((4, 4 * units) if wrt == "gates" else c.shape)
             assert got.dtype == want.dtype == np.float32

@@ -19,7 +19,7 @@ from gradflow.backends.cpu import openmp, threads
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.onednn import conv as onednn_conv
 from gradflow.backends.onednn import library as onednn
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.prim.conv import window_geometry
 
 pytestmark = pytest.mark.skipif(not onednn.available(),
                                 reason="oneDNN (onednn-cpu-gomp) is not installed or loads not")

@@ -22,9 +22,9 @@ other kernels, so the last bits may differ from the NHWC pass's.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.layouts import copy_perm
+from gradflow.prim.conv import NCHW_FORMS, TO_NCHW, TO_NHWC
 from gradflow.prim.registry import REGISTRY
 
 

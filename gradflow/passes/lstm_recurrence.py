@@ -29,8 +29,8 @@ the step alone and add two values of the state's shape.
 
 from __future__ import annotations
 
-from gradflow.ops.rnn_ops import LSTM_STEP_REC, LSTM_STEP_REC_GRAD
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.rnn import LSTM_STEP_REC, LSTM_STEP_REC_GRAD
 
 
 def fuse_lstm_recurrence(graph) -> None:

@@ -23,7 +23,7 @@ read (col2im), one strided slice per filter tap.
 from __future__ import annotations
 
 from gradflow.backends.base import KeptArrays
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.prim.conv import window_geometry
 
 OPS = ("conv2d", "conv2d_backprop_filter", "conv2d_backprop_input")  # conv_lowerings' keys
 

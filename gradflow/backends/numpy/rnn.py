@@ -16,7 +16,7 @@ allocates nothing for these ops either way.
 from __future__ import annotations
 
 from gradflow.backends.numpy.lstm_kernels import OutputBuffer, picker
-from gradflow.ops import rnn_ops
+from gradflow.prim import rnn as rnn_ops
 
 
 def _writes_out(fn):

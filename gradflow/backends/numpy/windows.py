@@ -40,7 +40,7 @@ from gradflow.backends.cpu.threads import uses_blas
 from gradflow.backends.numpy import strided
 from gradflow.backends.numpy.fused import PARALLEL_SIZE
 from gradflow.backends.onednn import conv as onednn_conv
-from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC, window_geometry
+from gradflow.prim.conv import NCHW_FORMS, TO_NCHW, TO_NHWC, window_geometry
 
 # Bytes of im2col columns per block: a few MB, so that a block stays in the cache
 # between its copy and its product, and still gives the product enough rows.
