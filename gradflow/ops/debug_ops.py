@@ -82,9 +82,8 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
     for d in data:
         if isinstance(d, Operation):
             raise TypeError(f"Print: '{d.name}' in data is an operation, not a tensor")
-    return apply("Print", [x, *data], name=name or "Print", message=message or "",
-                 first_n=None if first_n is None else int(first_n),
-                 summarize=3 if summarize is None else int(summarize), counter=debug.Counter())
+    return debug.print_node(x, data, message or "", None if first_n is None else int(first_n),
+                            3 if summarize is None else int(summarize), name or "Print")
 
 
 def print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):  # noqa: A001

@@ -140,7 +140,7 @@ def _check_template(template, count, op):
 # -- Print (TF1): its input, printing data on the way ----------------------------------
 
 
-class Counter:
+class _Counter:
     """How many times a print op printed (for ``first_n``), shared by its plans."""
 
     def __init__(self):
@@ -178,6 +178,13 @@ def _print_impl(session, node):
 
 register("Print", _print_impl, _print_infer,
          grad=lambda node, g: [g] + [None] * (len(node.inputs) - 1), kind="call")
+
+
+def print_node(x, data, message, first_n, summarize, name):
+    """A ``Print`` node: ``x``, printing ``message`` and ``data`` (tensors) when computed,
+    the first ``first_n`` times (None: always), ``summarize`` elements of each."""
+    return apply("Print", [x, *data], name=name, message=message, first_n=first_n,
+                 summarize=summarize, counter=_Counter())
 
 
 # -- print (tf.print): an operation that writes to a stream ----------------------------
