@@ -23,8 +23,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.errors import DataLossError, InvalidArgumentError
-from gradflow.ops.control_flow_ops import VARIANT, _pick
-from gradflow.ops.dataset_ops import _declared
+from gradflow.prim.construct import VARIANT, declared, pick
 from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.sparse_tensor import SparseTensor
 
@@ -115,6 +114,9 @@ def _listed(feature, key, dtype, where):
     return getattr(feature, kind).value
 
 
+# The parse_example primitive stays here until tf.train.Example's message (read in its
+# impl, imported there: gradflow.train sits above ops) moves below ops (issue 46); then
+# this impl, its helpers and its registration move to gradflow.prim.
 def _parse_impl(session, node):
     from gradflow.example import Example
 
@@ -170,12 +172,12 @@ def _parse(serialized, features, name, single):
     for key, dtype, shape, _ in specs:
         if shape is None:
             rank = len(batch) + 1
-            out[key] = SparseTensor(_pick(node, k, (None, rank), dtypes.int64),
-                                    _pick(node, k + 1, (None,), dtype),
-                                    _pick(node, k + 2, (rank,), dtypes.int64))
+            out[key] = SparseTensor(pick(node, k, (None, rank), dtypes.int64),
+                                    pick(node, k + 1, (None,), dtype),
+                                    pick(node, k + 2, (rank,), dtypes.int64))
             k += 3
         else:
-            out[key] = _pick(node, k, batch + shape, dtype)
+            out[key] = pick(node, k, batch + shape, dtype)
             k += 1
     return out
 
@@ -191,4 +193,4 @@ def parse_example(serialized, features, name=None, example_names=None):
     return _parse(serialized, features, name, False)
 
 
-register("parse_example", _parse_impl, _declared, grad=None, kind="call", takes_strings=True)
+register("parse_example", _parse_impl, declared, grad=None, kind="call", takes_strings=True)
