@@ -41,8 +41,8 @@ import sys
 from gradflow.backends.capture import STEP, CaptureGate, NotCapturable, RecordingCapturer
 from gradflow.errors import GradflowError
 from gradflow.executor import bind, node_at_failure, node_error, raise_closed
-from gradflow.ops.index_checks import IndexOutOfRange, check_ids
 from gradflow.passes.ir import user_node
+from gradflow.prim.index_checks import IndexOutOfRange, check_ids
 from gradflow.schedule import is_multi
 
 log = logging.getLogger("gradflow.capture")

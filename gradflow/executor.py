@@ -44,11 +44,11 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph import Operation
-from gradflow.ops.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
-from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
 from gradflow.passes import optimize
 from gradflow.passes.ir import user_node
+from gradflow.prim.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
+from gradflow.prim.plan import FUSED, FUSED_OUTPUT
 from gradflow.schedule import build_schedule, is_multi, output_count, run_order
 
 _plan_ids = itertools.count()

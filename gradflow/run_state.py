@@ -61,12 +61,6 @@ class RunState:
         """Whether the Session has closed (its variables are gone)."""
         return self.store.closed
 
-    @property
-    def _store(self):
-        """Temporary alias of ``store`` for ``gradflow/ops/control_flow_ops.py``, which
-        reads ``session._store`` until it is renamed there (issue 46's merge)."""
-        return self.store
-
     def compile_subplan(self, fetches, fed):
         """The plan of a sub-graph (a ``cond`` branch, a loop body), for the op that
         holds it: ops get the plan compiler from the run state, never by importing it."""

@@ -20,8 +20,8 @@ from gradflow.executor import (
     raise_closed,
 )
 from gradflow.graph import Tensor, _OpView, _state, get_default_graph, register_session_finder
-from gradflow.ops.plan_ops import FUSED
 from gradflow.passes.ir import user_node
+from gradflow.prim.plan import FUSED
 from gradflow.run_state import RunState
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 

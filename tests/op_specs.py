@@ -50,7 +50,7 @@ EXEMPT = {
     "print": "kind 'call': tf.print, prints when run (test_control_flow.py)",
     "assert": "kind 'call': Assert and assert_*, raise when run (test_control_flow.py)",
     "py_func": "kind 'call': runs a Python function on the host (test_control_flow.py)",
-    # input pipelines (gradflow/ops/dataset_ops.py): values from the host pipeline that the
+    # input pipelines (gradflow/prim/dataset.py): values from the host pipeline that the
     # session's iterator state runs, no gradient (tests/test_data_pipeline.py)
     "iterator_get_next": "kind 'call': the next element of a gf.data iterator",
     "iterator_component": "kind 'call': one component of an iterator's element",
@@ -64,7 +64,7 @@ EXEMPT = {
     "queue_size": "kind 'call': the number of elements in a queue of the session",
     "queue_is_closed": "kind 'call': whether a queue of the session is closed",
     "input_epochs": "kind 'call': an input producer's rows, per epoch, for num_epochs runs",
-    # host ops of image input (gradflow/ops/image_io_ops.py, tests/test_image_io.py)
+    # host ops of image input (gradflow/prim/image_io.py, tests/test_image_io.py)
     "read_file": "kind 'call': a file's bytes, read on the host",
     "decode_image": "kind 'call': image bytes decoded on the host by Pillow",
     "gather_strings": "kind 'call': gather of a string tensor, on the host where strings are",

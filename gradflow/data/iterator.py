@@ -3,7 +3,7 @@
 An iterator is graph-level and holds no position: each Session keeps its own
 ``IteratorState`` for it (in its run state's ``resources``), so two sessions on one graph
 iterate independently, and closing a Session stops its pipelines' threads.
-``get_next()`` and ``make_initializer(ds)`` are graph ops (``gradflow.ops.dataset_ops``)
+``get_next()`` and ``make_initializer(ds)`` are graph ops (``gradflow.prim.dataset``)
 that call into that state when a run reaches them.
 """
 
@@ -19,9 +19,9 @@ from gradflow.data.feeding import register_get_next
 from gradflow.data.host import PipelineRun
 from gradflow.errors import CancelledError, FailedPreconditionError, OutOfRangeError
 from gradflow.graph import TensorShape, get_default_graph
-from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
 from gradflow.ops.state_ops import group
+from gradflow.prim import dataset as dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.prim.registry import apply
 
 _CLOSE_WAIT_S = 0.5  # how long closing waits for a get_next running in another thread

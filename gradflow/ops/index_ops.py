@@ -8,11 +8,11 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import Tensor, user_source_line
 from gradflow.ops.array_ops import expand_dims, run_time_axes
-from gradflow.ops.casting import loses_kind
 from gradflow.ops.math_ops import cast, maximum, minimum, where
 from gradflow.ops.shape_ops import range_
 from gradflow.prim import rules
 from gradflow.prim.array import static_value
+from gradflow.prim.casting import loses_kind
 from gradflow.prim.index import (  # noqa: F401 - the key logic and kernels, under their old home
     _gather_impl,
     _one_hot_impl,

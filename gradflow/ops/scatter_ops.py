@@ -5,9 +5,10 @@
 All of them put rows into a dense tensor with ``gather``'s gradient (the backends'
 scatter-add), so each is differentiable in its ``updates`` (and the functional ones
 in their ``tensor``). The variable updates are assignments built as ``assign_add``
-is: ``assign(ref, new value)``, so they take effect when the run commits, as every
-other assignment. The primitives they add (``last_occurrence``, ``check_scatter_updates``,
-``bincount_size``) are in ``gradflow.prim.scatter``.
+is: ``assign(ref, new value)`` over the value ``ref`` holds at commit, so they take
+effect when the run commits, as every other assignment, and concurrent runs that
+update other rows lose none of them. The primitives they add (``last_occurrence``,
+``check_scatter_updates``, ``bincount_size``) are in ``gradflow.prim.scatter``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gradflow.ops.array_ops import expand_dims, reshape, reshape_like, static_va
 from gradflow.ops.index_ops import boolean_mask, gather, stack
 from gradflow.ops.math_ops import add, cast, greater, less, not_equal, ones_like, subtract, where
 from gradflow.ops.shape_ops import fill
-from gradflow.ops.state_ops import assign, stop_gradient
+from gradflow.ops.state_ops import assign, at_commit, stop_gradient
 from gradflow.prim import scatter as _scatter  # noqa: F401 - registers the primitives
 from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.prim.scatter import updates_problem
@@ -59,7 +60,8 @@ def scatter_add(ref, indices, updates, use_locking=False, name=None):
     >>> step = gf.scatter_add(counts, labels, gf.ones_like(labels, gf.float32))
     """
     indices, updates = _check("scatter_add", ref, indices, updates)
-    return assign(ref, ref + _rows(updates, indices, ref), name=name or ref.name + "/ScatterAdd")
+    return assign(ref, at_commit(ref) + _rows(updates, indices, ref),
+                  name=name or ref.name + "/ScatterAdd")
 
 
 def scatter_sub(ref, indices, updates, use_locking=False, name=None):
@@ -68,7 +70,8 @@ def scatter_sub(ref, indices, updates, use_locking=False, name=None):
     >>> step = gf.scatter_sub(embeddings, ids, lr * grads)
     """
     indices, updates = _check("scatter_sub", ref, indices, updates)
-    return assign(ref, ref - _rows(updates, indices, ref), name=name or ref.name + "/ScatterSub")
+    return assign(ref, at_commit(ref) - _rows(updates, indices, ref),
+                  name=name or ref.name + "/ScatterSub")
 
 
 def scatter_update(ref, indices, updates, use_locking=True, name=None):
@@ -84,7 +87,7 @@ def scatter_update(ref, indices, updates, use_locking=True, name=None):
         keep = expand_dims(keep, -1)
     kept = updates * keep
     hit = greater(_rows(ones_like(updates) * keep, indices, ref), 0.0)
-    return assign(ref, where(hit, _rows(kept, indices, ref), ref),
+    return assign(ref, where(hit, _rows(kept, indices, ref), at_commit(ref)),
                   name=name or ref.name + "/ScatterUpdate")
 
 

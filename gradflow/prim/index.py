@@ -16,12 +16,16 @@ from array_api_compat import device as _device
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor
+from gradflow.prim import call, rules
+from gradflow.prim.array import reshape_like
 
 # a leaf module of id checks, with no gradflow import (its home is ops/ today: it
 # belongs below prim, see the report of issue 46)
-from gradflow.ops.index_checks import as_take_index, check_ids, check_index_tuples
-from gradflow.prim import call, rules
-from gradflow.prim.array import reshape_like
+from gradflow.prim.index_checks import (
+    as_take_index,
+    check_ids,
+    row_major_positions,
+)
 from gradflow.prim.registry import apply, register
 
 # -- x[key] ----------------------------------------------------------------------
@@ -318,20 +322,6 @@ def _linear_index_impl(xp, indices, params, target="param shape"):
     ``"param shape"``, the scatters' the ``"shape"``)."""
     count = indices.shape[-1]
     return row_major_positions(xp, indices, tuple(params.shape[:count]), target)
-
-
-def row_major_positions(xp, indices, bounds, target="param shape"):
-    """The row-major positions in an array whose leading axes are ``bounds`` of the index
-    tuples in the last axis of ``indices`` (int64), after checking that each points into
-    it (``check_index_tuples``)."""
-    idx = xp.astype(indices, xp.int64)
-    check_index_tuples(xp, idx, bounds, target)
-    out = xp.zeros(idx.shape[:-1], dtype=xp.int64, device=_device(idx))
-    stride = 1
-    for k in reversed(range(len(bounds))):
-        out = out + idx[..., k] * stride
-        stride *= bounds[k]
-    return out
 
 
 def _linear_index_infer(shapes, in_dtypes, target="param shape"):

@@ -5,7 +5,7 @@ A node of kind ``"call"``; with a single result its value is that array, else a 
 that ``tuple_get`` nodes pick from (its ``info`` is a plain ``Construct``: no gradient,
 unless one is registered with ``RegisterGradient`` and mapped with
 ``gradient_override_map``). Results are converted to their declared dtypes by the rule
-feeds follow (``gradflow.ops.casting``).
+feeds follow (``gradflow.prim.casting``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gradflow.errors import InvalidArgumentError
 # the conversion rule of every value that enters a graph from Python: a leaf module
 # (NumPy, errors, memory) whose home is ops/ today and belongs below prim (issue 46's
 # report: its owner moves it)
-from gradflow.ops.casting import loses_kind, out_of_range
+from gradflow.prim.casting import loses_kind, out_of_range
 from gradflow.prim.construct import VARIANT
 from gradflow.prim.registry import register
 
@@ -60,7 +60,7 @@ def _py_func_impl(session, node):
 
 def _py_result(value, dtype, what):
     """``value`` (a py_func's result) as a host array of ``dtype``, by the rule feeds
-    follow (``gradflow.ops.casting``): floats may round; a conversion across kinds that can change
+    follow (``gradflow.prim.casting``): floats may round; a conversion across kinds that can change
     values (a fraction cut off) or an integer that would wrap is an error, never a
     silent cast."""
     try:

@@ -15,8 +15,7 @@ from gradflow import dtypes
 
 # a leaf module of host memory checks, with no gradflow import (its home is ops/ today:
 # it belongs below prim, see the report of issue 46)
-from gradflow.ops import memory
-from gradflow.prim import call
+from gradflow.prim import call, memory
 from gradflow.prim.array import int_vector, reduce, static_value, unbroadcast
 from gradflow.prim.registry import apply, register
 

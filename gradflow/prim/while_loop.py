@@ -91,7 +91,7 @@ class WhileInfo(Construct):
         record = self.record
         cond_what = f"the condition of while_loop '{self.name}'"
         body_what = f"the body of while_loop '{self.name}'"
-        store = session._store
+        store = session.store
 
         def run(*inputs):
             state = list(inputs[:n])
@@ -222,7 +222,7 @@ class WhileGradInfo(Construct):
         slot, cap_slots = self._slots()
         diff, k, export_at = vjp.diff, self.k, vjp.export_at
         what = f"the gradient of while_loop '{loop.name}'"
-        store = session._store
+        store = session.store
 
         def run(value, g, *extra):
             history = value[n]

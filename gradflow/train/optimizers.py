@@ -17,7 +17,6 @@ from gradflow.ops.index_ops import gather
 from gradflow.ops.math_ops import (
     abs,  # noqa: A004
     cast,
-    greater,
     maximum,
     pow,  # noqa: A004
     sign,
@@ -26,6 +25,7 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
+from gradflow.ops.scatter_ops import scatter_update
 from gradflow.ops.sort_ops import unique
 from gradflow.ops.state_ops import (
     assign,
@@ -34,7 +34,6 @@ from gradflow.ops.state_ops import (
     group,
     shaped_like_variable,
 )
-from gradflow.prim import call
 from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import Variable
 
@@ -167,14 +166,8 @@ class Optimizer:
 
     def _write(self, t, value):
         """Assign ``value`` to ``t``, or to the rows that the update being built changes
-        (``scatter_update`` over the value ``t`` holds at commit: the other rows keep
-        that; the rows are distinct, so each is written once)."""
-        if self._rows is None:
-            return assign(t, value)
-        current = at_commit(t)
-        hit = greater(call.gather_grad(call.ones_like(value), self._rows, current, axis=0), 0.0)
-        return assign(t, where(hit, call.gather_grad(value, self._rows, current, axis=0),
-                               current), name=t.name + "/ScatterUpdate")
+        (``scatter_update``: the other rows keep the value ``t`` holds at commit)."""
+        return assign(t, value) if self._rows is None else scatter_update(t, self._rows, value)
 
     def _non_slot(self, value, dtype, name):
         """A variable shared by all the updates, named ``name`` in the current name scope."""

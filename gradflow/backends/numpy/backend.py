@@ -18,10 +18,10 @@ from gradflow.backends.numpy.rnn import LOWERINGS as RNN_LOWERINGS
 from gradflow.backends.numpy.segment import segment_reducer
 from gradflow.backends.numpy.windows import LOWERINGS as WINDOW_LOWERINGS
 from gradflow.backends.onednn import library as onednn
-from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.segment_ops import bind_segments
 from gradflow.passes.conv_layouts import fold_conv_layouts
+from gradflow.prim.index_checks import check_ids
 from gradflow.prim.registry import add_lowering
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends.base import KeptArrays
-from gradflow.ops.index_checks import check_ids
 from gradflow.ops.index_ops import _gather_impl, _one_hot_impl
+from gradflow.prim.index_checks import check_ids
 from gradflow.prim.nn import _log_softmax_impl
 from gradflow.prim.registry import REGISTRY
 

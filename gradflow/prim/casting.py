@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from gradflow.errors import ResourceExhaustedError
-from gradflow.ops.memory import needed_bytes, readable_bytes, shortfall
+from gradflow.prim.memory import needed_bytes, readable_bytes, shortfall
 
 # the elements a pass over a large array takes at a time (its temporaries' size)
 _BLOCK = 1 << 20
