@@ -1261,7 +1261,7 @@ spec("scan_and_foldr", ("getitem", "concat", "multiply", "add"),
 
 
 # -- tf.nn activations, l2_normalize, weighted cross-entropy, top_k, in_top_k, conv1d and
-# conv2d_transpose (gradflow/ops/activation_ops.py, nn_ops.py, topk_ops.py, conv_ops.py) --
+# conv2d_transpose (gradflow/prim/activation.py, nn.py, sort.py, conv.py) --
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 

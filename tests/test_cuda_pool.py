@@ -1,6 +1,6 @@
 """The CuPy backend's max pooling kernels (``gradflow.backends.cuda.pool``): their CUDA
 C text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, gives
-the bits of the ops' Array API functions (``conv_ops``): the pool, its gradient and
+the bits of the ops' Array API functions (``gradflow.prim.conv``): the pool, its gradient and
 the gradient through a ReLU, with ties (the first maximum takes the gradient), NaN,
 ``-inf``, padding and overlapping windows; and the CuPy lowerings around them, with
 NumPy in CuPy's place."""

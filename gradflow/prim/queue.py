@@ -124,21 +124,21 @@ def _host_elements(arrays, queue, node, many):
     return elements
 
 
-def _enqueue_impl(session, node):
+def _enqueue_impl(run, node):
     queue, many = node.attrs["queue"], node.attrs["many"]
-    to_host = session.backend.host_value
+    to_host = run.backend.host_value
 
     def run(*values):
         arrays = [np.array(to_host(v), copy=True) for v in values]
-        queue.state(session).put(_host_elements(arrays, queue, node, many), node)
+        queue.state(run).put(_host_elements(arrays, queue, node, many), node)
         return ()
 
     return run
 
 
-def _dequeue_impl(session, node):
+def _dequeue_impl(run, node):
     queue, n, up_to = node.attrs["queue"], node.attrs["n"], node.attrs["up_to"]
-    single, asarray = node.attrs["single"], session.backend.asarray
+    single, asarray = node.attrs["single"], run.backend.asarray
 
     padding = queue.pads
 
@@ -150,7 +150,7 @@ def _dequeue_impl(session, node):
         return asarray(np.asarray(parts, dtype=dtype.as_numpy_dtype))
 
     def run():
-        elements = queue.state(session).take(n, up_to, node)
+        elements = queue.state(run).take(n, up_to, node)
         if n is None:
             out = [deliver(c, t) for c, t in zip(elements[0], queue.dtypes)]
         else:
@@ -160,32 +160,32 @@ def _dequeue_impl(session, node):
     return run
 
 
-def _close_impl(session, node):
+def _close_impl(run, node):
     queue, cancel = node.attrs["queue"], node.attrs["cancel"]
 
     def run():
-        queue.state(session).close(cancel)
+        queue.state(run).close(cancel)
         return ()
 
     return run
 
 
-def _size_impl(session, node):
+def _size_impl(run, node):
     queue = node.attrs["queue"]
-    return lambda: np.int32(queue.state(session).size())
+    return lambda: np.int32(queue.state(run).size())
 
 
-def _is_closed_impl(session, node):
+def _is_closed_impl(run, node):
     queue = node.attrs["queue"]
-    return lambda: np.bool_(queue.state(session).closed)
+    return lambda: np.bool_(queue.state(run).closed)
 
 
-def _epochs_impl(session, node):
+def _epochs_impl(run, node):
     limit, shuffle, seed = node.attrs["limit"], node.attrs["shuffle"], node.attrs["seed"]
-    to_host, asarray = session.backend.host_value, session.backend.asarray
+    to_host, asarray = run.backend.host_value, run.backend.asarray
 
     def run(x):
-        state = session.resources.setdefault(node, {"epochs": 0, "rng": None})
+        state = run.resources.setdefault(node, {"epochs": 0, "rng": None})
         state["epochs"] += 1
         if limit is not None and state["epochs"] > limit:
             raise OutOfRangeError(f"Reached limit of {limit} epochs: '{node.name}'")

@@ -54,19 +54,19 @@ class ReaderState:
                 pass
 
 
-def _read_impl(session, node):
+def _read_impl(run, node):
     reader, queue, n = node.attrs["reader"], node.attrs["queue"], node.attrs["n"]
 
     def run():
-        state = reader.state(session)
+        state = reader.state(run)
         with state.lock:
             if n is None:
-                key, value = state.next_record(reader, queue, session, node)
+                key, value = state.next_record(reader, queue, run, node)
                 return dtypes.bytes_array(key), dtypes.bytes_array(value)
             found = []
             try:
                 while len(found) < n:
-                    found.append(state.next_record(reader, queue, session, node))
+                    found.append(state.next_record(reader, queue, run, node))
             except OutOfRangeError:
                 if not found:
                     raise
@@ -76,16 +76,16 @@ def _read_impl(session, node):
     return run
 
 
-def _count_impl(session, node):
+def _count_impl(run, node):
     reader = node.attrs["reader"]
-    return lambda: np.int64(reader.state(session).produced)
+    return lambda: np.int64(reader.state(run).produced)
 
 
-def _reset_impl(session, node):
+def _reset_impl(run, node):
     reader = node.attrs["reader"]
 
     def run():
-        state = reader.state(session)
+        state = reader.state(run)
         with state.lock:
             state.close()
             state.produced = 0
@@ -94,10 +94,10 @@ def _reset_impl(session, node):
     return run
 
 
-def _decode_raw_impl(session, node):
+def _decode_raw_impl(run, node):
     dtype, little = node.attrs["out_type"], node.attrs["little_endian"]
     stored = np.dtype(dtype.as_numpy_dtype).newbyteorder("<" if little else ">")
-    to_host, asarray = session.backend.host_value, session.backend.asarray
+    to_host, asarray = run.backend.host_value, run.backend.asarray
 
     def run(data):
         strings = np.asarray(to_host(data), dtype=object)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -29,9 +28,10 @@ class OpDef:
     """One op: its name, forward, shape/dtype rule, gradient rule and traits.
 
     ``kind`` tells the executor how a node is evaluated: ``"compute"`` (call
-    the impl), ``"call"`` (``impl(session, node)`` is called once per plan and
-    returns the callable of the input arrays: for ops that need the session,
-    such as control flow over sub-graphs or host callbacks), or one of the
+    the impl), ``"call"`` (``impl(run, node)`` is called once per plan, ``run`` the
+    Session's ``gradflow.run_state.RunState``, and returns the callable of the input
+    arrays: for ops that need a run's state, such as control flow over sub-graphs,
+    queues or host callbacks), or one of the
     stateful kinds it handles itself: ``"placeholder"``, ``"variable"``,
     ``"constant"``, ``"assign"``, ``"random"``, ``"group"``.
     ``lower(xp, **attrs)`` may return a faster callable of the arrays alone.
@@ -140,36 +140,6 @@ def add_lowering(op_name: str, backend: str, lower: Callable) -> None:
         add_lowering("matmul", "numpy", lower_matmul)
     """
     REGISTRY[op_name].lowerings[backend] = lower
-
-
-class OpsWith(Mapping):
-    """A live read-only view ``{op name: trait value}`` of the registered ops whose trait
-    ``attr`` is set (not None, False or empty), e.g. ``OpsWith("scalar")``."""
-
-    def __init__(self, attr: str):
-        self._attr = attr
-
-    def _items(self):
-        return {name: getattr(op, self._attr) for name, op in REGISTRY.items()
-                if getattr(op, self._attr)}
-
-    def __getitem__(self, name):
-        value = getattr(REGISTRY[name], self._attr) if name in REGISTRY else None
-        if not value:
-            raise KeyError(name)
-        return value
-
-    def __contains__(self, name):
-        return name in REGISTRY and bool(getattr(REGISTRY[name], self._attr))
-
-    def __iter__(self):
-        return iter(self._items())
-
-    def __len__(self):
-        return len(self._items())
-
-    def __repr__(self) -> str:
-        return f"OpsWith({self._attr!r}: {sorted(self)})"
 
 
 class OpError(ValueError):

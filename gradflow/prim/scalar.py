@@ -64,7 +64,7 @@ def relu_grad(args, node):  # where(x > 0, g, 0)
     return f"({args[0]} if {args[1]} > {scalar_type(node)}(0) else {scalar_type(node)}(0))"
 
 
-def sigmoid(args, node):  # the tanh form of math_ops._sigmoid_impl
+def sigmoid(args, node):  # the tanh form of gradflow.prim.math._sigmoid_impl
     if not floating(node):
         return None
     t = scalar_type(node)

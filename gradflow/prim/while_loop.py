@@ -40,7 +40,7 @@ def _loop_var_infer(shapes, in_dtypes, shape, dtype):
     return shape, dtype
 
 
-def _identity_call(session, node):
+def _identity_call(run, node):
     return lambda value: value
 
 

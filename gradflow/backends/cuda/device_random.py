@@ -66,7 +66,7 @@ def kernel_source(dtype):
 
 def device_seed(host_rng):
     """The 64-bit key of a random node's device stream, from its host generator's seed
-    sequence (``Session.host_rng(node)``): the same graph, op and Session seeds fix
+    sequence (``RunState.host_rng(node)``): the same graph, op and Session seeds fix
     both, a node without any seed gets fresh entropy in both, and the device key is
     not any of the host generator's own words."""
     seq = host_rng.bit_generator.seed_seq

@@ -6,7 +6,7 @@ Run through the Array API, a step is about a dozen kernels forward and two dozen
 backward (the gate activations, the cell, the output, each gradient and the sums
 between them): on an H100 the captured char-LSTM step (50 steps) ran 2,807 kernels,
 about 8 ms, where PyTorch's ``nn.LSTM`` replay took 0.4. Here a step is one kernel
-each way, with the reference's arithmetic (``gradflow.ops.rnn_ops``): the gates'
+each way, with the reference's arithmetic (``gradflow.prim.rnn``): the gates'
 terms summed left to right, ``sigmoid(z) = tanh(z / 2) / 2 + 1/2`` (the forget gate
 adding ``forget_bias / 2`` inside the ``tanh``), ``c = f c_prev + i j``, ``h = o
 tanh(c)``; backward ``dc = dh o (1 - tanh(c)^2) + dc_next``, ``dz = g (1 - a)(a + m)``

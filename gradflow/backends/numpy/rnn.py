@@ -1,4 +1,4 @@
-"""NumPy lowerings of the fused LSTM ops (``gradflow/ops/rnn_ops.py``).
+"""NumPy lowerings of the fused LSTM ops (``gradflow/prim/rnn.py``).
 
 Same formulas as the Array API impls, which stay the reference (the tests
 compare the two). Each op is one kernel of ``numpy_lstm_kernels``: one compiled
@@ -16,7 +16,7 @@ allocates nothing for these ops either way.
 from __future__ import annotations
 
 from gradflow.backends.numpy.lstm_kernels import OutputBuffer, picker
-from gradflow.prim import rnn as rnn_ops
+from gradflow.prim import rnn as prim_rnn
 
 
 def _writes_out(fn):
@@ -52,7 +52,7 @@ def lstm_gates(xp, forget_bias):
     @_writes_out
     def gates(z, out=None):
         if z.ndim != 2 or z.shape[1] % 4:
-            return _into(out, rnn_ops._lstm_gates_impl(xp, z, forget_bias))
+            return _into(out, prim_rnn._lstm_gates_impl(xp, z, forget_bias))
         if z.dtype not in half_bias:
             half_bias[z.dtype] = z.dtype.type(0.5 * forget_bias)
         if out is None:
@@ -70,7 +70,7 @@ def lstm_gates_grad(xp):
     @_writes_out
     def gates_grad(g, a, out=None):
         if g.shape != a.shape or a.ndim != 2 or a.shape[1] % 4 or g.dtype != a.dtype:
-            return _into(out, rnn_ops._lstm_gates_grad_impl(xp, g, a))
+            return _into(out, prim_rnn._lstm_gates_grad_impl(xp, g, a))
         if out is None:
             out = buffer.get(a.shape, a.dtype)
         pick(a.dtype).gates_backward(g, a, out)
@@ -86,7 +86,7 @@ def lstm_c(xp):
     @_writes_out
     def c_new(a, c_prev, out=None):
         if not _same_batch(a, c_prev):
-            return _into(out, rnn_ops._lstm_c_impl(xp, a, c_prev))
+            return _into(out, prim_rnn._lstm_c_impl(xp, a, c_prev))
         if out is None:
             out = buffer.get(c_prev.shape, c_prev.dtype)
         pick(a.dtype).c_forward(a, c_prev, out)
@@ -102,7 +102,7 @@ def lstm_h(xp):
     @_writes_out
     def h_new(a, c, out=None):
         if not _same_batch(a, c):
-            return _into(out, rnn_ops._lstm_h_impl(xp, a, c))
+            return _into(out, prim_rnn._lstm_h_impl(xp, a, c))
         if out is None:
             out = buffer.get(c.shape, c.dtype)
         pick(a.dtype).h_forward(a, c, out)
@@ -119,7 +119,7 @@ def lstm_c_grad(xp, wrt):
     @_writes_out
     def c_grad(g, a, c_prev, out=None):
         if not (_same_batch(a, c_prev) and g.shape == c_prev.shape and g.dtype == a.dtype):
-            return _into(out, rnn_ops._lstm_c_grad_impl(xp, g, a, c_prev, wrt))
+            return _into(out, prim_rnn._lstm_c_grad_impl(xp, g, a, c_prev, wrt))
         if wrt == "state":
             if out is None:
                 out = buffer.get(g.shape, g.dtype)
@@ -141,7 +141,7 @@ def lstm_h_grad(xp, wrt):
     @_writes_out
     def h_grad(g, a, c, out=None):
         if not (_same_batch(a, c) and g.shape == c.shape and g.dtype == a.dtype):
-            return _into(out, rnn_ops._lstm_h_grad_impl(xp, g, a, c, wrt))
+            return _into(out, prim_rnn._lstm_h_grad_impl(xp, g, a, c, wrt))
         if wrt == "state":
             if out is None:
                 out = buffer.get(g.shape, g.dtype)
@@ -168,7 +168,7 @@ def lstm_gates_sum(xp, forget_bias):
         if not (x.ndim == 2 and x.shape[1] % 4 == 0 and row.shape == x.shape[1:]
                 and len(full) <= 2 and all(t.shape == x.shape for t in full)
                 and all(t.dtype == x.dtype for t in terms)):
-            return _into(out, rnn_ops._lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias))
+            return _into(out, prim_rnn._lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias))
         if x.dtype not in half_bias:
             half_bias[x.dtype] = x.dtype.type(0.5 * forget_bias)
         if out is None:
@@ -192,7 +192,7 @@ def lstm_step(xp, forget_bias):
     half_bias = {}
 
     def reference(inputs, out):
-        values = rnn_ops._lstm_step_impl(xp, *inputs, forget_bias=forget_bias)
+        values = prim_rnn._lstm_step_impl(xp, *inputs, forget_bias=forget_bias)
         return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
 
     @_writes_out
@@ -237,7 +237,7 @@ def lstm_step_grad(xp):
         if not (_same_batch(a, c) and _same_batch(a, c_prev) and dh.shape == shape
                 and dc_next.shape == shape and dh.dtype == a.dtype
                 and dc_next.dtype == a.dtype):
-            values = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+            values = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
             return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
         if out is None or out[0] is None or out[1] is None:
             out = out or (None, None)
@@ -259,7 +259,7 @@ def lstm_cell_grad(xp):
     def cell_grad(dc, dh, a, c, c_prev, out=None):
         if not (_same_batch(a, c) and _same_batch(a, c_prev) and dc.shape == c.shape
                 and dh.shape == c.shape and dc.dtype == dh.dtype == a.dtype):
-            return _into(out, rnn_ops._lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev))
+            return _into(out, prim_rnn._lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev))
         if out is None:
             out = buffer.get(a.shape, a.dtype)
         pick(a.dtype).cell_backward(dc, dh, a, c, c_prev, out)

@@ -33,7 +33,7 @@ def _kernel(reduce, dtype):
 
 
 def segment_reducer(scatter_add_rows):
-    """A ``reduce_rows`` (see ``gradflow.ops.segment_ops.reduce_rows``) over NumPy arrays,
+    """A ``reduce_rows`` (see ``gradflow.prim.segment.reduce_rows``) over NumPy arrays,
     with ``scatter_add_rows(xp, rows, ids, num)`` for the sums of unsorted ids."""
 
     def reduce_rows(xp, reduce, rows, ids, num, presorted, empty):

@@ -1,4 +1,4 @@
-"""NumPy fast paths for convolution and max pooling (lowerings of the ops in ``conv_ops``).
+"""NumPy fast paths for convolution and max pooling (lowerings of ``gradflow.prim.conv``).
 
 A convolution is im2col and one matrix product, done one block of images at a
 time: a block's columns (a few MB) are still in the cache when the product
@@ -14,9 +14,9 @@ stride-1 ones with 16 channels or more, which run Winograd's blocks on OpenMP's 
 (``numpy_conv_winograd.Pooled``: faster than oneDNN's direct kernels). Where numba
 is installed, col2im and max pooling and its gradient are compiled loops
 (``numpy_conv_numba``) and 3x3 stride-1 convolutions with 16 channels or more use
-Winograd's F(2x2, 3x3) (``numpy_conv_winograd``); everywhere else, and
+Winograd's F(2x2, 3x3) (``numpy.conv_winograd``); everywhere else, and
 with ``GRADFLOW_NUMBA=0``, the same results come from NumPy calls on strided
-views (``numpy.strided``). Every path matches the Array API version in ``conv_ops`` to float
+views (``numpy.strided``). Every path matches the Array API form (``gradflow.prim.conv``) to float
 tolerance (the tests compare them): max pooling sends the gradient to the first
 maximum of each window, row-major, and a padding cell never wins.
 
@@ -532,7 +532,7 @@ def image_layout(xp, perm):
 
 
 def _nchw_form(kind, nhwc_lower, images, image_out):
-    """The lowering of an NCHW convolution pass (``conv_ops.NCHW_FORMS``): oneDNN on
+    """The lowering of an NCHW convolution pass (``gradflow.prim.conv.NCHW_FORMS``): oneDNN on
     the NCHW arrays as they are, else the NHWC lowering between copies."""
     def lower(xp, strides, padding):
         nhwc = nhwc_lower(xp, strides, padding)
