@@ -12,7 +12,9 @@ entry, for ops the executor evaluates itself).
 
 from __future__ import annotations
 
+import importlib
 import math
+import pathlib
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
@@ -2125,6 +2127,11 @@ _REASONS = {
         "dynamic_partition dynamic_partition_2d dynamic_partition_int",
 }
 NEEDS_RANK = {spec_id: reason for reason, ids in _REASONS.items() for spec_id in ids.split()}
+
+# the specs of op families kept in files of their own (tests/op_specs_<family>.py), each
+# adding to SPECS with ``spec`` (and ``needs_rank=`` where a spec needs it) when imported
+for _path in sorted(pathlib.Path(__file__).parent.glob("op_specs_*.py")):
+    importlib.import_module(_path.stem)
 
 
 SPECS[:] = [replace(s, needs_rank=NEEDS_RANK[s.id]) if s.id in NEEDS_RANK else s
