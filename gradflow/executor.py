@@ -224,7 +224,7 @@ def _optimized_targets(backend, fetches, fed, feed_shapes):
 
 def _bind_steps(run, order, fed_set):
     """The backend's callable of each computing step of ``order`` (``bind``), and each
-    call op's (``opdef.impl(run, node)``, bound from the user's node: its inputs sit at
+    call op's (``opdef.impl(run_state, node)``, bound from the user's node: its inputs sit at
     the same positions)."""
     backend = run.backend
 

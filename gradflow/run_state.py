@@ -3,7 +3,7 @@
 A Session makes one ``RunState`` and hands it to everything its runs call: the
 plan compiler (``gradflow.executor.compile_plan``), the backend's emitters and
 device random streams, the capture (``gradflow.capture``), and every op of kind
-``"call"`` (``opdef.impl(run, node)``: a ``cond``'s sub-plans, a queue's state, an
+``"call"`` (``opdef.impl(run_state, node)``: a ``cond``'s sub-plans, a queue's state, an
 iterator's pipeline). None of them sees the Session or reaches into it; what they
 may use is listed here, public.
 """

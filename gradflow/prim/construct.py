@@ -268,9 +268,9 @@ class Construct:
         return f"<{self.kind} '{self.name}'>"
 
 
-def call_impl(run, node):
+def call_impl(run_state, node):
     """The impl of a construct's node: its ``info`` compiles and runs the sub-graphs."""
-    return node.attrs["info"].bind(run, node)
+    return node.attrs["info"].bind(run_state, node)
 
 
 def construct_infer(shapes, in_dtypes, info):
@@ -281,7 +281,7 @@ def _tuple_get_infer(shapes, in_dtypes, index, shape, dtype):
     return shape, dtype
 
 
-def _tuple_get_impl(run, node):
+def _tuple_get_impl(run_state, node):
     index = node.attrs["index"]
     return lambda value, *rest: value[index]
 

@@ -31,10 +31,10 @@ def _parse_field(text, dtype, default, where):
     return number
 
 
-def _decode_impl(run, node):
+def _decode_impl(run_state, node):
     columns, delim = node.attrs["columns"], node.attrs["field_delim"]
     quoting = csv.QUOTE_MINIMAL if node.attrs["use_quote_delim"] else csv.QUOTE_NONE
-    to_host, device = run.backend.host_value, run.backend.device_value
+    to_host, device = run_state.backend.host_value, run_state.backend.device_value
 
     def run(records):
         lines = np.asarray(to_host(records), dtype=object)

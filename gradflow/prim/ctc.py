@@ -184,36 +184,36 @@ class _Lattice:
                         xp.zeros_like(occupied))
 
 
-def _loss_impl(run, node):
+def _loss_impl(run_state, node):
     ignore = node.attrs["ignore_longer"]
     key = ("ctc_lattice", node)
 
     def run(logits, indices, values, seq_len):
-        lattice = _Lattice(run.backend, logits, indices, values, seq_len, ignore,
+        lattice = _Lattice(run_state.backend, logits, indices, values, seq_len, ignore,
                            f"ctc_loss '{node.name}'")
-        xp = run.backend.xp
+        xp = run_state.backend.xp
         loss = -lattice.log_likelihood()
         loss = xp.where(lattice.fits, loss, xp.zeros_like(loss))
         # for this run's gradient op, which knows it by this very loss array
-        run.resources[key] = (loss, lattice)
+        run_state.resources[key] = (loss, lattice)
         return loss
 
     return run
 
 
-def _grad_impl(run, node):
+def _grad_impl(run_state, node):
     ignore = node.attrs["ignore_longer"]
     key = ("ctc_lattice", node.inputs[5])
 
     def run(logits, indices, values, seq_len, g, loss):
-        kept = run.resources.get(key)
+        kept = run_state.resources.get(key)
         if kept is not None and kept[0] is loss:
             # the loss op made it from these inputs in this run: the array is new in every
             # run and the entry holds it, so no later array can be mistaken for it
             lattice = kept[1]
-            run.resources.pop(key, None)
+            run_state.resources.pop(key, None)
         else:  # another thread's run took the slot since: recompute
-            lattice = _Lattice(run.backend, logits, indices, values, seq_len, ignore,
+            lattice = _Lattice(run_state.backend, logits, indices, values, seq_len, ignore,
                                f"ctc_loss '{node.name}'")
         return lattice.grad() * g[None, :, None]
 
@@ -250,13 +250,13 @@ register("ctc_loss", _loss_impl, _loss_infer, grad=_loss_grad, kind="call")
 register("ctc_loss_grad", _grad_impl, _grad_infer, grad=None, kind="call")
 
 
-def _host_parts(run):
-    backend = run.backend
+def _host_parts(run_state):
+    backend = run_state.backend
     return backend.host_value, backend.asarray
 
 
-def _greedy_impl(run, node):
-    to_host, asarray = _host_parts(run)
+def _greedy_impl(run_state, node):
+    to_host, asarray = _host_parts(run_state)
     merge = node.attrs["merge_repeated"]
 
     def run(logits, seq_len):
@@ -283,9 +283,9 @@ def _greedy_impl(run, node):
     return run
 
 
-def _padded_part_impl(run, node):
+def _padded_part_impl(run_state, node):
     """One part of the SparseTensor of a padded matrix (-1 marks no entry)."""
-    to_host, asarray = _host_parts(run)
+    to_host, asarray = _host_parts(run_state)
     part = node.attrs["part"]
 
     def run(padded):
@@ -303,8 +303,8 @@ register("ctc_greedy_paths", _greedy_impl, _declared, grad=None, kind="call")
 register("padded_sparse_part", _padded_part_impl, _declared, grad=None, kind="call")
 
 
-def _edit_distance_impl(run, node):
-    to_host, asarray = _host_parts(run)
+def _edit_distance_impl(run_state, node):
+    to_host, asarray = _host_parts(run_state)
     normalize = node.attrs["normalize"]
     what = f"edit_distance '{node.name}'"
 

@@ -15,12 +15,12 @@ from gradflow.prim.construct import declared
 from gradflow.prim.registry import register
 
 
-def _get_next_impl(run, node):
+def _get_next_impl(run_state, node):
     iterator, single = node.attrs["iterator"], node.attrs["single"]
     captures = iterator.captures_of_one_shot()
 
     def run(*values):
-        state = iterator.state(run)
+        state = iterator.state(run_state)
         if captures is not None and not state.initialized:  # a one-shot iterator starts
             state.initialize(iterator.one_shot_dataset, captures, values)
         element = state.get_next(node)
@@ -29,25 +29,25 @@ def _get_next_impl(run, node):
     return run
 
 
-def _component_impl(run, node):
+def _component_impl(run_state, node):
     index = node.attrs["index"]
     return lambda element: element[index]
 
 
-def _initialize_impl(run, node):
+def _initialize_impl(run_state, node):
     iterator, dataset = node.attrs["iterator"], node.attrs["dataset"]
     captures = node.inputs
 
     def run(*values):
-        iterator.state(run).initialize(dataset, captures, values)
+        iterator.state(run_state).initialize(dataset, captures, values)
         return ()
 
     return run
 
 
-def _function_arg_impl(run, node):
+def _function_arg_impl(run_state, node):
     """The value the host function runner put in the session for this argument."""
-    slots = run.resources.setdefault("data_function_args", {})
+    slots = run_state.resources.setdefault("data_function_args", {})
     static = node.shape
 
     def run():

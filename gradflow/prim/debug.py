@@ -159,9 +159,9 @@ def _print_infer(shapes, in_dtypes, **attrs):
     return shapes[0], in_dtypes[0]
 
 
-def _print_impl(run, node):
+def _print_impl(run_state, node):
     attrs = node.attrs
-    to_numpy = run.backend.to_numpy
+    to_numpy = run_state.backend.to_numpy
     message, first_n, summarize = attrs["message"], attrs["first_n"], attrs["summarize"]
     counter = attrs["counter"]
 
@@ -226,9 +226,9 @@ def _print_op_infer(shapes, in_dtypes, template=(), **attrs):
     return None, VARIANT
 
 
-def _print_op_impl(run, node):
+def _print_op_impl(run_state, node):
     attrs = node.attrs
-    to_numpy = run.backend.to_numpy
+    to_numpy = run_state.backend.to_numpy
     template, sep, end = attrs["template"], attrs["sep"], attrs["end"]
     summarize, stream = attrs["summarize"], attrs["output_stream"]
 
@@ -260,9 +260,9 @@ def _holds(xp, check, values, params):
     return bool(xp.all(getattr(xp, COMPARISONS[check][0])(values[0], values[1])))
 
 
-def _assert_impl(run, node):
+def _assert_impl(run_state, node):
     attrs = node.attrs
-    xp, to_numpy = run.backend.xp, run.backend.to_numpy
+    xp, to_numpy = run_state.backend.xp, run_state.backend.to_numpy
     check, n_check, params = attrs["check"], attrs["n_check"], attrs["params"]
     template, summarize = attrs["template"], attrs["summarize"]
 

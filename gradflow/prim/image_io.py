@@ -34,8 +34,8 @@ def _scalar_bytes(value, node):
     return item.encode() if isinstance(item, str) else bytes(item)
 
 
-def _read_file_impl(run, node):
-    to_host = run.backend.host_value
+def _read_file_impl(run_state, node):
+    to_host = run_state.backend.host_value
 
     def run(filename):
         name = _scalar_bytes(to_host(filename), node).decode("utf-8", "surrogateescape")
@@ -98,9 +98,9 @@ def decode(contents, fmt, channels, name="decode"):
     return array[:, :, None] if array.ndim == 2 else array
 
 
-def _decode_impl(run, node):
+def _decode_impl(run_state, node):
     fmt, channels = node.attrs["format"], node.attrs["channels"]
-    to_host, asarray = run.backend.host_value, run.backend.asarray
+    to_host, asarray = run_state.backend.host_value, run_state.backend.asarray
 
     def run(contents):
         image = decode(_scalar_bytes(to_host(contents), node), fmt, channels,

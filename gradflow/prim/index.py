@@ -374,9 +374,9 @@ def _gather_impl(xp, params, indices, axis, validate=True):
     return xp.reshape(out, params.shape[:axis] + indices.shape + params.shape[axis + 1:])
 
 
-def _gather_strings_impl(run, node):
+def _gather_strings_impl(run_state, node):
     """``gather`` of a ``string`` tensor: on the host, where strings are held."""
-    axis, host = node.attrs["axis"], run.backend.host_value
+    axis, host = node.attrs["axis"], run_state.backend.host_value
 
     def run(params, indices):
         ids = np.asarray(host(indices))

@@ -61,9 +61,9 @@ def _listed(feature, key, dtype, where):
     return getattr(feature, kind).value
 
 
-def _parse_impl(run, node):
+def _parse_impl(run_state, node):
     specs, single = node.attrs["specs"], node.attrs["single"]
-    to_host, device = run.backend.host_value, run.backend.device_value
+    to_host, device = run_state.backend.host_value, run_state.backend.device_value
 
     def run(serialized):
         records = np.asarray(to_host(serialized), dtype=object)

@@ -27,10 +27,10 @@ def _py_func_infer(shapes, in_dtypes, func, Tout, single, stateful, info):  # no
     return None, (Tout[0] if single else VARIANT)
 
 
-def _py_func_impl(run, node):
+def _py_func_impl(run_state, node):
     attrs = node.attrs
     func, Tout, single = attrs["func"], attrs["Tout"], attrs["single"]
-    to_host, to_device = run.backend.host_value, run.backend.device_value
+    to_host, to_device = run_state.backend.host_value, run_state.backend.device_value
     label = getattr(func, "__name__", repr(func))
 
     def run(*values):

@@ -124,21 +124,21 @@ def _host_elements(arrays, queue, node, many):
     return elements
 
 
-def _enqueue_impl(run, node):
+def _enqueue_impl(run_state, node):
     queue, many = node.attrs["queue"], node.attrs["many"]
-    to_host = run.backend.host_value
+    to_host = run_state.backend.host_value
 
     def run(*values):
         arrays = [np.array(to_host(v), copy=True) for v in values]
-        queue.state(run).put(_host_elements(arrays, queue, node, many), node)
+        queue.state(run_state).put(_host_elements(arrays, queue, node, many), node)
         return ()
 
     return run
 
 
-def _dequeue_impl(run, node):
+def _dequeue_impl(run_state, node):
     queue, n, up_to = node.attrs["queue"], node.attrs["n"], node.attrs["up_to"]
-    single, asarray = node.attrs["single"], run.backend.asarray
+    single, asarray = node.attrs["single"], run_state.backend.asarray
 
     padding = queue.pads
 
@@ -150,7 +150,7 @@ def _dequeue_impl(run, node):
         return asarray(np.asarray(parts, dtype=dtype.as_numpy_dtype))
 
     def run():
-        elements = queue.state(run).take(n, up_to, node)
+        elements = queue.state(run_state).take(n, up_to, node)
         if n is None:
             out = [deliver(c, t) for c, t in zip(elements[0], queue.dtypes)]
         else:
@@ -160,32 +160,32 @@ def _dequeue_impl(run, node):
     return run
 
 
-def _close_impl(run, node):
+def _close_impl(run_state, node):
     queue, cancel = node.attrs["queue"], node.attrs["cancel"]
 
     def run():
-        queue.state(run).close(cancel)
+        queue.state(run_state).close(cancel)
         return ()
 
     return run
 
 
-def _size_impl(run, node):
+def _size_impl(run_state, node):
     queue = node.attrs["queue"]
-    return lambda: np.int32(queue.state(run).size())
+    return lambda: np.int32(queue.state(run_state).size())
 
 
-def _is_closed_impl(run, node):
+def _is_closed_impl(run_state, node):
     queue = node.attrs["queue"]
-    return lambda: np.bool_(queue.state(run).closed)
+    return lambda: np.bool_(queue.state(run_state).closed)
 
 
-def _epochs_impl(run, node):
+def _epochs_impl(run_state, node):
     limit, shuffle, seed = node.attrs["limit"], node.attrs["shuffle"], node.attrs["seed"]
-    to_host, asarray = run.backend.host_value, run.backend.asarray
+    to_host, asarray = run_state.backend.host_value, run_state.backend.asarray
 
     def run(x):
-        state = run.resources.setdefault(node, {"epochs": 0, "rng": None})
+        state = run_state.resources.setdefault(node, {"epochs": 0, "rng": None})
         state["epochs"] += 1
         if limit is not None and state["epochs"] > limit:
             raise OutOfRangeError(f"Reached limit of {limit} epochs: '{node.name}'")

@@ -54,19 +54,19 @@ class ReaderState:
                 pass
 
 
-def _read_impl(run, node):
+def _read_impl(run_state, node):
     reader, queue, n = node.attrs["reader"], node.attrs["queue"], node.attrs["n"]
 
     def run():
-        state = reader.state(run)
+        state = reader.state(run_state)
         with state.lock:
             if n is None:
-                key, value = state.next_record(reader, queue, run, node)
+                key, value = state.next_record(reader, queue, run_state, node)
                 return dtypes.bytes_array(key), dtypes.bytes_array(value)
             found = []
             try:
                 while len(found) < n:
-                    found.append(state.next_record(reader, queue, run, node))
+                    found.append(state.next_record(reader, queue, run_state, node))
             except OutOfRangeError:
                 if not found:
                     raise
@@ -76,16 +76,16 @@ def _read_impl(run, node):
     return run
 
 
-def _count_impl(run, node):
+def _count_impl(run_state, node):
     reader = node.attrs["reader"]
-    return lambda: np.int64(reader.state(run).produced)
+    return lambda: np.int64(reader.state(run_state).produced)
 
 
-def _reset_impl(run, node):
+def _reset_impl(run_state, node):
     reader = node.attrs["reader"]
 
     def run():
-        state = reader.state(run)
+        state = reader.state(run_state)
         with state.lock:
             state.close()
             state.produced = 0
@@ -94,10 +94,10 @@ def _reset_impl(run, node):
     return run
 
 
-def _decode_raw_impl(run, node):
+def _decode_raw_impl(run_state, node):
     dtype, little = node.attrs["out_type"], node.attrs["little_endian"]
     stored = np.dtype(dtype.as_numpy_dtype).newbyteorder("<" if little else ">")
-    to_host, asarray = run.backend.host_value, run.backend.asarray
+    to_host, asarray = run_state.backend.host_value, run_state.backend.asarray
 
     def run(data):
         strings = np.asarray(to_host(data), dtype=object)

@@ -28,7 +28,7 @@ class OpDef:
     """One op: its name, forward, shape/dtype rule, gradient rule and traits.
 
     ``kind`` tells the executor how a node is evaluated: ``"compute"`` (call
-    the impl), ``"call"`` (``impl(run, node)`` is called once per plan, ``run`` the
+    the impl), ``"call"`` (``impl(run_state, node)`` is called once per plan, ``run_state`` the
     Session's ``gradflow.run_state.RunState``, and returns the callable of the input
     arrays: for ops that need a run's state, such as control flow over sub-graphs,
     queues or host callbacks), or one of the

@@ -40,7 +40,7 @@ def _loop_var_infer(shapes, in_dtypes, shape, dtype):
     return shape, dtype
 
 
-def _identity_call(run, node):
+def _identity_call(run_state, node):
     return lambda value: value
 
 

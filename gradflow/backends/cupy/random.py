@@ -109,16 +109,16 @@ def draws_on_device(node):
         and not getattr(user_node(node), "host_draw", False)
 
 
-def random_source(run, node):
+def random_source(run_state, node):
     """A callable drawing ``node``'s numbers on the device, or None where the host must
     draw them (a distribution or dtype the device kernels lack): the device counterpart
     of the executor's host random source. The stream is keyed from
-    ``run.host_rng(node)``'s seeds. With an input, the callable takes the array
+    ``run_state.host_rng(node)``'s seeds. With an input, the callable takes the array
     whose shape the draw copies (``random_uniform_like``)."""
     attrs = node.attrs
     if not draws_on_device(node):
         return None
-    stream = DeviceRandomStream(device_random.device_seed(run.host_rng(node)))
+    stream = DeviceRandomStream(device_random.device_seed(run_state.host_rng(node)))
     dtype, low, high = node.dtype.name, attrs["minval"], attrs["maxval"]
     if node.inputs:
         def source(like):
