@@ -127,9 +127,11 @@ def _swap_last(shape):
     return tuple(shape[:-2]) + (shape[-1], shape[-2])
 
 
-register("matrix_transpose", lambda xp, x: xp.matrix_transpose(x),
+# a copy, not a view: the torch backend's out= lowerings would write x + x^T into x's buffer
+# while reading its transposed view (an error there; the same holds for ``transpose``)
+register("matrix_transpose", lambda xp, x: xp.asarray(xp.matrix_transpose(x), copy=True),
          lambda s, d: (_swap_last(_matrix_shape(s[0], "matrix_transpose")), d[0]),
-         grad=lambda n, g: [matrix_transpose(g)], view=True, exact_grad=True)
+         grad=lambda n, g: [matrix_transpose(g)], exact_grad=True)
 
 
 def matrix_transpose(x):
