@@ -109,6 +109,27 @@ from gradflow.ops.index_ops import (
 )
 from gradflow.ops.index_ops import slice_ as slice  # noqa: A001 - TF1 name
 from gradflow.ops.linalg_ops import einsum, norm, tensordot
+from gradflow.ops.matrix_ops import (  # TF1's matrix functions (tf.linalg's too)
+    cholesky,
+    cholesky_solve,
+    diag,
+    diag_part,
+    matrix_band_part,
+    matrix_determinant,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_inverse,
+    matrix_set_diag,
+    matrix_solve,
+    matrix_solve_ls,
+    matrix_transpose,
+    matrix_triangular_solve,
+    qr,
+    self_adjoint_eig,
+    self_adjoint_eigvals,
+    svd,
+    trace,
+)
 from gradflow.ops.array_ops import count_nonzero, reduce_logsumexp
 from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin

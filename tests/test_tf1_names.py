@@ -40,6 +40,16 @@ reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
 reduce_logsumexp argmax argmin arg_max count_nonzero
 erf erfc lgamma digamma polygamma math.erf math.erfc math.lgamma math.digamma
 math.polygamma math.xlogy math.xdivy
+# linear algebra
+matrix_inverse matrix_determinant matrix_solve matrix_triangular_solve matrix_solve_ls cholesky
+cholesky_solve qr svd self_adjoint_eig self_adjoint_eigvals matrix_band_part matrix_transpose
+matrix_diag matrix_diag_part matrix_set_diag diag diag_part trace linalg.inv linalg.det
+linalg.slogdet linalg.logdet linalg.solve linalg.cholesky linalg.cholesky_solve linalg.qr
+linalg.svd linalg.eigh linalg.eigvalsh linalg.triangular_solve linalg.lstsq linalg.band_part
+linalg.matrix_transpose linalg.adjoint linalg.diag linalg.diag_part linalg.set_diag
+linalg.tensor_diag linalg.tensor_diag_part linalg.trace linalg.matvec linalg.pinv linalg.eye
+linalg.norm linalg.global_norm linalg.LinearOperator linalg.LinearOperatorFullMatrix
+linalg.LinearOperatorDiag linalg.LinearOperatorIdentity linalg.LinearOperatorLowerTriangular
 # arrays
 zeros ones zeros_like ones_like fill eye range linspace random_normal random_uniform
 truncated_normal random_shuffle multinomial shape size rank reshape squeeze expand_dims
