@@ -251,6 +251,7 @@ from gradflow import graph_util, onnx, saved_model  # noqa: E402 - frozen graphs
 # control flow and debugging; ``tuple`` and ``print`` shadow the builtins in this module
 from gradflow.ops.control_flow_ops import cond, control_dependencies, while_loop
 from gradflow.ops.control_flow_ops import tuple_ as tuple  # noqa: A001 - TF1 name
+from gradflow.ops.tensor_array_ops import TensorArray
 from gradflow.ops.debug_ops import (
     Assert,
     Print,
