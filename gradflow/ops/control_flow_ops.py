@@ -25,7 +25,7 @@ refused with an error naming the node.
 
 from __future__ import annotations
 
-from gradflow.graph import Operation, Tensor, TensorShape, get_default_graph
+from gradflow.graph import UNKNOWN_SHAPE, Operation, Tensor, TensorShape, get_default_graph
 from gradflow.ops.array_ops import reduce_any, reduce_sum
 from gradflow.ops.debug_ops import Assert
 from gradflow.ops.index_ops import stack
@@ -380,7 +380,7 @@ def _iteration_limit(maximum_iterations):
 def _flatten_invariants(shape_invariants):
     """Shape invariants flattened like loop variables (a shape is a leaf)."""
     def is_shape(s):
-        return s is None or isinstance(s, (TensorShape, TensorArray)) or (
+        return s is None or s is UNKNOWN_SHAPE or isinstance(s, (TensorShape, TensorArray)) or (
             isinstance(s, (list, tuple)) and all(d is None or isinstance(d, int) for d in s))
 
     def walk(s):

@@ -47,6 +47,14 @@ class Storage:
         self.grads: dict = {}  # source -> the gradient array of that gradients call
 
     @property
+    def root(self):
+        """The forward array this one is a gradient of (of a gradient...), or itself."""
+        where = self
+        while where.forward is not None:
+            where = where.forward
+        return where
+
+    @property
     def accumulates(self) -> bool:
         return self.forward is not None
 
@@ -62,7 +70,7 @@ class Storage:
     def _known_shape(self, index):
         """The shape of element ``index`` when nothing is there: what was written there
         (a gradient array: in its forward array), else the element shape if known."""
-        where = self.forward if self.forward is not None else self
+        where = self.root
         if index in where.shapes:
             return where.shapes[index]
         shape = where.element_shape
@@ -400,7 +408,7 @@ def _lengths_impl(run, node):
     backend = run.backend
 
     def lengths(handle, _flow):
-        where = handle.forward if handle.forward is not None else handle
+        where = handle.root
         sizes = [where.shapes[i][0] if i in where.shapes else 0 for i in range(len(where.items))]
         return backend.asarray(np.asarray(sizes, np.int32))
 
