@@ -111,6 +111,9 @@ from gradflow.ops.index_ops import slice_ as slice  # noqa: A001 - TF1 name
 from gradflow.ops.linalg_ops import einsum, norm, tensordot
 from gradflow.ops.array_ops import count_nonzero, reduce_logsumexp
 from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
+from gradflow.ops.functional_ops import custom_gradient, py_function
+from gradflow.ops.indexed_slices import IndexedSlices
+from gradflow.ops.template import make_template
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
