@@ -421,3 +421,15 @@ def test_indexed_slices_densify_and_train():
         np.testing.assert_array_equal(sess.run(dense), [[0.0], [3.0], [0.0]])
     with pytest.raises(ValueError, match="needs its dense_shape"):
         gf.convert_to_tensor(gf.IndexedSlices([[1.0]], [0]))
+
+
+def test_identity_close_and_flow():
+    ta = gf.TensorArray(gf.float32, size=2, element_shape=[2]).write(0, [1.0, 2.0])
+    same = ta.identity()
+    assert same.flow is not ta.flow and same.handle is ta.handle
+    assert ta.flow.dtype == gf.float32 and ta.element_shape.as_list() == [2]
+    done = same.write(1, [3.0, 4.0])
+    closed = done.close()
+    with gf.Session() as sess:
+        stacked, _ = sess.run([done.stack(), closed])
+    np.testing.assert_array_equal(stacked, [[1.0, 2.0], [3.0, 4.0]])
