@@ -132,6 +132,9 @@ from gradflow.ops.matrix_ops import (  # TF1's matrix functions (tf.linalg's too
 )
 from gradflow.ops.array_ops import count_nonzero, reduce_logsumexp
 from gradflow.ops.functional_ops import foldl, foldr, map_fn, scan
+from gradflow.ops.functional_ops import custom_gradient, py_function
+from gradflow.ops.indexed_slices import IndexedSlices
+from gradflow.ops.template import make_template
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
@@ -272,6 +275,7 @@ from gradflow import graph_util, onnx, saved_model  # noqa: E402 - frozen graphs
 # control flow and debugging; ``tuple`` and ``print`` shadow the builtins in this module
 from gradflow.ops.control_flow_ops import cond, control_dependencies, while_loop
 from gradflow.ops.control_flow_ops import tuple_ as tuple  # noqa: A001 - TF1 name
+from gradflow.ops.tensor_array_ops import TensorArray
 from gradflow.ops.debug_ops import (
     Assert,
     Print,

@@ -56,6 +56,7 @@ truncated_normal random_shuffle multinomial shape size rank reshape squeeze expa
 transpose concat stack unstack split tile pad slice strided_slice gather gather_nd
 boolean_mask one_hot reverse sequence_mask unique sort argsort meshgrid scatter_nd
 scatter_update stop_gradient gradients check_numerics Print print py_func cond while_loop
+TensorArray make_template custom_gradient py_function IndexedSlices
 case map_fn scan assign assign_add assign_sub
 tensor_scatter_nd_update tensor_scatter_nd_add tensor_scatter_nd_sub tensor_scatter_update
 tensor_scatter_add tensor_scatter_sub broadcast_to cumprod math.cumprod bincount math.bincount
