@@ -44,6 +44,8 @@ _DOC_KEYS = {"format", "version", "graph", "collections", "saver", "meta_info", 
 _SAVER_KEYS = {"variables", "max_to_keep", "keep_checkpoint_every_n_hours",
                "pad_step_number", "reshape"}
 _SCALARS = (bool, int, float, str, type(None))
+_WRITTEN = weakref.WeakKeyDictionary()  # Saver -> [(meta path, checkpoint path)]
+_WARNED = weakref.WeakKeyDictionary()  # Graph -> collections it was warned about
 
 
 class MetaGraphDef:
@@ -231,14 +233,18 @@ def create_meta_graph_def(graph=None, saver_def=None, collection_list=None,
     collections, skipped = {}, []
     keys = graph.get_all_collection_keys() if collection_list is None else collection_list
     for key in keys:
+        if key == "savers":  # Saver objects: the file's saver description stands for them
+            continue
         items = [_entry(item, names) for item in graph.get_collection(key)]
         if any(item is None for item in items):
             skipped.append(key)
         elif items:
             collections[key] = items
-    if skipped:
+    news = set(map(str, skipped)) - _WARNED.setdefault(graph, set())
+    if news:  # once per graph and collection: Saver.save writes a meta graph each time
+        _WARNED[graph] |= news
         tf_logging.warning("the meta graph leaves out the collections %s: they hold items "
-                           "other than graph nodes and plain values", sorted(map(str, skipped)))
+                           "other than graph nodes and plain values", sorted(news))
     info = {"gradflow_meta_graph": META_VERSION, **(meta_info_def or {})}
     return MetaGraphDef(GraphDef(nodes, arrays), collections, saver_def, info)
 
@@ -258,7 +264,6 @@ def write_meta_graph(meta, filename, as_text=False):
     return os.fspath(filename)
 
 
-_WRITTEN = weakref.WeakKeyDictionary()  # Saver -> [(meta path, checkpoint path)]
 
 
 def write_saver_meta_graph(saver, sess, checkpoint, suffix, exists):
