@@ -75,14 +75,16 @@ class MonitoredSession:
                 if key in feeds:
                     raise RuntimeError(f"Same tensor is fed by two hooks: {key}")
                 feeds[key] = value
-        hook_fetches = [ask.fetches if ask is not None else [] for ask in asks]
+        hook_fetches = [[] if ask is None or ask.fetches is None else ask.fetches
+                        for ask in asks]
         options = _merged_options(options, asks)
         if options is not None and run_metadata is None:
             run_metadata = RunMetadata()
         results = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feeds,
                                  options=options, run_metadata=run_metadata)
         for hook, ask, values in zip(self._hooks, asks, results["hooks"]):
-            hook.after_run(context, SessionRunValues(values if ask is not None else None,
+            hook.after_run(context, SessionRunValues(None if ask is None or ask.fetches is None
+                                                     else values,
                                                      options, run_metadata))
         self._stop = self._stop or context.stop_requested
         return results["caller"]
