@@ -112,7 +112,8 @@ class LoggingTensorHook(SessionRunHook):
         if self._formatter is not None:
             tf_logging.info("%s", self._formatter(values))
             return
-        line = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+        with np.printoptions(suppress=True):
+            line = ", ".join("%s = %s" % (tag, values[tag]) for tag in self._tag_order)
         if elapsed is None:
             tf_logging.info("%s", line)
         else:
