@@ -75,10 +75,11 @@ class MetaGraphDef:
                 "meta_info": self.meta_info_def}
 
     def SerializeToString(self) -> bytes:  # noqa: N802 - TF1 name
-        """The ``.npz`` bytes (what ``Saver.save`` writes to ``<prefix>.meta``)."""
+        """The ``.npz`` bytes (what ``Saver.save`` writes to ``<prefix>.meta``), deflated:
+        the constants of a graph (an optimizer's zero slots) shrink to little."""
         buffer = io.BytesIO()
         header = json.dumps(self._document()).encode("utf-8")
-        np.savez(buffer, **{_JSON_KEY: np.frombuffer(header, np.uint8)},
+        np.savez_compressed(buffer, **{_JSON_KEY: np.frombuffer(header, np.uint8)},
                  **self.graph_def.arrays)
         return buffer.getvalue()
 
