@@ -271,6 +271,7 @@ from gradflow.ops.state_ops import (
 )
 from gradflow.session import InteractiveSession, Session, get_default_session
 from gradflow.graph_io import GraphDef, import_graph_def  # TF1's graph files
+from gradflow.graph_io.meta_graph import MetaGraphDef  # noqa: E402 - tf.MetaGraphDef
 from gradflow import graph_util, onnx, saved_model  # noqa: E402 - frozen graphs, serving
 # control flow and debugging; ``tuple`` and ``print`` shadow the builtins in this module
 from gradflow.ops.control_flow_ops import cond, control_dependencies, while_loop

@@ -169,13 +169,14 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     assert Path(straight["png"]) == tmp_path / "out" / f"{name}_curves_numpy.png"
     ckpt = str(tmp_path / "ckpt")
     module.main(common + ["--epochs", "1", "--checkpoint-dir", ckpt])
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-4.meta"]
     capsys.readouterr()
     resumed = module.main(common + ["--epochs", "2", "--checkpoint-dir", ckpt, "--resume"])
     out = capsys.readouterr().out
     assert "MNIST read from /small/mnist" in out
     assert "resumed from" in out and "epoch 1:" not in out and "epoch 2:" in out
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-4.meta",
+                                     "model-8", "model-8.meta"]
     # The history came back with the checkpoint: the curves go on from epoch 1.
     assert resumed["epochs"] == [1, 2] and len(resumed["losses"]) == 8
     assert resumed["losses"][:4] == straight["losses"][:4]
@@ -440,7 +441,7 @@ def test_mnist_ctrl_c_in_training_keeps_the_checkpoint_and_says_how_to_resume(
     assert line.startswith("interrupted at epoch 2, step 6; the last checkpoint is "
                            f"{ckpt / 'model-4'} (epoch 1, step 4); resume with: python ")
     assert resume_args(line, "mnist_mlp.py") == args + ["--resume"]
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-4.meta"]
     monkeypatch.undo()
     small_mnist(monkeypatch)
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
@@ -474,7 +475,7 @@ def test_mnist_ctrl_c_inside_a_save_leaves_the_last_checkpoint_whole(
     monkeypatch.setattr(saver, "_write_npz", write_then_interrupt)
     line = run_interrupted(mlp.main, args, capsys)
     assert f"the last checkpoint is {ckpt / 'model-4'} (epoch 1, step 4)" in line
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-4.meta"]
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
     assert resumed["accuracies"] == straight["accuracies"]
     assert resumed["epochs"] == [1, 2]  # the history written before the failed save is cut
@@ -505,7 +506,8 @@ def test_mnist_real_sigint_during_a_save_lets_the_save_finish(tmp_path, monkeypa
     line = run_interrupted(mlp.main, args, capsys)
     assert line.startswith(f"interrupted at epoch 2, step 8; the last checkpoint is "
                            f"{ckpt / 'model-8'} (epoch 2, step 8)")
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-4.meta",
+                                     "model-8", "model-8.meta"]
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
     assert resumed["epochs"] == [1, 2, 3]
 

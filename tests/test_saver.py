@@ -90,7 +90,8 @@ def test_max_to_keep_and_latest_checkpoint(tmp_path):
         paths = [saver.save(sess, tmp_path / "model", global_step=s) for s in range(4)]
     assert [os.path.exists(p) for p in paths] == [False, False, True, True]
     assert gf.train.latest_checkpoint(tmp_path) == paths[-1]
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-2", "model-3"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-2", "model-2.meta", "model-3",
+                                             "model-3.meta"]
 
 
 def test_var_list_dict_and_subset(tmp_path):
@@ -131,7 +132,7 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
         with pytest.raises(OSError, match="fsync failed"):
             saver.save(sess, tmp_path / "model")
         monkeypatch.undo()
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model", "model.meta"]
     assert gf.train.latest_checkpoint(tmp_path) == path
     with gf.Session() as sess:
         saver.restore(sess, path)
@@ -460,7 +461,8 @@ def test_tf1_arguments_are_accepted(tmp_path):
                           meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
                           strip_default_attrs=False, save_debug_info=False)
         assert path == f"{tmp_path / 'model'}-00000007"
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-00000007"]  # no .meta
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-00000007",
+                                                 "model-00000007.meta"]
         side = saver.save(sess, tmp_path / "side", write_state=False)
         assert saver_module.checkpoint_exists(side) and os.path.isfile(side)
         assert gf.train.latest_checkpoint(tmp_path) == path
@@ -499,7 +501,8 @@ def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
             clock[0] = at
             saver.save(sess, tmp_path / "model", global_step=step)
     # model-0 (before the first hour) goes; model-1 (after it) stays on disk, off the index.
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1", "model-3"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1", "model-1.meta", "model-3",
+                                             "model-3.meta"]
     state = saver_module.get_checkpoint_state(tmp_path)
     assert state.all_model_checkpoint_paths == [f"{tmp_path / 'model'}-3"]
     assert state.last_preserved_timestamp == 5000.0

@@ -58,8 +58,9 @@ def test_a_hostile_index_makes_rotation_delete_nothing_outside_the_folder(tmp_pa
     assert absolute.read_text() == "precious too"
     assert inside.read_text() == "keep me"
     assert fake.read_text() == "not a checkpoint"
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-1", "model-2", "model-3",
-                                        "model-4", "notes.txt"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-1", "model-2", "model-2.meta",
+                                        "model-3", "model-3.meta", "model-4", "model-4.meta",
+                                        "notes.txt"]
     assert gf.train.latest_checkpoint(ckpt) == str(ckpt / "model-4")
 
 
@@ -118,7 +119,8 @@ def test_a_killed_save_leaves_a_temporary_that_the_next_save_removes(tmp_path):
     w, _ = _model()
     with gf.Session() as sess:
         gf.train.Saver().save(sess, tmp_path / "model")
-    assert set(os.listdir(tmp_path)) == {".model.tmp", alive.name, "checkpoint", "model"}
+    assert set(os.listdir(tmp_path)) == {".model.tmp", alive.name, "checkpoint", "model",
+                                         "model.meta"}
 
 
 # -- the kernel cache -----------------------------------------------------------------

@@ -105,6 +105,11 @@ train.get_checkpoint_state train.get_global_step train.get_or_create_global_step
 train.create_global_step train.global_step train.ExponentialMovingAverage
 train.MonitoredTrainingSession train.Coordinator train.start_queue_runners
 train.shuffle_batch train.SummarySaverHook train.StopAtStepHook
+train.import_meta_graph train.export_meta_graph MetaGraphDef train.Supervisor train.Scaffold
+train.SessionManager train.LoggingTensorHook train.NanTensorHook train.NanLossDuringTrainingError
+train.StepCounterHook train.ProfilerHook train.CheckpointSaverHook train.FinalOpsHook
+train.FeedFnHook train.GlobalStepWaiterHook train.SecondOrStepTimer train.CheckpointSaverListener
+train.SessionRunHook train.SessionRunArgs train.MonitoredSession
 # summaries
 summary.scalar summary.histogram summary.image summary.text summary.merge summary.merge_all
 summary.FileWriter

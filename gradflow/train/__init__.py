@@ -97,6 +97,34 @@ from gradflow.summary.legacy import SummaryWriter  # noqa: E402 - tf.train.Summa
 
 __all__ += ["SummaryWriter"]
 
+from gradflow.train.meta_graph import (  # noqa: E402 - TF1's meta graph files
+    MetaGraphDef,
+    export_meta_graph,
+    import_meta_graph,
+)
+
+__all__ += ["MetaGraphDef", "export_meta_graph", "import_meta_graph"]
+
+from gradflow.train.basic_hooks import (  # noqa: E402 - TF1's other session hooks
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    ProfilerHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+)
+from gradflow.train.scaffold import Scaffold  # noqa: E402
+from gradflow.train.session_manager import SessionManager  # noqa: E402
+from gradflow.train.session_run_hook import CheckpointSaverListener  # noqa: E402
+from gradflow.train.supervisor import Supervisor  # noqa: E402
+
+__all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
+            "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "ProfilerHook",
+            "Scaffold", "SecondOrStepTimer", "SessionManager", "StepCounterHook", "Supervisor"]
+
 from gradflow.example import (  # noqa: E402 - tf.train.Example and its parts
     BytesList,
     Example,

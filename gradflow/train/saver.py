@@ -34,6 +34,7 @@ from gradflow import tf_logging
 from gradflow.atomic_files import write_atomically
 from gradflow.errors import FailedPreconditionError
 from gradflow.graph import get_default_graph
+from gradflow.graph_io.meta_graph import write_saver_meta_graph
 from gradflow.session import Session
 from gradflow.train import tf_checkpoint
 from gradflow.train.checkpoint_files import (
@@ -155,9 +156,9 @@ class Saver:
         first (as on the first run that needs it), and that value is saved.
         ``latest_filename`` names the index file (default ``"checkpoint"``);
         ``write_state=False`` writes neither the index nor deletes old checkpoints.
-        No ``.meta`` graph file is written: ``write_meta_graph``,
-        ``meta_graph_suffix``, ``strip_default_attrs`` and ``save_debug_info`` are
-        accepted and ignored. Returns ``None`` for an empty Saver (``allow_empty``).
+        ``write_meta_graph`` writes the graph to ``<path>.<meta_graph_suffix>`` for
+        ``gf.train.import_meta_graph`` (``gradflow.graph_io.meta_graph``).
+        Returns ``None`` for an empty Saver (``allow_empty``).
         """
         _check_session(sess, "save", save_path)
         index_name = _index_name(latest_filename)
@@ -186,6 +187,8 @@ class Saver:
         self._written.add(os.path.abspath(base))
         if write_state:
             self._update_index(base, index_name)
+        if write_meta_graph:
+            write_saver_meta_graph(self, sess, base, meta_graph_suffix, _exists)
         return base
 
     def restore(self, sess, save_path):
