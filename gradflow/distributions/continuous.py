@@ -14,13 +14,13 @@ from gradflow.distributions.distribution import (
     RegisterKL,
 )
 from gradflow.distributions.util import (
+    draw_shape,
     dynamic_batch,
     float_params,
     log_ndtr,
     ndtr,
     static_batch,
 )
-from gradflow.ops.index_ops import concat
 from gradflow.ops.math_ops import abs as abs_
 from gradflow.ops.math_ops import (
     exp,
@@ -39,14 +39,6 @@ from gradflow.ops.math_ops import (
 from gradflow.ops.state_ops import random_normal, random_uniform
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _draw_shape(n, dist):
-    """``[n] + batch_shape``: static ints where known, else a 1-D tensor."""
-    batch = dist._batch_shape()
-    if isinstance(n, int) and batch is not None and None not in batch:
-        return [n, *batch]
-    return concat([[n] if isinstance(n, int) else [n], dist.batch_shape_tensor()], 0)
 
 
 class _LocationScale(Distribution):
@@ -101,7 +93,7 @@ class Normal(_LocationScale):
                               allow_nan_stats=allow_nan_stats, name=name))
 
     def _sample_n(self, n, seed=None):
-        z = random_normal(_draw_shape(n, self), dtype=self._dtype, seed=seed)
+        z = random_normal(draw_shape(n, self), dtype=self._dtype, seed=seed)
         return z * self._scale + self._loc
 
     def _log_prob(self, x):
@@ -141,7 +133,7 @@ class Laplace(_LocationScale):
         # u uniform in (-1, 1), never -1: x = loc - scale sign(u) log(1 - |u|)
         low = float(np.nextafter(self._dtype.as_numpy_dtype(-1.0),
                                  self._dtype.as_numpy_dtype(0.0)))
-        u = random_uniform(_draw_shape(n, self), minval=low, maxval=1.0, dtype=self._dtype,
+        u = random_uniform(draw_shape(n, self), minval=low, maxval=1.0, dtype=self._dtype,
                            seed=seed)
         return self._loc - self._scale * sign(u) * log1p(-abs_(u))
 
@@ -172,7 +164,7 @@ class Laplace(_LocationScale):
 def _log_cdf_laplace(z):
     """``log`` of the standard Laplace CDF: ``log(1/2) + z`` below 0, else
     ``log1p(-exp(-z) / 2)``; each branch fed only the values it suits."""
-    below = log(0.5) + _minimum_zero(z)
+    below = math.log(0.5) + _minimum_zero(z)
     above = log1p(-0.5 * exp(-maximum(z, 0.0)))
     return where(z < 0.0, below, above)
 
@@ -217,7 +209,7 @@ class Uniform(Distribution):
         return dynamic_batch(self._low, self._high)
 
     def _sample_n(self, n, seed=None):
-        u = random_uniform(_draw_shape(n, self), dtype=self._dtype, seed=seed)
+        u = random_uniform(draw_shape(n, self), dtype=self._dtype, seed=seed)
         return self._low + self.range() * u
 
     def _prob(self, x):

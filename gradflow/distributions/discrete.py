@@ -10,7 +10,12 @@ from gradflow.distributions.distribution import (
     Distribution,
     RegisterKL,
 )
-from gradflow.distributions.util import dynamic_batch, float_params, static_batch
+from gradflow.distributions.util import (
+    draw_shape,
+    dynamic_batch,
+    float_params,
+    static_batch,
+)
 from gradflow.ops.activation_ops import softplus
 from gradflow.ops.array_ops import argmax, expand_dims, reduce_sum, reshape, transpose
 from gradflow.ops.index_ops import concat, one_hot, shape
@@ -18,7 +23,7 @@ from gradflow.ops.math_ops import cast, log, log1p, sigmoid, where, zeros_like
 from gradflow.ops.nn_ops import log_softmax, softmax
 from gradflow.ops.random_ops import multinomial_counts
 from gradflow.ops.sampling_ops import multinomial
-from gradflow.ops.shape_ops import eye
+from gradflow.ops.shape_ops import eye, range_
 from gradflow.ops.special_ops import lgamma
 from gradflow.ops.state_ops import random_uniform
 from gradflow.prim import rules
@@ -70,10 +75,7 @@ class Bernoulli(Distribution):
         return cast(convert_to_tensor(value), self._logits.dtype)
 
     def _sample_n(self, n, seed=None):
-        batch = self._batch_shape()
-        dims = [n, *batch] if isinstance(n, int) and batch is not None and None not in batch \
-            else concat([[n], self.batch_shape_tensor()], 0)
-        u = random_uniform(dims, dtype=self._probs.dtype, seed=seed)
+        u = random_uniform(draw_shape(n, self), dtype=self._probs.dtype, seed=seed)
         return cast(u < self._probs, self._dtype)
 
     def _log_prob(self, event):
@@ -152,6 +154,14 @@ class Categorical(Distribution):
         hot = one_hot(k, self.event_size, on_value=True, off_value=False, dtype=dtypes.bool_)
         picked = logp + zeros_like(cast(hot, logp.dtype))  # both broadcast to the batch
         return reduce_sum(where(hot, picked, zeros_like(picked)), -1)
+
+    def _cdf(self, k):
+        """TF1's: the probability of a class below ``k`` (0 for ``k <= 0``, 1 for
+        ``k >= K``)."""
+        classes = range_(self.event_size, dtype=k.dtype)
+        below = classes < expand_dims(k, -1)
+        probs = self._probs + zeros_like(cast(below, self._probs.dtype))
+        return reduce_sum(where(below, probs, zeros_like(probs)), -1)
 
     def _entropy(self):
         return -reduce_sum(log_softmax(self._logits) * self._probs, -1)

@@ -161,18 +161,22 @@ class Distribution:
         """Draws of shape ``sample_shape + batch_shape + event_shape`` (new ones every run;
         ``seed`` makes them reproducible, and the same on every backend)."""
         dims = static_sample_shape(sample_shape)
-        if isinstance(dims, tuple):
-            n = math.prod(dims)
-            draws = self._sample_n(n, seed)
-            if dims == (n,):
-                return identity(draws, name=name)
-            rest = tuple(draws.shape[1:]) if draws.shape is not None else None
-            if rest is not None and None not in rest:
-                return reshape(draws, list(dims) + list(rest), name=name)
-            return reshape(draws, concat([list(dims), shape(draws)[1:]], 0), name=name)
-        n = reduce_prod(dims)
+        if not isinstance(dims, tuple):
+            draws = self._sample_n(reduce_prod(dims), seed)
+            return reshape(draws, concat([dims, shape(draws)[1:]], 0), name=name)
+        n = math.prod(dims)
         draws = self._sample_n(n, seed)
-        return reshape(draws, concat([dims, shape(draws)[1:]], 0), name=name)
+        if dims == (n,):
+            return identity(draws, name=name)
+        if not dims:
+            return identity(draws[0], name=name)
+        rest = tuple(draws.shape[1:]) if draws.shape is not None else None
+        if rest is not None:  # sizes the graph knows, the others read at run time
+            sizes = shape(draws) if None in rest else None
+            return reshape(draws, list(dims) + [d if d is not None else sizes[1 + i]
+                                                for i, d in enumerate(rest)], name=name)
+        lead = convert_to_tensor(list(dims), dtype=dtypes.int32)
+        return reshape(draws, concat([lead, shape(draws)[1:]], 0), name=name)
 
     # -- densities: each from the other where a subclass has one ------------------------
 

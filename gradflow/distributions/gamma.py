@@ -18,9 +18,14 @@ from gradflow.distributions.distribution import (
     Distribution,
     RegisterKL,
 )
-from gradflow.distributions.util import dynamic_batch, float_params, static_batch
+from gradflow.distributions.util import (
+    draw_shape,
+    dynamic_batch,
+    float_params,
+    static_batch,
+)
 from gradflow.ops.array_ops import expand_dims, reduce_all, reduce_sum
-from gradflow.ops.index_ops import concat, shape
+from gradflow.ops.index_ops import shape
 from gradflow.ops.math_ops import (
     exp,
     expm1,
@@ -119,11 +124,8 @@ class Exponential(Gamma):
 
     def _sample_n(self, n, seed=None):
         tiny = float(np.finfo(self._dtype.as_numpy_dtype).tiny)
-        dims = [n, *self._batch_shape()] if isinstance(n, int) and self._batch_shape() \
-            is not None and None not in self._batch_shape() else None
-        if dims is None:
-            dims = concat([[n], self.batch_shape_tensor()], 0)
-        u = random_uniform(dims, minval=tiny, maxval=1.0, dtype=self._dtype, seed=seed)
+        u = random_uniform(draw_shape(n, self), minval=tiny, maxval=1.0, dtype=self._dtype,
+                           seed=seed)
         return -log(u) / self._rate
 
     def _log_prob(self, x):

@@ -8,9 +8,10 @@ import math
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
-from gradflow.ops.index_ops import shape
+from gradflow.ops.array_ops import reshape
+from gradflow.ops.index_ops import concat, shape
 from gradflow.ops.math_ops import abs as abs_
-from gradflow.ops.math_ops import log, maximum, minimum, square, where, zeros_like
+from gradflow.ops.math_ops import cast, log, maximum, minimum, square, where, zeros_like
 from gradflow.ops.special_ops import erf, erfc
 from gradflow.prim import rules
 from gradflow.prim.registry import convert_to_tensor
@@ -52,6 +53,20 @@ def dynamic_batch(*tensors):
     for t in tensors[1:]:
         total = total + zeros_like(t)
     return shape(total)
+
+
+def draw_shape(n, dist):
+    """``[n] + dist``'s batch shape, for a random op: ints where the graph knows them,
+    scalar tensors (of ``batch_shape_tensor``) elsewhere, or a 1-D tensor where the
+    batch's rank is unknown (``n`` a Python int or a scalar tensor)."""
+    batch = dist._batch_shape()
+    if batch is None:
+        lead = [n] if isinstance(n, int) else reshape(cast(n, dtypes.int32), [1])
+        return concat([lead, dist.batch_shape_tensor()], 0)
+    if None not in batch:
+        return [n, *batch]
+    dynamic = dist.batch_shape_tensor()
+    return [n] + [d if d is not None else dynamic[i] for i, d in enumerate(batch)]
 
 
 def ndtr(x):
