@@ -11,7 +11,7 @@ and in ``beta``; the other draws pass no gradient, as in TF1.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.graph import get_default_graph
+from gradflow.graph import Tensor, get_default_graph
 from gradflow.ops.math_ops import add, divide, zeros_like
 from gradflow.ops.sampling_ops import multinomial
 from gradflow.ops.state_ops import _random_shape, stop_gradient
@@ -92,7 +92,8 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None):
     if dtype not in _POISSON_DTYPES:
         raise TypeError(f"random_poisson: dtype must be float16, float32, float64, int32 "
                         f"or int64, got {dtype.name}")
-    lam = convert_to_tensor(lam, dtype=dtypes.float32)
+    lam = convert_to_tensor(lam) if isinstance(lam, Tensor) or hasattr(lam, "_as_graph_tensor") \
+        else convert_to_tensor(lam, dtype=dtypes.float32)
     if not lam.dtype.is_floating:
         raise TypeError(f"random_poisson: lam '{lam.name}' must be floating, got "
                         f"{lam.dtype.name}")
