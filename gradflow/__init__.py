@@ -138,6 +138,7 @@ from gradflow.ops.template import make_template
 from gradflow.ops.math_ops import ceil, cos, expm1, is_finite, is_inf, is_nan, sin
 from gradflow.ops.shape_ops import lin_space, linspace, meshgrid, sequence_mask
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
+from gradflow.ops.random_ops import random_gamma, random_poisson
 from gradflow.ops.queue_ops import (  # TF1's queues
     FIFOQueue,
     PaddingFIFOQueue,
@@ -382,4 +383,5 @@ __version__ = "0.1.0"
 
 # TF1's tf.math and tf.linalg: aliases of the names above, so imported after them
 from gradflow import linalg, math  # noqa: E402, A004
+from gradflow import distributions, random  # noqa: E402, A004 - TF1's tf.distributions, tf.random
 from gradflow.ops.math_ops import logical_xor  # noqa: E402

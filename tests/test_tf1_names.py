@@ -64,6 +64,16 @@ segment_sum segment_mean segment_max segment_min segment_prod unsorted_segment_s
 unsorted_segment_max unsorted_segment_min unsorted_segment_mean unsorted_segment_prod
 unsorted_segment_sqrt_n dynamic_partition dynamic_stitch math.segment_sum
 math.unsorted_segment_sum math.unsorted_segment_mean math.unsorted_segment_sqrt_n
+# random ops and tf.distributions
+random_gamma random_poisson random.normal random.uniform random.truncated_normal
+random.categorical random.multinomial random.shuffle random.gamma random.poisson
+random.set_random_seed random.get_seed random.log_uniform_candidate_sampler
+random.uniform_candidate_sampler distributions.Distribution distributions.Normal
+distributions.Bernoulli distributions.Categorical distributions.Uniform distributions.Beta
+distributions.Gamma distributions.Exponential distributions.Laplace distributions.Multinomial
+distributions.Dirichlet distributions.kl_divergence distributions.RegisterKL
+distributions.ReparameterizationType distributions.FULLY_REPARAMETERIZED
+distributions.NOT_REPARAMETERIZED
 # nn
 nn.relu nn.relu6 nn.elu nn.selu nn.leaky_relu nn.softplus nn.softsign nn.swish nn.sigmoid
 nn.tanh nn.softmax nn.log_softmax nn.dropout nn.bias_add nn.conv2d nn.conv1d
