@@ -113,6 +113,11 @@ image.random_flip_left_right io.read_file
 # sparse tensors and CTC
 SparseTensor SparseTensorValue sparse_placeholder sparse_tensor_to_dense sparse_to_dense
 sparse.to_dense nn.ctc_greedy_decoder edit_distance sparse_retain sparse_tensor_dense_matmul
+# strings (host ops on string tensors)
+string_split strings.split strings.join string_join reduce_join strings.reduce_join
+strings.length substr strings.substr regex_replace strings.regex_replace
+strings.regex_full_match strings.strip strings.lower strings.upper string_to_number
+strings.to_number as_string string_to_hash_bucket_fast strings.to_hash_bucket_fast
 """
 
 MISSING = set("""
