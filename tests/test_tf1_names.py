@@ -118,6 +118,15 @@ string_split strings.split strings.join string_join reduce_join strings.reduce_j
 strings.length substr strings.substr regex_replace strings.regex_replace
 strings.regex_full_match strings.strip strings.lower strings.upper string_to_number
 strings.to_number as_string string_to_hash_bucket_fast strings.to_hash_bucket_fast
+# images
+image.random_flip_up_down image.random_saturation image.random_hue image.adjust_saturation
+image.adjust_hue image.adjust_gamma image.rgb_to_grayscale image.grayscale_to_rgb
+image.rgb_to_hsv image.hsv_to_rgb image.crop_to_bounding_box image.pad_to_bounding_box
+image.image_gradients image.total_variation image.psnr image.resize_bilinear
+image.resize_nearest_neighbor image.encode_png image.encode_jpeg image.decode_jpeg
+image.decode_png image.random_crop image.per_image_standardization image.central_crop
+image.resize_image_with_crop_or_pad image.flip_left_right image.flip_up_down
+image.adjust_brightness image.adjust_contrast image.random_brightness image.random_contrast
 """
 
 MISSING = set("""
