@@ -148,6 +148,7 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
     substr,
 )
 from gradflow.strings import join as string_join
+from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
 from gradflow.ops.scatter_ops import (
     bincount,
     scatter_add,

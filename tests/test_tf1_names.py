@@ -127,6 +127,9 @@ image.resize_nearest_neighbor image.encode_png image.encode_jpeg image.decode_jp
 image.decode_png image.random_crop image.per_image_standardization image.central_crop
 image.resize_image_with_crop_or_pad image.flip_left_right image.flip_up_down
 image.adjust_brightness image.adjust_contrast image.random_brightness image.random_contrast
+# signal (real signals)
+signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
+signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
 """
 
 MISSING = set("""
