@@ -149,6 +149,7 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
 )
 from gradflow.strings import join as string_join
 from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
+from gradflow import sets  # TF1's tf.sets
 from gradflow.ops.scatter_ops import (
     bincount,
     scatter_add,

@@ -130,6 +130,9 @@ image.adjust_brightness image.adjust_contrast image.random_brightness image.rand
 # signal (real signals)
 signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
 signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
+# sets
+sets.set_size sets.set_intersection sets.set_union sets.set_difference sets.size
+sets.intersection sets.union sets.difference
 """
 
 MISSING = set("""
