@@ -162,6 +162,19 @@ from gradflow.ops.parsing_ops import (  # tf.train.Example records to tensors
 from gradflow import tfrecord as python_io  # TF1's tf.python_io: TFRecord files
 from gradflow.ops.csv_ops import decode_csv  # CSV lines to columns
 from gradflow.image import random_crop  # TF1's tf.random_crop
+from gradflow import strings  # TF1's tf.strings (host ops on string tensors)
+from gradflow.strings import (  # TF1's string ops at the top of tf
+    as_string,
+    reduce_join,
+    regex_replace,
+    string_split,
+    string_to_hash_bucket_fast,
+    string_to_number,
+    substr,
+)
+from gradflow.strings import join as string_join
+from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
+from gradflow import sets  # TF1's tf.sets
 from gradflow.ops.scatter_ops import (
     bincount,
     scatter_add,

@@ -139,6 +139,26 @@ image.random_flip_left_right io.read_file
 # sparse tensors and CTC
 SparseTensor SparseTensorValue sparse_placeholder sparse_tensor_to_dense sparse_to_dense
 sparse.to_dense nn.ctc_greedy_decoder edit_distance sparse_retain sparse_tensor_dense_matmul
+# strings (host ops on string tensors)
+string_split strings.split strings.join string_join reduce_join strings.reduce_join
+strings.length substr strings.substr regex_replace strings.regex_replace
+strings.regex_full_match strings.strip strings.lower strings.upper string_to_number
+strings.to_number as_string string_to_hash_bucket_fast strings.to_hash_bucket_fast
+# images
+image.random_flip_up_down image.random_saturation image.random_hue image.adjust_saturation
+image.adjust_hue image.adjust_gamma image.rgb_to_grayscale image.grayscale_to_rgb
+image.rgb_to_hsv image.hsv_to_rgb image.crop_to_bounding_box image.pad_to_bounding_box
+image.image_gradients image.total_variation image.psnr image.resize_bilinear
+image.resize_nearest_neighbor image.encode_png image.encode_jpeg image.decode_jpeg
+image.decode_png image.random_crop image.per_image_standardization image.central_crop
+image.resize_image_with_crop_or_pad image.flip_left_right image.flip_up_down
+image.adjust_brightness image.adjust_contrast image.random_brightness image.random_contrast
+# signal (real signals)
+signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
+signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
+# sets
+sets.set_size sets.set_intersection sets.set_union sets.set_difference sets.size
+sets.intersection sets.union sets.difference
 """
 
 MISSING = set("""
