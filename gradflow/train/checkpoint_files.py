@@ -1,7 +1,8 @@
-"""Reading the files of a checkpoint folder without trusting them: gradflow's
-checkpoints (an ``.npz`` whose JSON header is checked field by field against the
-arrays in it), TensorFlow's (``tf_checkpoint``), and the folder's ``checkpoint`` index
-(gradflow's JSON or TensorFlow's text). ``Saver`` and ``CheckpointReader`` read through
+"""Reading the files of a checkpoint folder without trusting them: checkpoints in
+TensorFlow's V2 layout (``tf_checkpoint``: what gradflow's Saver and TensorFlow's write),
+the single ``.npz`` files of earlier gradflow versions (a JSON header checked field by
+field against the arrays in it), and the folder's ``checkpoint`` index (TensorFlow's
+text, or the JSON of earlier gradflow versions). ``Saver`` and ``CheckpointReader`` read through
 here; every fault is a ``CheckpointError`` of the kind it is:
 ``DamagedCheckpointError`` (a ``DataLossError``) for damaged bytes,
 ``CheckpointNotFoundError`` (a ``NotFoundError``) for a missing file, and
@@ -59,10 +60,11 @@ def unreadable_error(err, message):
 
 
 def read(path, names):
-    """``(header, arrays)`` of the checkpoint at ``path``: gradflow's file, or TensorFlow's
-    checkpoint of which ``path`` is the prefix, read into the same header; the arrays of
-    ``names`` only. Raises ``_Unreadable``."""
-    if os.path.isfile(path) or not tf_checkpoint.is_tf_checkpoint(path):
+    """``(header, arrays)`` of the checkpoint at ``path``: the V2 checkpoint of which
+    ``path`` is the prefix (where ``path.index`` is a file), else an earlier gradflow's
+    file, read into the same header; the arrays of ``names`` only. Raises
+    ``_Unreadable``."""
+    if not tf_checkpoint.is_tf_checkpoint(path):
         return _load(path, names)
     try:
         arrays, described = tf_checkpoint.load(path, names)
@@ -88,8 +90,9 @@ def _load(path, names):
     if size == 0:
         raise _Unreadable("is damaged: the file is empty (0 bytes)", "is empty")
     if not start.startswith(b"PK"):
-        raise _Unreadable(f"is not a gradflow checkpoint, or is corrupt: it is not a NumPy "
-                          f".npz archive (it starts with {start!r})", "is not a checkpoint")
+        raise _Unreadable(f"is not a checkpoint, or is corrupt: there is no {path}.index, and "
+                          f"the file is not the .npz of an earlier gradflow either (it starts "
+                          f"with {start!r})", "is not a checkpoint")
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, ValueError, OSError) as err:
