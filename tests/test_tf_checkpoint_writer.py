@@ -41,7 +41,7 @@ import pytest
 
 import gradflow as gf
 from gradflow import protowire
-from gradflow.train import tf_checkpoint, tf_checkpoint_writer
+from gradflow.train import checksums, tf_checkpoint, tf_checkpoint_writer
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tf_checkpoints")
 SUFFIX = ".data-00000-of-00001"
@@ -155,6 +155,25 @@ def test_big_endian_values_are_stored_little_endian(tmp_path):
     tf_checkpoint_writer.write(str(tmp_path / "m"), {"v": value})
     assert read_bytes(str(tmp_path / "m") + SUFFIX) == value.astype("<f8").tobytes()
     np.testing.assert_array_equal(gf.train.load_variable(str(tmp_path / "m"), "v"), value)
+
+
+@pytest.mark.parametrize("size", [0, 1, 300, 1 << 17, (1 << 17) + 13, 3 << 20])
+def test_the_numpy_checksum_is_crc32c(size):
+    """The lanes NumPy advances together give the byte-at-a-time loop's CRC-32C."""
+    data = np.random.default_rng(size).integers(0, 256, size, np.uint8).tobytes()
+    if size <= 1 << 17:
+        assert checksums.crc32c(data) == protowire.crc32c_python(data)
+    assert checksums.crc32c(data) == protowire.crc32c(data)  # the package's, where it is
+
+
+def test_without_the_crc32c_package_the_bytes_are_the_same(tmp_path, monkeypatch):
+    values = {"big": np.arange(300_000, dtype=np.float32), **expected()}
+    with_package = tf_checkpoint_writer.bundle(values)
+    monkeypatch.setattr(protowire, "crc32c", protowire.crc32c_python)
+    assert tf_checkpoint_writer.bundle(values) == with_package
+    tf_checkpoint_writer.write(str(tmp_path / "m"), values)
+    np.testing.assert_array_equal(gf.train.load_variable(str(tmp_path / "m"), "big"),
+                                  values["big"])
 
 
 # -- the reader's rules, written again here -----------------------------------------------

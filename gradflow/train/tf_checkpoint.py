@@ -28,6 +28,7 @@ import numpy as np
 
 from gradflow import protowire
 from gradflow.errors import GradflowError
+from gradflow.train import checksums
 
 _MAGIC = 0xDB4775248B80FB57  # the table footer's last 8 bytes
 _FOOTER = 48
@@ -370,7 +371,7 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
         raise TFCheckpointError(f"its data file {path} ends before tensor '{name}' (bytes "
                                 f"{entry['offset']}-{entry['offset'] + entry['size']}), as "
                                 "when a copy is cut short", "is cut short")
-    if entry["crc"] is not None and protowire.masked_crc32c(raw) != entry["crc"]:
+    if entry["crc"] is not None and checksums.masked_crc32c(raw) != entry["crc"]:
         raise TFCheckpointError(f"tensor '{name}' in {path} fails its checksum: the data "
                                 "file is damaged")
     return np.frombuffer(raw, item).astype(dtype).reshape(shape)

@@ -26,6 +26,7 @@ import numpy as np
 
 from gradflow import protowire
 from gradflow.atomic_files import _remove_stale_temporaries
+from gradflow.train import checksums
 
 DATA_SUFFIX = ".data-00000-of-00001"  # the one data file of an unsharded checkpoint
 INDEX_SUFFIX = ".index"
@@ -82,7 +83,7 @@ def _entry(dtype, shape, offset, raw):
     dims = b"".join(_message_field(2, _varint_field(1, int(d))) for d in shape)
     out = _varint_field(1, dtype) + _message_field(2, dims)
     out += _varint_field(4, offset) + _varint_field(5, len(raw))
-    crc = protowire.masked_crc32c(raw)
+    crc = checksums.masked_crc32c(raw)
     if crc:
         out += bytes([6 << 3 | 5]) + crc.to_bytes(4, "little")
     return out
