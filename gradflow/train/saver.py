@@ -393,8 +393,8 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 
 def checkpoint_exists(checkpoint_prefix):
-    """TF1's ``checkpoint_exists``: whether a checkpoint is at this path (a gradflow
-    checkpoint file, or a TensorFlow checkpoint's ``.index``)."""
+    """TF1's ``checkpoint_exists``: whether a checkpoint is at this path (its ``.index``,
+    or the file of an earlier gradflow)."""
     return _exists(_path_string(checkpoint_prefix, "checkpoint_exists"))
 
 
@@ -616,5 +616,5 @@ def _missing_file_message(path):
 
 
 def _exists(path):
-    """Whether a checkpoint is at ``path``: gradflow's file, or TensorFlow's ``.index``."""
+    """Whether a checkpoint is at ``path``: its ``.index``, or an earlier gradflow's file."""
     return os.path.isfile(path) or tf_checkpoint.is_tf_checkpoint(path)
