@@ -27,7 +27,6 @@ import os
 import re
 import time
 import warnings
-import zipfile
 
 import numpy as np
 
@@ -38,12 +37,16 @@ from gradflow.graph import get_default_graph
 from gradflow.session import Session
 from gradflow.train import tf_checkpoint, tf_checkpoint_writer
 from gradflow.train.checkpoint_files import (
-    _HEADER_KEY,
     CheckpointError,
     CheckpointNotFoundError,
     DamagedCheckpointError,  # noqa: F401 - gradflow.train.saver.DamagedCheckpointError
     _mtime,
     _Unreadable,
+    files_of,
+    is_bundle,
+    is_old_checkpoint_file,
+    listdir,
+    saved_step,
     unreadable_error,
 )
 from gradflow.train.checkpoint_files import index_state as _index_state
@@ -176,7 +179,7 @@ class Saver:
         arrays = self._values(sess)
         _write_checkpoint(base, arrays)
         self._written.add(os.path.abspath(base))
-        if _is_checkpoint_file(base):  # what an earlier gradflow saved here: replaced
+        if is_old_checkpoint_file(base):  # what an earlier gradflow saved here: replaced
             os.remove(base)
         if write_state:
             self._update_index(base, index_name)
@@ -287,7 +290,7 @@ class Saver:
             if self._mismatches(header, arrays):
                 failures.append(f"{os.path.basename(candidate)} does not match these variables")
                 continue
-            step = _saved_step(header, arrays)
+            step = saved_step(header, arrays)
             at = "" if step is None else f" (global step {step})"
             skipped = f" ({'; '.join(failures)})" if failures else ""
             return (f"The newest intact checkpoint in the same folder is {candidate}{at}"
@@ -338,15 +341,9 @@ class Saver:
         if os.path.abspath(path) not in self._written:
             prefix = re.sub(r"-\d+$", "", newest)
             if not (re.fullmatch(re.escape(prefix) + r"(-\d+)?", name)
-                    and (_is_bundle(path) or _is_checkpoint_file(path))):
+                    and (is_bundle(path) or is_old_checkpoint_file(path))):
                 return
-        doomed = [path + tf_checkpoint_writer.INDEX_SUFFIX]
-        doomed += [os.path.join(folder, e) for e in _listdir(folder)
-                   if re.fullmatch(re.escape(name) + r"\.data-\d{5}-of-\d{5}", e)]
-        doomed.append(path + ".meta")
-        if _is_checkpoint_file(path):
-            doomed.append(path)
-        for doomed_path in doomed:
+        for doomed_path in files_of(folder, name):
             try:
                 os.remove(doomed_path)
             except (FileNotFoundError, IsADirectoryError, PermissionError):
@@ -476,17 +473,6 @@ def _step_value(sess, global_step):
                         f"{global_step!r}") from None
 
 
-def _saved_step(header, arrays):
-    """The global step a checkpoint was saved at: its header's (an earlier gradflow's
-    file), else its scalar integer ``global_step`` tensor, else ``None``."""
-    if header.get("global_step") is not None:
-        return header["global_step"]
-    step = arrays.get("global_step")
-    if step is not None and step.shape == () and step.dtype.kind in "iu":
-        return int(step)
-    return None
-
-
 def _write_checkpoint(base, arrays):
     """Write ``arrays`` as the checkpoint ``base`` (module-level so tests can fail it)."""
     tf_checkpoint_writer.write(base, arrays)
@@ -500,44 +486,13 @@ def _bad_index_message(folder, index_name, problem):
             f"Delete it (the next Saver.save writes a new one) or repair it; {found}")
 
 
-def _is_checkpoint_file(path):
-    """Whether ``path`` is a readable .npz with a gradflow header (its contents unchecked):
-    a checkpoint of the single-file format of earlier gradflow versions."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return f"{_HEADER_KEY}.npy" in archive.namelist()
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return False
-
-
-def _is_bundle(prefix):
-    """Whether ``prefix.index`` is a file that ends as a checkpoint's index does (its
-    contents unchecked)."""
-    try:
-        with open(prefix + tf_checkpoint_writer.INDEX_SUFFIX, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell() < 8:
-                return False
-            f.seek(-8, os.SEEK_END)
-            return int.from_bytes(f.read(8), "little") == tf_checkpoint_writer.MAGIC
-    except OSError:
-        return False
-
-
-def _listdir(folder):
-    try:
-        return os.listdir(folder)
-    except OSError:
-        return []
-
-
 def _scan(folder, index_name):
     """The checkpoints of ``folder``: (listed in the index and present, oldest first;
     other checkpoints there, of either format, oldest first by modification time)."""
     state = _index_state(folder, index_name)[0] if index_name else None
     listed = state["all_model_checkpoint_paths"] if state else []
     indexed = [os.path.join(folder, p) for p in listed if _exists(os.path.join(folder, p))]
-    entries = sorted(_listdir(folder))[:_SCAN_LIMIT]
+    entries = sorted(listdir(folder))[:_SCAN_LIMIT]
     skip = set(listed) | {INDEX_NAME, index_name}
     others = set()
     for entry in entries:
@@ -545,9 +500,9 @@ def _scan(folder, index_name):
         if entry.startswith("."):
             continue
         name = entry.removesuffix(tf_checkpoint_writer.INDEX_SUFFIX)
-        if name != entry and name not in skip and _is_bundle(os.path.join(folder, name)):
+        if name != entry and name not in skip and is_bundle(os.path.join(folder, name)):
             others.add(os.path.join(folder, name))
-        elif entry not in skip and os.path.isfile(path) and _is_checkpoint_file(path):
+        elif entry not in skip and os.path.isfile(path) and is_old_checkpoint_file(path):
             others.add(path)
     return indexed, sorted(others, key=lambda p: (_mtime(p), p))
 
