@@ -35,11 +35,11 @@ def _roll_impl(xp, x, shift, axes):
 
 def _roll_infer(shapes, in_dtypes, axes):
     if not in_dtypes[1].is_integer:
-        raise TypeError(f"roll: the shift must be integers, got {in_dtypes[1].name}")
+        raise TypeError(f"the shift must be integers, got {in_dtypes[1].name}")
     if shapes[1] is not None and len(shapes[1]) > 1:
-        raise ValueError(f"roll: the shift must be a scalar or 1-D, got shape {shapes[1]}")
+        raise ValueError(f"the shift must be a scalar or 1-D, got shape {shapes[1]}")
     if shapes[1] is not None and shapes[1] and shapes[1][0] not in (None, len(axes)):
-        raise ValueError(f"roll: {shapes[1][0]} shifts for {len(axes)} axes")
+        raise ValueError(f"{shapes[1][0]} shifts for {len(axes)} axes")
     return shapes[0], in_dtypes[0]
 
 
@@ -78,10 +78,10 @@ def _reverse_sequence_impl(xp, x, lengths, seq_axis, batch_axis):
 
 def _reverse_sequence_infer(shapes, in_dtypes, seq_axis, batch_axis):
     if not in_dtypes[1].is_integer:
-        raise TypeError(f"reverse_sequence: seq_lengths must be integers, got "
+        raise TypeError(f"seq_lengths must be integers, got "
                         f"{in_dtypes[1].name}")
     if shapes[1] is not None and len(shapes[1]) != 1:
-        raise ValueError(f"reverse_sequence: seq_lengths must be 1-D, got shape {shapes[1]}")
+        raise ValueError(f"seq_lengths must be 1-D, got shape {shapes[1]}")
     return shapes[0], in_dtypes[0]
 
 
@@ -108,7 +108,7 @@ def _repeat_index_impl(xp, repeats, x, axis):
 
 def _repeat_index_infer(shapes, in_dtypes, axis):
     if not in_dtypes[0].is_integer:
-        raise TypeError(f"repeat: repeats must be integers, got {in_dtypes[0].name}")
+        raise TypeError(f"repeats must be integers, got {in_dtypes[0].name}")
     return (None,), dtypes.int64
 
 
@@ -154,7 +154,8 @@ def _searchsorted_impl(xp, sorted_sequence, values, side, out_type):
                                    f"and {tuple(values.shape[:-1])}")
     rows = xp.reshape(sorted_sequence, (-1, sorted_sequence.shape[-1]))
     queries = xp.reshape(values, (-1, values.shape[-1]))
-    out = [xp.searchsorted(rows[i], queries[i], side=side) for i in range(rows.shape[0])]
+    out = [xp.searchsorted(rows[i, ...], queries[i, ...], side=side)
+           for i in range(rows.shape[0])]
     if not out:
         return xp.zeros(values.shape, dtype=kind, device=_device(values))
     return xp.reshape(xp.astype(xp.stack(out), kind), values.shape)
@@ -163,12 +164,16 @@ def _searchsorted_impl(xp, sorted_sequence, values, side, out_type):
 def _searchsorted_infer(shapes, in_dtypes, side, out_type):
     rules.same_dtype(in_dtypes)
     if in_dtypes[0].is_bool:
-        raise TypeError("searchsorted: the inputs must be numeric, got bool")
+        raise TypeError("the inputs must be numeric, got bool")
     if len(shapes[0]) == 0 or len(shapes[1]) == 0:
-        raise ValueError("searchsorted: sorted_sequence and values need rank 1 or more")
+        raise ValueError("sorted_sequence and values need rank 1 or more")
     if len(shapes[0]) != len(shapes[1]):
-        raise ValueError(f"searchsorted: sorted_sequence has rank {len(shapes[0])}, values "
+        raise ValueError(f"sorted_sequence has rank {len(shapes[0])}, values "
                          f"{len(shapes[1])}; they must match")
+    for a, b in zip(shapes[0][:-1], shapes[1][:-1]):
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"the leading shapes of sorted_sequence {tuple(shapes[0])} and "
+                             f"values {tuple(shapes[1])} differ")
     return shapes[1], out_type
 
 

@@ -420,7 +420,7 @@ def _shifted(xp, x, axis, by, fill):
     lead = (slice(None),) * axis
     pad_shape = x.shape[:axis] + (by,) + x.shape[axis + 1:]
     front = xp.full(pad_shape, fill, dtype=x.dtype, device=_device(x))
-    return xp.concat([front, x[lead + (slice(0, x.shape[axis] - by),)]], axis=axis)
+    return xp.concat([front, x[lead + (slice(0, x.shape[axis] - by), ...)]], axis=axis)
 
 
 def _cumulative_logsumexp_impl(xp, x, axis, exclusive, reverse):
@@ -451,14 +451,16 @@ def _cumulative_logsumexp_grad(n, g):
     x, attrs = n.inputs[0], dict(n.attrs)
     attrs["reverse"] = not attrs["reverse"]
     minus_inf = call.subtract(call.zeros_like(g), math.inf)
+    # an output of -inf (nothing summed yet) takes no part: it would give -inf - -inf
+    empty = call.equal(n, minus_inf)
+    out = call.where(empty, call.zeros_like(g), n)
 
     def part(positive):
         magnitude = g if positive else call.negative(g)
-        keep = call.greater(magnitude, 0.0)
-        log_g = call.where(keep, call.log(call.where(keep, magnitude, call.ones_like(g))),
-                           minus_inf)
-        return call.exp(call.add(apply("cumulative_logsumexp", [call.subtract(log_g, n)],
-                                       **attrs), x))
+        keep = call.logical_and(call.greater(magnitude, 0.0), call.logical_not(empty))
+        log_g = call.where(keep, call.subtract(
+            call.log(call.where(keep, magnitude, call.ones_like(g))), out), minus_inf)
+        return call.exp(call.add(apply("cumulative_logsumexp", [log_g], **attrs), x))
 
     return [call.subtract(part(True), part(False))]
 
