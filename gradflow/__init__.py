@@ -254,6 +254,51 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
+from gradflow.ops.math_ops import (  # trigonometry, no-NaN divisions, truncations
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    div_no_nan,
+    rint,
+    sinh,
+    tan,
+    truncatediv,
+    truncatemod,
+)
+from gradflow.ops.math_extra_ops import (
+    accumulate_n,
+    angle,
+    confusion_matrix,
+    conj,
+    imag,
+    is_non_decreasing,
+    is_strictly_increasing,
+    lbeta,
+    log_sigmoid,
+    real,
+    realdiv,
+    scalar_mul,
+)
+from gradflow.ops.manip_ops import (  # array manipulation
+    batch_to_space,
+    batch_to_space_nd,
+    depth_to_space,
+    invert_permutation,
+    repeat,
+    reverse_sequence,
+    roll,
+    searchsorted,
+    setdiff1d,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+    unique_with_counts,
+)
 from gradflow.ops.nn_ops import softmax
 from gradflow.ops.special_ops import digamma, erf, erfc, lgamma, polygamma
 from gradflow.prim.registry import constant, convert_to_tensor
@@ -397,4 +442,5 @@ __version__ = "0.1.0"
 # TF1's tf.math and tf.linalg: aliases of the names above, so imported after them
 from gradflow import linalg, math  # noqa: E402, A004
 from gradflow import distributions, random  # noqa: E402, A004 - TF1's tf.distributions, tf.random
+from gradflow import bitwise, manip  # noqa: E402 - TF1's tf.bitwise and tf.manip
 from gradflow.ops.math_ops import logical_xor  # noqa: E402

@@ -50,6 +50,14 @@ linalg.matrix_transpose linalg.adjoint linalg.diag linalg.diag_part linalg.set_d
 linalg.tensor_diag linalg.tensor_diag_part linalg.trace linalg.matvec linalg.pinv linalg.eye
 linalg.norm linalg.global_norm linalg.LinearOperator linalg.LinearOperatorFullMatrix
 linalg.LinearOperatorDiag linalg.LinearOperatorIdentity linalg.LinearOperatorLowerTriangular
+tan asin acos atan atan2 sinh cosh asinh acosh atanh rint div_no_nan truncatediv truncatemod
+realdiv scalar_mul lbeta log_sigmoid confusion_matrix is_non_decreasing
+is_strictly_increasing math.log_sigmoid math.reciprocal_no_nan math.reduce_variance
+math.reduce_std math.reduce_euclidean_norm math.divide_no_nan math.multiply_no_nan
+math.xlog1py math.cumulative_logsumexp math.polyval math.nextafter math.accumulate_n
+math.confusion_matrix math.zero_fraction math.atan2 math.tan
+bitwise.bitwise_and bitwise.bitwise_or bitwise.bitwise_xor bitwise.invert
+bitwise.left_shift bitwise.right_shift
 # arrays
 zeros ones zeros_like ones_like fill eye range linspace random_normal random_uniform
 truncated_normal random_shuffle multinomial shape size rank reshape squeeze expand_dims
@@ -74,6 +82,9 @@ distributions.Gamma distributions.Exponential distributions.Laplace distribution
 distributions.Dirichlet distributions.kl_divergence distributions.RegisterKL
 distributions.ReparameterizationType distributions.FULLY_REPARAMETERIZED
 distributions.NOT_REPARAMETERIZED
+repeat roll reverse_sequence unique_with_counts searchsorted setdiff1d invert_permutation
+space_to_depth depth_to_space space_to_batch_nd batch_to_space_nd space_to_batch
+batch_to_space manip.roll nn.space_to_depth nn.depth_to_space nn.xw_plus_b nn.relu_layer
 # nn
 nn.relu nn.relu6 nn.elu nn.selu nn.leaky_relu nn.softplus nn.softsign nn.swish nn.sigmoid
 nn.tanh nn.softmax nn.log_softmax nn.dropout nn.bias_add nn.conv2d nn.conv1d

@@ -28,6 +28,8 @@ from gradflow.ops.conv_variants import (
     separable_conv2d,
 )
 from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
+from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
+from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
 from gradflow.ops.nn_ops import (
     bias_add,
@@ -66,4 +68,5 @@ __all__ = [
     "uniform_candidate_sampler",
     "conv1d", "conv2d_transpose", "crelu", "elu", "in_top_k", "l2_normalize", "relu6",
     "selu", "silu", "softsign", "swish", "top_k", "weighted_cross_entropy_with_logits",
+    "depth_to_space", "relu_layer", "space_to_batch", "space_to_depth", "xw_plus_b",
 ]
