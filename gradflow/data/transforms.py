@@ -4,12 +4,11 @@ take, skip, cache, unbatch. (``prefetch`` is in ``gradflow.data.prefetch``.)"""
 from __future__ import annotations
 
 import os
-import pickle
 
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.data import structure
+from gradflow.data import cache_file, structure
 from gradflow.data.dataset import Dataset, stack, stage
 from gradflow.data.functions import TracedFunction, check_predicate
 from gradflow.errors import InvalidArgumentError
@@ -345,17 +344,13 @@ class Cache(_Unary):
             return run.caches.get(self)
         if not os.path.exists(self._file):
             return None
-        with open(self._file, "rb") as f:
-            return pickle.load(f)
+        return [tuple(e) for e in cache_file.read(self._file, self._types, self._shapes)]
 
     def _store(self, run, recorded):
         if self._file is None:
             run.caches[self] = recorded
             return
-        partial = self._file + ".partial"
-        with open(partial, "wb") as f:
-            pickle.dump(recorded, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(partial, self._file)
+        cache_file.write(self._file, recorded, self._types)
 
 
 __all__ = ["Batch", "Cache", "Filter", "Map", "PaddedBatch", "Repeat", "Shuffle", "Skip",

@@ -21,7 +21,7 @@ import zipfile
 import numpy as np
 
 from gradflow.errors import DataLossError, InvalidArgumentError, NotFoundError
-from gradflow.graph_io.npz import check_npz
+from gradflow.safe_npz import check_npz
 from gradflow.train import tf_checkpoint
 from gradflow.train.tf_checkpoint_writer import INDEX_SUFFIX, MAGIC
 
