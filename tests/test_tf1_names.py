@@ -73,6 +73,9 @@ nn.embedding_lookup_sparse nn.max_pool1d nn.avg_pool1d nn.max_pool_v2 nn.avg_poo
 layers.dense layers.conv2d layers.conv1d layers.conv2d_transpose layers.max_pooling2d
 layers.average_pooling2d layers.max_pooling1d layers.flatten layers.dropout
 layers.batch_normalization layers.Dense layers.Conv2D
+layers.Conv1D layers.Conv2DTranspose layers.Conv3D layers.Conv3DTranspose layers.conv3d
+layers.conv3d_transpose layers.SeparableConv2D layers.separable_conv2d layers.BatchNormalization
+layers.MaxPooling3D layers.AveragePooling1D layers.AveragePooling3D layers.max_pooling3d
 # initializers
 zeros_initializer ones_initializer constant_initializer random_normal_initializer
 random_uniform_initializer truncated_normal_initializer glorot_uniform_initializer

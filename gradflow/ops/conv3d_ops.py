@@ -12,6 +12,7 @@ from gradflow.graph import Tensor
 from gradflow.ops.array_ops import static_value, transpose
 from gradflow.ops.index_ops import gather, stack
 from gradflow.ops.shape_ops import fill
+from gradflow.ops.state_ops import ensure_shape
 from gradflow.prim import conv3d as _prim
 from gradflow.prim.registry import apply, convert_to_tensor
 
@@ -107,6 +108,14 @@ def _shape_list(shape, what):
     return known, stack(parts, name=f"{what}_shape")
 
 
+def _filled(known, dims, zero):
+    """A tensor of ``zero`` whose shape is the one an adjoint op takes from it: ``known``
+    when static, else read from ``dims`` at run time (its known entries kept static)."""
+    if dims is None:
+        return fill(list(known), zero)
+    return ensure_shape(fill(dims, zero), known)
+
+
 def conv3d_transpose(value, filter=None, output_shape=None, strides=None,  # noqa: A002
                      padding="SAME", data_format="NDHWC", name=None, input=None,  # noqa: A002
                      filters=None, dilations=None):
@@ -138,7 +147,7 @@ def conv3d_transpose(value, filter=None, output_shape=None, strides=None,  # noq
         dims = None if dims is None else gather(dims, list(TO_NDHWC))
     _check_transpose(g, w, known, strides, padding)
     zero = convert_to_tensor(0, dtype=g.dtype)
-    like = fill(list(known) if dims is None else dims, zero)
+    like = _filled(known, dims, zero)
     y = apply("conv3d_backprop_input", [g, w, like],
               name="conv3d_transpose_NDHWC" if data_format == "NCDHW"
               else name or "conv3d_transpose", strides=strides, padding=padding)
@@ -180,7 +189,7 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
     g = _to_ndhwc(convert_to_tensor(out_backprop, like=x), data_format,
                   "conv3d_backprop_filter")
     known, dims = _shape_list(filter_sizes, "conv3d_backprop_filter")
-    like = fill(list(known) if dims is None else dims, convert_to_tensor(0, dtype=x.dtype))
+    like = _filled(known, dims, convert_to_tensor(0, dtype=x.dtype))
     return apply("conv3d_backprop_filter", [x, g, like], name=name or "Conv3DBackpropFilterV2",
                  strides=_triple(strides, "strides", data_format), padding=padding)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from gradflow import dtypes
 from gradflow.graph import Tensor
 from gradflow.ops.array_ops import expand_dims, squeeze, transpose
-from gradflow.ops.conv3d_ops import _shape_list, avg_pool3d, max_pool3d
+from gradflow.ops.conv3d_ops import _filled, _shape_list, avg_pool3d, max_pool3d
 from gradflow.ops.conv_ops import (
     _check_format,
     _no_dilation,
@@ -33,7 +33,6 @@ from gradflow.ops.math_ops import (
 )
 from gradflow.ops.nn_ops import embedding_lookup
 from gradflow.ops.segment_ops import segment_sum
-from gradflow.ops.shape_ops import fill
 from gradflow.ops.state_ops import identity
 from gradflow.prim import conv3d as _prim3d  # noqa: F401 - registers max_pool_argmax
 from gradflow.prim.conv import _conv_shape
@@ -84,7 +83,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
             raise ValueError(f"conv2d_backprop_filter: a conv2d of input '{x.name}' "
                              f"{tuple(x.shape)} with a filter {known} gives {want}, but "
                              f"out_backprop '{g.name}' has shape {tuple(g.shape)}")
-    like = fill(list(known) if dims is None else dims, convert_to_tensor(0, dtype=x.dtype))
+    like = _filled(known, dims, convert_to_tensor(0, dtype=x.dtype))
     return apply("conv2d_backprop_filter", [x, g, like], name=name or "Conv2DBackpropFilter",
                  strides=strides, padding=padding)
 
