@@ -98,10 +98,16 @@ nn.bidirectional_dynamic_rnn nn.static_rnn nn.raw_rnn nn.ctc_loss
 nn.rnn_cell.BasicRNNCell nn.rnn_cell.BasicLSTMCell nn.rnn_cell.LSTMCell nn.rnn_cell.GRUCell
 nn.rnn_cell.MultiRNNCell nn.rnn_cell.DropoutWrapper nn.rnn_cell.ResidualWrapper
 nn.rnn_cell.LSTMStateTuple nn.rnn_cell.RNNCell
+nn.conv3d nn.conv3d_transpose nn.conv3d_backprop_filter nn.max_pool3d nn.avg_pool3d
+nn.conv2d_backprop_input nn.conv2d_backprop_filter nn.conv1d_transpose nn.max_pool_with_argmax
+nn.embedding_lookup_sparse nn.max_pool1d nn.avg_pool1d nn.max_pool_v2 nn.avg_pool_v2
 # layers
 layers.dense layers.conv2d layers.conv1d layers.conv2d_transpose layers.max_pooling2d
 layers.average_pooling2d layers.max_pooling1d layers.flatten layers.dropout
 layers.batch_normalization layers.Dense layers.Conv2D
+layers.Conv1D layers.Conv2DTranspose layers.Conv3D layers.Conv3DTranspose layers.conv3d
+layers.conv3d_transpose layers.SeparableConv2D layers.separable_conv2d layers.BatchNormalization
+layers.MaxPooling3D layers.AveragePooling1D layers.AveragePooling3D layers.max_pooling3d
 # initializers
 zeros_initializer ones_initializer constant_initializer random_normal_initializer
 random_uniform_initializer truncated_normal_initializer glorot_uniform_initializer
@@ -137,7 +143,8 @@ summary.FileWriter
 # programs
 app.run app.flags flags.DEFINE_string flags.DEFINE_integer flags.DEFINE_float
 flags.DEFINE_boolean flags.FLAGS logging.info logging.set_verbosity logging.INFO
-errors.OutOfRangeError errors.InvalidArgumentError compat.v1
+errors.OutOfRangeError errors.InvalidArgumentError compat.v1 errors.OpError errors.NOT_FOUND
+errors.DeadlineExceededError errors.AbortedError errors.exception_type_from_error_code
 # contrib
 contrib.layers.xavier_initializer contrib.layers.l2_regularizer contrib.layers.fully_connected
 contrib.layers.flatten contrib.layers.batch_norm contrib.layers.variance_scaling_initializer

@@ -12,6 +12,14 @@ from gradflow.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from gradflow.ops.conv3d_ops import (
+    avg_pool3d,
+    conv3d,
+    conv3d_backprop_filter,
+    conv3d_backprop_filter_v2,
+    conv3d_transpose,
+    max_pool3d,
+)
 from gradflow.ops.conv_ops import (
     avg_pool,
     conv1d,
@@ -31,6 +39,19 @@ from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
+from gradflow.ops.nn_extra_ops import (
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool_v2,
+    conv1d_transpose,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    embedding_lookup_sparse,
+    max_pool1d,
+    max_pool2d,
+    max_pool_v2,
+    max_pool_with_argmax,
+)
 from gradflow.ops.nn_ops import (
     bias_add,
     embedding_lookup,
@@ -69,4 +90,9 @@ __all__ = [
     "conv1d", "conv2d_transpose", "crelu", "elu", "in_top_k", "l2_normalize", "relu6",
     "selu", "silu", "softsign", "swish", "top_k", "weighted_cross_entropy_with_logits",
     "depth_to_space", "relu_layer", "space_to_batch", "space_to_depth", "xw_plus_b",
+    "avg_pool3d", "conv3d", "conv3d_backprop_filter", "conv3d_backprop_filter_v2",
+    "conv3d_transpose", "max_pool3d",
+    "avg_pool1d", "avg_pool2d", "avg_pool_v2", "conv1d_transpose", "conv2d_backprop_filter",
+    "conv2d_backprop_input", "embedding_lookup_sparse", "max_pool1d", "max_pool2d",
+    "max_pool_v2", "max_pool_with_argmax",
 ]
