@@ -50,7 +50,7 @@ def test_a_supervised_loop_restarts_from_its_checkpoint_after_an_interruption(tm
         _supervised_run(logdir, stop_at=10, interrupt_at=7)
     # the checkpoint thread saved step 0 at the start; the loop saved steps 3 and 6
     assert gf.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-6")
-    assert os.path.isfile(os.path.join(logdir, "model.ckpt-0"))
+    assert os.path.isfile(os.path.join(logdir, "model.ckpt-0.index"))
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(logdir))
     start, w = _supervised_run(logdir, stop_at=10)
     assert start == 6
