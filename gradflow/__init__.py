@@ -485,3 +485,8 @@ dtypes.bool = bool
 dtypes.cast = cast
 dtypes.saturate_cast = saturate_cast
 dtypes.as_string = as_string
+# tf.io also holds the image codecs and write_graph (from modules of its own layer or above)
+io.decode_bmp, io.decode_image = image.decode_bmp, image.decode_image
+io.decode_jpeg, io.decode_png = image.decode_jpeg, image.decode_png
+io.encode_jpeg, io.encode_png = image.encode_jpeg, image.encode_png
+io.write_graph = train.write_graph

@@ -36,7 +36,6 @@ from gradflow.saved_model.constants import (
     VARIABLES_FILENAME,
 )
 from gradflow.saved_model.loader import load, maybe_saved_model_directory
-from gradflow.saved_model.main_op import main_op_with_restore
 from gradflow.saved_model.signature_constants import (
     CLASSIFY_INPUTS,
     CLASSIFY_METHOD_NAME,
@@ -94,7 +93,7 @@ __all__ = ["ASSETS_DIRECTORY", "ASSETS_KEY", "Builder", "CLASSIFY_INPUTS", "CLAS
            "SAVED_MODEL_FILENAME_PB", "SAVED_MODEL_FILENAME_PBTXT", "SAVED_MODEL_SCHEMA_VERSION",
            "SERVING", "TPU", "TRAINING", "VARIABLES_DIRECTORY", "VARIABLES_FILENAME",
            "classification_signature_def", "constants", "contains_saved_model",
-           "is_valid_signature", "main_op", "main_op_with_restore", "regression_signature_def",
+           "is_valid_signature", "main_op", "regression_signature_def",
            "SavedModelBuilder", "SavedModelError", "build_signature_def", "build_tensor_info",
            "builder", "get_tensor_from_tensor_info", "load", "loader",
            "maybe_saved_model_directory", "predict_signature_def", "signature_constants",

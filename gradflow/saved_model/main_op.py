@@ -1,12 +1,15 @@
 """TF1's ``tf.saved_model.main_op``: the op that readies a loaded model's state.
 
 >>> init = gf.saved_model.main_op.main_op()  # variables, local variables and tables
+
+``main_op_with_restore`` (the main op, then a Saver's restore op, in one run) is left
+out: in gradflow the assignments of one run land together when it ends, so a restore
+in the same run as the initializers is not ordered after them.
 """
 
 from __future__ import annotations
 
-from gradflow.graph import Operation, Tensor, get_default_graph
-from gradflow.ops.control_flow_ops import control_dependencies
+from gradflow.graph import get_default_graph
 from gradflow.ops.state_ops import group
 from gradflow.variables import (
     GraphKeys,
@@ -29,15 +32,4 @@ def main_op():
                  _tables_initializer())
 
 
-def main_op_with_restore(restore_op_name):
-    """An op that runs ``main_op()`` and then the restore op ``restore_op_name`` (an
-    operation, a tensor, or the name of one in the default graph) (TF1
-    ``main_op_with_restore``)."""
-    restore = restore_op_name
-    if not isinstance(restore, (Operation, Tensor)):
-        restore = get_default_graph().get_tensor_by_name(str(restore))
-    with control_dependencies([main_op()]):
-        return group(restore)
-
-
-__all__ = ["main_op", "main_op_with_restore"]
+__all__ = ["main_op"]
