@@ -444,3 +444,49 @@ from gradflow import linalg, math  # noqa: E402, A004
 from gradflow import distributions, random  # noqa: E402, A004 - TF1's tf.distributions, tf.random
 from gradflow import bitwise, manip  # noqa: E402 - TF1's tf.bitwise and tf.manip
 from gradflow.ops.math_ops import logical_xor  # noqa: E402
+from gradflow import debugging, nest, queue, resource_loader  # noqa: E402 - TF1 namespaces
+from gradflow.ops.assert_ops import (  # noqa: E402 - TF1's other checks
+    assert_integer,
+    assert_near,
+    assert_proper_iterable,
+    assert_rank_at_least,
+    assert_rank_in,
+    assert_same_float_dtype,
+    assert_scalar,
+    is_numeric_tensor,
+    is_tensor,
+)
+from gradflow.ops.extra_tf1_ops import (  # noqa: E402 - composites and shape helpers
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
+    clip_by_average_norm,
+    colocate_with,
+    histogram_fixed_width,
+    histogram_fixed_width_bins,
+    identity_n,
+    op_scope,
+    parallel_stack,
+    saturate_cast,
+    shape_n,
+    switch_case,
+    unravel_index,
+    variable_op_scope,
+    where_v2,
+)
+from gradflow.gradient_tools import grad_pass_through, hessians  # noqa: E402
+from gradflow.compat import dimension_at_index, dimension_value  # noqa: E402
+from gradflow.errors import OpError  # noqa: E402 - tf.OpError, tf.errors.OpError
+from gradflow.initializers import uniform_unit_scaling_initializer  # noqa: E402
+from gradflow.random import get_seed  # noqa: E402 - tf.get_seed, tf.random.get_seed
+from gradflow.tf_logging import get_logger  # noqa: E402 - tf.get_logger
+from gradflow import dtypes  # noqa: E402 - tf.dtypes
+# tf.dtypes also holds the casts (made above the dtypes layer, so attached here)
+dtypes.bool = bool
+dtypes.cast = cast
+dtypes.saturate_cast = saturate_cast
+dtypes.as_string = as_string
+# tf.io also holds the image codecs and write_graph (from modules of its own layer or above)
+io.decode_bmp, io.decode_image = image.decode_bmp, image.decode_image
+io.decode_jpeg, io.decode_png = image.decode_jpeg, image.decode_png
+io.encode_jpeg, io.encode_png = image.encode_jpeg, image.encode_png
+io.write_graph = train.write_graph

@@ -10,12 +10,20 @@ from gradflow.ops.parsing_ops import (
     parse_example,
     parse_single_example,
 )
+from gradflow.ops.queue_ops import PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from gradflow.ops.reader_ops import decode_raw
 from gradflow.prim import image_io as image_io_ops  # noqa: F401 - registers read_file
 from gradflow.prim.registry import apply, convert_to_tensor
-from gradflow.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
+from gradflow.tfrecord import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
 
-__all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",
-           "gfile",
+__all__ = ["FixedLenFeature", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
+           "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "VarLenFeature",
+           "decode_csv", "decode_raw", "gfile",
            "parse_example", "parse_single_example", "read_file", "tf_record_iterator"]
 
 

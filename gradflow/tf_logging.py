@@ -22,9 +22,9 @@ WARNING = _logging.WARNING
 ERROR = _logging.ERROR
 FATAL = _logging.FATAL
 
-__all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "WARN", "debug", "error", "fatal", "flush",
-           "get_logger", "get_verbosity", "info", "log", "log_every_n", "log_first_n",
-           "log_if", "set_verbosity", "vlog", "warn", "warning"]
+__all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "TaskLevelStatusMessage", "WARN", "debug",
+           "error", "fatal", "flush", "get_logger", "get_verbosity", "info", "log", "log_every_n",
+           "log_first_n", "log_if", "set_verbosity", "vlog", "warn", "warning"]
 
 _lock = _threading.Lock()
 _logger = None
@@ -89,6 +89,11 @@ def error(msg, *args, **kwargs):
 def fatal(msg, *args, **kwargs):
     """Log at ``FATAL`` (TF1's ``tf.logging.fatal`` logs; it does not exit)."""
     get_logger().log(FATAL, msg, *args, **kwargs)
+
+
+def TaskLevelStatusMessage(msg):  # noqa: N802 - TF1 name
+    """Log ``msg`` at ERROR level (TF1 ``tf.logging.TaskLevelStatusMessage``)."""
+    error(msg)
 
 
 def vlog(level, msg, *args, **kwargs):

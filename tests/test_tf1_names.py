@@ -174,6 +174,12 @@ image.adjust_brightness image.adjust_contrast image.random_brightness image.rand
 # signal (real signals)
 signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
 signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
+# checks, nest, compat and composites (tf.debugging, tf.nest, tf.compat)
+debugging.assert_equal debugging.assert_rank_at_least debugging.check_numerics assert_scalar
+assert_near assert_integer is_tensor nest.flatten nest.map_structure nest.pack_sequence_as
+compat.dimension_value compat.forward_compatible where_v2 hessians saturate_cast
+histogram_fixed_width unravel_index broadcast_static_shape switch_case get_logger
+queue.FIFOQueue saved_model.main_op saved_model.classification_signature_def
 # sets
 sets.set_size sets.set_intersection sets.set_union sets.set_difference sets.size
 sets.intersection sets.union sets.difference
