@@ -23,6 +23,8 @@ import sys
 from absl import flags as _absl
 from absl.flags import *  # noqa: F403 - tf.flags offers every public name of absl.flags
 
+from gradflow import tf_logging
+
 __all__ = list(_absl.__all__)
 
 _OLD_KEYWORDS = {"flag_name": "name", "default_value": "default", "docstring": "help"}
@@ -33,6 +35,9 @@ def _taking_old_keywords(define):
 
     @functools.wraps(define)
     def define_flag(*args, **kwargs):
+        if _OLD_KEYWORDS.keys() & kwargs.keys():
+            tf_logging.warning("flags: the keywords flag_name, default_value and docstring are "
+                               "deprecated; TF1 and absl name them name, default and help")
         for old, new in _OLD_KEYWORDS.items():
             if old in kwargs:
                 if new in kwargs:
