@@ -86,14 +86,18 @@ def error(msg, *args, **kwargs):
     get_logger().error(msg, *args, **kwargs)
 
 
+def TaskLevelStatusMessage(msg):  # noqa: N802 - TF1's name
+    """Log ``msg`` at ``ERROR`` level, as TF1's ``tf.logging.TaskLevelStatusMessage`` does.
+
+    >>> gf.logging.TaskLevelStatusMessage("task 3 of 8 done")
+    ERROR:gradflow:task 3 of 8 done
+    """
+    error(msg)
+
+
 def fatal(msg, *args, **kwargs):
     """Log at ``FATAL`` (TF1's ``tf.logging.fatal`` logs; it does not exit)."""
     get_logger().log(FATAL, msg, *args, **kwargs)
-
-
-def TaskLevelStatusMessage(msg):  # noqa: N802 - TF1 name
-    """Log ``msg`` at ERROR level (TF1 ``tf.logging.TaskLevelStatusMessage``)."""
-    error(msg)
 
 
 def vlog(level, msg, *args, **kwargs):

@@ -143,6 +143,9 @@ summary.FileWriter
 # programs
 app.run app.flags flags.DEFINE_string flags.DEFINE_integer flags.DEFINE_float
 flags.DEFINE_boolean flags.FLAGS logging.info logging.set_verbosity logging.INFO
+flags.DEFINE_enum flags.DEFINE_list flags.DEFINE_multi_string flags.DEFINE_multi_integer
+flags.DEFINE_alias flags.mark_flag_as_required flags.register_validator flags.FlagValues
+logging.TaskLevelStatusMessage
 errors.OutOfRangeError errors.InvalidArgumentError compat.v1 errors.OpError errors.NOT_FOUND
 errors.DeadlineExceededError errors.AbortedError errors.exception_type_from_error_code
 # contrib
