@@ -122,6 +122,14 @@ losses.Reduction
 # metrics
 metrics.accuracy metrics.mean metrics.precision metrics.recall metrics.auc
 metrics.mean_squared_error
+metrics.mean_iou metrics.precision_at_k metrics.recall_at_k metrics.average_precision_at_k
+metrics.sparse_precision_at_k metrics.sparse_average_precision_at_k metrics.precision_at_top_k
+metrics.recall_at_top_k metrics.precision_at_thresholds metrics.recall_at_thresholds
+metrics.true_positives_at_thresholds metrics.false_positives_at_thresholds
+metrics.true_negatives_at_thresholds metrics.false_negatives_at_thresholds
+metrics.sensitivity_at_specificity metrics.specificity_at_sensitivity
+metrics.mean_cosine_distance metrics.mean_relative_error metrics.percentage_below
+metrics.root_mean_squared_error metrics.mean_tensor metrics.mean_per_class_accuracy
 # training
 train.GradientDescentOptimizer train.MomentumOptimizer train.AdagradOptimizer
 train.RMSPropOptimizer train.AdamOptimizer train.AdadeltaOptimizer train.FtrlOptimizer
