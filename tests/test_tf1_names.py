@@ -118,7 +118,7 @@ initializers.lecun_normal initializers.zeros
 losses.softmax_cross_entropy losses.sparse_softmax_cross_entropy losses.sigmoid_cross_entropy
 losses.mean_squared_error losses.absolute_difference losses.log_loss losses.hinge_loss
 losses.huber_loss losses.get_regularization_loss losses.get_total_loss losses.add_loss
-losses.Reduction
+losses.Reduction losses.mean_pairwise_squared_error
 # metrics
 metrics.accuracy metrics.mean metrics.precision metrics.recall metrics.auc
 metrics.mean_squared_error
