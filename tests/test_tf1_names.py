@@ -108,6 +108,12 @@ layers.batch_normalization layers.Dense layers.Conv2D
 layers.Conv1D layers.Conv2DTranspose layers.Conv3D layers.Conv3DTranspose layers.conv3d
 layers.conv3d_transpose layers.SeparableConv2D layers.separable_conv2d layers.BatchNormalization
 layers.MaxPooling3D layers.AveragePooling1D layers.AveragePooling3D layers.max_pooling3d
+nn.convolution nn.conv_transpose nn.atrous_conv2d_transpose nn.pool nn.depthwise_conv2d_native
+nn.depthwise_conv2d_native_backprop_input nn.depthwise_conv2d_native_backprop_filter
+nn.depthwise_conv2d_backprop_input nn.depthwise_conv2d_backprop_filter
+nn.sufficient_statistics nn.normalize_moments nn.weighted_moments nn.log_poisson_loss
+nn.compute_average_loss nn.scale_regularization_loss nn.batch_norm_with_global_normalization
+nn.all_candidate_sampler nn.compute_accidental_hits nn.collapse_repeated
 # initializers
 zeros_initializer ones_initializer constant_initializer random_normal_initializer
 random_uniform_initializer truncated_normal_initializer glorot_uniform_initializer
@@ -118,10 +124,18 @@ initializers.lecun_normal initializers.zeros
 losses.softmax_cross_entropy losses.sparse_softmax_cross_entropy losses.sigmoid_cross_entropy
 losses.mean_squared_error losses.absolute_difference losses.log_loss losses.hinge_loss
 losses.huber_loss losses.get_regularization_loss losses.get_total_loss losses.add_loss
-losses.Reduction
+losses.Reduction losses.mean_pairwise_squared_error
 # metrics
 metrics.accuracy metrics.mean metrics.precision metrics.recall metrics.auc
 metrics.mean_squared_error
+metrics.mean_iou metrics.precision_at_k metrics.recall_at_k metrics.average_precision_at_k
+metrics.sparse_precision_at_k metrics.sparse_average_precision_at_k metrics.precision_at_top_k
+metrics.recall_at_top_k metrics.precision_at_thresholds metrics.recall_at_thresholds
+metrics.true_positives_at_thresholds metrics.false_positives_at_thresholds
+metrics.true_negatives_at_thresholds metrics.false_negatives_at_thresholds
+metrics.sensitivity_at_specificity metrics.specificity_at_sensitivity
+metrics.mean_cosine_distance metrics.mean_relative_error metrics.percentage_below
+metrics.root_mean_squared_error metrics.mean_tensor metrics.mean_per_class_accuracy
 # training
 train.GradientDescentOptimizer train.MomentumOptimizer train.AdagradOptimizer
 train.RMSPropOptimizer train.AdamOptimizer train.AdadeltaOptimizer train.FtrlOptimizer

@@ -39,6 +39,17 @@ from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
+from gradflow.ops.nn_conv_more_ops import (
+    atrous_conv2d_transpose,
+    conv_transpose,
+    convolution,
+    depthwise_conv2d_backprop_filter,
+    depthwise_conv2d_backprop_input,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    pool,
+)
 from gradflow.ops.nn_extra_ops import (
     avg_pool1d,
     avg_pool2d,
@@ -51,6 +62,18 @@ from gradflow.ops.nn_extra_ops import (
     max_pool2d,
     max_pool_v2,
     max_pool_with_argmax,
+)
+from gradflow.ops.nn_more_ops import (
+    all_candidate_sampler,
+    batch_norm_with_global_normalization,
+    collapse_repeated,
+    compute_accidental_hits,
+    compute_average_loss,
+    log_poisson_loss,
+    normalize_moments,
+    scale_regularization_loss,
+    sufficient_statistics,
+    weighted_moments,
 )
 from gradflow.ops.nn_ops import (
     bias_add,
@@ -95,4 +118,11 @@ __all__ = [
     "avg_pool1d", "avg_pool2d", "avg_pool_v2", "conv1d_transpose", "conv2d_backprop_filter",
     "conv2d_backprop_input", "embedding_lookup_sparse", "max_pool1d", "max_pool2d",
     "max_pool_v2", "max_pool_with_argmax",
+    "atrous_conv2d_transpose", "conv_transpose", "convolution",
+    "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
+    "depthwise_conv2d_native", "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input", "pool",
+    "all_candidate_sampler", "batch_norm_with_global_normalization", "collapse_repeated",
+    "compute_accidental_hits", "compute_average_loss", "log_poisson_loss", "normalize_moments",
+    "scale_regularization_loss", "sufficient_statistics", "weighted_moments",
 ]
