@@ -165,7 +165,10 @@ def sparse_reshape(sp_input, shape, name=None):
     >>> gf.sparse_reshape(sp, [-1, 2])   # a [2, 3] SparseTensor as [3, 2]
     """
     sp = sparse_arg(sp_input, "sparse_reshape")
-    new_shape = _reshaped("sparse_reshape", reduce_prod(sp.dense_shape),
+    known = sp.shape
+    total = _product([int(d) for d in known]) if known is not None and \
+        None not in known.as_list() else reduce_prod(sp.dense_shape)
+    new_shape = _reshaped("sparse_reshape", total,
                           int64_vector(shape, "sparse_reshape"))
     index = unravel(positions(sp.indices, sp.dense_shape), new_shape)
     return SparseTensor(identity(index, name=name or "SparseReshape"), sp.values, new_shape)
