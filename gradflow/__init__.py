@@ -33,6 +33,46 @@ from gradflow.ops.sparse_ops import (
     sparse_tensor_to_dense,
     sparse_to_dense,
 )
+from gradflow.ops.sparse_shape_ops import (  # TF1's tf.sparse_* that move entries
+    sparse_concat,
+    sparse_fill_empty_rows,
+    sparse_mask,
+    sparse_merge,
+    sparse_reorder,
+    sparse_reset_shape,
+    sparse_reshape,
+    sparse_slice,
+    sparse_split,
+    sparse_to_indicator,
+    sparse_transpose,
+)
+from gradflow.ops.sparse_math_ops import (  # TF1's tf.sparse_* that compute on values
+    sparse_add,
+    sparse_matmul,
+    sparse_maximum,
+    sparse_minimum,
+    sparse_reduce_max,
+    sparse_reduce_max_sparse,
+    sparse_reduce_sum,
+    sparse_reduce_sum_sparse,
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+    sparse_softmax,
+)
+from gradflow.ops.scatter_more_ops import (  # the other scatters, batch_gather
+    batch_gather,
+    batch_scatter_update,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    tensor_scatter_nd_max,
+    tensor_scatter_nd_min,
+)
 from gradflow.ops.ctc_ops import edit_distance
 from gradflow.app import flags  # TF1's tf.flags (= tf.app.flags)
 from gradflow import compat  # TF1's tf.compat, tf.compat.v1

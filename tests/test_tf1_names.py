@@ -174,6 +174,13 @@ image.random_flip_left_right io.read_file
 # sparse tensors and CTC
 SparseTensor SparseTensorValue sparse_placeholder sparse_tensor_to_dense sparse_to_dense
 sparse.to_dense nn.ctc_greedy_decoder edit_distance sparse_retain sparse_tensor_dense_matmul
+sparse_add sparse_concat sparse_reorder sparse_reshape sparse_transpose sparse_slice
+sparse_split sparse_reduce_sum sparse_reduce_max sparse_softmax sparse_fill_empty_rows
+sparse_to_indicator sparse_merge sparse_segment_sum sparse_segment_mean sparse_segment_sqrt_n
+sparse.add sparse.concat sparse.reorder sparse.reshape sparse.from_dense sparse.eye
+sparse.expand_dims sparse.reduce_sum sparse.softmax sparse.matmul
+scatter_nd_update scatter_nd_add scatter_nd_sub scatter_mul scatter_div scatter_max scatter_min
+tensor_scatter_nd_max tensor_scatter_nd_min batch_gather batch_scatter_update
 # strings (host ops on string tensors)
 string_split strings.split strings.join string_join reduce_join strings.reduce_join
 strings.length substr strings.substr regex_replace strings.regex_replace
