@@ -137,6 +137,10 @@ train.SessionManager train.LoggingTensorHook train.NanTensorHook train.NanLossDu
 train.StepCounterHook train.ProfilerHook train.CheckpointSaverHook train.FinalOpsHook
 train.FeedFnHook train.GlobalStepWaiterHook train.SecondOrStepTimer train.CheckpointSaverListener
 train.SessionRunHook train.SessionRunArgs train.MonitoredSession
+train.SingularMonitoredSession train.ChiefSessionCreator train.WorkerSessionCreator
+train.SessionCreator train.ClusterSpec train.replica_device_setter train.batch_join
+train.shuffle_batch_join train.maybe_batch train.SequenceExample train.LooperThread
+train.update_checkpoint_state train.checkpoints_iterator train.assert_global_step
 # summaries
 summary.scalar summary.histogram summary.image summary.text summary.merge summary.merge_all
 summary.FileWriter
