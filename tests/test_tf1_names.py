@@ -39,6 +39,7 @@ global_norm squared_difference cumsum matmul tensordot einsum norm logical_xor m
 reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
 reduce_logsumexp argmax argmin arg_max count_nonzero
 erf erfc lgamma digamma polygamma math.erf math.erfc math.lgamma math.digamma
+math.erfinv math.erfcinv math.ndtri
 math.polygamma math.xlogy math.xdivy
 # linear algebra
 matrix_inverse matrix_determinant matrix_solve matrix_triangular_solve matrix_solve_ls cholesky
