@@ -18,7 +18,13 @@ from gradflow.ops.math_ops import (  # noqa: F401 - in __all__
     reciprocal_no_nan,
 )
 from gradflow.ops.nn_ops import zero_fraction  # noqa: F401 - in __all__
-from gradflow.ops.special_ops import xdivy, xlogy  # noqa: F401 - in __all__ (TF 1.14+)
+from gradflow.ops.special_ops import (  # noqa: F401 - in __all__ (xdivy, xlogy: TF 1.14+)
+    erfcinv,
+    erfinv,
+    ndtri,
+    xdivy,
+    xlogy,
+)
 
 _TOP_LEVEL = """abs add add_n argmax argmin bincount ceil cos count_nonzero cumprod cumsum
 digamma divide equal erf erfc exp expm1 floor floordiv floormod greater greater_equal
@@ -38,5 +44,6 @@ globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})
 globals().update({name: getattr(_gf.nn, name) for name in _FROM_NN})
 
 __all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor", "xdivy", "xlogy"] + """
+erfcinv erfinv ndtri
 cumulative_logsumexp divide_no_nan multiply_no_nan nextafter polyval reciprocal_no_nan
 reduce_euclidean_norm reduce_std reduce_variance xlog1py zero_fraction""".split())

@@ -39,6 +39,7 @@ global_norm squared_difference cumsum matmul tensordot einsum norm logical_xor m
 reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_all reduce_any
 reduce_logsumexp argmax argmin arg_max count_nonzero
 erf erfc lgamma digamma polygamma math.erf math.erfc math.lgamma math.digamma
+math.erfinv math.erfcinv math.ndtri
 math.polygamma math.xlogy math.xdivy
 # linear algebra
 matrix_inverse matrix_determinant matrix_solve matrix_triangular_solve matrix_solve_ls cholesky
@@ -151,6 +152,10 @@ train.SessionManager train.LoggingTensorHook train.NanTensorHook train.NanLossDu
 train.StepCounterHook train.ProfilerHook train.CheckpointSaverHook train.FinalOpsHook
 train.FeedFnHook train.GlobalStepWaiterHook train.SecondOrStepTimer train.CheckpointSaverListener
 train.SessionRunHook train.SessionRunArgs train.MonitoredSession
+train.SingularMonitoredSession train.ChiefSessionCreator train.WorkerSessionCreator
+train.SessionCreator train.ClusterSpec train.replica_device_setter train.batch_join
+train.shuffle_batch_join train.maybe_batch train.SequenceExample train.LooperThread
+train.update_checkpoint_state train.checkpoints_iterator train.assert_global_step
 # summaries
 summary.scalar summary.histogram summary.image summary.text summary.merge summary.merge_all
 summary.FileWriter
