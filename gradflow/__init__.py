@@ -175,6 +175,10 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
 from gradflow.strings import join as string_join
 from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
 from gradflow import sets  # TF1's tf.sets
+from gradflow import lookup  # TF1's tf.lookup: tables initialized per Session
+from gradflow.lookup import initialize_all_tables, tables_initializer
+
+initializers.tables_initializer = tables_initializer  # TF1's tf.initializers.tables_initializer
 from gradflow.ops.scatter_ops import (
     bincount,
     scatter_add,
