@@ -447,4 +447,5 @@ __version__ = "0.1.0"
 from gradflow import linalg, math  # noqa: E402, A004
 from gradflow import distributions, random  # noqa: E402, A004 - TF1's tf.distributions, tf.random
 from gradflow import bitwise, manip  # noqa: E402 - TF1's tf.bitwise and tf.manip
+from gradflow import feature_column  # noqa: E402 - TF1's tf.feature_column
 from gradflow.ops.math_ops import logical_xor  # noqa: E402

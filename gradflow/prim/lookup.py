@@ -16,6 +16,7 @@ from gradflow import dtypes
 from gradflow.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from gradflow.prim.construct import declared
 from gradflow.prim.registry import register
+from gradflow.prim.strings import fingerprint64
 
 WHOLE_LINE = -2
 LINE_NUMBER = -1
@@ -165,13 +166,17 @@ def _size_impl(run_state, node):
 
 
 def _drop_ignored_impl(run_state, node):
-    """``x``'s entries that are not ``ignore``, as a SparseTensor's three parts."""
+    """``x``'s entries that are not ``ignore`` (all, with ``keep_all``), as a
+    SparseTensor's three parts."""
     to_host, device = run_state.backend.host_value, run_state.backend.device_value
+    keep_all = node.attrs.get("keep_all", False)
 
     def run(x, ignore):
         x = np.asarray(to_host(x))
         ignore = np.asarray(to_host(ignore)).reshape(()).item()
-        if x.dtype.kind == "O":
+        if keep_all:
+            keep = np.ones(x.shape, bool)
+        elif x.dtype.kind == "O":
             keep = np.vectorize(lambda v: v != ignore, otypes=[bool])(x) if x.size else \
                 np.zeros(x.shape, bool)
         else:
@@ -194,4 +199,64 @@ register("lookup_table_find", _find_impl, declared, grad=None, kind="call",
          takes_strings=True)
 register("lookup_table_size", _size_impl, declared, grad=None, kind="call")
 register("drop_ignored_values", _drop_ignored_impl, declared, grad=None, kind="call",
+         takes_strings=True)
+
+
+# -- crossing sparse features (TF's sparse_cross_hashed) --------------------------------
+
+_MASK = (1 << 64) - 1
+_KMUL = 0xc6a4a7935bd1e995
+
+
+def fingerprint_cat64(fp1, fp2):
+    """TF's ``FingerprintCat64``: two 64-bit fingerprints combined into one."""
+    result = fp1 ^ _KMUL
+    mixed = (fp2 * _KMUL) & _MASK
+    result ^= ((mixed ^ (mixed >> 47)) * _KMUL) & _MASK
+    result = (result * _KMUL) & _MASK
+    result = ((result ^ (result >> 47)) * _KMUL) & _MASK
+    return result ^ (result >> 47)
+
+
+def _feature_hash(value):
+    if isinstance(value, bytes):
+        return fingerprint64(value)
+    return int(value) & _MASK
+
+
+def _rows(indices, values, batch):
+    """The values of each row of a rank-2 sparse input, in the order of its entries."""
+    rows = [[] for _ in range(batch)]
+    for index, value in zip(indices, values):
+        rows[int(index[0])].append(value)
+    return rows
+
+
+def _cross_impl(run_state, node):
+    buckets, key = node.attrs["num_buckets"], node.attrs["hash_key"]
+    to_host, device = run_state.backend.host_value, run_state.backend.device_value
+
+    def run(*parts):
+        hosts = [np.asarray(to_host(p)) for p in parts]
+        batch = int(hosts[2][0])
+        columns = [_rows(hosts[k], hosts[k + 1].reshape(-1), batch)
+                   for k in range(0, len(hosts), 3)]
+        indices, values, longest = [], [], 0
+        for b in range(batch):
+            crosses = [key]
+            for column in columns:
+                crosses = [fingerprint_cat64(h, _feature_hash(v)) for h in crosses
+                           for v in column[b]]
+            for k, h in enumerate(crosses):
+                indices.append((b, k))
+                values.append(h % buckets if buckets > 0 else h % ((1 << 63) - 1))
+            longest = max(longest, len(crosses))
+        index_array = np.asarray(indices, dtype=np.int64).reshape(len(indices), 2)
+        return (device(index_array), device(np.asarray(values, dtype=np.int64)),
+                device(np.asarray([batch, longest], dtype=np.int64)))
+
+    return run
+
+
+register("sparse_cross_hashed", _cross_impl, declared, grad=None, kind="call",
          takes_strings=True)
