@@ -68,9 +68,9 @@ class KeyValueTensorInitializer:
     def initialize(self, table):
         """The op that fills ``table`` with the keys and values."""
         node = apply("lookup_table_init", [self._keys, self._values],
-                     name=f"{table.name}/table_init/run", table=table, shape=None,
+                     name=f"{table._base}/table_init/run", table=table, shape=None,
                      dtype=VARIANT)
-        return group(node, name=f"{table.name}/table_init")
+        return group(node, name=f"{table._base}/table_init")
 
 
 class TextFileInitializer:
@@ -116,9 +116,9 @@ class TextFileInitializer:
     def initialize(self, table):
         """The op that fills ``table`` from the file."""
         node = apply("lookup_table_text_init", [self._filename],
-                     name=f"{table.name}/table_init/run", table=table, shape=None,
+                     name=f"{table._base}/table_init/run", table=table, shape=None,
                      dtype=VARIANT, **self._attrs)
-        return group(node, name=f"{table.name}/table_init")
+        return group(node, name=f"{table._base}/table_init")
 
 
 class StaticHashTable:
@@ -135,6 +135,7 @@ class StaticHashTable:
         graph = get_default_graph()
         self.graph = graph
         self._name = graph.unique_name(name or "hash_table")
+        self._base = self._name.rsplit("/", 1)[-1]  # op names: the scope is added again
         self._init = initializer
         self._default = convert_to_tensor(default_value, dtype=initializer.value_dtype)
         if self._default.shape is not None and len(self._default.shape) != 0:
@@ -155,7 +156,7 @@ class StaticHashTable:
 
     def size(self, name=None):
         """The number of keys in the table (an int64 scalar)."""
-        return apply("lookup_table_size", [], name=name or f"{self._name}_Size",
+        return apply("lookup_table_size", [], name=name or f"{self._base}_Size",
                      graph=self.graph, table=self, shape=(), dtype=dtypes.int64)
 
     def lookup(self, keys, name=None):
@@ -166,7 +167,7 @@ class StaticHashTable:
                                 keys.dense_shape)
         keys = _keys(keys, self.key_dtype, self._name)
         return apply("lookup_table_find", [keys, self._default],
-                     name=name or f"{self._name}_Lookup", table=self,
+                     name=name or f"{self._base}_Lookup", table=self,
                      shape=None if keys.shape is None else tuple(keys.shape),
                      dtype=self.value_dtype)
 
@@ -211,7 +212,7 @@ class StaticVocabularyTable:
             keys = cast(keys, self._table.key_dtype)
         ids = self._table.lookup(keys)
         buckets = add(hash_bucket(keys, self._buckets), self._table.size())
-        return where(equal(ids, -1), buckets, ids, name=name or f"{self.name}_Lookup")
+        return where(equal(ids, -1), buckets, ids, name=name or f"{self._table._base}_Lookup")
 
 
 def tables_initializer(name="init_all_tables"):

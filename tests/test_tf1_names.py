@@ -177,6 +177,16 @@ signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_
 # sets
 sets.set_size sets.set_intersection sets.set_union sets.set_difference sets.size
 sets.intersection sets.union sets.difference
+# lookup tables and feature columns
+lookup.StaticHashTable lookup.StaticVocabularyTable lookup.KeyValueTensorInitializer
+lookup.TextFileInitializer lookup.TextFileIndex tables_initializer initialize_all_tables
+initializers.tables_initializer feature_column.numeric_column feature_column.bucketized_column
+feature_column.categorical_column_with_identity feature_column.categorical_column_with_hash_bucket
+feature_column.categorical_column_with_vocabulary_list
+feature_column.categorical_column_with_vocabulary_file feature_column.crossed_column
+feature_column.embedding_column feature_column.shared_embedding_columns
+feature_column.indicator_column feature_column.weighted_categorical_column
+feature_column.input_layer feature_column.linear_model feature_column.make_parse_example_spec
 """
 
 MISSING = set("""

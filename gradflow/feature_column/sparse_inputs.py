@@ -184,20 +184,21 @@ def cross_hashed(parts, num_buckets, hash_key):
                         pick(node, 2, (2,), dtypes.int64))
 
 
-def _valid(ids, weights_sp):
-    """The positions of the entries with an id >= 0 (and a weight > 0)."""
+def _valid(ids, weights_sp, combiner):
+    """The positions of the entries with an id >= 0 (and, unless summing, a weight > 0)."""
     keep = greater_equal(ids.values, 0)
-    if weights_sp is not None:
+    if weights_sp is not None and combiner != "sum":
         keep = logical_and(keep, greater(weights_sp.values, 0))
     return reshape(where(keep), [-1])
 
 
 def safe_lookup(params, ids, weights_sp, combiner, max_norm=None):
     """TF1's ``safe_embedding_lookup_sparse``: the rows of ``params`` at each row's valid
-    ids, combined (``sum``, ``mean``, ``sqrtn``; weighted by ``weights_sp``); a row
-    without valid ids is zero. One result row per row of ``ids``'s dense shape."""
+    ids, combined (``sum``, ``mean``, ``sqrtn``; weighted by ``weights_sp``, whose
+    entries of weight <= 0 are left out but for ``sum``); a row without them is zero.
+    One result row per row of ``ids``'s dense shape."""
     batch = cast(ids.dense_shape[0], dtypes.int32)
-    kept = _valid(ids, weights_sp)
+    kept = _valid(ids, weights_sp, combiner)
     rows = gather(cast(ids.indices[:, 0], dtypes.int32), kept)
     emb = embedding_lookup(params, gather(_int64(ids.values), kept), max_norm=max_norm)
     if weights_sp is None:

@@ -157,10 +157,10 @@ def _find_impl(run_state, node):
 
 
 def _size_impl(run_state, node):
-    table = node.attrs["table"]
+    table, device = node.attrs["table"], run_state.backend.device_value
 
     def run():
-        return np.int64(len(_contents(run_state, table, node).index))
+        return device(np.asarray(len(_contents(run_state, table, node).index), np.int64))
 
     return run
 
