@@ -187,6 +187,10 @@ feature_column.categorical_column_with_vocabulary_file feature_column.crossed_co
 feature_column.embedding_column feature_column.shared_embedding_columns
 feature_column.indicator_column feature_column.weighted_categorical_column
 feature_column.input_layer feature_column.linear_model feature_column.make_parse_example_spec
+data.AUTOTUNE data.INFINITE_CARDINALITY data.UNKNOWN_CARDINALITY data.experimental.Counter
+data.experimental.enumerate_dataset data.experimental.take_while data.experimental.unique
+data.experimental.choose_from_datasets data.experimental.sample_from_datasets
+data.experimental.INFINITE_CARDINALITY data.experimental.UNKNOWN_CARDINALITY
 """
 
 MISSING = set("""
