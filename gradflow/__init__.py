@@ -215,6 +215,10 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
 from gradflow.strings import join as string_join
 from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
 from gradflow import sets  # TF1's tf.sets
+from gradflow import lookup  # TF1's tf.lookup: tables initialized per Session
+from gradflow.lookup import initialize_all_tables, tables_initializer
+
+initializers.tables_initializer = tables_initializer  # TF1's tf.initializers.tables_initializer
 from gradflow.ops.scatter_ops import (
     bincount,
     scatter_add,
@@ -483,6 +487,7 @@ __version__ = "0.1.0"
 from gradflow import linalg, math  # noqa: E402, A004
 from gradflow import distributions, random  # noqa: E402, A004 - TF1's tf.distributions, tf.random
 from gradflow import bitwise, manip  # noqa: E402 - TF1's tf.bitwise and tf.manip
+from gradflow import feature_column  # noqa: E402 - TF1's tf.feature_column
 from gradflow.ops.math_ops import logical_xor  # noqa: E402
 from gradflow import debugging, nest, queue, resource_loader  # noqa: E402 - TF1 namespaces
 from gradflow.ops.assert_ops import (  # noqa: E402 - TF1's other checks

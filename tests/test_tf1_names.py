@@ -212,6 +212,20 @@ queue.FIFOQueue saved_model.main_op saved_model.classification_signature_def
 # sets
 sets.set_size sets.set_intersection sets.set_union sets.set_difference sets.size
 sets.intersection sets.union sets.difference
+# lookup tables and feature columns
+lookup.StaticHashTable lookup.StaticVocabularyTable lookup.KeyValueTensorInitializer
+lookup.TextFileInitializer lookup.TextFileIndex tables_initializer initialize_all_tables
+initializers.tables_initializer feature_column.numeric_column feature_column.bucketized_column
+feature_column.categorical_column_with_identity feature_column.categorical_column_with_hash_bucket
+feature_column.categorical_column_with_vocabulary_list
+feature_column.categorical_column_with_vocabulary_file feature_column.crossed_column
+feature_column.embedding_column feature_column.shared_embedding_columns
+feature_column.indicator_column feature_column.weighted_categorical_column
+feature_column.input_layer feature_column.linear_model feature_column.make_parse_example_spec
+data.AUTOTUNE data.INFINITE_CARDINALITY data.UNKNOWN_CARDINALITY data.experimental.Counter
+data.experimental.enumerate_dataset data.experimental.take_while data.experimental.unique
+data.experimental.choose_from_datasets data.experimental.sample_from_datasets
+data.experimental.INFINITE_CARDINALITY data.experimental.UNKNOWN_CARDINALITY
 """
 
 MISSING = set("""

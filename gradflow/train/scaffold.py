@@ -11,6 +11,8 @@ else made and added there, so that hooks and sessions built later find the same 
 from __future__ import annotations
 
 from gradflow.graph import get_default_graph
+from gradflow.lookup import tables_initializer
+from gradflow.ops.state_ops import group
 from gradflow.summary import merge_all
 from gradflow.train.saver import Saver
 from gradflow.train.session_manager import UNINITIALIZED_GLOBALS
@@ -91,11 +93,12 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        """The local variables' initializer (TF1's default ``local_init_op``).
+        """The local variables' and the tables' initializers (TF1's default
+        ``local_init_op``).
 
         >>> op = gf.train.Scaffold.default_local_init_op()
         """
-        return local_variables_initializer()
+        return group(local_variables_initializer(), tables_initializer())
 
     def finalize(self):
         """Fill in every op not given, then finalize the graph; returns ``self``.

@@ -22,6 +22,8 @@ import time
 from gradflow import summary as summary_module
 from gradflow import tf_logging
 from gradflow.graph import get_default_graph
+from gradflow.lookup import tables_initializer
+from gradflow.ops.state_ops import group
 from gradflow.train.coordinator import Coordinator, start_queue_runners
 from gradflow.train.saver import Saver
 from gradflow.train.session_manager import UNINITIALIZED_GLOBALS, SessionManager
@@ -101,8 +103,9 @@ class Supervisor:
         self._ready_op = ready_op
         self._ready_for_local_init_op = UNINITIALIZED_GLOBALS \
             if ready_for_local_init_op is self.USE_DEFAULT else ready_for_local_init_op
-        self._local_init_op = self._or_default(local_init_op, GraphKeys.LOCAL_INIT_OP,
-                                               local_variables_initializer)
+        self._local_init_op = self._or_default(  # TF1's: local variables and tables
+            local_init_op, GraphKeys.LOCAL_INIT_OP,
+            lambda: group(local_variables_initializer(), tables_initializer()))
         self._init_feed_dict = init_feed_dict
         self._init_fn = init_fn
 
