@@ -10,6 +10,19 @@ from gradflow.ops.linear_operator import (  # noqa: F401 - tf.linalg's names
     LinearOperatorIdentity,
     LinearOperatorLowerTriangular,
 )
+from gradflow.ops.linalg_extra_ops import (  # noqa: F401 - tf.linalg's names
+    cross,
+    eigh_tridiagonal,
+    expm,
+    lu,
+    lu_matrix_inverse,
+    lu_reconstruct,
+    lu_solve,
+    matrix_rank,
+    normalize,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
 
 _TOP_LEVEL = "einsum eye matmul norm tensordot transpose global_norm".split()
 
@@ -32,4 +45,6 @@ globals().update(_RENAMED)
 
 __all__ = sorted(_TOP_LEVEL + list(_RENAMED) + [
     "l2_normalize", "LinearOperator", "LinearOperatorDiag", "LinearOperatorFullMatrix",
-    "LinearOperatorIdentity", "LinearOperatorLowerTriangular"])
+    "LinearOperatorIdentity", "LinearOperatorLowerTriangular", "cross", "eigh_tridiagonal",
+    "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "matrix_rank", "normalize",
+    "tridiagonal_matmul", "tridiagonal_solve"])
