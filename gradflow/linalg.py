@@ -10,6 +10,21 @@ from gradflow.ops.linear_operator import (  # noqa: F401 - tf.linalg's names
     LinearOperatorIdentity,
     LinearOperatorLowerTriangular,
 )
+from gradflow.ops.linear_operator_more import (  # noqa: F401 - tf.linalg's names
+    LinearOperatorAdjoint,
+    LinearOperatorBlockDiag,
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorComposition,
+    LinearOperatorHouseholder,
+    LinearOperatorInversion,
+    LinearOperatorKronecker,
+    LinearOperatorLowRankUpdate,
+    LinearOperatorPermutation,
+    LinearOperatorScaledIdentity,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+    LinearOperatorZeros,
+)
 from gradflow.ops.linalg_extra_ops import (  # noqa: F401 - tf.linalg's names
     cross,
     eigh_tridiagonal,
@@ -24,6 +39,8 @@ from gradflow.ops.linalg_extra_ops import (  # noqa: F401 - tf.linalg's names
     tridiagonal_solve,
 )
 
+_MORE_OPERATORS = """LinearOperatorAdjoint LinearOperatorBlockDiag LinearOperatorBlockLowerTriangular LinearOperatorComposition LinearOperatorHouseholder LinearOperatorInversion
+LinearOperatorKronecker LinearOperatorLowRankUpdate LinearOperatorPermutation LinearOperatorScaledIdentity LinearOperatorToeplitz LinearOperatorTridiag LinearOperatorZeros""".split()
 _TOP_LEVEL = "einsum eye matmul norm tensordot transpose global_norm".split()
 
 globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})
@@ -47,4 +64,4 @@ __all__ = sorted(_TOP_LEVEL + list(_RENAMED) + [
     "l2_normalize", "LinearOperator", "LinearOperatorDiag", "LinearOperatorFullMatrix",
     "LinearOperatorIdentity", "LinearOperatorLowerTriangular", "cross", "eigh_tridiagonal",
     "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "matrix_rank", "normalize",
-    "tridiagonal_matmul", "tridiagonal_solve"])
+    "tridiagonal_matmul", "tridiagonal_solve"] + _MORE_OPERATORS)
