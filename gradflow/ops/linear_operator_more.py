@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.ops.array_ops import matmul, reduce_prod, reduce_sum, reshape
+from gradflow.ops.array_ops import matmul, reduce_sum, reshape
 from gradflow.ops.index_ops import concat, gather, one_hot
 from gradflow.ops.linalg_extra_ops import _tridiagonals, tridiagonal_dense, tridiagonal_matmul
 from gradflow.ops.linear_operator import LinearOperator, _tensor
