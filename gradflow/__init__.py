@@ -176,6 +176,12 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
     substr,
 )
 from gradflow.strings import join as string_join
+from gradflow.strings import (  # more of TF1's string ops at the top of tf
+    fingerprint,
+    string_strip,
+    string_to_hash_bucket,
+    string_to_hash_bucket_strong,
+)
 from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
 from gradflow import sets  # TF1's tf.sets
 from gradflow.ops.scatter_ops import (
