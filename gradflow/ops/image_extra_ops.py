@@ -199,9 +199,10 @@ def _scale(in_size, out_size, align_corners):
     return f32(in_size) / f32(out_size)
 
 
-def _cubic_table(a=np.float32(-0.75), size=1024):
+def _cubic_table(a=-0.75, size=1024):
     """TF's table of Keys' cubic weights (``a`` -0.75) at ``size + 1`` offsets, float32:
     column 0 the weight at distance ``x``, column 1 at ``x + 1``."""
+    a = np.float32(a)
     x = (np.arange(size + 1) * (1.0 / size)).astype(np.float32)
     near = ((a + 2) * x - (a + 3)) * x * x + 1
     x = x + np.float32(1)
