@@ -202,6 +202,9 @@ from gradflow.ops.parsing_ops import (  # tf.train.Example records to tensors
 from gradflow import tfrecord as python_io  # TF1's tf.python_io: TFRecord files
 from gradflow.ops.csv_ops import decode_csv  # CSV lines to columns
 from gradflow.image import random_crop  # TF1's tf.random_crop
+from gradflow.image import extract_image_patches  # TF1's tf.extract_image_patches
+from gradflow.ops.image_extra_ops import extract_volume_patches
+from gradflow.ops.linalg_extra_ops import cross  # TF1's tf.cross
 from gradflow import strings  # TF1's tf.strings (host ops on string tensors)
 from gradflow.strings import (  # TF1's string ops at the top of tf
     as_string,
@@ -213,6 +216,12 @@ from gradflow.strings import (  # TF1's string ops at the top of tf
     substr,
 )
 from gradflow.strings import join as string_join
+from gradflow.strings import (  # more of TF1's string ops at the top of tf
+    fingerprint,
+    string_strip,
+    string_to_hash_bucket,
+    string_to_hash_bucket_strong,
+)
 from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
 from gradflow import sets  # TF1's tf.sets
 from gradflow import lookup  # TF1's tf.lookup: tables initialized per Session

@@ -13,6 +13,29 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
+from gradflow.ops.image_box_ops import (  # noqa: F401 - TF1's tf.image names
+    combined_non_max_suppression,
+    crop_and_resize,
+    draw_bounding_boxes,
+    non_max_suppression,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
+    ssim,
+)
+from gradflow.ops.image_extra_ops import (  # noqa: F401 - TF1's tf.image names
+    area_matrix,
+    bicubic_matrix,
+    extract_image_patches,
+    extract_patches,
+    resize_separable,
+    rgb_to_yiq,
+    rgb_to_yuv,
+    rot90,
+    sobel_edges,
+    transpose_image,
+    yiq_to_rgb,
+    yuv_to_rgb,
+)
 from gradflow.ops.image_ops import (  # noqa: F401 - TF1's tf.image names
     adjust_gamma,
     adjust_hue,
@@ -39,7 +62,13 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "per_image_whitening", "psnr", "random_brightness", "random_contrast", "random_crop",
            "random_flip_left_right", "random_flip_up_down", "random_hue", "random_saturation",
            "resize_bilinear", "resize_images", "resize_image_with_crop_or_pad",
-           "resize_nearest_neighbor", "rgb_to_grayscale", "rgb_to_hsv", "total_variation"]
+           "resize_nearest_neighbor", "rgb_to_grayscale", "rgb_to_hsv", "total_variation",
+           "combined_non_max_suppression", "crop_and_resize", "draw_bounding_boxes",
+           "extract_image_patches", "extract_patches", "non_max_suppression",
+           "non_max_suppression_padded", "non_max_suppression_with_scores", "resize",
+           "resize_area", "resize_bicubic", "resize_image_with_pad", "resize_with_crop_or_pad",
+           "rgb_to_yiq", "rgb_to_yuv", "rot90", "sobel_edges", "ssim", "transpose",
+           "transpose_image", "yiq_to_rgb", "yuv_to_rgb"]
 
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
@@ -171,20 +200,27 @@ def _resize_axis(x, axis, in_size, out_size, method, align_corners):
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
     """``images`` resized to ``size`` ``[new_height, new_width]`` (TF1
-    ``tf.image.resize_images``): bilinear (float32 result, as TF1) or nearest neighbour
-    (the input's dtype). The result is differentiable in the input. The input's height
-    and width may be known only at run time (a decoded image): the sampling positions
-    are then computed at run time, with the same bits."""
+    ``tf.image.resize_images``, ``tf.image.resize``): bilinear (float32 result, as TF1),
+    nearest neighbour (the input's dtype), bicubic or area (float32; TF1's legacy
+    kernels, the height and width known when the graph is built). The result is
+    differentiable in the input. For bilinear and nearest, the input's height and width
+    may be known only at run time (a decoded image): the sampling positions are then
+    computed at run time, with the same bits."""
     from gradflow.ops.array_ops import squeeze
     from gradflow.ops.math_ops import cast
 
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
-        raise NotImplementedError("resize_images: only BILINEAR and NEAREST_NEIGHBOR are "
-                                  "supported")
+    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR,
+                      ResizeMethod.BICUBIC, ResizeMethod.AREA):
+        raise ValueError(f"resize_images: unknown method {method!r}")
     if preserve_aspect_ratio:
         raise NotImplementedError("resize_images: preserve_aspect_ratio is not supported")
     x, added = _batched(images, "resize_images")
     height, width = (int(d) for d in size)
+    if method in (ResizeMethod.BICUBIC, ResizeMethod.AREA):
+        build = bicubic_matrix if method == ResizeMethod.BICUBIC else area_matrix
+        out = resize_separable(x if x.dtype is dtypes.float32 else cast(x, dtypes.float32),
+                               height, width, build, align_corners)
+        return squeeze(out, [0], name=name) if added else out
     if method == ResizeMethod.BILINEAR and x.dtype is not dtypes.float32 \
             and x.dtype is not dtypes.float64:
         x = cast(x, dtypes.float32)
@@ -475,3 +511,45 @@ def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
     return _encoded(image, "jpeg", name, quality=int(quality), progressive=bool(progressive),
                     optimize=bool(optimize_size), subsampling=2 if chroma_downsampling else 0,
                     dpi=(int(x_density), int(y_density)), channels=format)
+
+
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    """``images`` resized to ``size`` by TF1's legacy bicubic kernel (Keys' cubic, its
+    weight table, edge pixels repeated), a float32 result (TF1
+    ``tf.image.resize_bicubic``). Differentiable."""
+    return _legacy_resize(images, size, ResizeMethod.BICUBIC, align_corners,
+                          half_pixel_centers, name, "resize_bicubic")
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    """``images`` resized to ``size``, each output pixel the mean of the input area it
+    covers, a float32 result (TF1 ``tf.image.resize_area``). Differentiable."""
+    return _legacy_resize(images, size, ResizeMethod.AREA, align_corners, False, name,
+                          "resize_area")
+
+
+resize = resize_images
+resize_with_crop_or_pad = resize_image_with_crop_or_pad
+transpose = transpose_image
+
+
+def resize_image_with_pad(image, target_height, target_width,
+                          method=ResizeMethod.BILINEAR, align_corners=False):
+    """``image`` resized, keeping its aspect ratio, to fit ``target_height`` x
+    ``target_width``, then padded with zeros about its centre to that size (TF1); its
+    height and width must be known."""
+    from gradflow.ops.image_ops import pad_to_bounding_box
+
+    x = _image(image, "resize_image_with_pad")
+    height, width = x.shape[-3], x.shape[-2]
+    if height is None or width is None:
+        raise ValueError(f"resize_image_with_pad: the height and width of '{x.name}' must "
+                         "be known")
+    f32 = np.float32
+    ratio = max(f32(width) / f32(target_width), f32(height) / f32(target_height))
+    new_h, new_w = f32(height) / ratio, f32(width) / ratio
+    resized = resize_images(x, [int(np.floor(new_h)), int(np.floor(new_w))], method,
+                            align_corners)
+    top = max(0, int(np.floor((f32(target_height) - new_h) / f32(2))))
+    left = max(0, int(np.floor((f32(target_width) - new_w) / f32(2))))
+    return pad_to_bounding_box(resized, top, left, target_height, target_width)

@@ -3,6 +3,19 @@ QR, SVD, symmetric eigen), band parts, diagonals, and the ``LinearOperator`` fam
 
 import gradflow as _gf
 from gradflow.ops import matrix_ops as _m
+from gradflow.ops.linalg_extra_ops import (  # noqa: F401 - tf.linalg's names
+    cross,
+    eigh_tridiagonal,
+    expm,
+    lu,
+    lu_matrix_inverse,
+    lu_reconstruct,
+    lu_solve,
+    matrix_rank,
+    normalize,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
 from gradflow.ops.linear_operator import (  # noqa: F401 - tf.linalg's names
     LinearOperator,
     LinearOperatorDiag,
@@ -10,7 +23,25 @@ from gradflow.ops.linear_operator import (  # noqa: F401 - tf.linalg's names
     LinearOperatorIdentity,
     LinearOperatorLowerTriangular,
 )
+from gradflow.ops.linear_operator_more import (  # noqa: F401 - tf.linalg's names
+    LinearOperatorAdjoint,
+    LinearOperatorBlockDiag,
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorComposition,
+    LinearOperatorHouseholder,
+    LinearOperatorInversion,
+    LinearOperatorKronecker,
+    LinearOperatorLowRankUpdate,
+    LinearOperatorPermutation,
+    LinearOperatorScaledIdentity,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+    LinearOperatorZeros,
+)
 
+_MORE_OPERATORS = ["LinearOperator" + kind for kind in """Adjoint BlockDiag
+BlockLowerTriangular Composition Householder Inversion Kronecker
+LowRankUpdate Permutation ScaledIdentity Toeplitz Tridiag Zeros""".split()]
 _TOP_LEVEL = "einsum eye matmul norm tensordot transpose global_norm".split()
 
 globals().update({name: getattr(_gf, name) for name in _TOP_LEVEL})
@@ -32,4 +63,6 @@ globals().update(_RENAMED)
 
 __all__ = sorted(_TOP_LEVEL + list(_RENAMED) + [
     "l2_normalize", "LinearOperator", "LinearOperatorDiag", "LinearOperatorFullMatrix",
-    "LinearOperatorIdentity", "LinearOperatorLowerTriangular"])
+    "LinearOperatorIdentity", "LinearOperatorLowerTriangular", "cross", "eigh_tridiagonal",
+    "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "matrix_rank", "normalize",
+    "tridiagonal_matmul", "tridiagonal_solve"] + _MORE_OPERATORS)

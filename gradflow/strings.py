@@ -21,13 +21,16 @@ from gradflow import dtypes
 from gradflow.graph import Tensor
 from gradflow.ops.array_ops import static_value
 from gradflow.prim import strings as _prim
+from gradflow.prim import strings_hash as _hash  # noqa: F401 - registers its host ops
 from gradflow.prim.construct import VARIANT, pick
 from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["as_string", "join", "length", "lower", "reduce_join", "regex_full_match",
            "regex_replace", "split", "string_split", "string_to_hash_bucket_fast",
-           "string_to_number", "strip", "substr", "to_hash_bucket_fast", "to_number", "upper"]
+           "string_to_number", "strip", "substr", "to_hash_bucket_fast", "to_number", "upper",
+           "fingerprint", "string_strip", "string_to_hash_bucket", "string_to_hash_bucket_strong",
+           "to_hash_bucket", "to_hash_bucket_strong", "unsorted_segment_join"]
 
 
 def _strings(value, what):
@@ -292,3 +295,78 @@ def to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     """``string_to_hash_bucket_fast`` under its ``tf.strings`` name."""
     return string_to_hash_bucket_fast(input, num_buckets, name)
 
+
+
+string_strip = strip
+
+
+def _buckets(num_buckets, what):
+    if num_buckets is None or int(num_buckets) < 1:
+        raise ValueError(f"{what}: num_buckets must be at least 1, got {num_buckets}")
+    return int(num_buckets)
+
+
+def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None, input=None):  # noqa: A002
+    """Each string hashed into one of ``num_buckets`` buckets, an int64 (TF1
+    ``tf.string_to_hash_bucket``, ``tf.strings.to_hash_bucket``): TensorFlow's own
+    ``Hash64`` (MurmurHash64A with TF's seed) modulo ``num_buckets``, the same buckets as
+    TensorFlow's."""
+    x = _strings(input if string_tensor is None else string_tensor, "string_to_hash_bucket")
+    buckets = _buckets(num_buckets, "string_to_hash_bucket")
+    return apply("string_to_hash_bucket", [x], name=name or "StringToHashBucket",
+                 num_buckets=buckets, shape=_shape(x), dtype=dtypes.int64)
+
+
+to_hash_bucket = string_to_hash_bucket
+
+
+def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
+    """Each string hashed into one of ``num_buckets`` buckets by SipHash-2-4 under
+    ``key`` (two 64-bit ints, read as unsigned), an int64 (TF1 ``tf.string_to_hash_bucket_strong``,
+    ``tf.strings.to_hash_bucket_strong``): the same buckets as TensorFlow's."""
+    x = _strings(input, "string_to_hash_bucket_strong")
+    buckets = _buckets(num_buckets, "string_to_hash_bucket_strong")
+    key = [int(k) for k in key]
+    if len(key) != 2 or not all(-(1 << 63) <= k < 1 << 63 for k in key):
+        raise ValueError(f"string_to_hash_bucket_strong: key must be two 64-bit ints, got "
+                         f"{key}")
+    return apply("string_to_hash_bucket_strong", [x], name=name or "StringToHashBucketStrong",
+                 num_buckets=buckets, key=tuple(k & ((1 << 64) - 1) for k in key),
+                 shape=_shape(x), dtype=dtypes.int64)
+
+
+to_hash_bucket_strong = string_to_hash_bucket_strong
+
+
+def fingerprint(data, method="farmhash64", name=None):
+    """The 8-byte fingerprint (FarmHash's Fingerprint64, little endian) of each row of
+    ``data`` along its first axis, ``[rows, 8]`` uint8 (TF1 ``tf.fingerprint``): of the
+    row's bytes for numbers, of its strings' fingerprints for strings. The values are
+    TensorFlow's."""
+    if method != "farmhash64":
+        raise ValueError(f"fingerprint: method must be 'farmhash64', got {method!r}")
+    x = data if isinstance(data, Tensor) else convert_to_tensor(data)
+    if x.shape is not None and len(x.shape) < 1:
+        raise ValueError(f"fingerprint: '{x.name}' must have rank 1 or more, got a scalar")
+    rows = None if x.shape is None else x.shape[0]
+    return apply("fingerprint", [x], name=name or "Fingerprint", shape=(rows, 8),
+                 dtype=dtypes.uint8)
+
+
+def unsorted_segment_join(inputs, segment_ids, num_segments, separator="", name=None):
+    """The strings of ``inputs`` joined with ``separator`` per segment: output row ``s``
+    joins, in order, the rows of ``inputs`` whose ``segment_ids`` is ``s``
+    (``segment_ids`` a prefix of ``inputs``' shape); segments without rows are empty
+    strings (TF1 ``tf.strings.unsorted_segment_join``)."""
+    x = _strings(inputs, "unsorted_segment_join")
+    ids = convert_to_tensor(segment_ids)
+    if not ids.dtype.is_integer:
+        raise TypeError(f"unsorted_segment_join: segment_ids '{ids.name}' must be integers")
+    count = convert_to_tensor(num_segments, dtype=dtypes.int32)
+    known = static_value(count)
+    shape = None
+    if x.shape is not None and ids.shape is not None and known is not None:
+        shape = (int(known),) + tuple(x.shape[len(ids.shape):])
+    sep = _text_attr(separator, "unsorted_segment_join: separator")
+    return apply("unsorted_segment_join", [x, ids, count], name=name or "UnsortedSegmentJoin",
+                 separator=sep, shape=shape, dtype=dtypes.string)

@@ -51,6 +51,14 @@ linalg.matrix_transpose linalg.adjoint linalg.diag linalg.diag_part linalg.set_d
 linalg.tensor_diag linalg.tensor_diag_part linalg.trace linalg.matvec linalg.pinv linalg.eye
 linalg.norm linalg.global_norm linalg.LinearOperator linalg.LinearOperatorFullMatrix
 linalg.LinearOperatorDiag linalg.LinearOperatorIdentity linalg.LinearOperatorLowerTriangular
+linalg.lu linalg.lu_solve linalg.lu_matrix_inverse linalg.lu_reconstruct linalg.expm cross
+linalg.cross linalg.normalize linalg.matrix_rank linalg.tridiagonal_matmul
+linalg.tridiagonal_solve linalg.eigh_tridiagonal linalg.LinearOperatorAdjoint
+linalg.LinearOperatorBlockDiag linalg.LinearOperatorComposition linalg.LinearOperatorInversion
+linalg.LinearOperatorKronecker linalg.LinearOperatorLowRankUpdate linalg.LinearOperatorZeros
+linalg.LinearOperatorPermutation linalg.LinearOperatorScaledIdentity linalg.LinearOperatorToeplitz
+linalg.LinearOperatorTridiag linalg.LinearOperatorHouseholder
+linalg.LinearOperatorBlockLowerTriangular
 tan asin acos atan atan2 sinh cosh asinh acosh atanh rint div_no_nan truncatediv truncatemod
 realdiv scalar_mul lbeta log_sigmoid confusion_matrix is_non_decreasing
 is_strictly_increasing math.log_sigmoid math.reciprocal_no_nan math.reduce_variance
@@ -191,6 +199,8 @@ string_split strings.split strings.join string_join reduce_join strings.reduce_j
 strings.length substr strings.substr regex_replace strings.regex_replace
 strings.regex_full_match strings.strip strings.lower strings.upper string_to_number
 strings.to_number as_string string_to_hash_bucket_fast strings.to_hash_bucket_fast
+string_to_hash_bucket strings.to_hash_bucket string_to_hash_bucket_strong
+strings.to_hash_bucket_strong string_strip fingerprint strings.unsorted_segment_join
 # images
 image.random_flip_up_down image.random_saturation image.random_hue image.adjust_saturation
 image.adjust_hue image.adjust_gamma image.rgb_to_grayscale image.grayscale_to_rgb
@@ -200,6 +210,12 @@ image.resize_nearest_neighbor image.encode_png image.encode_jpeg image.decode_jp
 image.decode_png image.random_crop image.per_image_standardization image.central_crop
 image.resize_image_with_crop_or_pad image.flip_left_right image.flip_up_down
 image.adjust_brightness image.adjust_contrast image.random_brightness image.random_contrast
+image.non_max_suppression image.non_max_suppression_with_scores image.non_max_suppression_padded
+image.combined_non_max_suppression image.crop_and_resize image.draw_bounding_boxes image.rot90
+image.extract_image_patches image.extract_patches extract_image_patches extract_volume_patches
+image.resize_bicubic image.resize_area image.resize image.resize_with_crop_or_pad
+image.resize_image_with_pad image.sobel_edges image.ssim image.transpose image.transpose_image
+image.rgb_to_yiq image.yiq_to_rgb image.rgb_to_yuv image.yuv_to_rgb
 # signal (real signals)
 signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
 signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
