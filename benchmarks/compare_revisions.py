@@ -7,7 +7,7 @@ temporary folder under another package name, so both import side by side and
 their timings alternate in the same process (the only way ratios between two
 versions mean something on a shared machine).
 
-Each copy keeps its own thread policy (``gradflow.backends.threads``). Where the two
+Each copy keeps its own thread policy (``gradflow.backends.cpu.threads``). Where the two
 revisions use the thread pools differently (one multiplies through oneDNN's OpenMP
 pool, the other through OpenBLAS), the copies disturb each other and the revision in
 the second slot looked slower in both orders (1.20x and 1.11x, comparing b94c319 and

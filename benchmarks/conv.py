@@ -107,7 +107,7 @@ def gemm_gflops(seconds, load):
     every core the process may use (what the machine gives a GEMM in that state)."""
     from threadpoolctl import threadpool_limits
 
-    from gradflow.backends import threads
+    from gradflow.backends.cpu import threads
 
     a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
     with threadpool_limits(threads.cores(), user_api="blas"), cpu_bound_neighbour(load):
@@ -472,7 +472,7 @@ def main():
     args = parse_args(parser)
     torch, tf = load_peers(args, "benchmarks/conv.py")
     print("TensorFlow: " + ("not timed" if tf is None else tf[0].VERSION))
-    from gradflow.backends import threads
+    from gradflow.backends.cpu import threads
 
     threads.refresh()
     print(f"cores allowed: {threads.allowed_cores()}, GRADFLOW_THREADS="

@@ -128,8 +128,8 @@ def lstm_tile_rows(rounds=20):
     import cupy
     import lstm_step
 
-    from gradflow.backends import cuda_lstm
-    from gradflow.backends.cuda_kernels import OPTIONS
+    from gradflow.backends.cuda import lstm as cuda_lstm
+    from gradflow.backends.cuda.kernels import OPTIONS
 
     t_, b, u = lstm_step.STEPS, lstm_step.BATCH, lstm_step.HIDDEN
     rng = cupy.random.default_rng(0)
@@ -182,7 +182,7 @@ def lstm_rows(seconds, compile_too):
     group = "char-LSTM"
     xd, yd = common.device_feeds(x, y)
     if common.BACKEND == "cupy":
-        from gradflow.backends import cuda_lstm
+        from gradflow.backends.cuda import lstm as cuda_lstm
 
         step_tile, grad_tile = lstm_tile_rows()
         cuda_lstm.STEP_TILE = step_tile or cuda_lstm.STEP_TILE

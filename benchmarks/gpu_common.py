@@ -18,7 +18,7 @@ import traceback
 import numpy as np
 
 import gradflow as gf
-from gradflow.backends import cupy as cupy_backend
+from gradflow.backends.cupy import backend as cupy_backend
 
 NO_GPU_EXIT = 0
 BACKEND = "cupy"  # the tests run the gradflow rows on "numpy" to check the script itself

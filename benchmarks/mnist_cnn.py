@@ -104,7 +104,7 @@ def with_direct_3x3(step):
     """``step`` with its 3x3 convolutions on oneDNN's direct kernels instead of
     Winograd's blocks on OpenMP's pool (``numpy_conv_winograd.MIN_POOLED_BLOCKS`` out of
     reach while it runs): in the same process, so the ratio is that change's alone."""
-    from gradflow.backends import numpy_conv_winograd
+    from gradflow.backends.numpy import conv_winograd as numpy_conv_winograd
 
     def run():
         keep = numpy_conv_winograd.MIN_POOLED_BLOCKS

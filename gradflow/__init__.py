@@ -218,7 +218,7 @@ from gradflow.ops.math_ops import (
 )
 from gradflow.ops.nn_ops import softmax
 from gradflow.ops.special_ops import digamma, erf, erfc, lgamma, polygamma
-from gradflow.ops.registry import constant, convert_to_tensor
+from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.ops.shape_ops import (
     broadcast_to,
     eye,

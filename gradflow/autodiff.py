@@ -1,12 +1,19 @@
-"""Reverse-mode differentiation that builds the gradient as graph nodes."""
+"""Reverse-mode differentiation that builds the gradient as graph nodes.
+
+``gradients`` walks the graph from the ys back to the xs, calls each op's gradient
+rule (``OpDef.grad``, or one registered with ``RegisterGradient``) with the sum of
+the gradients of its output, and hands each input its share. How a list of
+contributions is summed is the graph compiler's to rewrite
+(``passes/gradient_sums.py``, installed with ``rewrite_sums_with``); the walk
+itself knows no op by name but ``matmul``, whose gradient needs no ``unbroadcast``.
+"""
 
 from __future__ import annotations
 
 from gradflow.graph import Operation, Tensor, topological_order
-from gradflow.ops.array_ops import matmul, unbroadcast
-from gradflow.ops.index_ops import concat, stack
+from gradflow.ops.array_ops import reduce_sum, unbroadcast
 from gradflow.ops.math_ops import add, ones_like, zeros_like
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 _USER_GRADIENTS: dict[str, object] = {}
 
@@ -53,151 +60,32 @@ def _reachable(ys, xs_set, stops):
     return order, leads
 
 
-def _sum(grads, stacks=None):
-    """The sum of ``grads``. Contributions that are sums over rows (``a^T g`` of
-    matmuls, ``gather_grad`` on axis 0, ``unbroadcast`` over a leading axis) of the
-    same kind become one op over their inputs concatenated along the rows: the
-    kernel gradient of an unrolled RNN is one large matmul instead of one small
-    matmul and one add per step. ``stacks`` caches the concatenations, so that
-    the gradients of kernel and bias share theirs."""
-    grads = _join_slice_grads(_merge_same_slice_grads(grads, stacks))
-    if len(grads) >= _MIN_STACK:
-        groups: dict = {}
-        for g in grads:
-            key = _stack_key(g)
-            groups.setdefault(key if key is not None else ("single", g), []).append(g)
-        if len(groups) < len(grads):
-            stacks = {} if stacks is None else stacks
-            summed = []
-            for group in groups.values():
-                if len(group) >= _MIN_STACK:
-                    summed.append(_stacked(group, stacks))
-                else:
-                    summed.extend(group)
-            grads = summed
+def add_all(grads):
+    """``grads[0] + grads[1] + ...``, added in order."""
     total = grads[0]
     for g in grads[1:]:
         total = add(total, g)
     return total
 
 
-_MIN_STACK = 3
-_FULL = ("slice", None, None, None)
+# The rewrite of each list of contributions before they are added: the graph compiler
+# installs its own (``gradflow.passes.gradient_sums``) with ``rewrite_sums_with``.
+_SUMS = {"rewrite": None}
 
 
-def _slice_part(g):
-    """``(axis, start, stop, is_index)`` when ``g`` is the gradient of ``x[..., part, ...]``
-    that picks one int or one unit-step slice on a single axis of known size, else None."""
-    if g.opdef.name != "getitem_grad":
-        return None
-    x, key = g.inputs[1], g.attrs["key"]
-    if x.shape is None or None in key or len(key) != len(x.shape):
-        return None
-    picked = [(axis, k) for axis, k in enumerate(key) if k != _FULL]
-    if len(picked) != 1 or x.shape[picked[0][0]] is None:
-        return None
-    axis, k = picked[0]
-    size = x.shape[axis]
-    if isinstance(k, int):
-        return axis, k % size, k % size + 1, True
-    if k[3] not in (None, 1):
-        return None
-    start, stop, _ = slice(k[1], k[2]).indices(size)
-    return (axis, start, stop, False) if stop > start else None
+def rewrite_sums_with(rewrite):
+    """Have ``rewrite(grads, cache) -> grads`` rewrite every list of gradient
+    contributions before ``gradients`` adds them (``cache`` is a dict shared by the
+    sums of one ``gradients`` call); None adds them as they come. Returns the
+    rewrite installed before."""
+    before, _SUMS["rewrite"] = _SUMS["rewrite"], rewrite
+    return before
 
 
-def _merge_same_slice_grads(grads, stacks):
-    """Contributions ``getitem_grad(g_k, x)`` of the same slice of the same ``x`` as one
-    ``getitem_grad(sum of g_k, x)`` (the op is linear in ``g``): an RNN cell that reads
-    ``kernel[:k]`` at every step then gets one stacked matmul for that slice, and one
-    zero-padded array of the kernel's size instead of one per step."""
-    if len(grads) < 2:
-        return grads
-    groups: dict = {}
-    for k, g in enumerate(grads):  # the same tensor may come twice (x + x)
-        key = ("one", k)
-        if g.opdef.name == "getitem_grad":
-            try:
-                key = (g.inputs[1], g.attrs["key"])
-                hash(key)
-            except TypeError:
-                key = ("one", k)
-        groups.setdefault(key, []).append(g)
-    if len(groups) == len(grads):
-        return grads
-    merged = []
-    for (x, key), group in groups.items():
-        if len(group) == 1:
-            merged.append(group[0])
-        else:
-            inner = _sum([g.inputs[0] for g in group], stacks)
-            merged.append(apply("getitem_grad", [inner, x], key=key))
-    return merged
-
-
-def _join_slice_grads(grads):
-    """The gradients of slices that together tile ``x`` along one axis (``unstack``,
-    ``split``) as one ``stack``/``concat`` of the slice gradients, instead of a sum of
-    zero-padded arrays of ``x``'s full size, one per slice."""
-    if len(grads) < 2:
-        return grads
-    parts = [_slice_part(g) for g in grads]
-    if None in parts or len({(p[0], p[3]) for p in parts}) != 1 \
-            or len({g.inputs[1] for g in grads}) != 1:
-        return grads
-    axis, is_index = parts[0][0], parts[0][3]
-    ordered = sorted(zip(parts, grads), key=lambda pg: pg[0][1])
-    edges = [p[1:3] for p, _ in ordered]
-    size = grads[0].inputs[1].shape[axis]
-    if edges[0][0] != 0 or edges[-1][1] != size \
-            or any(a[1] != b[0] for a, b in zip(edges, edges[1:])):
-        return grads
-    pieces = [g.inputs[0] for _, g in ordered]
-    return [stack(pieces, axis) if is_index else concat(pieces, axis)]
-
-
-def _rank(t, rank):
-    return t.shape is not None and len(t.shape) == rank
-
-
-def _stack_key(g):
-    """What must agree for ``g`` to be stacked with other contributions, or None."""
-    name, ins = g.opdef.name, g.inputs
-    if name == "matmul" and g.attrs["transpose_a"] and not g.attrs["transpose_b"] \
-            and _rank(ins[0], 2) and _rank(ins[1], 2) \
-            and None not in (ins[0].shape[1], ins[1].shape[1]):
-        return (name, ins[0].shape[1], ins[1].shape[1], ins[0].dtype, ins[1].dtype)
-    if name == "gather_grad" and g.attrs["axis"] == 0 and _rank(ins[1], 1) \
-            and ins[0].shape is not None and len(ins[0].shape) >= 1 \
-            and None not in ins[0].shape[1:]:
-        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1].dtype, ins[2],
-                g.attrs.get("validate", True))
-    if name == "unbroadcast" and ins[0].shape is not None and ins[1].shape is not None \
-            and len(ins[0].shape) > len(ins[1].shape) and None not in ins[0].shape[1:]:
-        return (name, tuple(ins[0].shape[1:]), ins[0].dtype, ins[1])
-    return None
-
-
-def _stacked(group, stacks):
-    """One op over the inputs of ``group`` concatenated along axis 0, in the order the
-    graph computes them (contributions arrive last first): an RNN's states then stack
-    in time order, as the layer above stacks its outputs, and the two stacks can share
-    their rows (``passes/shared_stacks.py``)."""
-    group = group[::-1]
-
-    def rows(k):
-        parts = tuple(g.inputs[k] for g in group)
-        if parts not in stacks:
-            stacks[parts] = concat(list(parts), 0)
-        return stacks[parts]
-
-    first = group[0]
-    if first.opdef.name == "matmul":
-        return matmul(rows(0), rows(1), transpose_a=True)
-    if first.opdef.name == "gather_grad":
-        return apply("gather_grad", [rows(0), rows(1), first.inputs[2]], axis=0,
-                     validate=first.attrs.get("validate", True))
-    return unbroadcast(rows(0), first.inputs[1])
+def _sum(grads, cache):
+    """The sum of the contributions ``grads``, after the installed rewrite."""
+    rewrite = _SUMS["rewrite"]
+    return add_all(grads if rewrite is None else rewrite(grads, cache))
 
 
 class UnconnectedGradients:
@@ -248,15 +136,15 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 continue
             gy = ones_like(y) if gy is None else convert_to_tensor(gy, like=y)
             pending.setdefault(y, []).append(gy)
-        stacks: dict = {}
+        cache: dict = {}  # shared by the sums of this call (see ``rewrite_sums_with``)
         for node in reversed(order):
             if node not in pending or node in stops:
                 continue
-            g = pending[node] = [_sum(pending[node], stacks)]
+            g = pending[node] = [_sum(pending[node], cache)]
             if any(i in leads for i in node.inputs):
                 _propagate(node, g[0], leads, pending)
         zero = unconnected == UnconnectedGradients.ZERO
-        return [_sum(pending[x], stacks) if x in pending else zeros_like(x) if zero else None
+        return [_sum(pending[x], cache) if x in pending else zeros_like(x) if zero else None
                 for x in xs]
 
 
@@ -279,6 +167,10 @@ def _add_input_grads(node, input_grads, leads, pending):
                 or (None in inp.shape and not _exact_grad(node, k)):
             gi = unbroadcast(gi, inp)
         pending.setdefault(inp, []).append(gi)
+
+
+def _rank(t, rank):
+    return t.shape is not None and len(t.shape) == rank
 
 
 def _exact_grad(node, k):
@@ -316,9 +208,7 @@ def _fills_output(x, others):
 def hessian_vector_product(ys, xs, v):
     """``d/dx (grad(ys, x) . v)``: a second-order product, as graph nodes."""
     grads = gradients(ys, xs)
-    from gradflow.ops.array_ops import reduce_sum
-
-    inner = _sum([reduce_sum(g * vi) for g, vi in zip(grads, v) if g is not None])
+    inner = _sum([reduce_sum(g * vi) for g, vi in zip(grads, v) if g is not None], {})
     return gradients(inner, xs)
 
 

@@ -26,20 +26,23 @@ memory on every run (``Schedule.replayable``), the property a CUDA graph needs.
 Anything that fails while capturing leaves the plan running uncaptured; the
 reason is logged once at debug level (logger ``gradflow.capture``) and kept on
 the plan (``plan.capture_failure``).
+
+What the backends need (``NotCapturable``, ``RecordingCapturer``, ``CaptureGate``)
+lives below them, in ``gradflow.backends.capture``; this module drives a captured
+run with a Session's run state (``gradflow.run_state.RunState``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
-import threading
 
+from gradflow.backends.capture import STEP, CaptureGate, NotCapturable, RecordingCapturer
 from gradflow.errors import GradflowError
 from gradflow.executor import bind, node_at_failure, node_error, raise_closed
-from gradflow.ops.index_checks import IndexOutOfRange, check_ids
 from gradflow.passes.ir import user_node
+from gradflow.prim.index_checks import IndexOutOfRange, check_ids
 from gradflow.schedule import is_multi
 
 log = logging.getLogger("gradflow.capture")
@@ -47,68 +50,6 @@ log = logging.getLogger("gradflow.capture")
 # Ordinary runs before a plan is captured: the first takes its buffers and compiles
 # its kernels, the second runs as every later run will.
 WARM_RUNS = 2
-_STEP = re.compile(r"[FI]\d+")
-
-
-class NotCapturable(Exception):
-    """Why a plan runs uncaptured."""
-
-
-class RecordingCapturer:
-    """The CPU's capture: record each op call of one run (its function, its argument
-    arrays and output buffers) and replay by making the same calls again (run-time
-    checks included: they are calls like the others)."""
-
-    executes = True
-    checks_feeds_first = False
-
-    def check(self, schedule):
-        if not schedule.replayable:
-            raise NotCapturable(schedule.why_not_replayable())
-
-    def capture(self, plan, run):
-        env = plan.fn.__globals__
-        originals = {k: f for k, f in env.items() if k[0] == "F" and _STEP.fullmatch(k)}
-        calls, results = [], []
-
-        def recorder(fn):
-            def record(*args, **kwargs):
-                value = fn(*args, **kwargs)
-                calls.append((fn, args, kwargs))
-                results.append(value)
-                return value
-
-            return record
-
-        env.update({k: recorder(f) for k, f in originals.items()})
-        try:
-            values = run()
-        finally:
-            env.update(originals)
-        where = _producers(values, results)
-
-        def replay():
-            out = [None] * len(calls)
-            for k, (fn, args, kwargs) in enumerate(calls):
-                out[k] = fn(*args, **kwargs)
-            return tuple(v if at is None else (out[at[0]] if at[1] is None else out[at[0]][at[1]])
-                         for v, at in zip(values, where))
-
-        return values, replay, True
-
-
-def _producers(values, results):
-    """For each fetched value, ``(call, output)`` of the call that returned it (output
-    None for the whole result), or None for a value no call made (a fed or variable
-    array, the same on every run)."""
-    made = {}
-    for k, result in enumerate(results):
-        if isinstance(result, tuple):
-            for j, part in enumerate(result):
-                made[id(part)] = (k, j)
-        else:
-            made[id(result)] = (k, None)
-    return [made.get(id(v)) if v is not None else None for v in values]
 
 
 class CapturedRun:
@@ -123,7 +64,7 @@ class CapturedRun:
         self.inputs = inputs  # holding this run's feeds already
         feeds = inputs
         env = plan.fn.__globals__
-        takers = {k: f for k, f in env.items() if k[0] == "I" and _STEP.fullmatch(k)}
+        takers = {k: f for k, f in env.items() if k[0] == "I" and STEP.fullmatch(k)}
         for take in takers.values():
             var = take.keywords["var"]
             array = store.get(var)
@@ -287,66 +228,20 @@ def _store_reader(var):
     return take
 
 
-class CaptureGate:
-    """Keeps a device stream to one thread while it captures. A thread works on the
-    device inside ``run()`` (a session run, a copy in or out); ``exclusive()`` yields
-    True, and makes the others wait at ``run()`` until it ends, only where no other
-    thread is inside ``run()``. Whatever a thread enqueued during another's capture
-    would be captured with it, or end it with an error.
-
-    The capturing thread holds the session's store lock first, so a thread that waits
-    here while holding that lock (a Saver) cannot be waited for by the capture.
-    """
-
-    def __init__(self):
-        self._changed = threading.Condition()
-        self._inside = {}  # thread id -> depth of its nested run() blocks
-        self._capturer = None
-
-    @contextlib.contextmanager
-    def run(self):
-        me = threading.get_ident()
-        with self._changed:
-            while self._capturer not in (None, me):
-                self._changed.wait()
-            self._inside[me] = self._inside.get(me, 0) + 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                depth = self._inside.pop(me) - 1
-                if depth:
-                    self._inside[me] = depth
-
-    @contextlib.contextmanager
-    def exclusive(self):
-        me = threading.get_ident()
-        with self._changed:
-            alone = all(thread == me for thread in self._inside)
-            if alone:
-                self._capturer = me
-        try:
-            yield alone
-        finally:
-            if alone:
-                with self._changed:
-                    self._capturer = None
-                    self._changed.notify_all()
-
-
-def run_captured(session, plan, feeds):
+def run_captured(run, plan, feeds):
     """The fetched values of ``plan``'s run on ``feeds`` through its capture, made after
-    ``WARM_RUNS`` runs; None where the plan runs uncaptured (the caller runs it)."""
+    ``WARM_RUNS`` runs; None where the plan runs uncaptured (the caller runs it).
+    ``run`` is the Session's run state (its store, store lock, backend and gate)."""
     captured = plan.captured
     if captured is not None:
-        values = captured.run(feeds, session._store, session.store_lock)
+        values = captured.run(feeds, run.store, run.store_lock)
         if values is not None:
             return values
         log.debug("plan %s is captured again: a variable has a new array", plan.filename)
         plan.captured, plan.runs = None, 0
     if plan.capture_failure is not None:
         return None
-    backend = session.backend
+    backend = run.backend
     capturer = backend.capturer()
     try:
         if plan.runs == 0:
@@ -358,19 +253,19 @@ def run_captured(session, plan, feeds):
         return _uncaptured(plan, err)
     plan.runs += 1
     if plan.runs <= WARM_RUNS:
-        return plan.fn(inputs, session._store)
-    gate = session._gate  # the backend's, looked up once per session
-    with session.store_lock, gate.exclusive() if gate else contextlib.nullcontext(True) \
+        return plan.fn(inputs, run.store)
+    gate = run.gate  # the backend's, looked up once per session
+    with run.store_lock, gate.exclusive() if gate else contextlib.nullcontext(True) \
             as alone:
         if alone:
             try:
-                plan.captured = CapturedRun(plan, backend, capturer, inputs, session._store)
+                plan.captured = CapturedRun(plan, backend, capturer, inputs, run.store)
             except GradflowError:  # this run's feeds failed a check: the user's error
                 raise
             except Exception as err:  # the plan stays as it was: uncaptured
                 return _uncaptured(plan, err)
     if plan.captured is None:  # another thread is using the device: capture at a later run
-        return plan.fn(inputs, session._store)
+        return plan.fn(inputs, run.store)
     log.debug("plan %s is captured", plan.filename)
     return plan.captured.first_values
 
@@ -398,3 +293,7 @@ def _fixed_inputs(plan, backend, feeds):
     for array, value in zip(inputs, feeds):
         backend.copy_into(array, value)
     return inputs
+
+
+__all__ = ["WARM_RUNS", "CaptureGate", "CapturedRun", "NotCapturable", "RecordingCapturer",
+           "run_captured"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.math_ops import maximum, sqrt
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 
 def global_norm(t_list, name=None):

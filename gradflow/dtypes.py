@@ -207,7 +207,7 @@ def result_type(a: DType, b: DType) -> DType:
 
     As in TF1, tensors do not promote: ``float32 * float64`` is an error, not a
     float64. (Python scalars and NumPy arrays are converted to the tensor's dtype
-    before this, see ``gradflow.ops.registry.convert_to_tensor``.)
+    before this, see ``gradflow.prim.registry.convert_to_tensor``.)
     """
     if a is b:
         return a

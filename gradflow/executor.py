@@ -44,10 +44,11 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph import Operation
-from gradflow.ops.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
-from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.ops.state_ops import draw_host
+from gradflow.passes import optimize
 from gradflow.passes.ir import user_node
+from gradflow.prim.casting import check_room, converted, loses_kind, out_of_range, whole_numbers_fit
+from gradflow.prim.plan import FUSED, FUSED_OUTPUT
 from gradflow.schedule import build_schedule, is_multi, output_count, run_order
 
 _plan_ids = itertools.count()
@@ -185,205 +186,257 @@ def _allocate(backend, slots, arena):
     return buffers
 
 
-def compile_plan(session, fetches, fed, feed_shapes=None, trace=False) -> Plan:
-    """Build the plan that computes ``fetches`` with the tensors ``fed`` given.
+def compile_plan(run, fetches, fed, feed_shapes=None, trace=False) -> Plan:
+    """Build the plan that computes ``fetches`` with the tensors ``fed`` given, for the
+    runs of ``run`` (a Session's ``gradflow.run_state.RunState``).
 
-    With ``session.optimize``, the graph compiler's passes rewrite a private copy
+    With ``run.optimize``, the graph compiler's passes rewrite a private copy
     of the graph first (``gradflow.passes``), its static shapes specialized to
     ``feed_shapes`` (the shapes of the values fed, one per tensor of ``fed``) when
     they are given. ``trace=True`` times every step into ``plan.trace`` (for
     ``RunOptions(trace_level=FULL_TRACE)``).
     """
     fed_set = set(fed)
-    targets = list(fetches)
-    checking = getattr(session, "check_numerics", False)
     # check_numerics names the op that made a NaN: it runs the graph as built
-    if getattr(session, "optimize", False) and not checking:
-        from gradflow.passes import optimize
-
-        graph = optimize(fetches, fed, feed_shapes)
-        for widen in session.backend.kernel_passes:
-            widen(graph)
-        targets = graph.outputs
+    checking = run.check_numerics
+    targets = list(fetches)
+    if run.optimize and not checking:
+        targets = _optimized_targets(run.backend, fetches, fed, feed_shapes)
     order, commit_start = run_order(targets, fed_set)
-    backend = session.backend
+    fns = _bind_steps(run, order, fed_set)
+    schedule = build_schedule(order, commit_start, fed_set, targets, _Bound(fns, run.backend))
+    writer = _PlanWriter(run, schedule, fed, fns, checking, trace)
+    for step, node in enumerate(order):
+        writer.write_step(step, node, fetches)
+    plan = writer.finish(targets, fetches, commit_start < len(order))
+    plan.specialized = feed_shapes is not None
+    return plan
+
+
+def _optimized_targets(backend, fetches, fed, feed_shapes):
+    """The outputs of the graph compiler's private copy of the graph (``gradflow.passes``),
+    with the backend's kernel passes run over it too."""
+    graph = optimize(fetches, fed, feed_shapes)
+    for widen in backend.kernel_passes:
+        widen(graph)
+    return graph.outputs
+
+
+def _bind_steps(run, order, fed_set):
+    """The backend's callable of each computing step of ``order`` (``bind``), and each
+    call op's (``opdef.impl(run_state, node)``, bound from the user's node: its inputs sit at
+    the same positions)."""
+    backend = run.backend
 
     def draw(node):  # a random member of a fused node (absorb_draws): its device stream
-        return _random_source(session, node, False)
+        return _random_source(run, node, False)
 
     fns = {node: bind(backend, node, draw=draw) for node in order
            if node not in fed_set and node.opdef.kind == "compute"}
-    # a call op binds from the user's node: its inputs sit at the same positions
-    fns.update({node: node.opdef.impl(session, user_node(node)) for node in order
+    fns.update({node: node.opdef.impl(run, user_node(node)) for node in order
                 if node not in fed_set and node.opdef.kind == "call"})
-    schedule = build_schedule(order, commit_start, fed_set, targets, _Bound(fns, backend))
-    env = {}
-    lines = []
-    line_nodes = {}
-    names = {}
-    variables = []
-    writes = []
-    reads = []
-    feed_index = {t: i for i, t in enumerate(fed)}
-    dies_at = {}
-    for value, step in schedule.last_use.items():
-        dies_at.setdefault(step, []).append(value)
-    keep = schedule.keep  # fetched values and assignments: never deleted early
-    stacks, part_of, arena = schedule.stacks, schedule.part_of, schedule.arena
-    recycled, in_place = schedule.recycled, schedule.in_place
-    position = schedule.position
-    buffers = _allocate(backend, schedule.slots, arena)
-    views = {}
-    take = _taker(session.spare_buffers, backend.is_native, backend.empty)
-    take_in_place = _in_place_taker(take, backend.is_native)
-    if checking:
-        env["check"] = _numerics_check(backend.xp)
+    return fns
 
-    def buffer(node, step):
+
+_COMMIT = ["with store_lock:", "    if store.closed: closed()"]
+
+
+class _PlanWriter:
+    """The source of a plan's function, written one step at a time (``compile_plan``):
+    the lines, the globals they name (``env``: op functions, buffers, variables), and
+    the node of each line (for errors)."""
+
+    def __init__(self, run, schedule, fed, fns, checking, trace):
+        self.run, self.schedule, self.fns = run, schedule, fns
+        self.backend = backend = run.backend
+        self.fed, self.fed_set = fed, set(fed)
+        self.feed_index = {t: i for i, t in enumerate(fed)}
+        self.checking, self.trace = checking, trace
+        self.env, self.lines, self.line_nodes, self.names = {}, [], {}, {}
+        self.variables, self.writes, self.reads = [], [], []
+        self.dies_at = {}
+        for value, step in schedule.last_use.items():
+            self.dies_at.setdefault(step, []).append(value)
+        self.position = schedule.position
+        self.buffers = _allocate(backend, schedule.slots, schedule.arena)
+        self.views = {}
+        self.take = _taker(run.spare_buffers, backend.is_native, backend.empty)
+        self.take_in_place = _in_place_taker(self.take, backend.is_native)
+        self.indent = ""
+        self.before = []  # statements that must run before the current step's line
+        if checking:
+            self.env["check"] = _numerics_check(backend.xp)
+
+    def buffer(self, node, step):
         """The expression of the buffer ``node`` is written into, or None."""
-        if node in part_of:  # its rows of a row stack's buffer
-            stack, start, stop = part_of[node]
+        schedule, env = self.schedule, self.env
+        if node in schedule.part_of:  # its rows of a row stack's buffer
+            stack, start, stop = schedule.part_of[node]
             name = f"P{step}"
             if name not in env:
-                base = buffers[arena[stack]][:math.prod(stack.shape)].reshape(stack.shape)
-                env[name] = base[start:stop]
+                base = self.buffers[schedule.arena[stack]][:math.prod(stack.shape)]
+                env[name] = base.reshape(stack.shape)[start:stop]
             return name
-        if node in arena:  # a buffer of the plan, reused by every run
-            key = (arena[node], tuple(node.shape))
-            if key not in views:  # one view per buffer and shape: an op in place
+        if node in schedule.arena:  # a buffer of the plan, reused by every run
+            key = (schedule.arena[node], tuple(node.shape))
+            if key not in self.views:  # one view per buffer and shape: an op in place
                 size = math.prod(node.shape)  # sees its input and output as one array
-                views[key] = (f"A{step}", buffers[key[0]][:size].reshape(key[1]))
-                env[views[key][0]] = views[key][1]
-            return views[key][0]
-        if node in in_place:  # the variable's own array, when no one else holds it
+                self.views[key] = (f"A{step}", self.buffers[key[0]][:size].reshape(key[1]))
+                env[self.views[key][0]] = self.views[key][1]
+            return self.views[key][0]
+        if node in schedule.in_place:  # the variable's own array, when no one else holds it
             env[f"I{step}"] = functools.partial(
-                take_in_place, var=recycled[node], shape=tuple(node.shape),
-                dtype=node.dtype.as_numpy_dtype, held=in_place[node])
+                self.take_in_place, var=schedule.recycled[node], shape=tuple(node.shape),
+                dtype=node.dtype.as_numpy_dtype, held=schedule.in_place[node])
             # taken in a statement of its own: while a call's arguments are evaluated, the
             # stack holds more references to its inputs than the plan's locals do
-            before.append(f"O{step} = I{step}(store)")
+            self.before.append(f"O{step} = I{step}(store)")
             return f"O{step}"
-        if node in recycled:  # the buffer the variable held before the last run
-            env[f"T{step}"] = functools.partial(take, recycled[node], tuple(node.shape),
-                                                node.dtype.as_numpy_dtype)
+        if node in schedule.recycled:  # the buffer the variable held before the last run
+            env[f"T{step}"] = functools.partial(self.take, schedule.recycled[node],
+                                                tuple(node.shape), node.dtype.as_numpy_dtype)
             return f"T{step}()"
         return None
 
-    indent = ""
-    before = []  # statements that must run before the current step's line
-    for step, node in enumerate(order):
-        before.clear()
-        if step == commit_start:
-            lines += ["with store_lock:", "    if store.closed: closed()"]
-            indent = "    "
-        var = f"v{step}"
-        names[node] = var
+    def write_step(self, step, node, fetches):
+        """The lines of step ``step``, which computes ``node``."""
+        self.before.clear()
+        lines = self.lines
+        if step == self.schedule.commit_start:
+            lines += _COMMIT
+            self.indent = "    "
+        var = self.names[node] = f"v{step}"
+        more = []  # statements that run after the step's line
+        line = self._line(step, node, var, more, fetches)
+        for text in self.before + ([line] if line is not None else []) + more:
+            self.line_nodes[len(lines) + 2] = node
+            lines.append(self.indent + text)
         kind = node.opdef.kind
-        more = []
-        if node in fed_set:
-            line = f"{var} = feeds[{feed_index[node]}]"
-        elif kind == "placeholder":
-            raise _missing_feed(node, fetches)
-        elif kind == "variable":
-            env[f"K{step}"] = node
-            variables.append(node)
-            reads.append(f"{var} = store[K{step}]")  # all at the start of the run
-            line = f"check({var}, K{step}, 'variable')" \
-                if checking and node.dtype.is_floating else None
-        elif kind == "read_current":  # under the store lock: in the commit block
-            env[f"K{step}"] = node.attrs["var"]
-            variables.append(node.attrs["var"])
-            line = f"{var} = store[K{step}]"
-        elif kind == "constant":
-            env[f"C{step}"] = session.constant_value(node)
-            line = f"{var} = C{step}"
-        elif kind == "random":
-            env[f"R{step}"] = _random_source(session, node, node in keep)
-            line = f"{var} = R{step}({', '.join(names[i] for i in node.inputs)})"
-        elif kind == "group":
-            line = None
-            names[node] = "None"
-        elif kind == "assign":
-            source = node.inputs[0]
-            value = names[source]
-            if source in fed_set:  # the store must own its arrays, not the user's
-                env["copy"] = backend.copy
-                value = f"copy({value})"
-            line = f"{var} = {value}"
-            writes.append((node.attrs["var"], var))
-        elif node.opdef is FUSED_OUTPUT:
-            line = f"{var} = {names[node.inputs[0]]}[{node.attrs['index']}]"
-        elif node in stacks:  # its parts are in its buffer already
-            env["copyto"] = backend.copy_to
-            line = f"{var} = {buffer(node, step)}"
-            for part, _, _ in stacks[node]:  # unless an op returned a new array after all
-                rows = buffer(part, position[part])
-                more.append(f"if {names[part]} is not {rows}: copyto({rows}, {names[part]})")
-        else:  # "compute" and "call"
-            if trace:
-                env[f"S{step}"] = node
-                line_nodes[len(lines) + 2] = node
-                lines.append(f"{indent}t = clock()")
-                more.append(f"sync(); rec((S{step}, t, clock()))")
-            env[f"F{step}"] = fns[node]
-            args = ", ".join(names[i] for i in node.inputs)
-            if is_multi(node):  # one entry per output, None for one the plan never reads
-                outs = [None] * output_count(node)
-                for o in order[step + 1:]:
-                    if o.opdef is FUSED_OUTPUT and o.inputs[0] is node:
-                        outs[o.attrs["index"]] = buffer(o, position[o])
-                if any(b is not None for b in outs):
-                    args += f", out=({', '.join(b or 'None' for b in outs)},)"
-            else:
-                dest = buffer(node, step)
-                if dest is not None:
-                    args += f", out={dest}"
-            line = f"{var} = F{step}({args})"
-        for text in before + ([line] if line is not None else []) + more:
-            line_nodes[len(lines) + 2] = node
-            lines.append(indent + text)
-        if checking and kind not in ("variable", "read_current") and node.dtype is not None \
-                and node.dtype.is_floating and names[node] != "None" and not is_multi(node):
-            env[f"N{step}"] = node
-            role = "feed" if node in fed_set else "op"
-            line_nodes[len(lines) + 2] = node
-            lines.append(f"{indent}check({var}, N{step}, '{role}')")
-        dead = [names[i] for i in dies_at.get(step, ())
+        if self.checking and kind not in ("variable", "read_current") \
+                and node.dtype is not None and node.dtype.is_floating \
+                and self.names[node] != "None" and not is_multi(node):
+            self.env[f"N{step}"] = node
+            role = "feed" if node in self.fed_set else "op"
+            self.line_nodes[len(lines) + 2] = node
+            lines.append(f"{self.indent}check({var}, N{step}, '{role}')")
+        keep, names = self.schedule.keep, self.names  # keep: fetched values, assignments
+        dead = [names[i] for i in self.dies_at.get(step, ())
                 if i not in keep and names.get(i, "None") != "None"]
         if dead:
-            lines.append(f"{indent}del {', '.join(dead)}")
-    retire = set(recycled.values())
-    if writes and not indent:
-        lines += ["with store_lock:", "    if store.closed: closed()"]
-    for k, (var_node, value) in enumerate(writes):
-        env[f"W{k}"] = var_node
-        if var_node in retire:  # keep the old array: the next run may write into it
-            env["spare"] = session.spare_buffers
-            lines += [f"    old = store.get(W{k})",
-                      f"    if old is not {value}: spare[W{k}] = old"]  # not in place
-        lines.append(f"    store[W{k}] = {value}")
-    outputs = ", ".join(names[f] for f in targets)
-    lines.append(f"return ({outputs},)")
-    head = []
-    if reads:  # one block, so that no other run's assignments land in between
-        head = ["with store_lock:", "    if store.closed: closed()"] + [f"    {r}" for r in reads]
-        line_nodes = {n + len(head): node for n, node in line_nodes.items()}
-    if reads or writes or commit_start < len(order):
-        env["store_lock"] = session.store_lock
-        env["closed"] = raise_closed
-    records = []
-    if trace:
-        env.update(clock=time.perf_counter, rec=records.append, sync=backend.synchronize)
-    filename = f"<gradflow-plan-{next(_plan_ids)}>"
-    source = "def run(feeds, store):\n" + "".join(f"    {line}\n" for line in head + lines)
-    code = compile(source, filename, "exec")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(code, env)
-    plan = Plan(env["run"], tuple(fed), tuple(fetches), variables, line_nodes, filename)
-    plan.specialized = feed_shapes is not None
-    plan.trace = records if trace else None
-    plan.schedule = schedule
-    return plan
+            lines.append(f"{self.indent}del {', '.join(dead)}")
+
+    def _line(self, step, node, var, more, fetches):
+        """The statement computing ``node`` into ``var`` (None for none); statements to
+        run after it go to ``more``."""
+        kind, env, names = node.opdef.kind, self.env, self.names
+        if node in self.fed_set:
+            return f"{var} = feeds[{self.feed_index[node]}]"
+        if kind == "placeholder":
+            raise _missing_feed(node, fetches)
+        if kind == "variable":
+            env[f"K{step}"] = node
+            self.variables.append(node)
+            self.reads.append(f"{var} = store[K{step}]")  # all at the start of the run
+            return f"check({var}, K{step}, 'variable')" \
+                if self.checking and node.dtype.is_floating else None
+        if kind == "read_current":  # under the store lock: in the commit block
+            env[f"K{step}"] = node.attrs["var"]
+            self.variables.append(node.attrs["var"])
+            return f"{var} = store[K{step}]"
+        if kind == "constant":
+            env[f"C{step}"] = self.run.constant_value(node)
+            return f"{var} = C{step}"
+        if kind == "random":
+            env[f"R{step}"] = _random_source(self.run, node, node in self.schedule.keep)
+            return f"{var} = R{step}({', '.join(names[i] for i in node.inputs)})"
+        if kind == "group":
+            names[node] = "None"
+            return None
+        if kind == "assign":
+            return self._assign_line(node, var)
+        if node.opdef is FUSED_OUTPUT:
+            return f"{var} = {names[node.inputs[0]]}[{node.attrs['index']}]"
+        if node in self.schedule.stacks:  # its parts are in its buffer already
+            env["copyto"] = self.backend.copy_to
+            line = f"{var} = {self.buffer(node, step)}"
+            for part, _, _ in self.schedule.stacks[node]:  # unless an op returned a new
+                rows = self.buffer(part, self.position[part])  # array after all
+                more.append(f"if {names[part]} is not {rows}: copyto({rows}, {names[part]})")
+            return line
+        return self._call_line(step, node, var, more)  # "compute" and "call"
+
+    def _assign_line(self, node, var):
+        source = node.inputs[0]
+        value = self.names[source]
+        if source in self.fed_set:  # the store must own its arrays, not the user's
+            self.env["copy"] = self.backend.copy
+            value = f"copy({value})"
+        self.writes.append((node.attrs["var"], var))
+        return f"{var} = {value}"
+
+    def _call_line(self, step, node, var, more):
+        """The call of a step's bound function, writing into its buffer where it has one."""
+        if self.trace:
+            self.env[f"S{step}"] = node
+            self.line_nodes[len(self.lines) + 2] = node
+            self.lines.append(f"{self.indent}t = clock()")
+            more.append(f"sync(); rec((S{step}, t, clock()))")
+        self.env[f"F{step}"] = self.fns[node]
+        args = ", ".join(self.names[i] for i in node.inputs)
+        if is_multi(node):  # one entry per output, None for one the plan never reads
+            outs = [None] * output_count(node)
+            for o in self.schedule.order[step + 1:]:
+                if o.opdef is FUSED_OUTPUT and o.inputs[0] is node:
+                    outs[o.attrs["index"]] = self.buffer(o, self.position[o])
+            if any(b is not None for b in outs):
+                args += f", out=({', '.join(b or 'None' for b in outs)},)"
+        else:
+            dest = self.buffer(node, step)
+            if dest is not None:
+                args += f", out={dest}"
+        return f"{var} = F{step}({args})"
+
+    def _commit_lines(self):
+        """The block writing the run's assignments into the store."""
+        lines, env = self.lines, self.env
+        retire = set(self.schedule.recycled.values())
+        if self.writes and not self.indent:
+            lines += _COMMIT
+        for k, (var_node, value) in enumerate(self.writes):
+            env[f"W{k}"] = var_node
+            if var_node in retire:  # keep the old array: the next run may write into it
+                env["spare"] = self.run.spare_buffers
+                lines += [f"    old = store.get(W{k})",
+                          f"    if old is not {value}: spare[W{k}] = old"]  # not in place
+            lines.append(f"    store[W{k}] = {value}")
+
+    def finish(self, targets, fetches, commits):
+        """The plan: the function compiled from the lines written (``commits``: whether
+        some steps run in the commit block)."""
+        self._commit_lines()
+        env, lines, line_nodes = self.env, self.lines, self.line_nodes
+        lines.append(f"return ({', '.join(self.names[f] for f in targets)},)")
+        head = []
+        if self.reads:  # one block, so that no other run's assignments land in between
+            head = _COMMIT + [f"    {r}" for r in self.reads]
+            line_nodes = {n + len(head): node for n, node in line_nodes.items()}
+        if self.reads or self.writes or commits:
+            env["store_lock"] = self.run.store_lock
+            env["closed"] = raise_closed
+        records = []
+        if self.trace:
+            env.update(clock=time.perf_counter, rec=records.append,
+                       sync=self.backend.synchronize)
+        filename = f"<gradflow-plan-{next(_plan_ids)}>"
+        source = "def run(feeds, store):\n" + "".join(f"    {line}\n" for line in head + lines)
+        code = compile(source, filename, "exec")
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(code, env)
+        plan = Plan(env["run"], tuple(self.fed), tuple(fetches), self.variables, line_nodes,
+                    filename)
+        plan.trace = records if self.trace else None
+        plan.schedule = self.schedule
+        return plan
 
 
 def _numerics_check(xp):
@@ -406,20 +459,20 @@ def _numerics_check(xp):
     return check
 
 
-def _random_source(session, node, fetched):
+def _random_source(run, node, fetched):
     """The callable drawing ``node``'s numbers: the backend's own on its device where it
     has one (a captured run then draws new numbers on every replay; a fetched draw is
     copied, the device source reusing its array), else drawn on the host and copied."""
-    device = getattr(session.backend, "random_source", None)
-    source = device(session, node) if device is not None else None
+    device = getattr(run.backend, "random_source", None)
+    source = device(run, node) if device is not None else None
     if source is not None:
         if not fetched:
             return source
-        copy = session.backend.copy
+        copy = run.backend.copy
         return (lambda like: copy(source(like))) if node.inputs else (lambda: copy(source()))
-    rng = session.host_rng(node)
+    rng = run.host_rng(node)
     attrs = node.attrs
-    asarray = session.backend.asarray
+    asarray = run.backend.asarray
     if node.inputs:  # the shape comes from the input's value at run time
         return lambda like: asarray(draw_host(rng, attrs, like.shape))
     return lambda: asarray(draw_host(rng, attrs))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim import image_io as _image_io  # noqa: F401 - registers decode_image
+from gradflow.prim.registry import apply, convert_to_tensor
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
            "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
@@ -23,9 +24,6 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop
 
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
-    from gradflow.ops import image_io_ops  # noqa: F401 - registers decode_image
-    from gradflow.ops.registry import apply
-
     what = f"decode_{fmt}"
     x = convert_to_tensor(contents, dtype=dtypes.string)
     if x.dtype is not dtypes.string or (x.shape is not None and len(x.shape)):

@@ -18,8 +18,8 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import get_default_graph
 from gradflow.ops import state_ops
-from gradflow.ops.registry import apply
-from gradflow.ops.registry import constant as _constant_tensor
+from gradflow.prim.registry import apply
+from gradflow.prim.registry import constant as _constant_tensor
 from gradflow.variables import (
     Initializer,
     _fans,

@@ -3,7 +3,6 @@
 ``gradflow.gfile``."""
 
 from gradflow import dtypes, gfile
-from gradflow.ops import image_io_ops  # noqa: F401 - registers read_file
 from gradflow.ops.csv_ops import decode_csv
 from gradflow.ops.parsing_ops import (
     FixedLenFeature,
@@ -11,7 +10,8 @@ from gradflow.ops.parsing_ops import (
     parse_example,
     parse_single_example,
 )
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim import image_io as image_io_ops  # noqa: F401 - registers read_file
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.tfrecord import TFRecordOptions, TFRecordWriter, tf_record_iterator
 
 __all__ = ["FixedLenFeature", "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",

@@ -1,15 +1,35 @@
-"""Layer helpers with TF1 ``tf.layers`` names: variables made through get_variable."""
+"""Layers with TF1 ``tf.layers`` names: the functions (``dense``, ``conv2d``...), whose
+variables are made through ``get_variable``, and the layer objects built on them
+(``Dense``, ``Conv2D``...), which share their variables across calls.
+
+>>> h = gf.layers.dense(x, 512, activation=gf.nn.relu)
+>>> layer = gf.layers.Dense(10)
+"""
 
 from __future__ import annotations
 
 import math
 
-from gradflow.ops import rules
-from gradflow.ops.array_ops import matmul, reshape
+from gradflow.ops.array_ops import expand_dims, matmul, reshape, squeeze
+from gradflow.ops.conv_ops import _conv2d_transpose, _from_nhwc, _to_nhwc, avg_pool, max_pool
+from gradflow.ops.conv_ops import conv1d as nn_conv1d
+from gradflow.ops.conv_ops import conv2d as nn_conv2d
+from gradflow.ops.conv_ops import conv2d_transpose as nn_conv2d_transpose
+from gradflow.ops.conv_ops import dropout as nn_dropout
+from gradflow.ops.index_ops import shape as dynamic_shape
+from gradflow.ops.linalg_ops import tensordot
+from gradflow.ops.math_ops import cast, divide
 from gradflow.ops.nn_ops import bias_add
 from gradflow.ops.normalization_ops import batch_normalization_layer as batch_normalization  # noqa: F401,E501 - tf.layers name
-from gradflow.ops.registry import convert_to_tensor
-from gradflow.variables import get_variable, variable_scope, zeros_initializer
+from gradflow.prim import rules
+from gradflow.prim.registry import convert_to_tensor
+from gradflow.variables import (
+    GraphKeys,
+    get_collection,
+    get_variable,
+    variable_scope,
+    zeros_initializer,
+)
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
@@ -56,8 +76,6 @@ def last_axis_product(x, kernel):
         return matmul(x, kernel)
     lead = tuple(-1 if d is None else int(d) for d in x.shape[:-1])
     if lead.count(-1) > 1:
-        from gradflow.ops.linalg_ops import tensordot
-
         return tensordot(x, kernel, [[len(x.shape) - 1], [0]])
     rows = reshape(x, (-1, int(x.shape[-1])))
     return reshape(matmul(rows, kernel), lead + (int(kernel.shape[-1]),))
@@ -81,15 +99,11 @@ def _bias_and_activation(out, units, use_bias, bias_initializer, activation, tra
 
 def _activity_penalty(out, regularizer):
     """TF1: ``regularizer(out) / batch size`` joins ``GraphKeys.REGULARIZATION_LOSSES``."""
-    from gradflow.ops.index_ops import shape
-    from gradflow.ops.math_ops import cast, divide
-    from gradflow.variables import GraphKeys
-
     with out.graph.name_scope("ActivityRegularizer"):
         penalty = regularizer(out)
         if penalty is None:
             return
-        batch = cast(shape(out)[0], penalty.dtype)
+        batch = cast(dynamic_shape(out)[0], penalty.dtype)
         out.graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES,
                                     divide(penalty, batch))
 
@@ -132,8 +146,6 @@ def conv2d_in_scope(inputs, filters, kernel_size, strides=(1, 1), padding="valid
                     bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
                     activity_regularizer=None, trainable=True, data_format="channels_last"):
     """The body of ``conv2d``, with its variables in the current variable scope."""
-    from gradflow.ops.conv_ops import conv2d as nn_conv2d
-
     fmt = _nn_format(data_format, "conv2d")
     x = convert_to_tensor(inputs)
     axis = 1 if fmt == "NCHW" else 3
@@ -162,8 +174,6 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
 
     >>> h = gf.layers.max_pooling2d(h, 2, 2, data_format="channels_first")
     """
-    from gradflow.ops.conv_ops import max_pool
-
     return max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(),
                     data_format=_nn_format(data_format, "max_pooling2d"), name=name)
 
@@ -175,9 +185,6 @@ def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="chan
 
     >>> h = gf.layers.max_pooling1d(h, pool_size=2, strides=2)
     """
-    from gradflow.ops.array_ops import expand_dims, squeeze
-    from gradflow.ops.conv_ops import max_pool
-
     _channels_last(data_format, "max_pooling1d")
     (size,), (stride,) = _ints(pool_size, 1, "pool_size"), _ints(strides, 1, "strides")
     x = expand_dims(convert_to_tensor(inputs), 1)
@@ -192,17 +199,12 @@ def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="
 
     >>> h = gf.layers.average_pooling2d(h, 2, 2)
     """
-    from gradflow.ops.conv_ops import avg_pool
-
     return avg_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(),
                     data_format=_nn_format(data_format, "average_pooling2d"), name=name)
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """Dropout while ``training`` (a bool or a bool tensor), the identity otherwise."""
-    from gradflow.ops.conv_ops import dropout as nn_dropout
-    from gradflow.ops.math_ops import cast
-
     x = convert_to_tensor(inputs)
     if isinstance(training, bool):
         return nn_dropout(x, rate=rate, noise_shape=noise_shape, seed=seed, name=name) \
@@ -232,8 +234,6 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
 
     >>> h = gf.layers.conv1d(x, 64, 3, padding="same", activation=gf.nn.relu)
     """
-    from gradflow.ops.conv_ops import conv1d as nn_conv1d
-
     _channels_last(data_format, "conv1d", bias_constraint)
     if set(_pair(dilation_rate)) != {1}:
         raise NotImplementedError("layers.conv1d: dilation_rate other than 1 is not supported")
@@ -282,10 +282,6 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
 
     >>> up = gf.layers.conv2d_transpose(h, 32, 3, strides=2, padding="same")
     """
-    from gradflow.ops.conv_ops import _conv2d_transpose, _from_nhwc, _to_nhwc
-    from gradflow.ops.conv_ops import conv2d_transpose as nn_conv2d_transpose
-    from gradflow.ops.index_ops import shape as dynamic_shape
-
     fmt = _nn_format(data_format, "conv2d_transpose")
     if bias_constraint is not None:
         raise NotImplementedError("layers.conv2d_transpose: bias_constraint is not supported")
@@ -315,13 +311,200 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                                     trainable, bias_regularizer, activity_regularizer, fmt)
 
 
-from gradflow.layer_classes import (  # noqa: E402, F401 - built on the functions above
-    AveragePooling2D,
-    Conv2D,
-    Dense,
-    Dropout,
-    Flatten,
-    Layer,
-    MaxPooling1D,
-    MaxPooling2D,
-)
+# -- the layer objects --------------------------------------------------------------------
+# TF1's ``tf.layers.Dense``, ``Conv2D``, ...: a layer made once and called on several
+# inputs shares its variables across the calls. The first call opens the layer's variable
+# scope (its ``name``, else ``dense``, ``dense_1``... as the functions do) and makes the
+# variables there; later calls reuse that scope. ``layer.variables`` (``weights``),
+# ``trainable_variables`` and, for ``Dense`` and ``Conv2D``, ``kernel`` and ``bias`` are
+# the variables:
+#
+#     layer = gf.layers.Dense(10, activation=gf.nn.relu)
+#     a, b = layer(x1), layer(x2)      # one kernel, one bias
+
+
+class Layer:
+    """The base of the layer objects: ``layer(inputs)`` (or ``layer.apply(inputs)``)
+    runs ``call`` in the layer's variable scope, made on the first call."""
+
+    _default_name = "layer"
+
+    def __init__(self, trainable=True, name=None, dtype=None, **unused):
+        self.trainable = trainable
+        self.name = name
+        self.dtype = dtype
+        self._scope = None
+        self._variables = []
+        self.built = False
+
+    def call(self, inputs, **kwargs):
+        """What the layer computes from ``inputs`` (in its variable scope): the
+        identity here; each layer class defines its own."""
+        return inputs
+
+    def __call__(self, inputs, *args, **kwargs):
+        graph = getattr(inputs, "graph", None)
+        if self._scope is None:
+            with variable_scope(self.name, default_name=self._default_name) as scope:
+                self._scope = scope
+                known = set(_global_variables(graph))
+                out = self.call(inputs, *args, **kwargs)
+                self._variables = [v for v in _global_variables(graph) if v not in known]
+                self.built = True
+                if self.name is None:
+                    self.name = scope.name.rsplit("/", 1)[-1]
+                return out
+        with variable_scope(self._scope, reuse=True):
+            return self.call(inputs, *args, **kwargs)
+
+    apply = __call__
+
+    @property
+    def variables(self) -> list:
+        """The variables the first call made (``weights`` too), in their order."""
+        return list(self._variables)
+
+    weights = variables
+
+    @property
+    def trainable_variables(self) -> list:
+        """Those of ``variables`` that train (``trainable_weights`` too); none when
+        the layer was made with ``trainable=False``."""
+        return [v for v in self._variables if v.trainable] if self.trainable else []
+
+    trainable_weights = trainable_variables
+
+    def _variable(self, suffix):
+        return next((v for v in self._variables
+                     if v.name.rsplit("/", 1)[-1].split(":")[0] == suffix), None)
+
+
+def _global_variables(graph):
+    if graph is None:
+        return get_collection(GraphKeys.GLOBAL_VARIABLES)
+    return graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+
+
+def _variable_options(kernel_initializer, bias_initializer, kernel_regularizer,
+                      bias_regularizer, activity_regularizer) -> dict:
+    """The keyword arguments a layer passes on to its function's body."""
+    return dict(kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                activity_regularizer=activity_regularizer)
+
+
+class Dense(Layer):
+    """``activation(inputs @ kernel + bias)`` (TF1 ``tf.layers.Dense``)."""
+
+    _default_name = "dense"
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, **kwargs):
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        self.units, self.activation, self.use_bias = int(units), activation, use_bias
+        self._options = _variable_options(kernel_initializer, bias_initializer,
+                                          kernel_regularizer, bias_regularizer,
+                                          activity_regularizer)
+
+    def call(self, inputs):
+        """``layers.dense`` of ``inputs`` in the layer's scope."""
+        return dense_in_scope(inputs, self.units, self.activation, self.use_bias,
+                              trainable=self.trainable, **self._options)
+
+    kernel = property(lambda self: self._variable("kernel"),
+                      doc="The kernel variable (None before the first call).")
+    bias = property(lambda self: self._variable("bias"),
+                    doc="The bias variable (None before the first call, or without one).")
+
+
+class Conv2D(Layer):
+    """2-D convolution (TF1 ``tf.layers.Conv2D``), variables ``kernel`` and ``bias``."""
+
+    _default_name = "conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        self.filters, self.kernel_size, self.strides = int(filters), kernel_size, strides
+        self.padding, self.data_format = padding, data_format
+        self.activation, self.use_bias = activation, use_bias
+        self._options = _variable_options(kernel_initializer, bias_initializer,
+                                          kernel_regularizer, bias_regularizer,
+                                          activity_regularizer)
+
+    def call(self, inputs):
+        """``layers.conv2d`` of ``inputs`` in the layer's scope."""
+        return conv2d_in_scope(
+            inputs, self.filters, self.kernel_size, self.strides, self.padding,
+            self.activation, self.use_bias, trainable=self.trainable,
+            data_format=self.data_format, **self._options)
+
+    kernel = property(lambda self: self._variable("kernel"),
+                      doc="The kernel variable (None before the first call).")
+    bias = property(lambda self: self._variable("bias"),
+                    doc="The bias variable (None before the first call, or without one).")
+
+
+class _Pooling(Layer):
+    _function = None
+
+    def __init__(self, pool_size, strides, padding="valid", data_format="channels_last",
+                 name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.pool_size, self.strides = pool_size, strides
+        self.padding, self.data_format = padding, data_format
+
+    def call(self, inputs):
+        """The pooling function of the class over ``inputs``."""
+        return type(self)._function(inputs, self.pool_size, self.strides, self.padding,
+                                    self.data_format)
+
+
+class MaxPooling1D(_Pooling):
+    """TF1 ``tf.layers.MaxPooling1D``."""
+
+    _default_name = "max_pooling1d"
+    _function = staticmethod(max_pooling1d)
+
+
+class MaxPooling2D(_Pooling):
+    """TF1 ``tf.layers.MaxPooling2D``."""
+
+    _default_name = "max_pooling2d"
+    _function = staticmethod(max_pooling2d)
+
+
+class AveragePooling2D(_Pooling):
+    """TF1 ``tf.layers.AveragePooling2D``."""
+
+    _default_name = "average_pooling2d"
+    _function = staticmethod(average_pooling2d)
+
+
+class Flatten(Layer):
+    """TF1 ``tf.layers.Flatten``: ``[batch, ...]`` to ``[batch, k]``."""
+
+    _default_name = "flatten"
+
+    def call(self, inputs):
+        """``layers.flatten(inputs)``."""
+        return flatten(inputs)
+
+
+class Dropout(Layer):
+    """TF1 ``tf.layers.Dropout``: ``layer(x, training=is_training)``."""
+
+    _default_name = "dropout"
+
+    def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
+
+    def call(self, inputs, training=False):
+        """``layers.dropout`` of ``inputs`` while ``training``, else ``inputs``."""
+        return dropout(inputs, self.rate, self.noise_shape, self.seed, training)

@@ -47,8 +47,8 @@ from gradflow.ops.nn_ops import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
-from gradflow.ops.registry import apply, constant, convert_to_tensor
 from gradflow.ops.state_ops import stop_gradient
+from gradflow.prim.registry import apply, constant, convert_to_tensor
 from gradflow.variables import GraphKeys, add_to_collection, get_collection
 
 __all__ = [

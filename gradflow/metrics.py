@@ -36,8 +36,8 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import apply, convert_to_tensor
 from gradflow.ops.state_ops import assign_add
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.variables import GraphKeys, Variable, add_to_collections, variable_scope
 
 __all__ = ["accuracy", "false_negatives", "false_positives", "mean", "mean_absolute_error",

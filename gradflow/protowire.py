@@ -1,6 +1,6 @@
 """The protobuf wire format and the checksums of TensorFlow's files, by hand (no
 protobuf dependency): what TensorFlow's checkpoints (``train.tf_checkpoint``), TFRecord
-files (``gradflow.tfrecord``), ``tf.train.Example`` (``train.example``) and
+files (``gradflow.tfrecord``), ``tf.train.Example`` (``gradflow.example``) and
 ``ConfigProto`` (``gradflow.config``) are made of.
 
 Readers check every length against the buffer and raise ``error`` (a caller's

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gradflow.graph import topological_order
-from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.passes.ir import user_node
+from gradflow.prim.plan import FUSED, FUSED_OUTPUT
 
 
 class Capabilities(Protocol):

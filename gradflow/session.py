@@ -9,10 +9,9 @@ import numpy as np
 
 from gradflow import backends
 from gradflow.capture import run_captured
-from gradflow.data.feeding import next_elements
+from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.errors import GradflowError, InvalidArgumentError, ResourceExhaustedError
 from gradflow.executor import (
-    VariableStore,
     check_feed,
     compile_plan,
     is_feedable,
@@ -22,9 +21,21 @@ from gradflow.executor import (
 )
 from gradflow.graph import Tensor, _OpView, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
+from gradflow.prim.plan import FUSED
+from gradflow.run_state import RunState
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 
-_DEFAULT_GRAPH_SEED = 87654321
+# What adds feeds to a run from outside the feed_dict: ``source(run_state, fetches,
+# feed_items) -> [(tensor, value)]``. gf.data registers its iterators' batches here
+# (``gradflow.data.feeding``): it sits above the session, which cannot import it.
+_feed_sources: list = []
+
+
+def register_feed_source(source) -> None:
+    """Have every ``Session.run`` call ``source(run_state, fetches, feed_items)`` for
+    more ``(tensor, value)`` feeds (gf.data's iterators give their next batches so)."""
+    if source not in _feed_sources:
+        _feed_sources.append(source)
 
 
 class Session:
@@ -59,31 +70,62 @@ class Session:
                  allow_tf32=False):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
-        self.graph = graph if graph is not None else get_default_graph()
-        self.backend = backends.get(backend, device)
-        self.seed = seed
-        self.check_numerics = bool(check_numerics)
-        self.optimize = bool(optimize)
+        backend = backends.get(backend, device)
         if allow_tf32:
-            self.backend.allow_tf32 = True
-        self.capture = getattr(self.backend, "captures", False) if capture is None \
-            else bool(capture)
-        self._running = self.backend.running  # a context for each run, or None
-        self._gate = getattr(self.backend, "gate", None)  # a CaptureGate, or None
-        self._store = VariableStore()
+            backend.allow_tf32 = True
+        capture = getattr(backend, "captures", False) if capture is None else bool(capture)
+        # everything a run needs, handed to the plan compiler, capture and call ops
+        self.run_state = RunState(graph if graph is not None else get_default_graph(),
+                                  backend, seed, bool(optimize), bool(check_numerics), capture)
         self._plans: dict = {}
-        self._constants: dict = {}
-        self._rngs: dict = {}
         self._closed = False
-        # variable -> the array it held before the last run that assigned it (see executor)
-        self.spare_buffers: dict = {}
-        # Runs read their variables and write their assignments each in one block under
-        # this lock; the init lock makes lazy initialization happen once per variable.
-        self.store_lock = threading.RLock()  # re-entered by the sub-plans of control flow
-        self._init_lock = threading.RLock()
+        self._init_lock = threading.RLock()  # initializes each variable once
         self._shape_plans: dict = {}  # fetch-set key -> shape-specialized plans made
-        # state that graph objects keep per session (gf.data iterators), closed with it
-        self.resources: dict = {}
+
+    # -- what the run state holds, read through the Session -----------------------------
+    graph = property(lambda self: self.run_state.graph, doc="The graph this Session runs.")
+    backend = property(lambda self: self.run_state.backend,
+                       doc="The array backend the Session runs on.")
+    seed = property(lambda self: self.run_state.seed,
+                    doc="The seed of random ops that have no graph or op seed.")
+    resources = property(lambda self: self.run_state.resources,
+                         doc="State that graph objects keep per Session (gf.data iterators).")
+    spare_buffers = property(lambda self: self.run_state.spare_buffers,
+                             doc="Variable -> the array it held before the last run that "
+                                 "assigned it (see gradflow.executor).")
+    store_lock = property(lambda self: self.run_state.store_lock,
+                          doc="The lock under which runs read and write the variables.")
+
+    @property
+    def optimize(self) -> bool:
+        """Whether new plans run the graph compiler's passes (``Session(optimize=)``)."""
+        return self.run_state.optimize
+
+    @optimize.setter
+    def optimize(self, value):
+        self.run_state.optimize = bool(value)
+
+    @property
+    def check_numerics(self) -> bool:
+        """Whether new plans check every floating value (``Session(check_numerics=)``)."""
+        return self.run_state.check_numerics
+
+    @check_numerics.setter
+    def check_numerics(self, value):
+        self.run_state.check_numerics = bool(value)
+
+    @property
+    def capture(self) -> bool:
+        """Whether plans are captured and replayed (``Session(capture=)``)."""
+        return self.run_state.capture
+
+    @capture.setter
+    def capture(self, value):
+        self.run_state.capture = bool(value)
+
+    def host_rng(self, node):
+        """The host random generator of one random node (same numbers on every backend)."""
+        return self.run_state.host_rng(node)
 
     # -- context management ----------------------------------------------------
     def __enter__(self) -> "Session":
@@ -104,17 +146,12 @@ class Session:
         """Free the session's variables, plans and resources (``gf.data`` iterators). A
         run still in flight in another thread then fails at its next read or write of a
         variable, writing nothing."""
-        with self.store_lock:
+        state = self.run_state
+        with state.store_lock:
             self._closed = True
-            self._store.closed = True
-            self._store.clear()
-        for resource in list(self.resources.values()):
-            getattr(resource, "close", lambda: None)()
-        self.resources.clear()
-        self.spare_buffers.clear()
+        state.close()
         self._plans.clear()
         self._shape_plans.clear()
-        self._constants.clear()
 
     # -- running ---------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -149,83 +186,101 @@ class Session:
         """
         if self._closed:
             raise_closed()
-        if self._gate is None:
+        gate = self.run_state.gate
+        if gate is None:
             return self._run(fetches, feed_dict, options, run_metadata, output)
-        with self._gate.run():  # no other thread's device work while a plan is captured
+        with gate.run():  # no other thread's device work while a plan is captured
             return self._run(fetches, feed_dict, options, run_metadata, output)
 
     def _run(self, fetches, feed_dict, options, run_metadata, output):
         flat, rebuild = self._fetch_list(fetches)
         if not flat:  # run([]), run({}): nothing to compute (TF1 gives the empty structure)
             return rebuild([])
-        try:
-            feed_items = list(feed_dict.items()) if feed_dict else []
-        except AttributeError:
-            raise TypeError("Session.run: feed_dict must be a dict of {tensor: value}, got "
-                            f"{type(feed_dict).__name__}") from None
-        feed_items += next_elements(self, flat, feed_items)  # gf.data iterators' batches
-        try:
-            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
-        except _SparseKey:  # fed as its three parts; found where keys are resolved anyway
-            feed_items = expand_feeds(feed_items)
-            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
-        key = (tuple(flat), feed_keys)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan, feeds = self._plan_for(key, feed_items)
-            if plan.specialized:
-                key = (key, tuple(tuple(f.shape) for f in feeds))
-        else:
-            feeds = self._convert_feeds(feed_keys, feed_items)
-            if plan.specialize:  # a plan of its own for each set of fed shapes
-                key = (key, tuple(tuple(f.shape) for f in feeds))
-                plan = self._plans.get(key) or self._compile(key, feeds)
+        feed_items, feed_keys = self._feed_items(flat, feed_dict)
+        plan, feeds = self._plan(flat, feed_keys, feed_items)
         tracing = options is not None and getattr(options, "trace_level", 0) > 0
         if tracing:
             plan = self._traced_plan((tuple(flat), feed_keys), feeds)
         elif not plan.lock.acquire(blocking=False):  # another thread runs this plan now
             plan = self._free_instance(plan, flat, feed_keys, feeds)
         try:
-            if not plan.initialized:
-                self._initialize_missing(plan.variables)
-                plan.initialized = True
-            try:
-                if self._running is None and not self.capture:
-                    values = plan.fn(feeds, self._store)
-                elif self._running is None:
-                    values = self._run_plan(plan, feeds, tracing)
-                else:
-                    with self._running():
-                        values = self._run_plan(plan, feeds, tracing)
-            except Exception as err:
-                raise self._run_error(plan, err) from err
+            values = self._execute(plan, feeds, tracing)
             if tracing and run_metadata is not None:
-                _record_trace(plan, run_metadata, self.backend)
+                _record_trace(plan, run_metadata, self.run_state.backend)
         finally:
             plan.lock.release()
         if output == "numpy":
-            to_host = self.backend.host_value
-            # a summary's value is bytes (a serialized protobuf), returned as it is; a
-            # scalar is a NumPy scalar of its dtype, as TF1 returns it (np.float32(0.5))
-            try:
-                values = [v if v is None or isinstance(v, bytes) else to_host(v)[()]
-                          for v in values]
-            except MemoryError as err:
-                raise ResourceExhaustedError(
-                    f"out of memory copying the fetched values to NumPy ({err}); fetch "
-                    "less, or pass output='native' to get the backend's arrays as they "
-                    "are") from None
+            values = self._host_values(values)
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
 
+    def _feed_items(self, flat, feed_dict):
+        """The ``(key, value)`` feeds of a run (``feed_dict``'s, then the registered feed
+        sources': gf.data iterators' batches) and their tensors, resolved."""
+        try:
+            feed_items = list(feed_dict.items()) if feed_dict else []
+        except AttributeError:
+            raise TypeError("Session.run: feed_dict must be a dict of {tensor: value}, got "
+                            f"{type(feed_dict).__name__}") from None
+        for source in _feed_sources:
+            feed_items += source(self.run_state, flat, feed_items)
+        try:
+            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
+        except _SparseKey:  # fed as its three parts; found where keys are resolved anyway
+            feed_items = expand_feeds(feed_items)
+            feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
+        return feed_items, feed_keys
+
+    def _plan(self, flat, feed_keys, feed_items):
+        """``(plan, converted feeds)`` of a run: the cached plan, or a new one."""
+        key = (tuple(flat), feed_keys)
+        plan = self._plans.get(key)
+        if plan is None:
+            return self._plan_for(key, feed_items)
+        feeds = self._convert_feeds(feed_keys, feed_items)
+        if plan.specialize:  # a plan of its own for each set of fed shapes
+            key = (key, tuple(tuple(f.shape) for f in feeds))
+            plan = self._plans.get(key) or self._compile(key, feeds)
+        return plan, feeds
+
+    def _execute(self, plan, feeds, tracing):
+        """The fetched values of one run of ``plan`` (locked by the caller) on ``feeds``."""
+        state = self.run_state
+        if not plan.initialized:
+            self.initialize_missing(plan.variables)
+            plan.initialized = True
+        try:
+            if state.running is None and not state.capture:
+                return plan.fn(feeds, state.store)
+            if state.running is None:
+                return self._run_plan(plan, feeds, tracing)
+            with state.running():
+                return self._run_plan(plan, feeds, tracing)
+        except Exception as err:
+            raise self._run_error(plan, err) from err
+
+    def _host_values(self, values):
+        """The fetched values as NumPy values: a summary's value is bytes (a serialized
+        protobuf), returned as it is; a scalar is a NumPy scalar of its dtype, as TF1
+        returns it (``np.float32(0.5)``)."""
+        to_host = self.run_state.backend.host_value
+        try:
+            return [v if v is None or isinstance(v, bytes) else to_host(v)[()] for v in values]
+        except MemoryError as err:
+            raise ResourceExhaustedError(
+                f"out of memory copying the fetched values to NumPy ({err}); fetch "
+                "less, or pass output='native' to get the backend's arrays as they "
+                "are") from None
+
     def _run_plan(self, plan, feeds, tracing):
-        if self.capture and not tracing:
-            values = run_captured(self, plan, feeds)
+        state = self.run_state
+        if state.capture and not tracing:
+            values = run_captured(state, plan, feeds)
             if values is not None:  # the next replay overwrites them: copies for the caller
-                copy = self.backend.copy
+                copy = state.backend.copy
                 return [v if v is None or isinstance(v, bytes) else copy(v) for v in values]
-        return plan.fn(feeds, self._store)
+        return plan.fn(feeds, state.store)
 
     # Shape-specialized plans kept per fetch set: a loop over ragged batch sizes must not
     # compile a plan per size, so past this many it uses the general plan.
@@ -245,7 +300,7 @@ class Session:
             self._plans.setdefault(key, marker)
             plan = self._compile((key, tuple(tuple(f.shape) for f in feeds)), feeds)
         else:
-            plan = self._plans.setdefault(key, compile_plan(self, list(flat), feed_keys))
+            plan = self._plans.setdefault(key, compile_plan(self.run_state, list(flat), feed_keys))
         return plan, feeds
 
     def _compile(self, key, feeds):
@@ -259,10 +314,10 @@ class Session:
         if count >= self.MAX_SHAPE_PLANS:
             general = self._plans.get((base, "general"))
             if general is None:
-                general = compile_plan(self, list(flat), feed_keys)
+                general = compile_plan(self.run_state, list(flat), feed_keys)
                 general = self._plans.setdefault((base, "general"), general)
             return general
-        plan = compile_plan(self, list(flat), feed_keys, [f.shape for f in feeds])
+        plan = compile_plan(self.run_state, list(flat), feed_keys, [f.shape for f in feeds])
         return self._plans.setdefault(key, plan)
 
     # Instances of one plan kept for concurrent runs; more threads than this wait.
@@ -281,7 +336,7 @@ class Session:
         if len(plan.instances) >= self.MAX_PLAN_INSTANCES:
             plan.lock.acquire()
             return plan
-        other = compile_plan(self, list(flat), feed_keys,
+        other = compile_plan(self.run_state, list(flat), feed_keys,
                              [f.shape for f in feeds] if plan.specialized else None)
         other.lock.acquire()
         with self._init_lock:
@@ -299,21 +354,12 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans.setdefault(
-                key, compile_plan(self, list(flat), feed_keys, shapes, trace=True))
+                key, compile_plan(self.run_state, list(flat), feed_keys, shapes, trace=True))
         if not plan.lock.acquire(blocking=False):
-            plan = compile_plan(self, list(flat), feed_keys, shapes, trace=True)
+            plan = compile_plan(self.run_state, list(flat), feed_keys, shapes, trace=True)
             plan.lock.acquire()
         plan.trace.clear()
         return plan
-
-    def compile_subplan(self, fetches, fed):
-        """The plan of a sub-graph (a ``cond`` branch, a loop body), for the op that holds
-        it: ops get the plan compiler through the session, never by importing it."""
-        return compile_plan(self, list(fetches), fed)
-
-    def new_store(self):
-        """An empty variable store (a ``cond`` branch writes its assignments into one)."""
-        return VariableStore()
 
     def describe_plan(self, fetches, feed_dict=None) -> str:
         """The compiled plan that ``run(fetches, feed_dict)`` would use, as text: each
@@ -327,7 +373,7 @@ class Session:
         feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         feeds = self._convert_feeds(feed_keys, feed_items)
         shapes = [f.shape for f in feeds] if self._specializes(feed_keys) else None
-        return compile_plan(self, flat, feed_keys, shapes).schedule.describe()
+        return compile_plan(self.run_state, flat, feed_keys, shapes).schedule.describe()
 
     def _fetch_list(self, fetches):
         """The tensors of ``fetches``, resolved, and the function that rebuilds their
@@ -335,16 +381,16 @@ class Session:
         if isinstance(fetches, Tensor):
             flat, rebuild = [fetches], None
         else:
-            flat, rebuild = _flatten(fetches, self.graph)
+            flat, rebuild = _flatten(fetches, self.run_state.graph)
         return [self._resolve(f) for f in flat], rebuild
 
     def _specializes(self, feed_keys) -> bool:
         """Whether plans for these fed tensors are compiled per set of fed shapes."""
-        return self.optimize and any(t.shape is None or not t.shape.is_fully_defined()
+        return self.run_state.optimize and any(t.shape is None or not t.shape.is_fully_defined()
                                      for t in feed_keys)
 
     def _convert_feeds(self, feed_keys, feed_items):
-        backend = self.backend
+        backend = self.run_state.backend
         feeds = []
         for tensor, (_, value) in zip(feed_keys, feed_items):
             if backend.is_native(value) and not isinstance(value, np.ndarray):
@@ -355,7 +401,8 @@ class Session:
         return feeds
 
     def _check_native_feed(self, tensor, value):
-        xp = self.backend.xp
+        backend = self.run_state.backend
+        xp = backend.xp
         want = tensor.dtype.resolve(xp)
         if value.dtype != want:
             # the host checks of a NumPy feed, on the extremes only: no lossy kind change,
@@ -363,8 +410,7 @@ class Session:
             flat = xp.reshape(value, (-1,))
             extremes = flat[:0] if flat.shape[0] == 0 or value.dtype == xp.bool else \
                 xp.stack([xp.min(flat), xp.max(flat)])
-            check_feed(tensor, self.backend.to_numpy(extremes), tensor.dtype.as_numpy_dtype,
-                       None)
+            check_feed(tensor, backend.to_numpy(extremes), tensor.dtype.as_numpy_dtype, None)
             value = xp.astype(value, want)
         if tensor.shape is not None:
             check_feed(tensor, np.empty(tuple(value.shape), dtype=tensor.dtype.as_numpy_dtype),
@@ -375,10 +421,10 @@ class Session:
         """The tensor called ``name``; TF1's errors where there is none (a feed's is a
         TypeError, a fetch's a ValueError), with the closest names."""
         try:
-            return self.graph.get_tensor_by_name(name)
+            return self.run_state.graph.get_tensor_by_name(name)
         except KeyError:
             kinds = ("placeholder", "placeholder_with_default") if role == "feed" else None
-            why = self.graph.missing_name(name, kinds)
+            why = self.run_state.graph.missing_name(name, kinds)
             if role == "feed":
                 raise TypeError(f"cannot interpret feed_dict key {name!r} as a tensor: "
                                 f"{why}") from None
@@ -398,7 +444,7 @@ class Session:
                                 "placeholders, tensors or tensor names")
             raise TypeError(f"cannot fetch {fetch!r}: fetches must be tensors, operations, "
                             "tensor names, or lists/tuples/dicts of them")
-        if fetch.graph is not self.graph:
+        if fetch.graph is not self.run_state.graph:
             raise ValueError(f"cannot {role} '{fetch.name}': it belongs to another graph than "
                              "this session's (create it inside `with graph.as_default()` of "
                              "the session's graph, or pass graph= to the Session)")
@@ -411,57 +457,35 @@ class Session:
         return err if node is None else node_error(node, err)
 
     # -- variables -------------------------------------------------------------
-    def _initialize_missing(self, variables):
-        if all(v in self._store for v in variables):
+    def initialize_missing(self, variables):
+        """Give each of ``variables`` that has no value in this Session its initial value
+        (once per variable, even when threads ask together)."""
+        store = self.run_state.store
+        if all(v in store for v in variables):
             return
-        with self._init_lock:  # once per variable, even when threads start together
-            missing = [v for v in variables if v not in self._store]
+        with self._init_lock:
+            missing = [v for v in variables if v not in store]
             if not missing:
                 return
             values = self.run([v.initial_value for v in missing], output="native")
-            with self.store_lock:  # a run of another thread may have assigned one since
+            with self.run_state.store_lock:  # a run of another thread may have assigned one
                 if self._closed:
                     raise_closed()
                 for var, value in zip(missing, values):
-                    self._store.setdefault(var, value)
+                    store.setdefault(var, value)
 
     def load_variable(self, var, value):
         """Set ``var`` to ``value`` (array-like) outside any run."""
         array = check_feed(var, value, var.dtype.as_numpy_dtype, var.shape)
-        value = self.backend.asarray(np.array(array, copy=True))
-        with self.store_lock:
+        value = self.run_state.backend.asarray(np.array(array, copy=True))
+        with self.run_state.store_lock:
             if self._closed:
                 raise_closed()
-            self._store[var] = value
-
-    def constant_value(self, node):
-        """The backend array of a constant node, converted once per session."""
-        node = user_node(node)
-        value = self._constants.get(node)
-        if value is None:
-            value = self._constants[node] = self.backend.device_value(
-                node.attrs["value"].array)
-        return value
-
-    def host_rng(self, node):
-        """The host random generator of one random node (same numbers on every backend)."""
-        node = user_node(node)
-        rng = self._rngs.get(node)
-        if rng is None:
-            graph_seed, op_seed = node.attrs["graph_seed"], node.attrs["op_seed"]
-            if graph_seed is None and op_seed is None:
-                entropy = None if self.seed is None else [int(self.seed), node.index]
-            else:
-                entropy = [_DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed, op_seed]
-            rng = self._rngs[node] = np.random.default_rng(entropy)
-        return rng
+            self.run_state.store[var] = value
 
 
 def _record_trace(plan, run_metadata, backend):
     """Fill ``run_metadata.step_stats`` with the times ``plan`` recorded in its run."""
-    from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
-    from gradflow.passes.fusion import FUSED
-
     epoch = time.time() - time.perf_counter()
     stats = []
     for node, start, end in plan.trace:

@@ -20,7 +20,11 @@ import collections
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.graph import Tensor
+from gradflow.graph import Tensor, TensorShape, _find_session
+from gradflow.prim.array import static_value
+from gradflow.prim.math import cast, divide
+from gradflow.prim.registry import apply, constant, convert_to_tensor
+from gradflow.prim.state import placeholder
 
 
 class SparseTensorValue(collections.namedtuple("SparseTensorValue",
@@ -36,9 +40,6 @@ class SparseTensor:
     arrays are made constants), ``values`` a tensor of any dtype."""
 
     def __init__(self, indices, values, dense_shape):
-        from gradflow.ops.math_ops import cast
-        from gradflow.ops.registry import convert_to_tensor
-
         parts = []
         for what, part in (("indices", indices), ("dense_shape", dense_shape)):
             if isinstance(part, Tensor):
@@ -98,9 +99,6 @@ class SparseTensor:
     def shape(self):
         """The static dense shape: known where ``dense_shape`` is a constant, else only
         its rank, or None where that is unknown too (as a ``Tensor``'s)."""
-        from gradflow.graph import TensorShape
-        from gradflow.ops.array_ops import static_value
-
         known = static_value(self._dense_shape)
         if known is not None:
             return TensorShape([int(d) for d in known.reshape(-1)])
@@ -115,13 +113,9 @@ class SparseTensor:
 
     def eval(self, feed_dict=None, session=None):
         """This sparse tensor's value in ``session`` (default: the default session)."""
-        from gradflow.graph import _find_session
-
         return _find_session(session, self._values).run(self, feed_dict=feed_dict)
 
     def _scaled(self, other, op, symbol):
-        from gradflow.ops.registry import convert_to_tensor
-
         other = convert_to_tensor(other, like=self._values)
         if other.shape is None or len(other.shape) != 0:
             raise NotImplementedError(f"SparseTensor {symbol} a tensor of shape "
@@ -130,16 +124,12 @@ class SparseTensor:
 
     def __mul__(self, other):
         """The entries times a scalar (TF1's ``SparseTensor * dense``, for scalars)."""
-        from gradflow.ops.math_ops import multiply
-
-        return self._scaled(other, multiply, "*")
+        return self._scaled(other, lambda a, b: apply("multiply", [a, b]), "*")
 
     __rmul__ = __mul__
 
     def __truediv__(self, other):
         """The entries divided by a scalar."""
-        from gradflow.ops.math_ops import divide
-
         return self._scaled(other, divide, "/")
 
     def __repr__(self) -> str:
@@ -152,9 +142,6 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
     ``SparseTensorValue`` or an ``(indices, values, dense_shape)`` tuple. A fully known
     ``shape`` makes ``dense_shape`` that constant; else ``shape``'s rank, where given,
     fixes the indices' width."""
-    from gradflow.ops.registry import constant
-    from gradflow.ops.state_ops import placeholder
-
     name = name or "SparsePlaceholder"
     rank = None
     if isinstance(shape, Tensor):  # the dense shape as a tensor (a constant, usually)

@@ -1,4 +1,4 @@
-"""The whole life of gradflow.backends.nvmath_matmul.PlannedMatmul on the CPU (MKL through
+"""The whole life of gradflow.backends.cupy.nvmath_matmul.PlannedMatmul on the CPU (MKL through
 nvmath-python), run by tests/test_nvmath_matmul.py in a subprocess of its own so that the
 pytest process never loads MKL's OpenMP beside OpenBLAS and numba. Prints one line per
 case and exits non-zero at the first wrong result."""
@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from gradflow.backends.nvmath_matmul import PlannedMatmul
+from gradflow.backends.cupy.nvmath_matmul import PlannedMatmul
 
 TOLERANCE = {"float32": 2e-6, "float64": 1e-14}
 

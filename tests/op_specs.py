@@ -12,7 +12,9 @@ entry, for ops the executor evaluates itself).
 
 from __future__ import annotations
 
+import importlib
 import math
+import pathlib
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
@@ -24,7 +26,7 @@ import gradflow.distributed as hvd
 from gradflow.ops import math_ops, rnn_ops, state_ops
 from gradflow.ops.array_ops import broadcast_like, reshape_like, unbroadcast
 from gradflow.ops.index_ops import getitem_key
-from gradflow.ops.registry import apply
+from gradflow.prim.registry import apply
 
 # Registered ops the executor gives values itself (kind != "compute"), and the plan-only
 # ops that only the graph compiler makes.
@@ -50,7 +52,7 @@ EXEMPT = {
     "print": "kind 'call': tf.print, prints when run (test_control_flow.py)",
     "assert": "kind 'call': Assert and assert_*, raise when run (test_control_flow.py)",
     "py_func": "kind 'call': runs a Python function on the host (test_control_flow.py)",
-    # input pipelines (gradflow/ops/dataset_ops.py): values from the host pipeline that the
+    # input pipelines (gradflow/prim/dataset.py): values from the host pipeline that the
     # session's iterator state runs, no gradient (tests/test_data_pipeline.py)
     "iterator_get_next": "kind 'call': the next element of a gf.data iterator",
     "iterator_component": "kind 'call': one component of an iterator's element",
@@ -64,7 +66,7 @@ EXEMPT = {
     "queue_size": "kind 'call': the number of elements in a queue of the session",
     "queue_is_closed": "kind 'call': whether a queue of the session is closed",
     "input_epochs": "kind 'call': an input producer's rows, per epoch, for num_epochs runs",
-    # host ops of image input (gradflow/ops/image_io_ops.py, tests/test_image_io.py)
+    # host ops of image input (gradflow/prim/image_io.py, tests/test_image_io.py)
     "read_file": "kind 'call': a file's bytes, read on the host",
     "decode_image": "kind 'call': image bytes decoded on the host by Pillow",
     "gather_strings": "kind 'call': gather of a string tensor, on the host where strings are",
@@ -1261,7 +1263,7 @@ spec("scan_and_foldr", ("getitem", "concat", "multiply", "add"),
 
 
 # -- tf.nn activations, l2_normalize, weighted cross-entropy, top_k, in_top_k, conv1d and
-# conv2d_transpose (gradflow/ops/activation_ops.py, nn_ops.py, topk_ops.py, conv_ops.py) --
+# conv2d_transpose (gradflow/prim/activation.py, nn.py, sort.py, conv.py) --
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
@@ -2125,6 +2127,11 @@ _REASONS = {
         "dynamic_partition dynamic_partition_2d dynamic_partition_int",
 }
 NEEDS_RANK = {spec_id: reason for reason, ids in _REASONS.items() for spec_id in ids.split()}
+
+# the specs of op families kept in files of their own (tests/op_specs_<family>.py), each
+# adding to SPECS with ``spec`` (and ``needs_rank=`` where a spec needs it) when imported
+for _path in sorted(pathlib.Path(__file__).parent.glob("op_specs_*.py")):
+    importlib.import_module(_path.stem)
 
 
 SPECS[:] = [replace(s, needs_rank=NEEDS_RANK[s.id]) if s.id in NEEDS_RANK else s

@@ -1,4 +1,4 @@
-"""The BLAS thread policy of the NumPy backend (gradflow.backends.threads)."""
+"""The BLAS thread policy of the NumPy backend (gradflow.backends.cpu.threads)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import threads
+from gradflow.backends.cpu import threads
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -52,7 +52,7 @@ def test_fixed_setting_sets_the_blas(monkeypatch):
         pytest.skip("threadpoolctl finds no BLAS under NumPy here")
     monkeypatch.setenv("GRADFLOW_THREADS", "1")
     threads.reset()
-    threads._state["blas"] = None  # find the BLAS libraries loaded by now
+    threads.blas_libraries.cache_clear()  # find the BLAS libraries loaded by now
     threads.refresh()
     assert threads.current() == 1
     assert set(_openblas_threads()) == {1}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow.backends.cpu import numba_support
 from gradflow.errors import FailedPreconditionError
 
 
@@ -72,7 +73,7 @@ def test_a_run_in_flight_writes_nothing_into_a_closed_session():
     thread.start()
     assert started.wait(10)
     sess.close()
-    store = sess._store
+    store = sess.run_state.store
     release.set()
     thread.join(10)
     assert len(errors) == 1 and "this Session is closed" in str(errors[0])
@@ -118,17 +119,17 @@ def test_an_increment_is_written_over_the_variable_and_spares_held_arrays():
         sess.run(w.initializer)
         assert "'w' in place" in sess.describe_plan(step, {delta: ones})
         sess.run(step, {delta: ones})
-        address = sess._store[w].ctypes.data  # (holding the array would forbid it)
+        address = sess.run_state.store[w].ctypes.data  # (holding the array would forbid it)
         for _ in range(3):
             sess.run(step, {delta: ones})
-            assert sess._store[w].ctypes.data == address
+            assert sess.run_state.store[w].ctypes.data == address
         held = sess.run(w, output="native")
         sess.run(step, {delta: ones})
         np.testing.assert_array_equal(held, 4.0)
         np.testing.assert_array_equal(sess.run(w), 5.0)
 
 
-@pytest.mark.skipif(gf.backends.numba_support.get_numba() is None,
+@pytest.mark.skipif(numba_support.get_numba() is None,
                     reason="numba is not installed: Adam's update is no single kernel")
 def test_a_steady_adam_update_allocates_no_array():
     """Applying fed gradients with Adam, after the first runs: the update of the

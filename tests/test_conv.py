@@ -122,9 +122,9 @@ def test_numpy_conv_lowerings_match_the_array_api_versions(ksize, strides, paddi
     """The numpy backend's strided-view convolutions give the Array API results."""
     import array_api_compat.numpy as xp
 
-    from gradflow.backends.numpy_windows import LOWERINGS
-    from gradflow.ops.conv_ops import window_geometry
-    from gradflow.ops.registry import REGISTRY
+    from gradflow.backends.numpy.windows import LOWERINGS
+    from gradflow.prim.conv import window_geometry
+    from gradflow.prim.registry import REGISTRY
 
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 9, 8, 3))

@@ -10,11 +10,11 @@ import pytest
 
 import gradflow as gf
 from gradflow import backends
-from gradflow.backends import onednn
-from gradflow.ops.conv_ops import NCHW_FORMS
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.onednn import library as onednn
 from gradflow.passes import PlanGraph, optimize
 from gradflow.passes.conv_layouts import fold_conv_layouts
+from gradflow.prim.conv import NCHW_FORMS
+from gradflow.prim.registry import REGISTRY
 
 FORMS = [form for form, _, _ in NCHW_FORMS.values()]
 

@@ -248,16 +248,16 @@ def test_the_gradient_reuses_the_forward_recursion_of_its_run(monkeypatch):
     """The gradient op takes the loss op's lattice of the same run (known by the very loss
     array), so a training step runs the forward recursion once; a lattice of an earlier
     run is never taken."""
-    from gradflow.ops import ctc_ops
+    from gradflow.prim import ctc as prim_ctc
 
     made = []
 
-    class Counted(ctc_ops._Lattice):
+    class Counted(prim_ctc._Lattice):
         def __init__(self, *args):
             made.append(1)
             super().__init__(*args)
 
-    monkeypatch.setattr(ctc_ops, "_Lattice", Counted)
+    monkeypatch.setattr(prim_ctc, "_Lattice", Counted)
     g, labels, x, lengths, loss, grad = _ctc_graph(6)
     feed = {labels: _labels(_ROWS), x: _RNG_LOGITS, lengths: _LENGTHS}
     with gf.Session(graph=g) as sess:

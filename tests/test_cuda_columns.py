@@ -1,4 +1,4 @@
-"""The CuPy backend's column sums (``gradflow.backends.cuda_columns``): their CUDA C
+"""The CuPy backend's column sums (``gradflow.backends.cuda.columns``): their CUDA C
 text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, sums a
 bias gradient as the float64 reference does (to rounding), with the same bits for a
 grid of one block as of three; and ``cupy_emit.lower_unbroadcast`` around it, with
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from cuda_host import build, launch, needs_gxx
 
-from gradflow.backends import cuda_columns
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cuda import columns as cuda_columns
+from gradflow.prim.registry import REGISTRY
 
 pytestmark = needs_gxx
 
@@ -71,7 +71,7 @@ class _HostKernel:
 @pytest.mark.parametrize("with_out", [False, True])
 def test_unbroadcast_on_cupy_sums_leading_axes_by_kernel(kernels, monkeypatch, g_shape,
                                                          x_shape, launches, with_out):
-    from gradflow.backends import cupy_emit
+    from gradflow.backends.cupy import emit as cupy_emit
 
     launched = []
     host = {d: {k: _HostKernel(lib, name, launched) for k, (lib, name) in made.items()}

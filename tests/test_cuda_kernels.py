@@ -1,4 +1,4 @@
-"""The CUDA C printer of fused elementwise programs (gradflow.backends.cuda_kernels).
+"""The CUDA C printer of fused elementwise programs (gradflow.backends.cuda.kernels).
 
 There is no GPU here: the printed text, both the ``RawKernel`` source and the
 ``ElementwiseKernel`` operation in a loop that declares its parameters as CuPy
@@ -17,11 +17,14 @@ import pytest
 from cuda_host import build, elementwise_harness, launch, needs_gxx
 
 import gradflow as gf
-from gradflow.backends import cuda_kernels, numba_support, numpy_fused
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cpu import numba_support
+from gradflow.backends.cuda import kernels as cuda_kernels
+from gradflow.backends.cuda.scalar import cuda_expression
+from gradflow.backends.kernel_text import program_inputs
+from gradflow.backends.numpy import fused as numpy_fused
 from gradflow.passes import PlanGraph, optimize
-from gradflow.passes.elementwise import SCALAR
 from gradflow.passes.fusion import FUSED, FusedProgram, absorb_row_sums
+from gradflow.prim.registry import REGISTRY
 
 pytestmark = needs_gxx
 # Ops whose CUDA form calls a math library function: CUDA's and the host C library's
@@ -41,7 +44,8 @@ def kernel_cache(tmp_path, monkeypatch):
 
 
 def _every_op(dtype):
-    """A PlanGraph holding one node of every op of SCALAR over the placeholders a, b
+    """A PlanGraph holding one node of every op with a scalar expression (``_scalar_ops``)
+    over the placeholders a, b
     (``dtype``), c, d (bool) and w (the other float dtype, for casts)."""
     other = gf.float64 if dtype != gf.float64 else gf.float32
     n = len(_inputs()[0])
@@ -61,6 +65,11 @@ def _every_op(dtype):
     return PlanGraph(outs, fed), fed
 
 
+def _scalar_ops():
+    """The registered ops that declare a scalar expression (``OpDef.scalar``)."""
+    return {name for name, op in REGISTRY.items() if op.scalar is not None}
+
+
 def _inputs():
     """Every pair of special values, then random ones, as a, b; random c, d."""
     pairs = np.array(list(itertools.product(SPECIALS, SPECIALS))).T
@@ -73,8 +82,9 @@ def _inputs():
 def _program_of_every_op(dtype):
     graph, fed = _every_op(dtype)
     index = {t: k for k, t in enumerate(fed)}
-    members = [n for n in graph.nodes() if n.opdef.name in SCALAR]
-    assert {m.opdef.name for m in members} == set(SCALAR), "an op of SCALAR is not tested"
+    members = [n for n in graph.nodes() if n.opdef.scalar is not None]
+    assert {m.opdef.name for m in members} == _scalar_ops(), \
+        "an op with a scalar expression is not tested"
     index.update((m, len(fed) + k) for k, m in enumerate(members))  # relu_grad reads relu
     steps = tuple((m, tuple(index[i] for i in m.inputs)) for m in members)
     return FusedProgram(len(fed), steps, tuple(range(len(steps))))
@@ -176,21 +186,24 @@ def test_every_scalar_op_matches_numpy_and_numba(dtype, tmp_path):
 
 @pytest.mark.parametrize("dtype", [gf.int32, gf.int64])
 def test_integer_members_are_declined_as_numba_declines_them(dtype):
-    """SCALAR has no integer forms: integer add/maximum and the casts from integers in
-    front of a true division keep their own kernels on both paths; the float division
-    after those casts is printed like any other."""
+    """The scalar expressions have no integer forms: integer add/maximum and the casts
+    from integers in front of a true division keep their own kernels on both paths (the
+    CUDA form is read from the numba text, so it declines where that does); the float
+    division after those casts is printed like any other."""
     x, y = gf.placeholder(dtype, (4,)), gf.placeholder(dtype, (4,))
     graph = PlanGraph([gf.divide(x, y), x + y, gf.maximum(x, y)], [x, y])
-    declined = set()
+    declined, printed = set(), set()
     for node in graph.nodes():
-        if node.opdef.name in SCALAR:
+        if node.opdef.scalar is not None:
             args = ["a0", "a1"][:len(node.inputs)]
-            cuda = cuda_kernels.CUDA_SCALAR[node.opdef.name](args, node)
-            assert (cuda is None) == (SCALAR[node.opdef.name](args, node) is None), node
+            cuda = cuda_expression(node, args)
+            assert (cuda is None) == (node.opdef.scalar(args, node) is None), node
             if any(i.dtype.is_integer for i in node.inputs):
                 assert cuda is None, node
                 declined.add(node.opdef.name)
-    assert {"add", "maximum"} <= declined
+            elif cuda is not None:
+                printed.add(node.opdef.name)
+    assert {"add", "maximum"} <= declined and "divide" in printed
 
 
 def _fused_programs(fetches, fed, shapes):
@@ -200,7 +213,7 @@ def _fused_programs(fetches, fed, shapes):
 
 def _random_inputs(program, rng, dtype):
     arrays = []
-    for inp in numpy_fused._inputs(program):
+    for inp in program_inputs(program):
         shape = tuple(inp.shape)
         if inp.dtype.is_bool:
             arrays.append(rng.random(shape) < 0.5)
@@ -290,8 +303,8 @@ def test_the_log_softmax_row_kernel_matches_numpy(dtype, cols, tmp_path):
     """The CuPy row kernel's text (``cuda_rows``), run by g++ as a grid of 3 blocks,
     in place too, against the op's NumPy function: NaN, infinities and large values
     in some rows."""
-    from gradflow.backends import cuda_rows
-    from gradflow.ops.nn_ops import _log_softmax_impl
+    from gradflow.backends.cuda import rows as cuda_rows
+    from gradflow.prim.nn import _log_softmax_impl
 
     source, name = cuda_rows.log_softmax_source(dtype)
     lib = build(source, str(tmp_path))

@@ -16,7 +16,9 @@ from test_cuda_kernels import (
 )
 
 import gradflow as gf
-from gradflow.backends import cuda_kernels, philox
+from gradflow.backends.cuda import kernels as cuda_kernels
+from gradflow.backends.cuda import philox
+from gradflow.backends.kernel_text import program_inputs
 
 cp = pytest.importorskip("cupy", reason="CuPy is not installed")
 pytestmark = pytest.mark.gpu
@@ -36,7 +38,7 @@ def _launch(program, kernel, arrays):
                               kernel.name + "_ew", preamble=kernel.preamble,
                               options=kernel.options)
     shaped = [d.reshape(tuple(i.shape)) for d, i in
-              zip(device, cuda_kernels._inputs(program))]
+              zip(device, program_inputs(program))]
     made = ew(*shaped)
     made = made if isinstance(made, tuple) else (made,)
     return [[cp.asnumpy(r) for r in raw], [cp.asnumpy(m) for m in made]]
@@ -63,7 +65,7 @@ def test_mlp_programs_on_the_device():
             kernel = cuda_kernels.print_kernel(program, tuple(node.shape))
             arrays = [rng.standard_normal(tuple(i.shape)).astype(i.dtype.as_numpy_dtype)
                       if not i.dtype.is_bool else rng.random(tuple(i.shape)) < 0.5
-                      for i in cuda_kernels._inputs(program)]
+                      for i in program_inputs(program)]
             with np.errstate(all="ignore"):
                 want = _reference(program, arrays)
             for got in _launch(program, kernel, arrays):
@@ -137,8 +139,9 @@ def test_the_cross_entropy_gradient_is_one_row_kernel_on_the_device():
 def test_one_kernel_window_copies_give_the_tap_loops_bits_on_the_device(case, caplog):
     """``cupy_emit.CudaWindows`` (NVRTC-compiled ``cuda_im2col``) in the CuPy
     convolution lowerings: the bits of the tap loop they replace, nothing declined."""
-    from gradflow.backends import cupy_emit, im2col_conv
-    from gradflow.backends.cupy_emit import CudaWindows
+    from gradflow.backends.cupy import emit as cupy_emit
+    from gradflow.backends.cupy import im2col_conv
+    from gradflow.backends.cupy.emit import CudaWindows
 
     def matmul(a, b, out, transpose_a, transpose_b):
         return cp.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
@@ -169,8 +172,8 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     ``cuda_lstm``) against the ops' Array API functions on CuPy."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_rnn
-    from gradflow.ops import rnn_ops
+    from gradflow.backends.cupy import rnn as cupy_rnn
+    from gradflow.prim import rnn as prim_rnn
 
     rng = np.random.default_rng(3)
     batch, units = 33, 20
@@ -181,12 +184,12 @@ def test_the_lstm_step_kernels_give_the_reference_numbers_on_the_device(dtype):
     assert cupy_rnn._STEP_KERNELS.get(np.dtype(dtype)) is not None
     tol = 2e-6 if dtype == "float32" else 1e-13
     got = cupy_rnn.lower_lstm_step(cxp, 1.0)(x, y, row, c_prev)
-    want = rnn_ops._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_impl(cxp, x, y, row, c_prev, forget_bias=1.0)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
     a, c, _ = got
     got = cupy_rnn.lower_lstm_step_grad(cxp)(dh, dc_next, a, c, c_prev)
-    want = rnn_ops._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(cxp, dh, dc_next, a, c, c_prev)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=tol, atol=tol)
 
@@ -203,8 +206,9 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
     units per block, dividing the sizes or not) against the ops' Array API functions."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cuda_lstm, cupy_rnn
-    from gradflow.ops import rnn_ops
+    from gradflow.backends.cuda import lstm as cuda_lstm
+    from gradflow.backends.cupy import rnn as cupy_rnn
+    from gradflow.prim import rnn as prim_rnn
 
     monkeypatch.setattr(cuda_lstm, "STEP_TILE", tiles[0])
     monkeypatch.setattr(cuda_lstm, "GRAD_TILE", tiles[1])
@@ -218,7 +222,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
     tol = 3e-5 if dtype == "float32" else 1e-12
     got = cupy_rnn.lower_lstm_step_rec(cxp, 1.0)(x, h_prev, w, row, c_prev)
     assert cupy_rnn._rec_kernels(np.dtype(dtype)) is not None
-    want = rnn_ops._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_rec_impl(cxp, x, h_prev, w, row, c_prev, forget_bias=1.0)
     for g, ref in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
     a, c, _ = got
@@ -226,7 +230,7 @@ def test_the_recurrent_lstm_kernels_give_the_reference_numbers_on_the_device(
         arr(batch, units)
     dz_next = arr(batch, 4 * units)
     got = cupy_rnn.lower_lstm_step_rec_grad(cxp)(dy, dz_next, w_sq, dc_next, a, c, c_prev)
-    want = rnn_ops._lstm_step_rec_grad_impl(cxp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_rec_grad_impl(cxp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
     for g, ref in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(ref), rtol=tol, atol=tol)
 
@@ -237,8 +241,8 @@ def test_the_max_pool_kernels_give_the_references_bits_on_the_device(dtype):
     against the ops' Array API functions on CuPy, ties and NaN included."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_emit
-    from gradflow.ops.registry import REGISTRY
+    from gradflow.backends.cupy import emit as cupy_emit
+    from gradflow.prim.registry import REGISTRY
 
     rng = np.random.default_rng(4)
     host = np.round(rng.standard_normal((3, 9, 9, 5)) * 2).astype(dtype)
@@ -265,7 +269,7 @@ def test_bias_gradient_column_sums_match_numpy_on_the_device(dtype):
     float64 sum, with the same bits on every call."""
     from array_api_compat import cupy as cxp
 
-    from gradflow.backends import cupy_emit
+    from gradflow.backends.cupy import emit as cupy_emit
 
     rng = np.random.default_rng(5)
     host = rng.standard_normal((64, 28, 28, 32)).astype(dtype)

@@ -1,6 +1,6 @@
-"""The CuPy backend's LSTM step kernels (``gradflow.backends.cuda_lstm``): their CUDA C
+"""The CuPy backend's LSTM step kernels (``gradflow.backends.cuda.lstm``): their CUDA C
 text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, gives the
-numbers of the ops' Array API functions (``rnn_ops``), forward with two and three
+numbers of the ops' Array API functions (``gradflow.prim.rnn``), forward with two and three
 terms and backward, float32 and float64."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from cuda_host import build, launch, needs_gxx
 
-from gradflow.backends import cuda_lstm
-from gradflow.ops import rnn_ops
+from gradflow.backends.cuda import lstm as cuda_lstm
+from gradflow.prim import rnn as prim_rnn
 
 pytestmark = needs_gxx
 TOLERANCE = {"float32": 2e-6, "float64": 1e-14}  # libm's tanh against NumPy's
@@ -34,7 +34,7 @@ def test_the_step_kernel_gives_the_reference_numbers(dtype, terms, forget_bias, 
              for _ in range(terms - 1)]
     row = rng.standard_normal(4 * units).astype(dtype)
     c_prev = rng.standard_normal((batch, units)).astype(dtype)
-    want = rnn_ops._lstm_step_impl(xp, *parts, row, c_prev, forget_bias=forget_bias)
+    want = prim_rnn._lstm_step_impl(xp, *parts, row, c_prev, forget_bias=forget_bias)
     got = [np.full((batch, 4 * units), np.nan, dtype), np.full((batch, units), np.nan, dtype),
            np.full((batch, units), np.nan, dtype)]
     launch(lib, name, [*parts, row, c_prev, *got, batch, units,
@@ -50,10 +50,10 @@ def test_the_step_gradient_kernel_gives_the_reference_numbers(dtype, tmp_path):
     rng = np.random.default_rng(7)
     batch, units = 4, 6
     z = rng.standard_normal((batch, 4 * units))
-    a = rnn_ops._lstm_gates_impl(np, z, 1.0).astype(dtype)
+    a = prim_rnn._lstm_gates_impl(np, z, 1.0).astype(dtype)
     c_prev, dh, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(3))
-    c = rnn_ops._lstm_c_impl(np, a, c_prev)
-    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    c = prim_rnn._lstm_c_impl(np, a, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
     got = [np.full(a.shape, np.nan, dtype), np.full(c.shape, np.nan, dtype)]
     launch(lib, name, [dh, dc_next, a, c, c_prev, *got, batch, units], blocks=3)
     for g, w in zip(got, want):
@@ -85,7 +85,7 @@ def test_the_recurrent_step_kernel_gives_the_reference_numbers(dtype, batch, uni
     w = (rng.standard_normal((inner, 4 * units)) / np.sqrt(inner)).astype(dtype)
     row = rng.standard_normal(4 * units).astype(dtype)
     c_prev = rng.standard_normal((batch, units)).astype(dtype)
-    want = rnn_ops._lstm_step_rec_impl(xp, x, h_prev, w, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_rec_impl(xp, x, h_prev, w, row, c_prev, forget_bias=1.0)
     got = [np.full(x.shape, np.nan, dtype), np.full(c_prev.shape, np.nan, dtype),
            np.full(c_prev.shape, np.nan, dtype)]
     launch(lib, name, [x, h_prev, w, row, c_prev, *got, batch, units, inner,
@@ -104,12 +104,12 @@ def test_the_recurrent_gradient_kernel_gives_the_reference_numbers(dtype, batch,
     source, name = cuda_lstm.recurrent_sources(dtype, ONE, tile)["grad"]
     lib = build(source, str(tmp_path))
     rng = np.random.default_rng(units)
-    a = rnn_ops._lstm_gates_impl(np, rng.standard_normal((batch, 4 * units)), 1.0).astype(dtype)
+    a = prim_rnn._lstm_gates_impl(np, rng.standard_normal((batch, 4 * units)), 1.0).astype(dtype)
     c_prev, dy, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(3))
-    c = rnn_ops._lstm_c_impl(np, a, c_prev)
+    c = prim_rnn._lstm_c_impl(np, a, c_prev)
     dz_next = rng.standard_normal((batch, 4 * units)).astype(dtype)
     w = (rng.standard_normal((units, 4 * units)) / np.sqrt(units)).astype(dtype)
-    want = rnn_ops._lstm_step_rec_grad_impl(xp, dy, dz_next, w, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_rec_grad_impl(xp, dy, dz_next, w, dc_next, a, c, c_prev)
     got = [np.full(a.shape, np.nan, dtype), np.full(c.shape, np.nan, dtype)]
     launch(lib, name, [dy, dz_next, w, dc_next, a, c, c_prev, *got, batch, units, units],
            blocks=cuda_lstm.grad_blocks(batch, units, tile))

@@ -1,6 +1,6 @@
-"""The CuPy backend's max pooling kernels (``gradflow.backends.cuda_pool``): their CUDA
+"""The CuPy backend's max pooling kernels (``gradflow.backends.cuda.pool``): their CUDA
 C text, compiled with g++ (tests/cuda_host.py) and run as a grid of 3 blocks, gives
-the bits of the ops' Array API functions (``conv_ops``): the pool, its gradient and
+the bits of the ops' Array API functions (``gradflow.prim.conv``): the pool, its gradient and
 the gradient through a ReLU, with ties (the first maximum takes the gradient), NaN,
 ``-inf``, padding and overlapping windows; and the CuPy lowerings around them, with
 NumPy in CuPy's place."""
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from cuda_host import build_printed, launch, needs_gxx
 
-from gradflow.backends import cuda_pool, im2col_conv
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cuda import pool as cuda_pool
+from gradflow.backends.cupy import im2col_conv
+from gradflow.prim.registry import REGISTRY
 
 pytestmark = needs_gxx
 CASES = [  # batch, size, window, stride, padding
@@ -94,7 +95,7 @@ class _HostKernel:
 def _on_host(kernels, monkeypatch):
     """``cupy_emit`` with NumPy in CuPy's place and the g++-built kernels in NVRTC's;
     the names of the kernels launched, in order."""
-    from gradflow.backends import cupy_emit
+    from gradflow.backends.cupy import emit as cupy_emit
 
     launched = []
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradflow.backends.cupy_matmul import MAX_MATMUL_PLANS, MatmulPlans
+from gradflow.backends.cupy.matmul import MAX_MATMUL_PLANS, MatmulPlans
 from gradflow.capture import NotCapturable
 
 
@@ -80,7 +80,7 @@ def test_batched_products_of_one_batch_shape_are_planned_too():
     (lambda x: np.broadcast_to(x[:1], x.shape), False),  # a broadcast batch
     (lambda x: x[..., ::2, :], False)])  # rows with gaps: a matrix reaches into the next
 def test_the_blas_layout_of_batches(view, takes):
-    from gradflow.backends.cupy_matmul import blas_layout
+    from gradflow.backends.cupy.matmul import blas_layout
 
     x = np.zeros((4, 4, 3, 5), np.float32)
     assert blas_layout(view(x)) is takes
@@ -168,7 +168,7 @@ def test_cupys_concat_copies_each_part_into_out(axis):
     """``cupy_emit.lower_concat``, run on NumPy: many parts, into ``out`` or a new array."""
     from array_api_compat import numpy as xp
 
-    from gradflow.backends.cupy_emit import lower_concat
+    from gradflow.backends.cupy.emit import lower_concat
 
     rng = np.random.default_rng(4)
     parts = [rng.random((3, k + 1, 2)) if axis == 1 else rng.random((k + 1, 3, 2))
@@ -204,7 +204,8 @@ def host_step_kernels(monkeypatch, tmp_path):
 
     from cuda_host import GXX, build
 
-    from gradflow.backends import cuda_lstm, cupy_rnn
+    from gradflow.backends.cuda import lstm as cuda_lstm
+    from gradflow.backends.cupy import rnn as cupy_rnn
 
     if GXX is None:
         pytest.skip("g++ is not installed: the CUDA C text is compiled on the host with it")
@@ -231,7 +232,7 @@ def host_step_kernels(monkeypatch, tmp_path):
 def test_the_lstm_step_lowerings_run_one_kernel_each_way(host_step_kernels, dtype):
     from array_api_compat import numpy as xp
 
-    from gradflow.ops import rnn_ops
+    from gradflow.prim import rnn as prim_rnn
 
     rng = np.random.default_rng(6)
     batch, units = 3, 5
@@ -242,7 +243,7 @@ def test_the_lstm_step_lowerings_run_one_kernel_each_way(host_step_kernels, dtyp
     grad = host_step_kernels.lower_lstm_step_grad(xp)
     tol = 2e-6 if dtype == "float32" else 1e-14
     for inputs in ((x, y, row, c_prev), (x, row, c_prev), (x, y, row, c_prev[:1])):
-        want = rnn_ops._lstm_step_impl(xp, *inputs, forget_bias=1.0)
+        want = prim_rnn._lstm_step_impl(xp, *inputs, forget_bias=1.0)
         outs = (np.empty_like(x), np.empty((batch, units), dtype), None)
         got = step(*inputs, out=outs)
         assert got[0] is outs[0] and got[1] is outs[1]
@@ -250,7 +251,7 @@ def test_the_lstm_step_lowerings_run_one_kernel_each_way(host_step_kernels, dtyp
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
     a, c, _ = step(x, y, row, c_prev)
     dh, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
-    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
     for g, w in zip(grad(dh, dc_next, a, c, c_prev), want):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
     # the state of batch 1 (broadcast) took the op's own function
@@ -263,7 +264,7 @@ def test_cupys_concat_in_a_training_step_gives_the_same_bits(monkeypatch, captur
     """``lower_concat`` bound by a NumPy session (the arena's buffers, and the recorded
     replay of ``capture=True``) in an LSTM step that concatenates its ten outputs."""
     import gradflow as gf
-    from gradflow.backends.cupy_emit import lower_concat
+    from gradflow.backends.cupy.emit import lower_concat
 
     bound = []
 
@@ -302,7 +303,7 @@ def test_cupys_concat_in_a_training_step_gives_the_same_bits(monkeypatch, captur
 def test_the_recurrent_lstm_lowerings_run_one_kernel_each_way(host_step_kernels, dtype):
     from array_api_compat import numpy as xp
 
-    from gradflow.ops import rnn_ops
+    from gradflow.prim import rnn as prim_rnn
 
     rng = np.random.default_rng(8)
     batch, units, inner = 3, 5, 40
@@ -316,14 +317,14 @@ def test_the_recurrent_lstm_lowerings_run_one_kernel_each_way(host_step_kernels,
     tol = 2e-5 if dtype == "float32" else 1e-13
     for inputs in ((x, h_prev, w, row, c_prev), (x, h_prev, w, row, c_prev[:1]),
                    (x, h_prev, np.asfortranarray(w), row, c_prev)):
-        want = rnn_ops._lstm_step_rec_impl(xp, *inputs, forget_bias=1.0)
+        want = prim_rnn._lstm_step_rec_impl(xp, *inputs, forget_bias=1.0)
         for g, want_part in zip(step(*inputs), want):
             np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
     w_sq = np.ascontiguousarray(w[:units])
     a, c, _ = step(x, h_prev[:, :units].copy(), w_sq, row, c_prev)
     dy, dc_next = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
     dz_next = rng.standard_normal(a.shape).astype(dtype)
-    want = rnn_ops._lstm_step_rec_grad_impl(xp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_rec_grad_impl(xp, dy, dz_next, w_sq, dc_next, a, c, c_prev)
     outs = (np.empty_like(a), np.empty_like(c))
     got = grad(dy, dz_next, w_sq, dc_next, a, c, c_prev, out=outs)
     assert got[0] is outs[0] and got[1] is outs[1]
@@ -332,12 +333,12 @@ def test_the_recurrent_lstm_lowerings_run_one_kernel_each_way(host_step_kernels,
     # rows of a larger array (a slice along a time axis) for the gates' terms and the
     # output's gradient: their row strides go to the kernels
     wide = rng.standard_normal((batch, 3, 4 * units)).astype(dtype)
-    want = rnn_ops._lstm_step_rec_impl(xp, wide[:, 1], h_prev, w, row, c_prev,
+    want = prim_rnn._lstm_step_rec_impl(xp, wide[:, 1], h_prev, w, row, c_prev,
                                        forget_bias=1.0)
     for g, want_part in zip(step(wide[:, 1], h_prev, w, row, c_prev), want):
         np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)
     dys = rng.standard_normal((batch, 5, units)).astype(dtype)
-    want = rnn_ops._lstm_step_rec_grad_impl(xp, dys[:, 2], dz_next, w_sq, dc_next, a, c,
+    want = prim_rnn._lstm_step_rec_grad_impl(xp, dys[:, 2], dz_next, w_sq, dc_next, a, c,
                                             c_prev)
     for g, want_part in zip(grad(dys[:, 2], dz_next, w_sq, dc_next, a, c, c_prev), want):
         np.testing.assert_allclose(g, want_part, rtol=tol, atol=tol)

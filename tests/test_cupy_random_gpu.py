@@ -1,4 +1,4 @@
-"""Random ops drawn on a GPU (gradflow.backends.cupy_random; skipped without CuPy and a
+"""Random ops drawn on a GPU (gradflow.backends.cupy.random; skipped without CuPy and a
 CUDA device): the NVRTC-compiled kernels give device_random's NumPy references bit for
 bit, the offset advances on the device, and a captured graph draws new numbers at every
 replay, the numbers of successive offsets."""
@@ -14,7 +14,8 @@ if not cp.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import gradflow as gf  # noqa: E402
-from gradflow.backends import cupy_random, device_random, philox  # noqa: E402
+from gradflow.backends.cuda import device_random, philox  # noqa: E402
+from gradflow.backends.cupy import random as cupy_random  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", device_random.DTYPES)

@@ -1,4 +1,4 @@
-"""Random ops drawn on the device (gradflow.backends.device_random): the CUDA C text of
+"""Random ops drawn on the device (gradflow.backends.cuda.device_random): the CUDA C text of
 random_uniform and of the fused dropout, compiled on the host with g++
 (tests/cuda_host.py), gives the NumPy references' numbers bit for bit and advances the
 stream's offset in "device memory" at every launch; the references follow the graph's
@@ -14,7 +14,9 @@ import pytest
 from cuda_host import build, launch, needs_gxx
 
 import gradflow as gf
-from gradflow.backends import cuda_kernels, device_random, numpy_fused, philox
+from gradflow.backends.cuda import device_random, philox
+from gradflow.backends.cuda import kernels as cuda_kernels
+from gradflow.backends.kernel_text import program_inputs
 from gradflow.passes import optimize
 from gradflow.passes.fusion import FUSED, absorb_draws, absorb_row_sums
 
@@ -109,7 +111,7 @@ def test_grid_covers_every_counter_block_once():
 
 
 def test_random_source_leaves_to_the_host_what_the_device_does_not_draw():
-    from gradflow.backends import cupy_random  # importable without CuPy
+    from gradflow.backends.cupy import random as cupy_random  # importable without CuPy
 
     g = gf.Graph()
     with g.as_default():
@@ -162,7 +164,7 @@ def test_a_fused_dropout_draws_its_own_numbers_in_one_kernel(dtype, shape, block
     rng = np.random.default_rng(blocks)
     arrays = [np.full(i.shape, 0.7, dtype) if tuple(i.shape) == () else
               rng.standard_normal(tuple(i.shape)).astype(dtype)
-              for i in numpy_fused._inputs(program)]
+              for i in program_inputs(program)]
     seed, offset = 2**63 + 11, 5
     state = np.array([offset, 0], np.uint64)
     masks = []
@@ -226,7 +228,7 @@ def test_widened_fused_nodes_run_in_turn_with_the_numbers_they_had(monkeypatch):
 def test_a_printed_kernel_that_does_not_compile_runs_its_ops_in_turn(caplog):
     """No GPU has compiled the draw and row kernels yet: text NVRTC rejects leaves the
     fused node to its members in turn, with a warning naming the ops."""
-    from gradflow.backends import cupy_emit  # importable without CuPy
+    from gradflow.backends.cupy import emit as cupy_emit  # importable without CuPy
 
     class Rejecting:
         class RawKernel:

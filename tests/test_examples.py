@@ -152,7 +152,7 @@ def small_mnist(monkeypatch):
     # follows the load (and keeps to one thread just after a convolution), and OpenBLAS's
     # bits differ between one and two threads for some shapes (16 x 784 x 512)
     monkeypatch.setenv("GRADFLOW_THREADS", "2")
-    from gradflow.backends import threads
+    from gradflow.backends.cpu import threads
 
     threads.reset()  # the fixed count from the first product on
     return load_small

@@ -15,7 +15,7 @@ BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
 
 def _cuda_reason():
-    from gradflow.backends import cupy as cupy_backend
+    from gradflow.backends.cupy import backend as cupy_backend
 
     return cupy_backend.unavailable_reason("cuda")
 

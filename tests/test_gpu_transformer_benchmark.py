@@ -21,7 +21,7 @@ TINY = [(64, 1, 2, 8)]  # width 64 (one head), 1 layer, batch 2 x 8 tokens
 
 
 def _cuda_reason():
-    from gradflow.backends import cupy as cupy_backend
+    from gradflow.backends.cupy import backend as cupy_backend
 
     return cupy_backend.unavailable_reason("cuda")
 

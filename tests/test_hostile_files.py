@@ -29,7 +29,7 @@ from gradflow.errors import (
     ResourceExhaustedError,
 )
 from gradflow.graph_io import GraphDefError
-from gradflow.ops.registry import REGISTRY
+from gradflow.prim.registry import REGISTRY
 from gradflow.saved_model import SavedModelError
 from gradflow.train import tf_checkpoint
 from gradflow.train.saver import CheckpointError

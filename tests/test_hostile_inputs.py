@@ -181,7 +181,7 @@ def test_an_outsized_feed_is_resource_exhausted_naming_the_placeholder(backend):
 
 
 def test_a_failed_conversion_is_resource_exhausted_naming_the_placeholder(monkeypatch):
-    from gradflow.ops import casting
+    from gradflow.prim import casting
 
     class Refusing(np.ndarray):
         def astype(self, dtype):

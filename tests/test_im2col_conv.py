@@ -1,4 +1,4 @@
-"""The CuPy backend's convolutions (``gradflow.backends.im2col_conv``: im2col into kept
+"""The CuPy backend's convolutions (``gradflow.backends.cupy.im2col_conv``: im2col into kept
 buffers plus one matrix product each), run here on NumPy, the same functions with
 NumPy's ``empty`` and ``matmul``: forward pass and both gradients against the
 reference convolution, every kernel size, stride and padding; and the same buffers
@@ -12,9 +12,9 @@ import array_api_compat.numpy as xp
 import numpy as np
 import pytest
 
-from gradflow.backends import cuda_im2col
-from gradflow.backends.im2col_conv import conv_lowerings
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cuda import im2col as cuda_im2col
+from gradflow.backends.cupy.im2col_conv import conv_lowerings
+from gradflow.prim.registry import REGISTRY
 
 
 def _matmul(a, b, out, transpose_a, transpose_b):
@@ -154,7 +154,7 @@ def test_32_bit_indices_serve_arrays_well_below_2_to_the_31():
 def test_a_specialized_window_text_reads_only_the_batch(host_windows):
     """The text is specialized to every size but the batch: one compiled text serves
     images of any batch with that geometry."""
-    from gradflow.backends import im2col_conv
+    from gradflow.backends.cupy import im2col_conv
 
     rng = np.random.default_rng(2)
     host_windows.width = "_i32"

@@ -15,8 +15,9 @@ import os
 import numpy as np
 import pytest
 
-from gradflow.backends import numpy_matmul, numpy_windows
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.backends.numpy import matmul as numpy_matmul
+from gradflow.backends.numpy import windows as numpy_windows
+from gradflow.prim.conv import window_geometry
 
 COUNT = int(os.environ.get("GRADFLOW_ISA_FUZZ", "60"))
 TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)

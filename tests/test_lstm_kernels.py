@@ -1,5 +1,5 @@
 """The NumPy backend's LSTM kernels (``numpy_lstm_kernels``): the numba loops and the
-NumPy ufunc sequences against the Array API impls of ``rnn_ops``, in place, on strided
+NumPy ufunc sequences against the Array API impls of ``gradflow.prim.rnn``, in place, on strided
 inputs, with NaN and infinity; the lowerings' ``out=`` and buffer reuse; and whole
 LSTM graphs with and without numba."""
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import numpy_lstm_kernels, numpy_rnn
+from gradflow.backends.numpy import lstm_kernels as numpy_lstm_kernels
+from gradflow.backends.numpy import rnn as numpy_rnn
 from gradflow.nn import rnn_cell
-from gradflow.ops import rnn_ops
+from gradflow.prim import rnn as prim_rnn
 
 JIT = numpy_lstm_kernels.compiled()
 PATHS = [pytest.param(numpy_lstm_kernels.NUMPY, id="numpy"),
@@ -24,7 +25,7 @@ BATCH, UNITS = 5, 7
 def _arrays(dtype, seed=0, batch=BATCH, units=UNITS):
     rng = np.random.default_rng(seed)
     z = (rng.standard_normal((batch, 4 * units)) * 3).astype(dtype)
-    a = np.asarray(rnn_ops._lstm_gates_impl(xp, z, 1.0))
+    a = np.asarray(prim_rnn._lstm_gates_impl(xp, z, 1.0))
     return {"z": z, "a": a, "g4": rng.standard_normal((batch, 4 * units)).astype(dtype),
             "g": rng.standard_normal((batch, units)).astype(dtype),
             "c": (rng.standard_normal((batch, units)) * 2).astype(dtype),
@@ -38,28 +39,28 @@ def _cases(v, forget_bias=1.0):
     half = z.dtype.type(0.5 * forget_bias)
     return {
         "gates_forward": (lambda k, o: k.gates_forward(z, half, o),
-                          rnn_ops._lstm_gates_impl(xp, z, forget_bias), ["z"]),
+                          prim_rnn._lstm_gates_impl(xp, z, forget_bias), ["z"]),
         "gates_backward": (lambda k, o: k.gates_backward(g4, a, o),
-                           rnn_ops._lstm_gates_grad_impl(xp, g4, a), ["g4", "a"]),
-        "c_forward": (lambda k, o: k.c_forward(a, c, o), rnn_ops._lstm_c_impl(xp, a, c), ["c"]),
-        "h_forward": (lambda k, o: k.h_forward(a, c, o), rnn_ops._lstm_h_impl(xp, a, c), ["c"]),
+                           prim_rnn._lstm_gates_grad_impl(xp, g4, a), ["g4", "a"]),
+        "c_forward": (lambda k, o: k.c_forward(a, c, o), prim_rnn._lstm_c_impl(xp, a, c), ["c"]),
+        "h_forward": (lambda k, o: k.h_forward(a, c, o), prim_rnn._lstm_h_impl(xp, a, c), ["c"]),
         "c_backward_gates": (lambda k, o: k.c_backward_gates(g, a, c, o),
-                             rnn_ops._lstm_c_grad_impl(xp, g, a, c, "gates"), ["a"]),
+                             prim_rnn._lstm_c_grad_impl(xp, g, a, c, "gates"), ["a"]),
         "c_backward_state": (lambda k, o: k.c_backward_state(g, a, o),
-                             rnn_ops._lstm_c_grad_impl(xp, g, a, c, "state"), ["g"]),
+                             prim_rnn._lstm_c_grad_impl(xp, g, a, c, "state"), ["g"]),
         "h_backward_gates": (lambda k, o: k.h_backward_gates(g, c, o),
-                             rnn_ops._lstm_h_grad_impl(xp, g, a, c, "gates"), []),
+                             prim_rnn._lstm_h_grad_impl(xp, g, a, c, "gates"), []),
         "h_backward_state": (lambda k, o: k.h_backward_state(g, a, c, o),
-                             rnn_ops._lstm_h_grad_impl(xp, g, a, c, "state"), ["g", "c"]),
+                             prim_rnn._lstm_h_grad_impl(xp, g, a, c, "state"), ["g", "c"]),
         "gates_forward_sum3": (lambda k, o: k.gates_forward_sum3(z, g4, a[0], half, o),
-                               rnn_ops._lstm_gates_sum_impl(xp, z, g4, a[0],
+                               prim_rnn._lstm_gates_sum_impl(xp, z, g4, a[0],
                                                             forget_bias=forget_bias),
                                ["z", "g4"]),
         "gates_forward_sum2": (lambda k, o: k.gates_forward_sum2(z, a[0], half, o),
-                               rnn_ops._lstm_gates_sum_impl(xp, z, a[0],
+                               prim_rnn._lstm_gates_sum_impl(xp, z, a[0],
                                                             forget_bias=forget_bias), ["z"]),
         "cell_backward": (lambda k, o: k.cell_backward(g, h, a, c, p, o),
-                          rnn_ops._lstm_cell_grad_impl(xp, g, h, a, c, p), ["a"]),
+                          prim_rnn._lstm_cell_grad_impl(xp, g, h, a, c, p), ["a"]),
     }
 
 
@@ -132,7 +133,7 @@ def test_nan_propagates_and_large_values_saturate(kernels):
     z[1, :] = np.linspace(-12, 12, 4 * units)
     out = np.empty_like(z)
     kernels.gates_forward(z, np.float32(0.5), out)
-    want = np.asarray(rnn_ops._lstm_gates_impl(xp, z, 1.0))
+    want = np.asarray(prim_rnn._lstm_gates_impl(xp, z, 1.0))
     assert np.array_equal(np.isnan(out), np.isnan(want))
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-6)
     assert np.all(np.abs(out[~np.isnan(out)]) <= 1)
@@ -196,14 +197,14 @@ def test_lowerings_write_into_out_and_reuse_a_released_result():
 def test_lowerings_broadcast_a_batch_of_one_through_the_impls():
     v = _arrays(np.float32, seed=5)
     c1 = v["c"][:1]
-    for lower, impl in ((numpy_rnn.lstm_c(xp), rnn_ops._lstm_c_impl),
-                        (numpy_rnn.lstm_h(xp), rnn_ops._lstm_h_impl)):
+    for lower, impl in ((numpy_rnn.lstm_c(xp), prim_rnn._lstm_c_impl),
+                        (numpy_rnn.lstm_h(xp), prim_rnn._lstm_h_impl)):
         want = impl(xp, v["a"], c1)
         out = np.empty(want.shape, np.float32)
         assert lower(v["a"], c1, out=out) is out
         np.testing.assert_allclose(out, want, rtol=1e-6)
-    for lower, impl in ((numpy_rnn.lstm_c_grad, rnn_ops._lstm_c_grad_impl),
-                        (numpy_rnn.lstm_h_grad, rnn_ops._lstm_h_grad_impl)):
+    for lower, impl in ((numpy_rnn.lstm_c_grad, prim_rnn._lstm_c_grad_impl),
+                        (numpy_rnn.lstm_h_grad, prim_rnn._lstm_h_grad_impl)):
         for wrt in ("gates", "state"):
             want = impl(xp, v["g"], v["a"], c1, wrt)
             np.testing.assert_allclose(lower(xp, wrt)(v["g"], v["a"], c1), want, rtol=1e-6)
@@ -263,19 +264,19 @@ def test_a_whole_step_matches_the_three_ops(kernels, terms):
         kernels.step_forward_sum3(z, g4, row, c_prev, half, a, c, h)
     else:
         kernels.step_forward_sum2(z, row, c_prev, half, a, c, h)
-    want = rnn_ops._lstm_step_impl(xp, *full, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_impl(xp, *full, row, c_prev, forget_bias=1.0)
     tol = _tolerance(kernels, np.float32)
     for got, expect in zip((a, c, h), want):
         np.testing.assert_allclose(got, expect, rtol=2e-6, atol=tol)
 
 
 def test_the_step_lowering_fills_missing_outputs_and_falls_back_for_odd_shapes():
-    from gradflow.backends import numpy_rnn
+    from gradflow.backends.numpy import rnn as numpy_rnn
 
     v = _arrays(np.float32, seed=6)
     z, row, c_prev = v["z"], v["a"][0], v["c"]
     step = numpy_rnn.lstm_step(xp, 1.0)
-    want = rnn_ops._lstm_step_impl(xp, z, row, c_prev, forget_bias=1.0)
+    want = prim_rnn._lstm_step_impl(xp, z, row, c_prev, forget_bias=1.0)
     given = np.empty_like(c_prev)
     got = step(z, row, c_prev, out=(None, given, None))
     assert got[1] is given
@@ -283,7 +284,7 @@ def test_the_step_lowering_fills_missing_outputs_and_falls_back_for_odd_shapes()
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
     one = c_prev[:1]  # a state of batch one broadcasts: the reference impl
     got = step(z, row, one)
-    want = rnn_ops._lstm_step_impl(xp, z, row, one, forget_bias=1.0)
+    want = prim_rnn._lstm_step_impl(xp, z, row, one, forget_bias=1.0)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
@@ -294,25 +295,25 @@ def test_a_whole_backward_step_matches_the_ops_it_stands_for(kernels):
     dh, dc_next, a, c, c_prev = v["g"], v["h"], v["a"], v["c"], v["p"]
     dz, dc_prev = np.full_like(a, np.nan), np.full_like(c, np.nan)
     kernels.step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev)
-    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
     for got, expect in zip((dz, dc_prev), want):
         np.testing.assert_allclose(got, expect, rtol=1e-5, atol=4 * _tolerance(kernels,
                                                                                 np.float32))
 
 
 def test_the_backward_step_lowering_falls_back_for_odd_shapes():
-    from gradflow.backends import numpy_rnn
+    from gradflow.backends.numpy import rnn as numpy_rnn
 
     v = _arrays(np.float32, seed=8)
     dh, dc_next, a, c, c_prev = v["g"], v["h"], v["a"], v["c"], v["p"]
     step_grad = numpy_rnn.lstm_step_grad(xp)
-    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
     given = np.empty_like(a)
     got = step_grad(dh, dc_next, a, c, c_prev, out=(given, None))
     assert got[0] is given
     for x, y in zip(got, want):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
     got = step_grad(dh, dc_next[:1], a, c, c_prev)  # a broadcast: the reference impl
-    want = rnn_ops._lstm_step_grad_impl(xp, dh, dc_next[:1], a, c, c_prev)
+    want = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next[:1], a, c, c_prev)
     for x, y in zip(got, want):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)

@@ -14,9 +14,9 @@ import pytest
 
 import gradflow as gf
 from gradflow import backends
-from gradflow.backends import cupy as cupy_backend
-from gradflow.backends import numpy as numpy_backend
-from gradflow.backends import torch as torch_backend
+from gradflow.backends.cupy import backend as cupy_backend
+from gradflow.backends.numpy import backend as numpy_backend
+from gradflow.backends.torch import backend as torch_backend
 from gradflow.errors import BackendUnavailableError
 
 KNOWN = "numpy, array_api_strict, torch, cupy"

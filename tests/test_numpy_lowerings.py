@@ -7,12 +7,15 @@ import pytest
 
 import gradflow as gf
 from gradflow.backends import get as get_backend
-from gradflow.backends import numpy_matmul, numpy_rnn, numpy_windows, onednn
-from gradflow.backends.numba_support import get_numba
-from gradflow.ops import rnn_ops
-from gradflow.ops.array_ops import _matmul_impl
-from gradflow.ops.conv_ops import window_geometry
-from gradflow.ops.registry import REGISTRY
+from gradflow.backends.cpu.numba_support import get_numba
+from gradflow.backends.numpy import matmul as numpy_matmul
+from gradflow.backends.numpy import rnn as numpy_rnn
+from gradflow.backends.numpy import windows as numpy_windows
+from gradflow.backends.onednn import library as onednn
+from gradflow.prim import rnn as prim_rnn
+from gradflow.prim.array import _matmul_impl
+from gradflow.prim.conv import window_geometry
+from gradflow.prim.registry import REGISTRY
 
 RNG = np.random.default_rng(0)
 
@@ -47,14 +50,14 @@ def test_matmul_lowering(ta, tb, shapes):
 def test_lstm_lowerings(batch_c):
     units = 5
     z, g4 = _rand(4, 4 * units), _rand(4, 4 * units)
-    a = rnn_ops._lstm_gates_impl(xp, z, 1.0)
+    a = prim_rnn._lstm_gates_impl(xp, z, 1.0)
     np.testing.assert_allclose(numpy_rnn.lstm_gates(xp, 1.0)(z), a, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(numpy_rnn.lstm_gates_grad(xp)(g4, a),
-                               rnn_ops._lstm_gates_grad_impl(xp, g4, a), rtol=1e-6, atol=1e-6)
+                               prim_rnn._lstm_gates_grad_impl(xp, g4, a), rtol=1e-6, atol=1e-6)
     g, c = _rand(4, units), _rand(batch_c, units)
     for wrt in ("gates", "state"):
-        for lower, impl in ((numpy_rnn.lstm_c_grad, rnn_ops._lstm_c_grad_impl),
-                            (numpy_rnn.lstm_h_grad, rnn_ops._lstm_h_grad_impl)):
+        for lower, impl in ((numpy_rnn.lstm_c_grad, prim_rnn._lstm_c_grad_impl),
+                            (numpy_rnn.lstm_h_grad, prim_rnn._lstm_h_grad_impl)):
             got, want = lower(xp, wrt)(g, a, c), impl(xp, g, a, c, wrt)
             assert got.shape == want.shape == ((4, 4 * units) if wrt == "gates" else c.shape)
             assert got.dtype == want.dtype == np.float32
@@ -133,7 +136,8 @@ def test_winograd_serves_3x3_stride_1_convolutions_with_many_channels():
 def _pooled_or_skip(monkeypatch):
     """numpy_conv_winograd, with a block per image taking the pooled path from two
     blocks on (the tests' batches are small)."""
-    from gradflow.backends import numpy_conv_winograd, openmp
+    from gradflow.backends.cpu import openmp
+    from gradflow.backends.numpy import conv_winograd as numpy_conv_winograd
 
     if get_numba() is None or not onednn.available() or not openmp.shared():
         pytest.skip("needs numba, oneDNN and OpenMP's shared pool")
@@ -151,8 +155,8 @@ def _pooled_runs(monkeypatch):
 
 
 def test_winograd_blocks_go_to_openmps_pool_from_eight_blocks_on():
-    from gradflow.backends import numpy_conv_winograd as winograd
-    from gradflow.backends import openmp
+    from gradflow.backends.cpu import openmp
+    from gradflow.backends.numpy import conv_winograd as winograd
 
     if not onednn.available() or not openmp.shared():
         pytest.skip("needs oneDNN and OpenMP's shared pool")
@@ -192,7 +196,7 @@ def test_winograd_blocks_on_openmps_pool_match_the_reference(monkeypatch, shape,
 
 
 def test_winograd_blocks_give_the_same_bits_on_one_thread_and_on_two(monkeypatch):
-    from gradflow.backends import threads
+    from gradflow.backends.cpu import threads
 
     ran = _pooled_runs(monkeypatch)
     rng = np.random.default_rng(4)
@@ -233,7 +237,7 @@ def test_winograd_blocks_from_several_threads_at_once(monkeypatch):
 
 def test_conv_lowerings_in_blocks(window_path, monkeypatch):
     """Many small blocks of images (and Winograd blocks) give the same results."""
-    from gradflow.backends import numpy_conv_winograd
+    from gradflow.backends.numpy import conv_winograd as numpy_conv_winograd
 
     monkeypatch.setattr(numpy_windows, "BLOCK_BYTES", 1)
     monkeypatch.setattr(numpy_conv_winograd, "BLOCK_BYTES", 1)
@@ -562,7 +566,7 @@ def test_the_scatter_kernel_sums_in_float64(monkeypatch, dtype, row_shape):
     """Above the one-hot product's size, rows are added into their targets by a numba
     loop in float64: the float32 result is the float64 sum rounded once (the sorted
     float32 sums of ``np.add.reduceat`` it replaced were further off), into ``out`` too."""
-    from gradflow.backends import numpy as numpy_backend
+    from gradflow.backends.numpy import backend as numpy_backend
 
     rng = np.random.default_rng(4)
     count, num_rows = 50_000, 300  # 15M one-hot entries: past the product path

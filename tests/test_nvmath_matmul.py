@@ -1,4 +1,4 @@
-"""gradflow.backends.nvmath_matmul on the CPU: the planned matmul's whole life (fixed
+"""gradflow.backends.cupy.nvmath_matmul on the CPU: the planned matmul's whole life (fixed
 buffers, planned once, executed with new contents, transposes, bias) against np.matmul,
 run through nvmath-python's generic Matmul with MKL in a subprocess
 (tests/nvmath_matmul_cpu_check.py), so this process never loads MKL's OpenMP; and the
@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from gradflow.backends.nvmath_matmul import PlannedMatmul, result_shape
+from gradflow.backends.cupy.nvmath_matmul import PlannedMatmul, result_shape
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

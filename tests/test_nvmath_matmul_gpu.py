@@ -1,4 +1,4 @@
-"""gradflow.backends.nvmath_matmul on a GPU (skipped without CuPy, nvmath-python and a
+"""gradflow.backends.cupy.nvmath_matmul on a GPU (skipped without CuPy, nvmath-python and a
 CUDA device): the cuBLASLt path (transposed problem, BIAS epilogue, TF32 option) against
 cupy.matmul, and its replay inside a CuPy stream capture with new contents each time."""
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu
 if not cp.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
-from gradflow.backends.nvmath_matmul import PlannedMatmul  # noqa: E402
+from gradflow.backends.cupy.nvmath_matmul import PlannedMatmul  # noqa: E402
 
 
 def _reference(a, b, ta, tb, bias):

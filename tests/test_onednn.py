@@ -1,4 +1,4 @@
-"""oneDNN on the NumPy backend (``gradflow.backends.onednn``, ``onednn_conv``): the
+"""oneDNN on the NumPy backend (``gradflow.backends.onednn.library``, ``onednn_conv``): the
 three convolution passes against the float64 reference, from several threads at once,
 with the same bits on any thread count; OpenBLAS kept to one thread while oneDNN's
 pool is in use; and the way back to im2col where oneDNN is off, missing or
@@ -15,14 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from gradflow.backends import (
-    numpy_windows,
-    onednn,
-    onednn_conv,
-    openmp,
-    threads,
-)
-from gradflow.ops.conv_ops import window_geometry
+from gradflow.backends.cpu import openmp, threads
+from gradflow.backends.numpy import windows as numpy_windows
+from gradflow.backends.onednn import conv as onednn_conv
+from gradflow.backends.onednn import library as onednn
+from gradflow.prim.conv import window_geometry
 
 pytestmark = pytest.mark.skipif(not onednn.available(),
                                 reason="oneDNN (onednn-cpu-gomp) is not installed or loads not")
@@ -135,7 +132,8 @@ def _in_a_fresh_process(env, code):
 def test_off_or_missing_means_im2col():
     code = ("import logging; logging.basicConfig(level=logging.DEBUG)\n"
             "import numpy as np\n"
-            "from gradflow.backends import onednn, numpy_windows\n"
+            "from gradflow.backends.onednn import library as onednn\n"
+            "from gradflow.backends.numpy import windows as numpy_windows\n"
             "x = np.ones((1, 5, 5, 2), np.float32); w = np.ones((3, 3, 2, 4), np.float32)\n"
             "y = numpy_windows.conv_forward(x, w, (1, 1), 'SAME')\n"
             "print('available', onednn.available(), float(y[0, 2, 2, 0]))\n")

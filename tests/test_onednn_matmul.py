@@ -1,4 +1,4 @@
-"""oneDNN's matrix products on the NumPy backend (``gradflow.backends.onednn_matmul``):
+"""oneDNN's matrix products on the NumPy backend (``gradflow.backends.onednn.matmul``):
 every transposition the ``matmul`` op lowers against the float64 product, into a
 plan's buffer and into a new array, from several threads at once, with the same bits
 on one thread and two; and NumPy for what oneDNN is not there for (small products,
@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import numpy_matmul, onednn, onednn_matmul, threads
+from gradflow.backends.cpu import threads
+from gradflow.backends.numpy import matmul as numpy_matmul
+from gradflow.backends.onednn import library as onednn
+from gradflow.backends.onednn import matmul as onednn_matmul
 
 pytestmark = pytest.mark.skipif(not onednn.available(),
                                 reason="oneDNN (onednn-cpu-gomp) is not installed or loads not")

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import numba_support, numpy_fused, onednn, openmp, threads
+from gradflow.backends.cpu import numba_support, openmp, threads
+from gradflow.backends.numpy import fused as numpy_fused
+from gradflow.backends.onednn import library as onednn
 
 needs_pool = pytest.mark.skipif(not openmp.shared(), reason=f"no shared OpenMP pool here: "
                                 f"{openmp.why_not()}")
@@ -26,14 +28,15 @@ def _run(code, **env):
 
 @pytest.mark.skipif(numba_support.get_numba() is None, reason="numba is not installed")
 def test_off_says_why():
-    code = ("from gradflow.backends import openmp\n"
+    code = ("from gradflow.backends.cpu import openmp\n"
             "print(openmp.shared(), openmp.why_not())\n")
     assert _run(code, GRADFLOW_OPENMP="0").split() == ["False", "GRADFLOW_OPENMP=0"]
 
 
 _PRODUCTS = """
 import hashlib, numpy as np
-from gradflow.backends import openmp, threads
+from gradflow.backends.cpu import openmp
+from gradflow.backends.cpu import threads
 threads.refresh()
 print('shared', openmp.shared(), threads.blas_current())
 rng = np.random.default_rng(0)
@@ -91,7 +94,7 @@ def test_a_parallel_kernel_gives_the_bits_of_one_thread(monkeypatch):
 def test_a_kernel_on_a_team_leaves_the_callers_numba_count(monkeypatch):
     """numba's thread count (per calling thread) is the program's too: the kernels of
     Adam's update and of pooling on a team of two leave it as they found it."""
-    from gradflow.backends import numpy_windows
+    from gradflow.backends.numpy import windows as numpy_windows
 
     numba = numba_support.get_numba()
     monkeypatch.setattr(threads, "team", lambda: 2)
@@ -109,7 +112,8 @@ def test_a_kernel_on_a_team_leaves_the_callers_numba_count(monkeypatch):
 
 _FORK = """
 import os, numpy as np, gradflow as gf
-from gradflow.backends import onednn, openmp
+from gradflow.backends.onednn import library as onednn
+from gradflow.backends.cpu import openmp
 rng = np.random.default_rng(0)
 graph = gf.Graph()
 with graph.as_default():
@@ -167,7 +171,7 @@ def test_without_an_openblas_callback_the_pools_stay_apart(monkeypatch):
 def test_pooling_on_a_team_gives_the_bits_of_one_thread(monkeypatch, ksize, strides, padding):
     """Max and average pooling and their gradients above PARALLEL_SIZE split the images
     over the team: the same bits as on one thread, NaN and ties included."""
-    from gradflow.backends import numpy_windows
+    from gradflow.backends.numpy import windows as numpy_windows
 
     rng = np.random.default_rng(3)
     x = rng.integers(-3, 3, (9, 30, 30, 64)).astype(np.float32)  # many ties

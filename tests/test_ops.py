@@ -15,7 +15,7 @@ from array_api_compat import device as array_device
 from op_specs import EXEMPT, NEEDS_RANK, SPECS, all_unknown
 
 import gradflow as gf
-from gradflow.ops.registry import REGISTRY
+from gradflow.prim.registry import REGISTRY
 
 BY_DTYPE = [pytest.param(s, d, id=f"{s.id}-{d}") for s in SPECS for d in s.dtypes]
 ALL = [pytest.param(s, id=s.id) for s in SPECS]

@@ -15,7 +15,6 @@ import pytest
 
 import gradflow as gf
 from gradflow.errors import InvalidArgumentError
-from gradflow.ops.registry import apply
 from gradflow.passes import PlanGraph, PlanNode
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
@@ -23,6 +22,7 @@ from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
+from gradflow.prim.registry import apply
 
 
 def _ops(graph):

@@ -1,4 +1,4 @@
-"""The device generator (gradflow.backends.philox): the NumPy implementation against
+"""The device generator (gradflow.backends.cuda.philox): the NumPy implementation against
 Random123's published Philox4x32-10 answers, and the CUDA C kernels, compiled on the
 host with g++ (tests/cuda_host.py), against the NumPy implementation bit for bit."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from cuda_host import build, launch, needs_gxx
 
-from gradflow.backends import philox
+from gradflow.backends.cuda import philox
 
 # Random123's kat_vectors for philox4x32 with 10 rounds: (counter, key, result)
 KNOWN_ANSWERS = [

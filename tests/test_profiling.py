@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
+from gradflow.backends.cpu import numba_support
 
 FULL = gf.RunOptions(trace_level=gf.RunOptions.FULL_TRACE)
 
@@ -86,7 +87,7 @@ def test_describe_plan_shows_steps_buffers_and_the_commit():
         assert "-- commit, under the store lock --" in text
         assert "matmul 'dense/matmul' 5x8 float32" in text
         assert "read_current 'dense/kernel/ReadCurrent'" in text
-        if gf.backends.numba_support.get_numba() is not None:
+        if numba_support.get_numba() is not None:
             assert "fused[" in text
         # describing compiles nothing the session keeps, and runs nothing
         assert sess._plans == {}

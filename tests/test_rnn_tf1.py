@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.nn import rnn_cell
+from gradflow.nn import rnn_base, rnn_cell
 
 BATCH, IN, UNITS, STEPS = 3, 2, 2, 4
 LENGTHS = np.array([4, 2, 0], np.int32)  # a full row, a short one, an empty one
@@ -323,7 +323,7 @@ def _weighted_sum(out, state, steps, seed):
     """A loss that weighs every output element and state leaf differently."""
     rng = np.random.default_rng(seed)
     total = gf.reduce_sum(out * gf.constant(rng.normal(size=(BATCH, steps, UNITS))))
-    for leaf in rnn_cell._flat(state):
+    for leaf in rnn_base._flat(state):
         total = total + gf.reduce_sum(leaf * gf.constant(rng.normal(size=(BATCH, UNITS))))
     return total
 
@@ -352,8 +352,8 @@ def test_dynamic_rnn_while_path_matches_static_path(backend, kind):
     feed = {known: xv, unknown: xv, lengths: LENGTHS}
     with gf.Session(backend=backend) as sess:
         sess.run(gf.global_variables_initializer())
-        static = sess.run([out_s, rnn_cell._flat(state_s), grads_s], feed)
-        looped = sess.run([out_w, rnn_cell._flat(state_w), grads_w], feed)
+        static = sess.run([out_s, rnn_base._flat(state_s), grads_s], feed)
+        looped = sess.run([out_w, rnn_base._flat(state_w), grads_w], feed)
     np.testing.assert_allclose(looped[0], static[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(looped[0][1, 2:], 0.0)  # past row 1's end
     np.testing.assert_array_equal(looped[0][2], 0.0)  # the empty row

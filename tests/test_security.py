@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import numba_support
+from gradflow.backends.cpu import numba_support
 from gradflow.train.saver import CheckpointError
 
 

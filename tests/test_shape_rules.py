@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradflow as gf
-from gradflow.ops import rules
+from gradflow.prim import rules
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
 

@@ -1,4 +1,4 @@
-"""TF1's special functions (gradflow/ops/special_ops.py: erf, erfc, lgamma, digamma,
+"""TF1's special functions (gradflow/prim/special.py: erf, erfc, lgamma, digamma,
 polygamma, math.xlogy, math.xdivy) against TensorFlow 2.21 (``compat.v1``, graph mode):
 each expected value is what TF gave, written in as a literal; on every CPU backend. Where
 scipy is installed, also against ``scipy.special`` on dense grids.

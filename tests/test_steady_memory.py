@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow.backends import threads
+from gradflow.backends.cpu import threads
 from gradflow.executor import compile_plan
 from gradflow.passes.ir import user_node
 
@@ -103,7 +103,7 @@ def _allocations_per_op(name):
         sess.run(init)
         keys = tuple(feed)
         feeds = sess._convert_feeds(keys, list(feed.items()))
-        plan = compile_plan(sess, [train], keys, [f.shape for f in feeds], trace=True)
+        plan = compile_plan(sess.run_state, [train], keys, [f.shape for f in feeds], trace=True)
         turn = [False]
 
         def clock():  # before an op: start counting; after it: what it took at most
@@ -118,14 +118,14 @@ def _allocations_per_op(name):
         np.setbufsize(16)
         try:
             for _ in range(3):  # buffers taken, kernels (and in-place variants) compiled
-                plan.fn(feeds, sess._store)
+                plan.fn(feeds, sess.run_state.store)
             least = {}
             _fill_free_lists()
             tracemalloc.start()
             try:
                 for _ in range(TRACED_STEPS):
                     plan.trace.clear()
-                    plan.fn(feeds, sess._store)
+                    plan.fn(feeds, sess.run_state.store)
                     for node, start, end in plan.trace:
                         least[node] = min(least.get(node, end - start), end - start)
             finally:
@@ -204,9 +204,9 @@ def test_a_recorded_step_replays_as_the_plan_runs(name):
     keys = tuple(feed)
     batches = list(_batches(feed, steps + 1))
     fixed = sess._convert_feeds(keys, list(batches[0].items()))
-    plan = compile_plan(sess, [train], keys, [f.shape for f in fixed])
+    plan = compile_plan(sess.run_state, [train], keys, [f.shape for f in fixed])
     assert plan.schedule.replayable, plan.schedule.why_not_replayable()
-    plan.fn(fixed, sess._store)  # the first run: buffers taken, kernels compiled
+    plan.fn(fixed, sess.run_state.store)  # the first run: buffers taken, kernels compiled
     calls = []
     env = plan.fn.__globals__
     for key in [k for k in env if k[0] == "I" and k[1:].isdigit()]:
@@ -221,7 +221,7 @@ def test_a_recorded_step_replays_as_the_plan_runs(name):
         plan.fn.__globals__[key] = record
     for array, value in zip(fixed, batches[1].values()):
         np.copyto(array, value)
-    plan.fn(fixed, sess._store)  # recorded
+    plan.fn(fixed, sess.run_state.store)  # recorded
     assert calls
     for batch in batches[2:]:
         for array, value in zip(fixed, batch.values()):
@@ -237,14 +237,14 @@ def test_a_recorded_step_replays_as_the_plan_runs(name):
 
 
 def test_the_torch_backend_writes_matmuls_and_elementwise_ops_into_the_arena():
-    """PyTorch's functions take ``out=`` too (``gradflow.backends.torch_out``): the MLP's
+    """PyTorch's functions take ``out=`` too (``gradflow.backends.torch.out``): the MLP's
     matmuls, fused groups and updates write into the plan's buffers there as well."""
     pytest.importorskip("torch", reason="PyTorch is not installed")
     sess, train, feed, _ = session_of("mlp", backend="torch")
     with sess:
         keys = tuple(feed)
         feeds = sess._convert_feeds(keys, list(feed.items()))
-        schedule = compile_plan(sess, [train], keys, [f.shape for f in feeds]).schedule
+        schedule = compile_plan(sess.run_state, [train], keys, [f.shape for f in feeds]).schedule
     placed = set(schedule.arena) | set(schedule.recycled)  # in place, or the spare array
     for node in schedule.order:
         if node.opdef.name in ("matmul", "fused_output") or (

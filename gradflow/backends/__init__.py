@@ -22,10 +22,10 @@ _DEFAULT = "numpy"
 
 # name -> the module that implements it
 _MODULES = {
-    "numpy": "gradflow.backends.numpy",
+    "numpy": "gradflow.backends.numpy.backend",
     "array_api_strict": "gradflow.backends.array_api_strict",
-    "torch": "gradflow.backends.torch",
-    "cupy": "gradflow.backends.cupy",
+    "torch": "gradflow.backends.torch.backend",
+    "cupy": "gradflow.backends.cupy.backend",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
+from gradflow.backends.capture import RecordingCapturer
 
 
 class Backend:
@@ -12,7 +13,7 @@ class Backend:
 
     ``xp`` is the Array API namespace (through array-api-compat). A subclass
     adds host transfers and synchronisation; its module gives hot ops kernels of
-    its own with ``gradflow.ops.registry.add_lowering(op, name, lower)`` (kept
+    its own with ``gradflow.prim.registry.add_lowering(op, name, lower)`` (kept
     on the op's record, ``OpDef.lowerings``). ``overrides`` (op name ->
     ``lower(xp, **attrs)``) replaces those for this one backend object.
     """
@@ -104,10 +105,8 @@ class Backend:
     running = None
 
     def capturer(self):
-        """What captures a plan's run for replays (``gradflow.capture``): by default the
-        CPU's recording of its op calls."""
-        from gradflow.capture import RecordingCapturer
-
+        """What captures a plan's run for replays (``gradflow.backends.capture``): by
+        default the CPU's recording of its op calls."""
         return RecordingCapturer()
 
     def copy_into(self, array, value) -> None:

@@ -10,7 +10,7 @@ from gradflow.ops.array_ops import count_nonzero, reduce_sum, reshape
 from gradflow.ops.index_ops import shape
 from gradflow.ops.math_ops import divide, equal, ones_like, where, zeros_like
 from gradflow.ops.nn_ops import sparse_softmax_cross_entropy_with_logits
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["sequence_loss"]
 

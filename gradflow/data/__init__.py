@@ -4,7 +4,8 @@
 >>> images, labels = ds.make_one_shot_iterator().get_next()
 """
 
-from gradflow.data import experimental, mnist
+# prefetch, sources and transforms register the stages Dataset's methods build
+from gradflow.data import experimental, mnist, prefetch, sources, transforms  # noqa: F401
 from gradflow.data.batching import batches
 from gradflow.data.dataset import Dataset
 from gradflow.data.iterator import (

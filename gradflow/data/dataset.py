@@ -6,6 +6,10 @@ one); an iterator made from it gives graph tensors whose values each
 yields elements as flat tuples of host arrays (``_iterate(run)``), and batches
 of them (``_batches``), which sources and ``map`` may produce faster than by
 stacking elements.
+
+The sources, transformations and iterators subclass ``Dataset`` (or check for one),
+so their modules import this one; its methods build them by name from ``_STAGES``,
+where each registers itself (``@stage``), instead of importing them back.
 """
 
 from __future__ import annotations
@@ -14,6 +18,14 @@ import numpy as np
 
 from gradflow.data import structure
 from gradflow.errors import InvalidArgumentError
+
+_STAGES: dict = {}  # class name -> a source, transformation or iterator class (``stage``)
+
+
+def stage(cls):
+    """Register ``cls`` for ``Dataset``'s methods to build by its name."""
+    _STAGES[cls.__name__] = cls
+    return cls
 
 
 class Dataset(structure.Elements):
@@ -81,12 +93,12 @@ class Dataset(structure.Elements):
 
         >>> ds = gf.data.Dataset.from_tensor_slices({"x": x_train, "y": y_train})
         """
-        return sources.TensorSlices(tensors)
+        return _STAGES["TensorSlices"](tensors)
 
     @staticmethod
     def from_tensors(tensors):
         """One element: ``tensors`` (arrays, tensors, or a tuple/dict of them)."""
-        return sources.Tensors(tensors)
+        return _STAGES["Tensors"](tensors)
 
     @staticmethod
     def from_generator(generator, output_types, output_shapes=None, args=None):
@@ -95,22 +107,22 @@ class Dataset(structure.Elements):
 
         >>> ds = gf.data.Dataset.from_generator(lambda: iter(range(5)), gf.int64, ())
         """
-        return sources.Generator(generator, output_types, output_shapes, args)
+        return _STAGES["Generator"](generator, output_types, output_shapes, args)
 
     @staticmethod
     def range(*args, output_type=None):
         """``start, stop, step`` as Python's ``range``, as int64 scalars (TF1)."""
-        return sources.Range(args, output_type)
+        return _STAGES["Range"](args, output_type)
 
     @staticmethod
     def zip(datasets):
         """Elements of several data sets side by side: ``datasets`` is a tuple (or a
         nested tuple/dict) of data sets; it ends with the shortest."""
-        return sources.Zip(datasets)
+        return _STAGES["Zip"](datasets)
 
     def concatenate(self, dataset):
         """The elements of this data set, then those of ``dataset``."""
-        return sources.Concatenate(self, dataset)
+        return _STAGES["Concatenate"](self, dataset)
 
     # -- transformations ------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None):
@@ -119,23 +131,23 @@ class Dataset(structure.Elements):
 
         >>> ds = ds.map(lambda x, y: (gf.cast(x, gf.float32) / 255.0, y))
         """
-        return transforms.Map(self, map_func)
+        return _STAGES["Map"](self, map_func)
 
     def filter(self, predicate):
         """The elements for which ``predicate`` (traced as ``map``'s function) is true."""
-        return transforms.Filter(self, predicate)
+        return _STAGES["Filter"](self, predicate)
 
     def batch(self, batch_size, drop_remainder=False):
         """Elements stacked ``batch_size`` at a time; the last batch is smaller unless
         ``drop_remainder``."""
-        return transforms.Batch(self, batch_size, drop_remainder)
+        return _STAGES["Batch"](self, batch_size, drop_remainder)
 
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
                      drop_remainder=False):
         """Like ``batch`` for elements of different shapes: each component is padded to
         ``padded_shapes`` (``None``/-1 dimensions: to the longest in the batch) with
         ``padding_values`` (default 0, or ``b""`` for strings)."""
-        return transforms.PaddedBatch(self, batch_size, padded_shapes, padding_values,
+        return _STAGES["PaddedBatch"](self, batch_size, padded_shapes, padding_values,
                                       drop_remainder)
 
     def unbatch(self):
@@ -144,34 +156,34 @@ class Dataset(structure.Elements):
 
         >>> ds = gf.data.Dataset.from_tensors(([1, 2, 3], [4, 5, 6])).unbatch()  # 3 rows
         """
-        return transforms.Unbatch(self)
+        return _STAGES["Unbatch"](self)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         """Elements in random order, drawn from a buffer of ``buffer_size`` (TF1's
         algorithm: ``buffer_size`` >= the data set's size gives a uniform shuffle)."""
-        return transforms.Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
+        return _STAGES["Shuffle"](self, buffer_size, seed, reshuffle_each_iteration)
 
     def repeat(self, count=None):
         """The data set ``count`` times over (``None`` or -1: forever)."""
-        return transforms.Repeat(self, count)
+        return _STAGES["Repeat"](self, count)
 
     def take(self, count):
         """The first ``count`` elements (-1: all)."""
-        return transforms.Take(self, count)
+        return _STAGES["Take"](self, count)
 
     def skip(self, count):
         """All but the first ``count`` elements (-1: none)."""
-        return transforms.Skip(self, count)
+        return _STAGES["Skip"](self, count)
 
     def prefetch(self, buffer_size):
         """The same elements, produced ahead by a background thread into a buffer of
         ``buffer_size`` (``gf.data.experimental.AUTOTUNE``: 2) while a step runs."""
-        return prefetch.Prefetch(self, buffer_size)
+        return _STAGES["Prefetch"](self, buffer_size)
 
     def cache(self, filename=""):
         """The same elements, kept after the first full pass (in memory, or in
         ``filename`` when given) and replayed by later passes."""
-        return transforms.Cache(self, filename)
+        return _STAGES["Cache"](self, filename)
 
     def apply(self, transformation_func):
         """``transformation_func(self)``, for chaining (TF1)."""
@@ -184,16 +196,12 @@ class Dataset(structure.Elements):
     # -- iterators -----------------------------------------------------------------
     def make_one_shot_iterator(self):
         """An iterator that starts by itself at its first ``get_next`` in each Session."""
-        from gradflow.data.iterator import Iterator
-
-        return Iterator._one_shot(self)
+        return _STAGES["Iterator"]._one_shot(self)
 
     def make_initializable_iterator(self, shared_name=None):
         """An iterator that starts when its ``initializer`` runs (with the placeholders
         the data set reads fed then)."""
-        from gradflow.data.iterator import Iterator
-
-        return Iterator._initializable(self)
+        return _STAGES["Iterator"]._initializable(self)
 
 
 def stack(elements):
@@ -211,6 +219,3 @@ def stack(elements):
                     "one shape first)")
         out.append(np.stack([e[k] for e in elements]))
     return tuple(out)
-
-
-from gradflow.data import prefetch, sources, transforms  # noqa: E402 - they subclass Dataset

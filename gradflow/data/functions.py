@@ -19,9 +19,11 @@ wrap that code in ``gf.py_func``.
 
 from __future__ import annotations
 
+from gradflow import dtypes
 from gradflow.data.structure import flatten, pack, shape_of
-from gradflow.graph import Tensor, TensorShape, get_default_graph
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.graph import Tensor, TensorShape, get_default_graph, topological_order
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.sparse_tensor import SparseTensor
 
 ARGS = "data_function_args"  # the key of a host session's argument values
 
@@ -107,8 +109,6 @@ def _batched(shape):
 
 
 def _as_output(value, what, label):
-    from gradflow.sparse_tensor import SparseTensor
-
     if isinstance(value, SparseTensor):
         raise TypeError(f"{what}: {label} returned a SparseTensor; gradflow's data sets hold "
                         "dense elements: return gf.sparse_tensor_to_dense(...) of it (and "
@@ -121,8 +121,6 @@ def _as_output(value, what, label):
 
 def _subgraph(outputs, args):
     """The nodes between ``args`` and ``outputs``, inputs first (args excluded)."""
-    from gradflow.graph import topological_order
-
     return [n for n in topological_order(outputs, set(args)) if n not in set(args)]
 
 
@@ -181,8 +179,6 @@ def _run_graph(run, args, outputs, captures, arrays):
 
 def check_predicate(traced):
     """``filter``'s function must return one scalar bool."""
-    from gradflow import dtypes
-
     out = traced.outputs
     if len(out) != 1 or out[0].dtype is not dtypes.bool_ or \
             (out[0].shape is not None and len(out[0].shape) != 0):

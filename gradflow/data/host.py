@@ -7,24 +7,25 @@ import threading
 import numpy as np
 
 from gradflow.graph import Tensor
-
-_DEFAULT_GRAPH_SEED = 87654321  # as gradflow.session: an op seed without a graph seed
+from gradflow.run_state import DEFAULT_GRAPH_SEED
+from gradflow.session import Session
 
 
 class PipelineRun:
     """The captured values, random streams, host session and helper threads of one
-    initialization of one iterator in one Session.
+    initialization of one iterator in one Session (``run``: its run state).
 
     ``values`` maps each captured tensor to its host value at initialization;
     ``epochs`` (kept by the iterator state across initializations) counts the
     passes each ``shuffle`` has made, so that every pass draws a new order.
 
-    It holds its Session weakly (it keeps the Session's graph and seed): a helper
-    thread running the pipeline must not keep a Session alive that its user dropped.
+    It holds neither the Session nor its run state (it keeps their graph and seed): a
+    helper thread running the pipeline must not keep a Session alive that its user
+    dropped.
     """
 
-    def __init__(self, session, values, epochs, deliver):
-        self.graph, self.seed = session.graph, session.seed
+    def __init__(self, run, values, epochs, deliver):
+        self.graph, self.seed = run.graph, run.seed
         self.values = values
         self.epochs = epochs
         self.deliver = deliver  # host element -> the arrays get_next returns
@@ -45,8 +46,6 @@ class PipelineRun:
     def host_session(self):
         """The NumPy session that runs traced map/filter functions (made on first use)."""
         if self._host is None:
-            from gradflow.session import Session
-
             self._host = Session(graph=self.graph, backend="numpy", seed=self.seed)
         return self._host
 
@@ -64,7 +63,7 @@ class PipelineRun:
             entropy = self.epochs.setdefault((owner, "entropy"),
                                              np.random.SeedSequence().entropy)
             return np.random.default_rng([entropy, count])
-        base = _DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed
+        base = DEFAULT_GRAPH_SEED if graph_seed is None else graph_seed
         return np.random.default_rng([base, op_seed, count])
 
     def adopt(self, helper) -> None:

@@ -1,9 +1,9 @@
 """``gf.data.Iterator``: graph tensors whose values come from a data set, per Session.
 
 An iterator is graph-level and holds no position: each Session keeps its own
-``IteratorState`` for it (in ``session.resources``), so two sessions on one graph
+``IteratorState`` for it (in its run state's ``resources``), so two sessions on one graph
 iterate independently, and closing a Session stops its pipelines' threads.
-``get_next()`` and ``make_initializer(ds)`` are graph ops (``gradflow.ops.dataset_ops``)
+``get_next()`` and ``make_initializer(ds)`` are graph ops (``gradflow.prim.dataset``)
 that call into that state when a run reaches them.
 """
 
@@ -14,18 +14,20 @@ import weakref
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset
+from gradflow.data.dataset import Dataset, stage
 from gradflow.data.feeding import register_get_next
 from gradflow.data.host import PipelineRun
 from gradflow.errors import CancelledError, FailedPreconditionError, OutOfRangeError
 from gradflow.graph import TensorShape, get_default_graph
-from gradflow.ops import dataset_ops  # noqa: F401 - registers the ops used here
 from gradflow.ops.control_flow_ops import VARIANT
-from gradflow.ops.registry import apply
+from gradflow.ops.state_ops import group
+from gradflow.prim import dataset as dataset_ops  # noqa: F401 - registers the ops used here
+from gradflow.prim.registry import apply
 
 _CLOSE_WAIT_S = 0.5  # how long closing waits for a get_next running in another thread
 
 
+@stage
 class Iterator(structure.Elements):
     """Gives the elements of a data set, one per ``get_next()`` evaluation (TF1
     ``tf.data.Iterator``).
@@ -48,15 +50,11 @@ class Iterator(structure.Elements):
                        output_classes=None):
         """An iterator not bound to a data set: ``make_initializer(ds)`` binds one (a
         "reinitializable" iterator, e.g. one for training and validation data)."""
-        from gradflow import dtypes
-
         types = [dtypes.as_dtype(t) for t in structure.flatten(output_types)]
         if output_shapes is None:
             shapes = [None] * len(types)
         else:
-            from gradflow.data.sources import _shapes_up_to
-
-            shapes = _shapes_up_to(output_types, output_shapes)
+            shapes = structure.shapes_up_to(output_types, output_shapes)
         return Iterator(output_types, types, shapes)
 
     @classmethod
@@ -94,8 +92,6 @@ class Iterator(structure.Elements):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"make_initializer: expected a gf.data.Dataset, got {dataset!r}")
         self._check_compatible(dataset)
-        from gradflow.ops.state_ops import group
-
         captures = dataset._captures()
         node = apply("iterator_initialize", captures, name=(name or "MakeIterator") + "/run",
                      graph=self._graph, iterator=self, dataset=dataset, shape=None,
@@ -134,11 +130,12 @@ class Iterator(structure.Elements):
         """The tensors a one-shot iterator's data set reads (None for other iterators)."""
         return None if self._one_shot is None else self._one_shot._captures()
 
-    def state(self, session) -> "IteratorState":
-        """This iterator's state in ``session`` (made on first use)."""
-        state = session.resources.get(self)
+    def state(self, run) -> "IteratorState":
+        """This iterator's state in the Session whose run state is ``run`` (made on first
+        use)."""
+        state = run.resources.get(self)
         if state is None:
-            state = session.resources.setdefault(self, IteratorState(session))
+            state = run.resources.setdefault(self, IteratorState(run))
         return state
 
     def _check_compatible(self, dataset):
@@ -167,8 +164,8 @@ class IteratorState:
     alive, and they are cancelled when it is collected without ``close()``.
     """
 
-    def __init__(self, session):
-        self.session = session
+    def __init__(self, run):
+        self.run = run  # the Session's run state
         self.lock = threading.Lock()
         self.epochs: dict = {}  # passes made by each shuffle, across initializations
         self.cancelled = False
@@ -183,17 +180,17 @@ class IteratorState:
     def initialize(self, dataset, captures, values):
         """Start ``dataset`` from its first element; ``values`` are the backend values
         of the tensors it captures, in the order of ``captures``."""
-        to_numpy = self.session.backend.to_numpy
+        to_numpy = self.run.backend.to_numpy
         # strings are host (NumPy) arrays on every backend already
         host = {t: v if t.dtype is dtypes.string else to_numpy(v)
                 for t, v in zip(captures, values)}
-        run = PipelineRun(self.session, host, self.epochs, self._deliverer())
+        run = PipelineRun(self.run, host, self.epochs, self._deliverer())
         with self.lock:
             self._check_cancelled("the iterator's initializer")
             self._close_locked()
             self._run, self._stream = run, dataset._delivered(run)
             # the pipeline's threads end when the Session is collected unclosed
-            self._finalizer = weakref.finalize(self.session, run.cancel)
+            self._finalizer = weakref.finalize(self.run, run.cancel)
 
     def get_next(self, node):
         with self.lock:
@@ -219,7 +216,7 @@ class IteratorState:
             raise CancelledError(f"{what}: cancelled, its Session was closed")
 
     def _deliverer(self):
-        asarray = self.session.backend.asarray
+        asarray = self.run.backend.asarray
 
         def deliver(element):
             return tuple(c if c.dtype.kind == "O" else asarray(c) for c in element)

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gradflow import dtypes
+
 FILES = {  # name -> SHA-256 of the decompressed file
     "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
     "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
@@ -274,8 +276,6 @@ def _read_gz_stream(f, where):
 
 
 def _image_dtype(dtype):
-    from gradflow import dtypes
-
     try:
         dt = dtypes.as_dtype(dtype)
     except (TypeError, ValueError, KeyError):
@@ -300,8 +300,6 @@ class DataSet:
 
     def __init__(self, images, labels, fake_data=False, one_hot=False, dtype=np.float32,
                  reshape=True, seed=None):
-        from gradflow import dtypes
-
         dt = _image_dtype(dtype)
         self._rng = np.random.RandomState(seed)
         self._fake = bool(fake_data)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import queue
 import threading
 
+from gradflow.data.dataset import stage
 from gradflow.data.transforms import _Counted
 from gradflow.errors import CancelledError
 
@@ -26,6 +27,7 @@ _JOIN_S = 10.0  # how long re-initializing waits for the producer to notice
 _CANCELLED_JOIN_S = 0.02  # how long closing waits for it (a stalled input never returns)
 
 
+@stage
 class Prefetch(_Counted):
     """``Dataset.prefetch``: ``buffer_size`` is the count."""
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset
+from gradflow.data.dataset import Dataset, stage
 from gradflow.errors import (
     DataLossError,
     GradflowError,
@@ -18,7 +18,9 @@ from gradflow.errors import (
     UnknownError,
 )
 from gradflow.graph import Tensor, TensorShape
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.reader_ops import fixed_length_records
+from gradflow.prim.registry import convert_to_tensor
+from gradflow.tfrecord import compression, open_input, records
 
 
 def _components(value, what):
@@ -45,6 +47,7 @@ def _dtype(component):
     return structure.dtype_of(component)
 
 
+@stage
 class TensorSlices(Dataset):
     """``Dataset.from_tensor_slices``: one element per row of the components."""
 
@@ -95,6 +98,7 @@ def _label(component):
     return f"'{component.name}'" if isinstance(component, Tensor) else "an array"
 
 
+@stage
 class Tensors(Dataset):
     """``Dataset.from_tensors``: a single element."""
 
@@ -110,6 +114,7 @@ class Tensors(Dataset):
         yield tuple(run.value(c) for c in self._components)
 
 
+@stage
 class Generator(Dataset):
     """``Dataset.from_generator``: what ``generator(*args)`` yields, converted and
     checked against ``output_types``/``output_shapes``."""
@@ -121,7 +126,7 @@ class Generator(Dataset):
         if output_shapes is None:
             shapes = [None] * len(types)
         else:
-            shapes = _shapes_up_to(output_types, output_shapes)
+            shapes = structure.shapes_up_to(output_types, output_shapes)
             if len(shapes) != len(types):
                 raise ValueError("from_generator: output_shapes does not have the structure "
                                  f"of output_types: {output_shapes!r} vs {output_types!r}")
@@ -220,15 +225,7 @@ def _flatten_up_to(template, value):
     return [value]
 
 
-def _shapes_up_to(types, shapes):
-    """``output_shapes`` flattened like ``output_types`` (a shape is a leaf)."""
-    if isinstance(types, dict):
-        return [s for key in sorted(types) for s in _shapes_up_to(types[key], shapes[key])]
-    if isinstance(types, tuple):
-        return [s for t, sh in zip(types, shapes) for s in _shapes_up_to(t, sh)]
-    return [None if shapes is None else TensorShape(shapes)]
-
-
+@stage
 class Range(Dataset):
     """``Dataset.range``: integers as Python's ``range`` gives them."""
 
@@ -254,6 +251,7 @@ class Range(Dataset):
             yield (np.arange(part.start, part.stop, part.step, dtype=np_type),)
 
 
+@stage
 class Zip(Dataset):
     """``Dataset.zip``: elements of several data sets side by side, to the shortest."""
 
@@ -275,6 +273,7 @@ class Zip(Dataset):
                 s.close()
 
 
+@stage
 class Concatenate(Dataset):
     """``Dataset.concatenate``: one data set's elements, then another's."""
 
@@ -344,8 +343,6 @@ class TextLineDataset(_FileRecords):
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.tfrecord import open_input
-
         number = 1
         with open_input(path, self._compression, "TextLineDataset") as f:
             try:
@@ -379,8 +376,6 @@ class FixedLengthRecordDataset(_FileRecords):
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.ops.reader_ops import fixed_length_records
-
         for _, record in fixed_length_records(path, *self._sizes, "FixedLengthRecordDataset"):
             yield record
 
@@ -395,12 +390,8 @@ class TFRecordDataset(_FileRecords):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
-        from gradflow.tfrecord import compression
-
         self._compression = compression(compression_type)
         super().__init__(filenames)
 
     def _records(self, path):
-        from gradflow.tfrecord import records
-
         return records(path, self._compression)

@@ -121,3 +121,12 @@ def format_shape(shape) -> str:
     if shape is None:
         return "<unknown>"
     return "[" + ",".join("?" if d is None else str(int(d)) for d in shape) + "]"
+
+
+def shapes_up_to(types, shapes) -> list:
+    """``output_shapes`` flattened like ``output_types`` (a shape is a leaf)."""
+    if isinstance(types, dict):
+        return [s for key in sorted(types) for s in shapes_up_to(types[key], shapes[key])]
+    if isinstance(types, tuple):
+        return [s for t, sh in zip(types, shapes) for s in shapes_up_to(t, sh)]
+    return [None if shapes is None else TensorShape(shapes)]

@@ -10,11 +10,11 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset, stack
+from gradflow.data.dataset import Dataset, stack, stage
 from gradflow.data.functions import TracedFunction, check_predicate
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, TensorShape, get_default_graph
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 
 def scalar_argument(value, what):
@@ -58,6 +58,7 @@ class _Counted(_Unary):
         self._scalars = (self._count,)
 
 
+@stage
 class Map(_Unary):
     """``Dataset.map``."""
 
@@ -83,6 +84,7 @@ class Map(_Unary):
             yield batched(run, rows)
 
 
+@stage
 class Filter(_Unary):
     """``Dataset.filter``."""
 
@@ -101,6 +103,7 @@ class Filter(_Unary):
                 yield element
 
 
+@stage
 class Batch(_Unary):
     """``Dataset.batch``."""
 
@@ -119,6 +122,7 @@ class Batch(_Unary):
                                            self._drop)
 
 
+@stage
 class Unbatch(_Unary):
     """``Dataset.unbatch``: each element's rows as elements of their own."""
 
@@ -152,16 +156,15 @@ def _positive(run, value, what):
     return n
 
 
+@stage
 class PaddedBatch(_Unary):
     """``Dataset.padded_batch``."""
 
     def __init__(self, upstream, batch_size, padded_shapes, padding_values, drop_remainder):
-        from gradflow.data.sources import _shapes_up_to
-
         size = scalar_argument(batch_size, "padded_batch: batch_size")
         n = len(upstream._types)
         targets = [None] * n if padded_shapes is None else \
-            _shapes_up_to(upstream.output_types, padded_shapes)
+            structure.shapes_up_to(upstream.output_types, padded_shapes)
         targets = [_padded_target(t, s, k) for k, (t, s) in
                    enumerate(zip(targets, upstream._shapes))]
         if padding_values is None:
@@ -224,6 +227,7 @@ def _padded_target(target, shape, k):
     return target
 
 
+@stage
 class Shuffle(_Unary):
     """``Dataset.shuffle``: TF1's buffer algorithm (draw a random element of the
     buffer, put the next input element in its place)."""
@@ -259,6 +263,7 @@ class Shuffle(_Unary):
             yield buffer.pop()
 
 
+@stage
 class Repeat(_Counted):
     """``Dataset.repeat``."""
 
@@ -278,6 +283,7 @@ class Repeat(_Counted):
                 return
 
 
+@stage
 class Take(_Counted):
     """``Dataset.take``."""
 
@@ -298,6 +304,7 @@ class Take(_Counted):
             stream.close()  # stops a prefetch thread upstream
 
 
+@stage
 class Skip(_Counted):
     """``Dataset.skip``."""
 
@@ -313,6 +320,7 @@ class Skip(_Counted):
                 yield element
 
 
+@stage
 class Cache(_Unary):
     """``Dataset.cache``: the first complete pass is recorded (in memory for this
     initialization of the iterator, or in ``filename`` for every later one)."""

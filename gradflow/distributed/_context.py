@@ -37,7 +37,7 @@ class Context:
             return self.host
         if self.choice == "auto":
             try:
-                from gradflow.backends.cupy_nccl import import_nccl
+                from gradflow.backends.cupy.nccl import import_nccl
 
                 import_nccl()
             except ImportError:
@@ -88,7 +88,7 @@ def create(comm=None, engine=None, stall=None) -> Context:
         source = "engine" if engine is not None else ENV_ENGINE
         raise ValueError(f"{source} must be one of {', '.join(ENGINES)}; got {choice!r}")
     if choice == "nccl":
-        from gradflow.backends.cupy_nccl import import_nccl
+        from gradflow.backends.cupy.nccl import import_nccl
 
         import_nccl()
     if choice == "local":

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from gradflow.backends.device_arrays import from_host, synchronize, to_host
+from gradflow.backends.cupy.device_arrays import from_host, synchronize, to_host
 from gradflow.distributed.engine import Engine, _check_root
 from gradflow.distributed.watchdog import StallLimits, Watchdog
 

@@ -17,7 +17,7 @@ in CI, which has neither.
 
 from __future__ import annotations
 
-from gradflow.backends.cupy_nccl import import_nccl
+from gradflow.backends.cupy.nccl import import_nccl
 from gradflow.distributed.engine import Engine, _check_root
 
 

@@ -35,7 +35,7 @@ from gradflow.distributed.fusion import (
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation
 from gradflow.ops.control_flow_ops import VARIANT
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 
 AVERAGE = "average"
 SUM = "sum"
@@ -88,10 +88,10 @@ def _agree(ctx, engine, layout, node) -> None:
         "other forever or mix up values")
 
 
-def _collective_impl(session, node):
+def _collective_impl(run_state, node):
     attrs = node.attrs
     ctx = _context.current(f"running the collective '{node.name}'")
-    backend = session.backend
+    backend = run_state.backend
     engine = ctx.engine_for(backend)
     xp = backend.xp
     kind, op, root, single = attrs["kind"], attrs["op"], attrs["root"], attrs["single"]
@@ -158,7 +158,7 @@ def _allreduce_grad(node, g):
                    node.attrs["compression"], node.attrs["threshold"], 0, None, True)]
 
 
-def _output_impl(session, node):
+def _output_impl(run_state, node):
     index = node.attrs["index"]
     return lambda value: value[index]
 
@@ -167,9 +167,9 @@ def _output_infer(shapes, in_dtypes, index, shape, dtype):
     return shape, dtype
 
 
-def _allgather_impl(session, node):
+def _allgather_impl(run_state, node):
     ctx = _context.current(f"running the collective '{node.name}'")
-    backend = session.backend
+    backend = run_state.backend
     engine = ctx.engine_for(backend)
     what = node.describe()
     return lambda array: engine.allgather(array, backend, what)

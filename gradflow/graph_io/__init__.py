@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import os
 
+from gradflow.atomic_files import write_atomically
 from gradflow.graph import Graph
-from gradflow.graph_io._base import FORMAT, FORMAT_VERSION, GraphDef, GraphDefError
+from gradflow.graph_io._base import FORMAT, FORMAT_VERSION, GraphDefError
+from gradflow.graph_io.graph_def import GraphDef, as_graph_def
 from gradflow.graph_io.importing import import_graph_def
 from gradflow.graph_io.reading import check_document, check_header
-from gradflow.graph_io.writing import as_graph_def
+from gradflow.session import Session
 
 
 def write_graph(graph_or_graph_def, logdir, name, as_text=True):
@@ -43,17 +45,13 @@ def write_graph(graph_or_graph_def, logdir, name, as_text=True):
         else as_graph_def(graph_or_graph_def)
     data = graph_def.to_text().encode("utf-8") if as_text else graph_def.SerializeToString()
     path = os.path.join(os.fspath(logdir), name)
-    from gradflow.train.saver import _write_atomically
-
-    _write_atomically(path, data)
+    write_atomically(path, data)
     return path
 
 
 def _install():
     """TF1's ``Graph.as_graph_def()`` and ``Session.graph_def`` (installed on import,
     as ``gradflow.ops.overloads`` installs the operators)."""
-    from gradflow.session import Session
-
     Graph.as_graph_def = lambda self, from_version=None, add_shapes=False: \
         GraphDef.of_graph(self)
     Graph.as_graph_def.__doc__ = ("TF1: the graph as a GraphDef (``gf.train.write_graph`` "

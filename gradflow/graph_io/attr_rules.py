@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gradflow.dtypes import DType
 from gradflow.ops.debug_ops import PRINT_STREAMS
-from gradflow.ops.registry import HostValue
+from gradflow.prim.registry import HostValue
 
 
 def _is_int(v):

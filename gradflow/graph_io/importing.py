@@ -6,9 +6,12 @@ import numpy as np
 
 from gradflow.errors import ResourceExhaustedError
 from gradflow.graph import Graph, Operation, get_default_graph
-from gradflow.graph_io._base import GraphDef, GraphDefError
+from gradflow.graph_io._base import GraphDefError
+from gradflow.graph_io.graph_def import GraphDef
 from gradflow.graph_io.reading import decode
-from gradflow.ops.registry import apply
+from gradflow.ops.state_ops import placeholder
+from gradflow.prim.registry import apply, constant
+from gradflow.variables import Variable
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
@@ -90,10 +93,6 @@ class _Importer:
         name = record["name"]
         if record["op"] != "variable":
             return apply(record["op"], inputs, name=name, graph=self.graph, **attrs)
-        from gradflow.ops.registry import constant
-        from gradflow.ops.state_ops import placeholder
-        from gradflow.variables import Variable
-
         shape, dtype = tuple(attrs["shape"]), attrs["dtype"]
         init = self.built.get(record.get("initial_value") or "")
         if name in self.values:

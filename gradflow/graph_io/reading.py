@@ -20,7 +20,7 @@ from gradflow.graph_io._base import (
 )
 from gradflow.graph_io.attr_rules import attr_problem
 from gradflow.graph_io.npz import read_npz
-from gradflow.ops.registry import REGISTRY, HostValue
+from gradflow.prim.registry import REGISTRY, HostValue
 
 
 def parse(data, source):

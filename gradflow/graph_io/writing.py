@@ -1,4 +1,5 @@
-"""A graph as a GraphDef: every node, or the part some outputs need, conds folded."""
+"""A graph as a GraphDef's records: every node, or the part some outputs need, conds
+folded."""
 
 from __future__ import annotations
 
@@ -7,16 +8,13 @@ import numpy as np
 from gradflow.dtypes import DType
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, get_default_graph
-from gradflow.graph_io._base import _NOT_LOADABLE, GraphDef, GraphDefError
-from gradflow.ops.registry import HostValue
+from gradflow.graph_io._base import _NOT_LOADABLE, GraphDefError
+from gradflow.prim.registry import HostValue
 
 
-def as_graph_def(graph=None, output_node_names=None, sess=None, feedable=()) -> GraphDef:
-    """The GraphDef of ``graph`` (default: the default graph): every node, or with
-    ``output_node_names`` only the nodes those need. With ``sess``, a ``cond`` whose
-    predicate needs no feed (a ``training`` switch left at its default) is replaced by
-    the branch it takes in ``sess``, as a servable graph wants, unless the predicate
-    depends on one of the tensors ``feedable`` (then it is an error)."""
+def graph_records(graph=None, output_node_names=None, sess=None, feedable=()):
+    """``(node records, arrays)`` of ``graph`` (default: the default graph), what a
+    ``GraphDef`` holds (``gradflow.graph_io.graph_def.as_graph_def`` says which nodes)."""
     graph = graph if graph is not None else get_default_graph()
     alias = _CondFolder(sess, feedable)
     nodes = _needed(graph, output_node_names, alias) if output_node_names is not None \
@@ -24,7 +22,7 @@ def as_graph_def(graph=None, output_node_names=None, sess=None, feedable=()) -> 
     writer = _Writer(alias)
     for node in nodes:
         writer.add(node)
-    return GraphDef(writer.records, writer.arrays)
+    return writer.records, writer.arrays
 
 
 class _CondFolder(dict):

@@ -4,8 +4,9 @@
 computes ``outputs`` from ``inputs``: variables become initializers holding
 their values in ``sess``, training-only parts (dropout, batch statistics,
 anything behind a ``training`` switch left at its default) are removed, and
-every unknown dimension (the batch) stays dynamic. An op with no ONNX mapping
-is an :class:`ExportError` naming it and the line that built it. Needs the
+every unknown dimension (the batch) stays dynamic. An elementwise op without a
+converter of its own is written from its scalar expression (``OpDef.scalar``). An op
+with no ONNX mapping is an :class:`ExportError` naming it and the line that built it. Needs the
 ``onnx`` package (``pip install onnx onnxruntime``, or in the gradflow checkout
 ``pip install -e '.[onnx]'``).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from gradflow.errors import GradflowError
 from gradflow.onnx._builder import CONVERTERS, ExportError, OnnxModel, fail
+from gradflow.onnx._convert_scalar import scalar_converter
 from gradflow.onnx._prune import InferenceGraph
 
 DEFAULT_OPSET = 17
@@ -97,7 +99,7 @@ def _write_nodes(m, graph, inputs) -> dict:
     for node in graph.order:
         if node in names:
             continue
-        convert = CONVERTERS.get(node.type)
+        convert = CONVERTERS.get(node.type) or scalar_converter(node)
         if convert is None:
             raise fail(node, "has no ONNX mapping (gradflow.onnx converts "
                              f"{', '.join(sorted(CONVERTERS))})")

@@ -9,13 +9,13 @@ import numpy as np
 
 from gradflow.onnx._builder import axis_for, converts, fail, onnx_dtype
 
-_BINARY = {
+BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "pow": "Pow",
     "maximum": "Max", "minimum": "Min", "equal": "Equal", "greater": "Greater",
     "less": "Less", "greater_equal": "GreaterOrEqual", "less_equal": "LessOrEqual",
     "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
 }
-_UNARY = {
+UNARY = {
     "negative": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
     "sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu", "floor": "Floor", "ceil": "Ceil",
     "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round", "softplus": "Softplus",
@@ -24,15 +24,15 @@ _UNARY = {
 
 
 def _binary(m, node, ins):
-    return m.add(_BINARY[node.type], ins, node.name)
+    return m.add(BINARY[node.type], ins, node.name)
 
 
 def _unary(m, node, ins):
-    return m.add(_UNARY[node.type], ins, node.name)
+    return m.add(UNARY[node.type], ins, node.name)
 
 
-converts(*_BINARY)(_binary)
-converts(*_UNARY)(_unary)
+converts(*BINARY)(_binary)
+converts(*UNARY)(_unary)
 
 
 @converts("not_equal")

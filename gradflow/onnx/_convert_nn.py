@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.onnx._builder import converts, fail
-from gradflow.ops.conv_ops import window_geometry
-from gradflow.ops.rnn_ops import _gate_vectors
+from gradflow.prim.conv import window_geometry
+from gradflow.prim.rnn import _gate_vectors
 
 _TO_NCHW, _TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 

@@ -20,62 +20,20 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from gradflow import dtypes
 from gradflow.ops import state_ops
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.math_ops import abs, cast, equal, exp, log1p, where
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.prim.sampling import draw_candidates
 
 _KINDS = ("log_uniform", "uniform")
 
-
-def _sampler_infer(shapes, in_dtypes, shape, dtype, **params):
-    return shape, dtype
-
-
-# kind "random": the executor draws its value on the host (state_ops.draw_host), no gradient
-register("candidate_sampler", None, _sampler_infer, grad=None, kind="random")
-
-
-def _draw_one_batch(rng, kind, range_max, size):
-    """``size`` independent draws from the base distribution, as int64."""
-    if kind == "uniform":
-        return rng.integers(0, range_max, size=size, dtype=np.int64)
-    # TF1's LogUniformSampler::Sample: floor(exp(u log(range_max + 1))) - 1, u in [0, 1)
-    values = np.exp(rng.random(size) * math.log(range_max + 1.0)).astype(np.int64) - 1
-    return values % range_max  # TF1 guards against roundoff the same way
-
-
-def draw_candidates(rng, attrs):
-    """The value of a ``candidate_sampler`` node: int64 ``[num_sampled + 1]``, the
-    sampled classes then the number of draws it took (called through ``draw_host``)."""
-    kind, range_max = attrs["sampler"], attrs["range_max"]
-    num_sampled, unique = attrs["num_sampled"], attrs["unique"]
-    if not unique:
-        classes = _draw_one_batch(rng, kind, range_max, num_sampled)
-        return np.concatenate([classes, np.array([num_sampled], np.int64)])
-    # Without replacement: draw until num_sampled distinct classes came up, keeping each
-    # class's first appearance in draw order, as TF1's rejection loop does. Draws come in
-    # chunks; those after the last one needed are discarded (they count as no tries).
-    draws = np.empty(0, np.int64)
-    chunk = max(2 * num_sampled, 64)
-    while True:
-        draws = np.concatenate([draws, _draw_one_batch(rng, kind, range_max, chunk)])
-        _, first = np.unique(draws, return_index=True)
-        if len(first) >= num_sampled:
-            first = np.sort(first)[:num_sampled]
-            num_tries = int(first[-1]) + 1
-            return np.concatenate([draws[first], np.array([num_tries], np.int64)])
-        chunk *= 2
-
-
+# the executor draws the sampler's value through state_ops.draw_host, by its ``dist``
 state_ops.HOST_DRAWS["candidate_sampler"] = draw_candidates
 
 
 def _probability(classes, sampler, range_max):
     """The base distribution's probability of each class, as float64 graph ops."""
-    from gradflow.ops.math_ops import cast, log1p
-
     k = cast(classes, dtypes.float64)
     if sampler == "uniform":
         return k * 0.0 + 1.0 / range_max
@@ -85,8 +43,6 @@ def _probability(classes, sampler, range_max):
 
 def _expected_count(p, num_tries, num_sampled):
     """TF1's ExpectedCountHelper in float64 graph ops, as float32."""
-    from gradflow.ops.math_ops import abs, cast, equal, exp, log1p, where
-
     tries = cast(num_tries, dtypes.float64)
     x = tries * log1p(-p)  # <= 0
     # -expm1(x): 1 - exp(x) loses digits for tiny |x|, where two terms of the series
@@ -122,8 +78,6 @@ def _candidate_sampler(sampler, true_classes, num_true, num_sampled, unique, ran
                    shape=(num_sampled + 1,), dtype=dtypes.int64, dist="candidate_sampler",
                    graph_seed=graph.seed, op_seed=op_seed, sampler=sampler,
                    num_sampled=num_sampled, unique=bool(unique), range_max=range_max)
-    from gradflow.ops.math_ops import cast
-
     sampled = packed[:num_sampled]
     num_tries = packed[num_sampled]
     true_p = _probability(cast(true_classes, dtypes.int64), sampler, range_max)
@@ -154,3 +108,4 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     ``log_uniform_candidate_sampler`` for the arguments and results."""
     return _candidate_sampler("uniform", true_classes, num_true, num_sampled, unique,
                               range_max, seed, name)
+

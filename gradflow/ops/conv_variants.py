@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from gradflow.ops.array_ops import reshape
 from gradflow.ops.conv_ops import _check_format, _pair, conv2d
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.index_ops import concat
+from gradflow.ops.math_ops import pow, square  # noqa: A004 - TF1 names
+from gradflow.ops.shape_ops import pad
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["atrous_conv2d", "depthwise_conv2d", "local_response_normalization",
            "separable_conv2d"]
@@ -27,8 +30,6 @@ def _known_filter(w, rank, what):
 
 def _dilated(w, rate):
     """``w`` ``[kh, kw, in, out]`` with ``rate - 1`` zeros between taps on both axes."""
-    from gradflow.ops.shape_ops import pad
-
     if rate == 1:
         return w
     kh, kw, cin, cout = _known_filter(w, 4, "dilation")
@@ -67,8 +68,6 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
 
     >>> y = gf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME")
     """
-    from gradflow.ops.index_ops import concat
-
     padding = _check_format(padding, data_format or "NHWC", "depthwise_conv2d")
     x = convert_to_tensor(input)
     w = convert_to_tensor(filter, like=x)
@@ -106,9 +105,6 @@ def local_response_normalization(input, depth_radius=5, bias=1.0, alpha=1.0, bet
 
     >>> norm1 = gf.nn.lrn(pool1, 4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
     """
-    from gradflow.ops.math_ops import pow, square  # noqa: A004
-    from gradflow.ops.shape_ops import pad
-
     x = convert_to_tensor(input)
     if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
         raise ValueError(f"local_response_normalization: '{x.name}' must be 4-D with known "

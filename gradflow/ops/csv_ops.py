@@ -13,16 +13,13 @@ its column's type fails naming the record and the column.
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.errors import InvalidArgumentError
 from gradflow.ops.array_ops import static_value
-from gradflow.ops.control_flow_ops import VARIANT, _pick
-from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim import csv as _csv  # noqa: F401 - registers "decode_csv"
+from gradflow.prim.construct import VARIANT, pick
+from gradflow.prim.registry import apply, convert_to_tensor
 
 __all__ = ["decode_csv"]
 
@@ -46,55 +43,6 @@ def _column(default, k):
     return tensor.dtype, (flat[0] if flat else None)
 
 
-def _parse_field(text, dtype, default, where):
-    if text == "":
-        if default is None:
-            raise InvalidArgumentError(f"{where} is empty, and the column has no default")
-        return default
-    if dtype is dtypes.string:
-        return text.encode()
-    try:
-        number = int(text) if dtype.is_integer else float(text)
-    except ValueError:
-        raise InvalidArgumentError(f"{where}: {text!r} is not a {dtype.name}") from None
-    if dtype.is_integer and not int(dtype.min) <= number <= int(dtype.max):
-        raise InvalidArgumentError(f"{where}: {number} is out of the {dtype.name} range")
-    return number
-
-
-def _decode_impl(session, node):
-    columns, delim = node.attrs["columns"], node.attrs["field_delim"]
-    quoting = csv.QUOTE_MINIMAL if node.attrs["use_quote_delim"] else csv.QUOTE_NONE
-    to_host, device = session.backend.host_value, session.backend.device_value
-
-    def run(records):
-        lines = np.asarray(to_host(records), dtype=object)
-        values = [[] for _ in columns]
-        for index, line in enumerate(lines.ravel()):
-            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
-            where = f"decode_csv '{node.name}': record {index}"
-            try:
-                rows = list(csv.reader([text], delimiter=delim, quoting=quoting, strict=True))
-            except csv.Error as err:
-                raise InvalidArgumentError(f"{where}: {err} ({text!r})") from None
-            fields = rows[0] if rows else [""]  # an empty line: one empty field
-            if len(fields) != len(columns):
-                raise InvalidArgumentError(f"{where} has {len(fields)} fields, the "
-                                           f"record_defaults {len(columns)} ({text!r})")
-            for k, (field, (dtype, default)) in enumerate(zip(fields, columns)):
-                values[k].append(_parse_field(field, dtype, default, f"{where}, column {k}"))
-        out = []
-        for column, (dtype, _) in zip(values, columns):
-            if dtype is dtypes.string:
-                array = dtypes.bytes_array(column if column else []).reshape(lines.shape)
-            else:
-                array = np.asarray(column, dtype=dtype.as_numpy_dtype).reshape(lines.shape)
-            out.append(device(array))
-        return tuple(out)
-
-    return run
-
-
 def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
                na_value="", select_cols=None):
     """One tensor per column of the CSV ``records`` (a string tensor of any shape), each
@@ -113,7 +61,4 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
                  field_delim=field_delim, use_quote_delim=bool(use_quote_delim),
                  shape=None, dtype=VARIANT)
     shape = x.shape
-    return [_pick(node, k, shape, dtype) for k, (dtype, _) in enumerate(columns)]
-
-
-register("decode_csv", _decode_impl, _declared, grad=None, kind="call", takes_strings=True)
+    return [pick(node, k, shape, dtype) for k, (dtype, _) in enumerate(columns)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from gradflow.graph import user_source_line
 from gradflow.ops.control_flow_ops import _flatten, _pack
 from gradflow.ops.index_ops import stack, unstack
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 
 
 def _elements(what, elems):

@@ -1,50 +1,41 @@
-"""Softmax and the losses: primitives where stability or speed asks for it."""
+"""Softmax and the losses (TF1 ``tf.nn``), over the primitives of ``gradflow.prim.nn``."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.errors import InvalidArgumentError
 from gradflow.graph import user_source_line
-from gradflow.ops import rules
+from gradflow.ops import candidate_sampling_ops
 from gradflow.ops.activation_ops import leaky_relu, softplus  # noqa: F401 - leaky_relu: tf.nn
-from gradflow.ops.array_ops import reduce_sum
-from gradflow.ops.index_ops import one_hot
-from gradflow.ops.math_ops import add, cast, divide, exp, negative, subtract, where, zeros_like
-from gradflow.ops.registry import apply, convert_to_tensor, register
-
-
-def _softmax_infer(shapes, in_dtypes, axis):
-    rules.require_floating(in_dtypes[0], "logits")
-    return shapes[0], in_dtypes[0]
-
-
-def _softmax_impl(xp, x, axis):
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
-
-
-def _log_softmax_impl(xp, x, axis):
-    shifted = x - xp.max(x, axis=axis, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
-
-
-def _softmax_grad(n, g):  # dx = y (g - sum(g y))
-    axis = n.attrs["axis"]
-    return [n * (g - reduce_sum(g * n, axis, keepdims=True))]
-
-
-def _log_softmax_grad(n, g):  # dx = g - softmax(x) sum(g)
-    axis = n.attrs["axis"]
-    return [g - exp(n) * reduce_sum(g, axis, keepdims=True)]
-
-
-# Primitives (not composites of exp/sum) so the max shift keeps them finite.
-register("softmax", _softmax_impl, _softmax_infer, grad=_softmax_grad)
-register("log_softmax", _log_softmax_impl, _softmax_infer, grad=_log_softmax_grad)
+from gradflow.ops.array_ops import (
+    expand_dims,
+    matmul,
+    reduce_any,
+    reduce_mean,
+    reduce_sum,
+    reshape,
+)
+from gradflow.ops.index_ops import concat, gather, one_hot
+from gradflow.ops.math_ops import (
+    add,
+    cast,
+    divide,
+    equal,
+    log,
+    maximum,
+    negative,
+    ones_like,
+    sqrt,
+    square,
+    subtract,
+    where,
+    zeros_like,
+)
+from gradflow.ops.state_ops import stop_gradient
+from gradflow.prim import nn as _nn  # noqa: F401 - registers the primitives applied here
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor
 
 
 def _axis(logits, axis):
@@ -108,8 +99,6 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     """Cross-entropy between ``labels`` (a distribution) and ``softmax(logits)``, per row,
     differentiable in ``logits`` only (TF1's first version: no gradient reaches the labels;
     ``softmax_cross_entropy_with_logits_v2`` sends one to both)."""
-    from gradflow.ops.state_ops import stop_gradient
-
     _named_only("softmax_cross_entropy_with_logits", _sentinel)
     if labels is not None:
         labels = stop_gradient(convert_to_tensor(labels))
@@ -168,36 +157,6 @@ def _same_rows(x, like, message):
     return apply("check_leading_dims", [x, like], message=message)
 
 
-def _check_leading_dims_impl(xp, x, like, message):
-    if tuple(x.shape) != tuple(like.shape[:x.ndim]):
-        raise InvalidArgumentError(message.format(got=tuple(x.shape), want=tuple(like.shape)))
-    return x
-
-
-# TF1 refuses labels and logits of different batch sizes; without the check a broadcast
-# in the loss's arithmetic fails naming its internal ops (or, worse, succeeds)
-register("check_leading_dims", _check_leading_dims_impl,
-         lambda s, d, message: (s[0], d[0]), grad=None, check=True,
-         static_check=lambda shapes: shapes[0] == shapes[1][:len(shapes[0])])
-
-
-def _check_label_range_impl(xp, labels, depth, message):
-    """``labels``, after one min/max check that every label is a class of ``depth``."""
-    if math.prod(labels.shape) == 0:
-        return labels
-    low, high = xp.min(labels), xp.max(labels)
-    if bool((low < 0) | (high >= depth)):  # one transfer to the host in the common case
-        bad = int(low) if int(low) < 0 else int(high)
-        raise InvalidArgumentError(message.replace("{value}", str(bad)))
-    return labels
-
-
-# TF1 on the CPU refuses labels outside [0, classes); a one-hot of them would be all zeros
-# and the loss plausible but wrong. The check is one min and one max per run.
-register("check_label_range", _check_label_range_impl,
-         lambda s, d, depth, message: (s[0], d[0]), grad=None, check=True)
-
-
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """Elementwise logistic loss ``softplus(x) - x z`` (TF1's ``max(x, 0) - x z +
     log(1 + exp(-|x|))``, the same values), for logits ``x`` and labels ``z``.
@@ -252,8 +211,6 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     ``axis`` (an int or a list) defaults to every axis; ``dim`` is TF1's deprecated
     name of it. ``epsilon`` bounds the norm below, so a zero vector stays zero.
     """
-    from gradflow.ops.math_ops import maximum, sqrt, square
-
     if dim is not None:
         if axis is not None:
             raise ValueError("l2_normalize: give axis= or dim=, not both")
@@ -274,9 +231,6 @@ def l2_loss(t, name=None):
 def zero_fraction(value, name=None):
     """The fraction of ``value``'s entries that are 0, a float32 scalar (TF1's activation
     sparsity summaries)."""
-    from gradflow.ops.array_ops import reduce_mean
-    from gradflow.ops.math_ops import cast, equal
-
     value = convert_to_tensor(value)
     return reduce_mean(cast(equal(value, 0), dtypes.float32), name=name or "zero_fraction")
 
@@ -288,8 +242,6 @@ def bias_add(value, bias, data_format=None, name=None):
 
     >>> y = gf.nn.bias_add(conv, b, data_format="NCHW")  # b has conv.shape[1] entries
     """
-    from gradflow.ops.array_ops import reshape
-
     value = convert_to_tensor(value)
     bias = convert_to_tensor(bias, like=value)
     if data_format not in (None, "NHWC", "N...C", "NCHW", "NC..."):
@@ -327,8 +279,6 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     >>> emb = gf.get_variable("emb", (vocab, dim))
     >>> vectors = gf.nn.embedding_lookup(emb, ids)   # [batch, time] -> [batch, time, dim]
     """
-    from gradflow.ops.index_ops import gather
-
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
             raise NotImplementedError(
@@ -363,12 +313,6 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
     Rows of ``weights`` and ``biases`` are gathered, so their gradients are the
     scatter-adds of gather; the samples and expected counts get no gradient.
     """
-    from gradflow.ops import candidate_sampling_ops
-    from gradflow.ops.array_ops import expand_dims, matmul, reduce_any, reshape
-    from gradflow.ops.index_ops import concat, gather
-    from gradflow.ops.math_ops import cast, equal, log, ones_like, zeros_like
-    from gradflow.ops.state_ops import stop_gradient
-
     if isinstance(weights, (list, tuple)):
         if len(weights) != 1:
             raise NotImplementedError(
@@ -483,7 +427,5 @@ def _sampled_loss(what, weights, biases, labels, inputs, num_sampled, num_classe
         if what == "nce_loss":
             losses = sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
             return reduce_sum(losses, 1)  # the true and the sampled losses of each example
-        from gradflow.ops.state_ops import stop_gradient
-
         return softmax_cross_entropy_with_logits(labels=stop_gradient(targets),
                                                  logits=logits)

@@ -19,10 +19,20 @@ from __future__ import annotations
 import numbers
 
 from gradflow import dtypes
-from gradflow.ops import rules
 from gradflow.ops.array_ops import reduce_mean, reshape, squeeze
-from gradflow.ops.math_ops import cast, multiply, rsqrt, squared_difference, subtract
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.ops.control_flow_ops import cond, control_dependencies
+from gradflow.ops.math_ops import cast, maximum, multiply, rsqrt, squared_difference, subtract
+from gradflow.ops.state_ops import assign_sub, identity
+from gradflow.prim import rules
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.variables import (
+    GraphKeys,
+    add_to_collections,
+    get_variable,
+    ones_initializer,
+    variable_scope,
+    zeros_initializer,
+)
 
 # TF1's fused kernel (cuDNN) refuses a smaller epsilon; nn.fused_batch_norm raises it to this.
 _FUSED_MIN_EPSILON = 1.001e-5
@@ -101,8 +111,6 @@ def _sample_count(x, axes, dtype):
 
 def _bessel(variance, x, axes):
     """``variance * n / (n - 1)``: the unbiased variance TF1's fused kernel reports."""
-    from gradflow.ops.math_ops import maximum
-
     n = _sample_count(x, axes, variance.dtype)
     if isinstance(n, float):
         return variance * (n / max(n - 1.0, 1.0))
@@ -179,9 +187,6 @@ def _bn_core(x, axes, momentum, epsilon, variables, training, fused, updates_col
              force_updates, what):
     """Normalize ``x`` over every axis not in ``axes`` with ``variables`` (gamma, beta,
     moving_mean, moving_variance; gamma/beta may be None); returns ``(out, updates)``."""
-    from gradflow.ops.control_flow_ops import cond, control_dependencies
-    from gradflow.ops.state_ops import assign_sub, identity
-
     gamma, beta, moving_mean, moving_variance = variables
     rank = len(x.shape)
     reduction = tuple(i for i in range(rank) if i not in axes)
@@ -284,14 +289,6 @@ def batch_normalization_layer(inputs, axis=-1, momentum=0.99, epsilon=1e-3, cent
     fused kernel lacks): its moving variance averages the unbiased batch variance
     ``n / (n - 1) * var``; other inputs average the biased one.
     """
-    from gradflow.variables import (
-        GraphKeys,
-        get_variable,
-        ones_initializer,
-        variable_scope,
-        zeros_initializer,
-    )
-
     what = "batch_normalization"
     _unsupported(what, renorm=renorm, virtual_batch_size=virtual_batch_size,
                  adjustment=adjustment, beta_constraint=beta_constraint,
@@ -343,15 +340,6 @@ def contrib_batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.
     output. As TF1's default fused path for 2-D and 4-D inputs, the moving variance
     averages the unbiased batch variance.
     """
-    from gradflow.variables import (
-        GraphKeys,
-        add_to_collections,
-        get_variable,
-        ones_initializer,
-        variable_scope,
-        zeros_initializer,
-    )
-
     what = "batch_norm"
     _unsupported(what, renorm=renorm, batch_weights=batch_weights is not None,
                  adjustment=adjustment, zero_debias_moving_mean=zero_debias_moving_mean)

@@ -17,15 +17,13 @@ values]`` for ``parse_example``, as TF1.
 from __future__ import annotations
 
 import collections
-import math
 
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.errors import DataLossError, InvalidArgumentError
-from gradflow.ops.control_flow_ops import VARIANT, _pick
-from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.construct import VARIANT, pick
+from gradflow.prim.parsing import LISTS  # importing it registers parse_example
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]
@@ -38,7 +36,6 @@ FixedLenFeature.__doc__ = ("A feature of a fixed ``shape`` and ``dtype`` (float3
 VarLenFeature = collections.namedtuple("VarLenFeature", ["dtype"])
 VarLenFeature.__doc__ = "A feature of any length, parsed into a ``SparseTensor``."
 
-_LISTS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
 
 
 def _specs(features, what):
@@ -51,7 +48,7 @@ def _specs(features, what):
             raise TypeError(f"{what}: feature '{key}' must be a FixedLenFeature or a "
                             f"VarLenFeature, got {spec!r}")
         dtype = dtypes.as_dtype(spec.dtype)
-        if dtype not in _LISTS:
+        if dtype not in LISTS:
             raise TypeError(f"{what}: feature '{key}' must be float32, int64 or string, got "
                             f"{dtype.name}")
         if isinstance(spec, VarLenFeature):
@@ -69,87 +66,6 @@ def _specs(features, what):
                                  f"{value.shape}, not {list(shape)}") from None
         specs.append((key, dtype, shape, default))
     return specs
-
-
-def _host_array(values, dtype):
-    if dtype is dtypes.string:
-        return dtypes.bytes_array(list(values))
-    return np.asarray(values, dtype=dtype.as_numpy_dtype)
-
-
-def _sparse_parts(rows, dtype, single):
-    """The indices, values and dense shape of the ``SparseTensor`` of a variable-length
-    feature whose records hold the value lists ``rows``."""
-    width = max([len(r) for r in rows] + [0])
-    if single:
-        indices = np.arange(width, dtype=np.int64).reshape(-1, 1)
-        shape = [width]
-    else:
-        indices = np.array([[b, i] for b, r in enumerate(rows) for i in range(len(r))],
-                           np.int64).reshape(-1, 2)
-        shape = [len(rows), width]
-    values = _host_array([v for r in rows for v in r], dtype)
-    return indices, values, np.asarray(shape, np.int64)
-
-
-def _values(example, key, dtype, shape, default, where):
-    """One feature of one parsed ``Example`` as an array of ``shape``."""
-    if key not in example.features.feature:
-        if default is None:
-            raise InvalidArgumentError(f"{where}: feature '{key}' ({dtype.name}) is required "
-                                       "but the record does not have it")
-        values = list(default)
-    else:
-        values = _listed(example.features.feature[key], key, dtype, where)
-    if len(values) != math.prod(shape):
-        raise InvalidArgumentError(f"{where}: feature '{key}' has {len(values)} values, its "
-                                   f"shape {list(shape)} needs {math.prod(shape)}")
-    return _host_array(values, dtype).reshape(shape)
-
-
-def _listed(feature, key, dtype, where):
-    kind = feature.WhichOneof("kind")
-    if kind != _LISTS[dtype]:
-        raise InvalidArgumentError(f"{where}: feature '{key}' holds a {kind}, not the "
-                                   f"{_LISTS[dtype]} of a {dtype.name} feature")
-    return getattr(feature, kind).value
-
-
-def _parse_impl(session, node):
-    from gradflow.train.example import Example
-
-    specs, single = node.attrs["specs"], node.attrs["single"]
-    to_host, device = session.backend.host_value, session.backend.device_value
-
-    def run(serialized):
-        records = np.asarray(to_host(serialized), dtype=object)
-        columns = [[] for _ in specs]
-        for index, record in enumerate(records.ravel()):
-            where = f"{node.opdef.name} '{node.name}'" + ("" if single else f", record {index}")
-            try:
-                example = Example.FromString(record)
-            except DataLossError as err:
-                raise InvalidArgumentError(f"{where}: not a tf.train.Example ({err})") from None
-            for column, (key, dtype, shape, default) in zip(columns, specs):
-                if shape is None:  # a VarLenFeature: whatever values the record has
-                    listed = example.features.feature
-                    column.append(list(_listed(listed[key], key, dtype, where))
-                                  if key in listed else [])
-                else:
-                    column.append(_values(example, key, dtype, shape, default, where))
-        out = []
-        for column, (_, dtype, shape, _) in zip(columns, specs):
-            if shape is None:
-                out += [device(a) for a in _sparse_parts(column, dtype, single)]
-                continue
-            kind = object if dtype is dtypes.string else dtype.as_numpy_dtype
-            stacked = np.stack(column) if column else np.empty((0,) + shape, kind)
-            # a reshape, never an index: an element of an object array is bare bytes, which
-            # NumPy would make an "S" array (and strip its trailing zero bytes)
-            out.append(device(stacked.reshape(records.shape + shape)))
-        return tuple(out)
-
-    return run
 
 
 def _parse(serialized, features, name, single):
@@ -170,12 +86,12 @@ def _parse(serialized, features, name, single):
     for key, dtype, shape, _ in specs:
         if shape is None:
             rank = len(batch) + 1
-            out[key] = SparseTensor(_pick(node, k, (None, rank), dtypes.int64),
-                                    _pick(node, k + 1, (None,), dtype),
-                                    _pick(node, k + 2, (rank,), dtypes.int64))
+            out[key] = SparseTensor(pick(node, k, (None, rank), dtypes.int64),
+                                    pick(node, k + 1, (None,), dtype),
+                                    pick(node, k + 2, (rank,), dtypes.int64))
             k += 3
         else:
-            out[key] = _pick(node, k, batch + shape, dtype)
+            out[key] = pick(node, k, batch + shape, dtype)
             k += 1
     return out
 
@@ -189,6 +105,3 @@ def parse_example(serialized, features, name=None, example_names=None):
     """``{name: tensor}`` of a vector of serialized ``tf.train.Example`` records, each
     tensor with the batch as its first axis (see the module)."""
     return _parse(serialized, features, name, False)
-
-
-register("parse_example", _parse_impl, _declared, grad=None, kind="call", takes_strings=True)

@@ -13,21 +13,23 @@ Session share it (``shuffle_batch(num_threads=4)``), one read at a time.
 >>> queue = gf.train.string_input_producer(["data_batch_1.bin"])
 >>> key, value = gf.FixedLengthRecordReader(record_bytes=3073).read(queue)
 >>> record = gf.decode_raw(value, gf.uint8)
+
+The ops' primitives, and a reader's place in one Session (``ReaderState``), are in
+``gradflow.prim.reader``.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-
-import numpy as np
 
 from gradflow import dtypes
-from gradflow.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
+from gradflow.errors import InvalidArgumentError
 from gradflow.graph import get_default_graph
-from gradflow.ops.control_flow_ops import VARIANT, _pick
-from gradflow.ops.dataset_ops import _declared
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.state_ops import group
+from gradflow.prim.construct import VARIANT, pick
+from gradflow.prim.reader import ReaderState
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.tfrecord import compression, open_input, records
 
 __all__ = ["FixedLengthRecordReader", "ReaderBase", "TFRecordReader", "TextLineReader",
            "WholeFileReader", "decode_raw"]
@@ -57,8 +59,6 @@ class ReaderBase:
     def reset(self, name=None):
         """An op that forgets the reader's file and count (the next read takes a new name
         from the queue)."""
-        from gradflow.ops.state_ops import group
-
         name = name or f"{self.name}_ReaderReset"
         node = apply("reader_reset", [], name=name + "/run", graph=self.graph, reader=self,
                      shape=None, dtype=VARIANT)
@@ -71,13 +71,13 @@ class ReaderBase:
         shape = () if n is None else (None,)
         node = apply("reader_read", [], name=name, graph=self.graph, reader=self, queue=queue,
                      n=n, shape=None, dtype=VARIANT)
-        return tuple(_pick(node, k, shape, dtypes.string) for k in range(2))
+        return tuple(pick(node, k, shape, dtypes.string) for k in range(2))
 
     def state(self, session):
         """This reader's place in ``session``."""
         state = session.resources.get(self)
         if state is None:
-            state = session.resources.setdefault(self, _ReaderState())
+            state = session.resources.setdefault(self, ReaderState())
         return state
 
     # a file's records: ``_records(path) -> iterator of (key, value bytes)``, where the
@@ -111,8 +111,6 @@ class FixedLengthRecordReader(ReaderBase):
 def fixed_length_records(path, record_bytes, header_bytes, footer_bytes, who):
     """``(key, record)`` for each record of the file ``path`` (see
     ``FixedLengthRecordReader``); ``who`` names the reader in errors."""
-    from gradflow.tfrecord import open_input
-
     with open_input(path, "", who) as f:  # a folder or no file: the error TF1 gives
         body = os.fstat(f.fileno()).st_size - header_bytes - footer_bytes
         if body < 0 or body % record_bytes:
@@ -156,108 +154,12 @@ class TFRecordReader(ReaderBase):
     ``options``: a ``TFRecordOptions`` or compression name for compressed files."""
 
     def __init__(self, name=None, options=None):
-        from gradflow.tfrecord import compression
-
         super().__init__(name or "TFRecordReader")
         self.compression = compression(options)
 
     def _records(self, path):
-        from gradflow.tfrecord import records
-
         for k, data in enumerate(records(path, self.compression)):
             yield f"{path}:{k}", data
-
-
-class _ReaderState:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.current = None  # the open file's records
-        self.produced = 0
-
-    def next_record(self, reader, queue, session, node):
-        """The next ``(key, value)``; OutOfRangeError where the queue has no more names."""
-        while True:
-            if self.current is None:
-                (path,) = queue.state(session).take(None, False, node)[0]
-                path = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) \
-                    else str(path)
-                if not os.path.isfile(path):
-                    raise NotFoundError(f"{reader.name}: no file {path!r}")
-                self.current = reader._records(path)
-            found = next(self.current, None)
-            if found is not None:
-                self.produced += 1
-                return found
-            self.current = None
-
-    def close(self):
-        """Close the open file (the Session closing, or ``reset``)."""
-        current, self.current = self.current, None
-        if current is not None:
-            try:
-                current.close()
-            except ValueError:  # a thread is reading from it: the file closes when freed
-                pass
-
-
-def _read_impl(session, node):
-    reader, queue, n = node.attrs["reader"], node.attrs["queue"], node.attrs["n"]
-
-    def run():
-        state = reader.state(session)
-        with state.lock:
-            if n is None:
-                key, value = state.next_record(reader, queue, session, node)
-                return dtypes.bytes_array(key), dtypes.bytes_array(value)
-            found = []
-            try:
-                while len(found) < n:
-                    found.append(state.next_record(reader, queue, session, node))
-            except OutOfRangeError:
-                if not found:
-                    raise
-        keys, values = zip(*found)
-        return dtypes.bytes_array(list(keys)), dtypes.bytes_array(list(values))
-
-    return run
-
-
-def _count_impl(session, node):
-    reader = node.attrs["reader"]
-    return lambda: np.int64(reader.state(session).produced)
-
-
-def _reset_impl(session, node):
-    reader = node.attrs["reader"]
-
-    def run():
-        state = reader.state(session)
-        with state.lock:
-            state.close()
-            state.produced = 0
-        return ()
-
-    return run
-
-
-def _decode_raw_impl(session, node):
-    dtype, little = node.attrs["out_type"], node.attrs["little_endian"]
-    stored = np.dtype(dtype.as_numpy_dtype).newbyteorder("<" if little else ">")
-    to_host, asarray = session.backend.host_value, session.backend.asarray
-
-    def run(data):
-        strings = np.asarray(to_host(data), dtype=object)
-        lengths = sorted({len(s) for s in strings.ravel()})
-        if len(lengths) > 1 or (lengths and lengths[0] % stored.itemsize):
-            raise InvalidArgumentError(
-                f"decode_raw '{node.name}': the strings must have one length, a multiple of "
-                f"{stored.itemsize} bytes ({dtype.name}); got lengths {lengths[:5]}")
-        rows = [np.frombuffer(s, dtype=stored) for s in strings.ravel()]
-        width = len(rows[0]) if rows else 0
-        out = np.array(rows, dtype=stored).reshape(strings.shape + (width,))
-        return asarray(out.astype(stored.newbyteorder("=")))
-
-    return run
 
 
 def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
@@ -275,9 +177,3 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
     shape = None if data.shape is None else tuple(data.shape) + (None,)
     return apply("decode_raw", [data], name=name or "DecodeRaw", out_type=out_type,
                  little_endian=bool(little_endian), shape=shape, dtype=out_type)
-
-
-register("reader_read", _read_impl, _declared, grad=None, kind="call")
-register("reader_count", _count_impl, _declared, grad=None, kind="call")
-register("reader_reset", _reset_impl, _declared, grad=None, kind="call")
-register("decode_raw", _decode_raw_impl, _declared, grad=None, kind="call", takes_strings=True)

@@ -6,7 +6,12 @@ backend. As in TF1, no gradient flows through them.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.ops.array_ops import argmax, expand_dims
+from gradflow.ops.index_ops import gather, shape
+from gradflow.ops.math_ops import cast, log, negative
+from gradflow.ops.sort_ops import argsort
+from gradflow.ops.state_ops import random_uniform, stop_gradient
+from gradflow.prim.registry import convert_to_tensor
 
 __all__ = ["multinomial", "random_shuffle"]
 
@@ -17,10 +22,6 @@ def random_shuffle(value, seed=None, name=None):
 
     >>> batch = gf.random_shuffle(gf.range(10))
     """
-    from gradflow.ops.index_ops import gather, shape
-    from gradflow.ops.sort_ops import argsort
-    from gradflow.ops.state_ops import random_uniform, stop_gradient
-
     x = convert_to_tensor(value)
     if x.shape is not None and len(x.shape) == 0:
         raise ValueError(f"random_shuffle: '{x.name}' is a scalar; it needs rank 1 or more")
@@ -37,11 +38,6 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=dtypes.i
 
     >>> next_word = gf.multinomial(logits / temperature, 1)
     """
-    from gradflow.ops.array_ops import argmax, expand_dims
-    from gradflow.ops.index_ops import shape
-    from gradflow.ops.math_ops import cast, log, negative
-    from gradflow.ops.state_ops import random_uniform, stop_gradient
-
     x = stop_gradient(convert_to_tensor(logits))
     if x.shape is not None and len(x.shape) != 2:
         raise ValueError(f"multinomial: logits '{x.name}' must be [batch, classes], got "

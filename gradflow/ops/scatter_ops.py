@@ -5,43 +5,28 @@
 All of them put rows into a dense tensor with ``gather``'s gradient (the backends'
 scatter-add), so each is differentiable in its ``updates`` (and the functional ones
 in their ``tensor``). The variable updates are assignments built as ``assign_add``
-is: ``assign(ref, new value)``, so they take effect when the run commits, as every
-other assignment.
+is: ``assign(ref, new value)`` over the value ``ref`` holds at commit, so they take
+effect when the run commits, as every other assignment, and concurrent runs that
+update other rows lose none of them. The primitives they add (``last_occurrence``,
+``check_scatter_updates``, ``bincount_size``) are in ``gradflow.prim.scatter``.
 """
 
 from __future__ import annotations
 
-import math
-
-from array_api_compat import device as _device
-
 from gradflow import dtypes
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.array_ops import expand_dims, reshape, reshape_like, static_value
+from gradflow.ops.index_ops import boolean_mask, gather, stack
+from gradflow.ops.math_ops import add, cast, greater, less, not_equal, ones_like, subtract, where
+from gradflow.ops.shape_ops import fill
+from gradflow.ops.state_ops import assign, at_commit, stop_gradient
+from gradflow.prim import scatter as _scatter  # noqa: F401 - registers the primitives
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.prim.scatter import updates_problem
+from gradflow.variables import Variable
 
 __all__ = ["bincount", "scatter_add", "scatter_nd", "scatter_sub", "scatter_update",
            "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update"]
-
-
-def _last_occurrence_impl(xp, indices):
-    """True where an index does not appear again later (the update that wins)."""
-    flat = xp.reshape(indices, (-1,))
-    if flat.shape[0] == 0:
-        return xp.reshape(xp.astype(flat, xp.bool), indices.shape)
-    order = xp.argsort(flat, stable=True)
-    grouped = xp.take(flat, order)
-    last = xp.concat([grouped[1:] != grouped[:-1],
-                      xp.ones((1,), dtype=xp.bool, device=_device(flat))])
-    return xp.reshape(xp.take(last, xp.argsort(order)), indices.shape)
-
-
-def _last_occurrence_infer(shapes, in_dtypes):
-    if not in_dtypes[0].is_integer:
-        raise TypeError(f"indices must be integers, got {in_dtypes[0].name}")
-    return shapes[0], dtypes.bool_
-
-
-register("last_occurrence", _last_occurrence_impl, _last_occurrence_infer, grad=None)
 
 
 def _rows(updates, indices, like):
@@ -50,8 +35,6 @@ def _rows(updates, indices, like):
 
 
 def _check(what, ref, indices, updates):
-    from gradflow.variables import Variable
-
     if not isinstance(ref, Variable):
         raise TypeError(f"{what}: '{getattr(ref, 'name', ref)}' is not a gf.Variable")
     indices = convert_to_tensor(indices)
@@ -76,10 +59,9 @@ def scatter_add(ref, indices, updates, use_locking=False, name=None):
 
     >>> step = gf.scatter_add(counts, labels, gf.ones_like(labels, gf.float32))
     """
-    from gradflow.ops.state_ops import assign
-
     indices, updates = _check("scatter_add", ref, indices, updates)
-    return assign(ref, ref + _rows(updates, indices, ref), name=name or ref.name + "/ScatterAdd")
+    return assign(ref, at_commit(ref) + _rows(updates, indices, ref),
+                  name=name or ref.name + "/ScatterAdd")
 
 
 def scatter_sub(ref, indices, updates, use_locking=False, name=None):
@@ -87,10 +69,9 @@ def scatter_sub(ref, indices, updates, use_locking=False, name=None):
 
     >>> step = gf.scatter_sub(embeddings, ids, lr * grads)
     """
-    from gradflow.ops.state_ops import assign
-
     indices, updates = _check("scatter_sub", ref, indices, updates)
-    return assign(ref, ref - _rows(updates, indices, ref), name=name or ref.name + "/ScatterSub")
+    return assign(ref, at_commit(ref) - _rows(updates, indices, ref),
+                  name=name or ref.name + "/ScatterSub")
 
 
 def scatter_update(ref, indices, updates, use_locking=True, name=None):
@@ -100,17 +81,13 @@ def scatter_update(ref, indices, updates, use_locking=True, name=None):
 
     >>> reset = gf.scatter_update(memory, [0, 3], gf.zeros([2, 16]))
     """
-    from gradflow.ops.array_ops import expand_dims
-    from gradflow.ops.math_ops import cast, greater, ones_like, where
-    from gradflow.ops.state_ops import assign
-
     indices, updates = _check("scatter_update", ref, indices, updates)
     keep = cast(apply("last_occurrence", [indices]), ref.dtype)
     for _ in range(len(ref.shape) - 1):  # one weight per row of updates
         keep = expand_dims(keep, -1)
     kept = updates * keep
     hit = greater(_rows(ones_like(updates) * keep, indices, ref), 0.0)
-    return assign(ref, where(hit, _rows(kept, indices, ref), ref),
+    return assign(ref, where(hit, _rows(kept, indices, ref), at_commit(ref)),
                   name=name or ref.name + "/ScatterUpdate")
 
 
@@ -120,9 +97,6 @@ def scatter_nd(indices, updates, shape, name=None):
 
     >>> gf.scatter_nd([[1], [3]], [9.0, 10.0], [5])   # [0, 9, 0, 10, 0]
     """
-    from gradflow.ops.array_ops import reshape_like, static_value
-    from gradflow.ops.shape_ops import fill
-
     indices = convert_to_tensor(indices)
     updates = convert_to_tensor(updates)
     if indices.shape is None or indices.shape[-1] is None:
@@ -139,47 +113,6 @@ def scatter_nd(indices, updates, shape, name=None):
 
 
 # -- tensor_scatter_nd_*: functional scatters into a tensor --------------------------
-
-
-def _updates_shape(indices_shape, tensor_shape):
-    """The shape ``updates`` must have: ``indices.shape[:-1] + tensor.shape[depth:]``."""
-    depth = indices_shape[-1]
-    return tuple(indices_shape[:-1]) + tuple(tensor_shape[depth:])
-
-
-def _updates_problem(indices_shape, tensor_shape, updates_shape, label="updates"):
-    """What is wrong with the three shapes (``None`` dims match anything), or None;
-    ``label`` names the updates."""
-    depth = indices_shape[-1]
-    if depth is not None and depth > len(tensor_shape):
-        return (f"index tuples of length {depth} (the last axis of indices, shape "
-                f"{list(indices_shape)}) for a tensor of rank {len(tensor_shape)}")
-    if depth is None:
-        return None
-    want = _updates_shape(indices_shape, tensor_shape)
-    if len(want) != len(updates_shape) or any(
-            a is not None and b is not None and a != b for a, b in zip(want, updates_shape)):
-        return (f"{label} have shape {list(updates_shape)}, but indices of shape "
-                f"{list(indices_shape)} into a tensor of shape {list(tensor_shape)} need "
-                f"updates of shape {list(want)} (indices.shape[:-1] + "
-                f"tensor.shape[indices.shape[-1]:])")
-    return None
-
-
-def _check_updates_impl(xp, updates, indices, tensor, what, label):
-    problem = _updates_problem(tuple(indices.shape), tuple(tensor.shape), tuple(updates.shape),
-                               label)
-    if problem is not None:
-        raise ValueError(f"{what}: {problem}")
-    return updates
-
-
-# A run-time check where the static shapes cannot settle it: a wrong updates shape
-# would otherwise reach the scatter's reshape, which fails with a different message on
-# each backend, or succeeds on the wrong elements when only the sizes agree.
-register("check_scatter_updates", _check_updates_impl,
-         lambda s, d, what, label: (s[0], d[0]), grad=lambda n, g: [g, None, None],
-         check=True)
 
 
 def _static_settles(indices, tensor, updates) -> bool:
@@ -205,7 +138,7 @@ def _scatter_inputs(what, tensor, indices, updates):
                          "hold index tuples of length 0, which name no element")
     label = f"updates '{updates.name}'"
     if tensor.shape is not None and updates.shape is not None:
-        problem = _updates_problem(tuple(indices.shape), tuple(tensor.shape),
+        problem = updates_problem(tuple(indices.shape), tuple(tensor.shape),
                                    tuple(updates.shape), label)
         if problem is not None:
             raise ValueError(f"{what}: {problem}")
@@ -218,8 +151,6 @@ def _scatter_inputs(what, tensor, indices, updates):
 def _scattered(updates, indices, tensor):
     """``scatter_nd(indices, updates, shape(tensor))``: zeros shaped like ``tensor`` (at
     run time) with ``updates`` added at the index tuples of ``indices``."""
-    from gradflow.ops.array_ops import reshape_like
-
     index = apply("linear_index", [indices, tensor], target="shape")  # checks the tuples
     depth = indices.shape[-1]
     merged = tensor if depth == 1 else apply("merge_axes", [tensor], start=0, count=depth)
@@ -236,8 +167,6 @@ def tensor_scatter_nd_add(tensor, indices, updates, name=None):
 
     >>> gf.tensor_scatter_nd_add([1.0, 2.0, 3.0], [[0], [2]], [10.0, 20.0])   # [11, 2, 23]
     """
-    from gradflow.ops.math_ops import add
-
     tensor, indices, updates = _scatter_inputs("tensor_scatter_nd_add", tensor, indices,
                                                updates)
     # d/dtensor = g; d/dupdates = gather_nd(g, indices) (gather_grad's own gradient)
@@ -251,8 +180,6 @@ def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
 
     >>> gf.tensor_scatter_nd_sub([1.0, 2.0, 3.0], [[1]], [5.0])   # [1, -3, 3]
     """
-    from gradflow.ops.math_ops import subtract
-
     tensor, indices, updates = _scatter_inputs("tensor_scatter_nd_sub", tensor, indices,
                                                updates)
     return subtract(tensor, _scattered(updates, indices, tensor),
@@ -274,8 +201,6 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
 
     >>> gf.tensor_scatter_nd_update([1.0, 2.0, 3.0], [[0], [2]], [7.0, 9.0])   # [7, 2, 9]
     """
-    from gradflow.ops.math_ops import cast
-
     tensor, indices, updates = _scatter_inputs("tensor_scatter_nd_update", tensor, indices,
                                                updates)
     if tensor.dtype.is_bool:  # the scatter adds: replace bools as int32 0s and 1s
@@ -289,10 +214,6 @@ def _replaced(tensor, indices, updates, name=None):
     repeated index tuples winning: only the winning rows are scattered, and ``where``
     picks them (d/dtensor = g where no row lands, d/dupdates = g gathered at the
     winners, 0 for the overwritten rows)."""
-    from gradflow.ops.array_ops import reshape
-    from gradflow.ops.index_ops import gather
-    from gradflow.ops.math_ops import not_equal, ones_like, where
-
     index = apply("linear_index", [indices, tensor], target="shape")
     depth, lead = indices.shape[-1], len(indices.shape) - 1
     merged = tensor if depth == 1 else apply("merge_axes", [tensor], start=0, count=depth)
@@ -317,37 +238,6 @@ tensor_scatter_update = tensor_scatter_nd_update
 # -- bincount ------------------------------------------------------------------------
 
 
-def _bincount_size_impl(xp, arr, *rest, weighted, bounds):
-    """The number of bins (TF1: ``max(arr) + 1``, 0 for an empty ``arr``, raised to
-    ``minlength`` and cut to ``maxlength``), after checking ``arr`` and ``weights``."""
-    if weighted:
-        weights, rest = rest[0], rest[1:]
-        if tuple(weights.shape) != tuple(arr.shape):
-            raise ValueError(f"bincount: weights of shape {list(weights.shape)} for arr of "
-                             f"shape {list(arr.shape)}; they must have the same shape")
-    size = 0
-    if math.prod(arr.shape):
-        if bool(xp.min(arr) < 0):
-            raise ValueError("bincount: arr must be non-negative (TF1: \"Input arr must be "
-                             "non-negative!\")")
-        size = int(xp.max(arr)) + 1
-    for bound, value in zip(bounds, rest):
-        size = max(size, int(value)) if bound == "min" else min(size, int(value))
-    if size > xp.iinfo(arr.dtype).max:  # max(arr) + 1 overflows arr's dtype
-        raise ValueError(f"bincount: {size} bins do not fit in arr's dtype")
-    return xp.asarray(size, dtype=arr.dtype, device=_device(arr))
-
-
-def _bincount_size_infer(shapes, in_dtypes, weighted, bounds):
-    for s in shapes[1 + weighted:]:
-        if len(s) != 0:
-            raise ValueError(f"minlength and maxlength must be scalars, got shape {tuple(s)}")
-    return (), in_dtypes[0]
-
-
-register("bincount_size", _bincount_size_impl, _bincount_size_infer, grad=None)
-
-
 def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32):
     """How many times each value ``0, 1, ...`` occurs in the non-negative integers
     ``arr`` (TF1 ``tf.bincount``, ``tf.math.bincount``): a vector of ``max(arr) + 1``
@@ -359,11 +249,6 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int
 
     >>> gf.bincount([1, 1, 3], minlength=5)   # [0, 2, 0, 1, 0]
     """
-    from gradflow.ops.array_ops import reshape
-    from gradflow.ops.index_ops import boolean_mask, stack
-    from gradflow.ops.math_ops import cast, less, ones_like
-    from gradflow.ops.shape_ops import fill
-
     arr, weights = _bincount_inputs(arr, weights)
     bounds = [(kind, cast(convert_to_tensor(v, like=arr), arr.dtype)) for kind, v in
               (("min", minlength), ("max", maxlength)) if v is not None]
@@ -384,9 +269,6 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int
 def _bincount_inputs(arr, weights):
     """``arr`` as integers (TF1 casts others to int32), and ``weights`` of its shape where
     both are known, with no gradient (TF1 has none)."""
-    from gradflow.ops.math_ops import cast
-    from gradflow.ops.state_ops import stop_gradient
-
     arr = convert_to_tensor(arr)
     if not arr.dtype.is_integer:
         arr = cast(arr, dtypes.int32)
@@ -404,8 +286,6 @@ def _bincount_inputs(arr, weights):
 def _static_bins(arr, minlength, maxlength):
     """The number of bins where it is known when the graph is built (``minlength ==
     maxlength``, or a constant ``arr`` and bounds: TF1's shape then knows it too)."""
-    from gradflow.ops.array_ops import static_value
-
     low = None if minlength is None else static_value(minlength)
     high = None if maxlength is None else static_value(maxlength)
     if low is not None and high is not None and int(low) == int(high):

@@ -3,39 +3,24 @@
 ``argsort`` is the primitive (a stable sort, so equal values keep their order,
 as TF1's ``top_k``-based sort does); ``sort`` gathers the values at those
 indices, so its gradient goes back to where each value came from, through
-``gather``'s scatter-add. ``unique`` has two ops, one per result.
+``gather``'s scatter-add. ``unique`` has two ops, one per result. The primitives
+are in ``gradflow.prim.sort``.
 """
 
 from __future__ import annotations
 
 import collections
 
-from array_api_compat import device as _device
-
 from gradflow import dtypes
-from gradflow.ops import rules
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.ops.array_ops import reshape, transpose
+from gradflow.prim import rules
+from gradflow.prim import sort as _sort  # noqa: F401 - registers the primitives applied here
+from gradflow.prim.registry import apply, convert_to_tensor
 
 Unique = collections.namedtuple("Unique", ["y", "idx"])
 Unique.__doc__ = "The result of ``unique``: the values ``y`` and each element's ``idx`` in it."
 
 _DIRECTIONS = ("ASCENDING", "DESCENDING")
-
-
-def _argsort_impl(xp, x, axis, descending):
-    return xp.astype(xp.argsort(x, axis=axis, descending=descending, stable=True), xp.int32)
-
-
-def _argsort_infer(shapes, in_dtypes, axis, descending):
-    if in_dtypes[0].is_bool:
-        raise TypeError("sort and argsort need numbers, got bool")
-    if len(shapes[0]) == 0:
-        raise ValueError("sort and argsort need rank 1 or more, got a scalar")
-    rules.normalize_axis(axis, len(shapes[0]), allow_none=False)
-    return shapes[0], dtypes.int32
-
-
-register("argsort", _argsort_impl, _argsort_infer, grad=None)
 
 
 def _check_direction(direction, what):
@@ -63,8 +48,6 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
 
     >>> gf.sort([3.0, 1.0, 2.0], direction="DESCENDING")   # [3, 2, 1]
     """
-    from gradflow.ops.array_ops import reshape, transpose
-
     descending = _check_direction(direction, "sort")
     x = convert_to_tensor(values)
     if x.shape is None and axis != -1:
@@ -79,34 +62,6 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     order = apply("argsort", [x], axis=-1, descending=descending)
     flat = apply("top_k_flat_index", [order, x])
     return apply("gather", [reshape(x, (-1,)), flat], name=name or "sort", axis=0)
-
-
-def _unique_parts(xp, x):
-    """``(y, idx)``: the distinct values of 1-D ``x`` in order of first appearance, and
-    the position in ``y`` of each element of ``x``."""
-    if x.shape[0] == 0:
-        return x, xp.zeros((0,), dtype=xp.int64, device=_device(x))
-    values, inverse = xp.unique_inverse(x)  # values sorted
-    order = xp.argsort(inverse, stable=True)  # positions grouped by value, in order
-    grouped = xp.take(inverse, order)
-    starts = xp.concat([xp.ones((1,), dtype=xp.bool, device=_device(x)),
-                        grouped[1:] != grouped[:-1]])
-    first = xp.take(order, xp.nonzero(starts)[0])  # first position of each sorted value
-    appearance = xp.argsort(first, stable=True)
-    return xp.take(values, appearance), xp.take(xp.argsort(appearance), inverse)
-
-
-def _unique_infer(shapes, in_dtypes, out_idx=None):
-    if len(shapes[0]) != 1:
-        raise ValueError(f"unique needs a 1-D tensor, got shape {tuple(shapes[0])}")
-    return (None,) if out_idx is None else shapes[0], in_dtypes[0] if out_idx is None \
-        else out_idx
-
-
-register("unique", lambda xp, x: _unique_parts(xp, x)[0], _unique_infer, grad=None)
-register("unique_index",
-         lambda xp, x, out_idx: xp.astype(_unique_parts(xp, x)[1], out_idx.resolve(xp)),
-         _unique_infer, grad=None)
 
 
 def unique(x, out_idx=dtypes.int32, name=None):

@@ -1,55 +1,38 @@
 """Sparse tensors to dense ones (TF1 ``tf.sparse_tensor_to_dense``, ``tf.sparse.to_dense``,
-``tf.sparse_to_dense``), built from ``scatter_nd``."""
+``tf.sparse_to_dense``), built from ``scatter_nd`` and the primitive
+``sparse_linear_index`` (``gradflow.prim.sparse``); ``sparse_retain`` and
+``sparse_tensor_dense_matmul``."""
 
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.index_checks import IndexOutOfRange
-from gradflow.ops.index_ops import row_major_positions
-from gradflow.ops.registry import apply, convert_to_tensor, register
-from gradflow.ops.scatter_ops import _rows
+from gradflow.ops.array_ops import (
+    expand_dims,
+    reduce_all,
+    reduce_prod,
+    reshape,
+    static_value,
+    transpose,
+)
+from gradflow.ops.control_flow_ops import control_dependencies
+from gradflow.ops.debug_ops import Assert
+from gradflow.ops.index_ops import gather, stack
+from gradflow.ops.index_ops import shape as shape_of
+from gradflow.ops.math_ops import cast, greater, less_equal, multiply, where
+from gradflow.ops.scatter_ops import _rows, scatter_nd
+from gradflow.ops.shape_ops import fill
+from gradflow.ops.state_ops import identity
+from gradflow.prim import sparse as _sparse  # noqa: F401 - registers "sparse_linear_index"
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor
 
 __all__ = ["sparse_retain", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense",
            "sparse_to_dense"]
 
 
-def _linear_impl(xp, indices, dense_shape):
-    """Row-major positions in an array of ``dense_shape`` (a vector read on the host) of
-    the index rows of ``indices``, after checking that each row points into it."""
-    shape = tuple(int(d) for d in dense_shape)
-    if indices.ndim != 2 or indices.shape[1] != len(shape):
-        raise IndexOutOfRange(f"indices of shape {tuple(indices.shape)} for a dense shape "
-                              f"of rank {len(shape)}: each row must hold {len(shape)} indices")
-    if any(d < 0 for d in shape):
-        raise IndexOutOfRange(f"the dense shape {list(shape)} has a negative size")
-    return row_major_positions(xp, indices, shape)
-
-
-def _linear_infer(shapes, in_dtypes):
-    if not (in_dtypes[0].is_integer and in_dtypes[1].is_integer):
-        raise TypeError("indices and dense_shape must be integers")
-    rules_rank = [len(s) for s in shapes]
-    if rules_rank != [2, 1]:
-        raise ValueError(f"indices must be a matrix and dense_shape a vector, got ranks "
-                         f"{rules_rank}")
-    return (shapes[0][0],), dtypes.int64
-
-
-register("sparse_linear_index", _linear_impl, _linear_infer, grad=None, check=True)
-
-
 def _dense(indices, values, shape, default, validate, what, name):
     """``values`` at the index rows ``indices`` of a dense tensor of ``shape`` (a vector),
     ``default`` elsewhere; with ``validate``, an entry named twice is an error."""
-    from gradflow.ops.array_ops import reduce_all, reduce_prod, reshape, static_value
-    from gradflow.ops.control_flow_ops import control_dependencies
-    from gradflow.ops.debug_ops import Assert
-    from gradflow.ops.index_ops import shape as shape_of
-    from gradflow.ops.math_ops import cast, greater, less_equal, where
-    from gradflow.ops.shape_ops import fill
-    from gradflow.ops.state_ops import identity
-
     values = convert_to_tensor(values)
     if values.dtype is dtypes.string:
         raise TypeError(f"{what}: string values are not supported")
@@ -101,10 +84,6 @@ def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0
     and ``default_value`` elsewhere (TF1 ``tf.sparse_to_dense``). Indices may be a vector
     (positions along the one axis) or a matrix of index rows; a scalar value fills every
     index."""
-    from gradflow.ops.array_ops import expand_dims
-    from gradflow.ops.index_ops import shape as shape_of
-    from gradflow.ops.shape_ops import fill
-
     indices = convert_to_tensor(sparse_indices)
     if indices.shape is not None and len(indices.shape) < 2:
         indices = expand_dims(indices, -1) if len(indices.shape) == 1 else \
@@ -125,10 +104,6 @@ def _sparse_arg(sp, what):
 def sparse_retain(sp_input, to_retain):
     """The ``SparseTensor`` of the entries of ``sp_input`` where the bool vector
     ``to_retain`` (one per entry) is true (TF1 ``tf.sparse_retain``); same dense shape."""
-    from gradflow.ops.array_ops import reshape
-    from gradflow.ops.index_ops import gather
-    from gradflow.ops.math_ops import where
-
     sp = _sparse_arg(sp_input, "sparse_retain")
     keep = convert_to_tensor(to_retain)
     if not keep.dtype.is_bool:
@@ -151,12 +126,6 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
 
     >>> h = gf.sparse_tensor_dense_matmul(adjacency, features @ w)   # a graph convolution
     """
-    from gradflow.ops.array_ops import expand_dims, reshape, transpose
-    from gradflow.ops.index_ops import gather, stack
-    from gradflow.ops.index_ops import shape as shape_of
-    from gradflow.ops.math_ops import cast, multiply
-    from gradflow.ops.scatter_ops import scatter_nd
-
     sp = _sparse_arg(sp_a, "sparse_tensor_dense_matmul")
     b = convert_to_tensor(b, like=sp.values)
     if b.shape is not None and len(b.shape) != 2:

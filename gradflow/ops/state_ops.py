@@ -1,4 +1,5 @@
-"""Placeholders, constants, variables, assignments, groups and random ops.
+"""Placeholders, constants, variables, assignments, groups and random ops: TF1's
+functions over the primitives of ``gradflow.prim.state``.
 
 These are the ops with ``kind`` other than ``"compute"``: the executor gives
 them their values (feeds, the session's variable store, host random numbers).
@@ -6,97 +7,24 @@ them their values (feeds, the session's variable store, host random numbers).
 
 from __future__ import annotations
 
-import contextlib
+import numpy as np
 
 from gradflow import dtypes
-from gradflow.errors import InvalidArgumentError
-from gradflow.graph import UNKNOWN_SHAPE, TensorShape, get_default_graph, user_source_line
-from gradflow.ops.registry import apply, constant, convert_to_tensor, register
-
-
-def _placeholder_infer(shapes, in_dtypes, shape, dtype, weak=False):
-    return shape, dtype
-
-
-def _constant_infer(shapes, in_dtypes, value, dtype):
-    return value.array.shape, dtype
-
-
-register("placeholder", None, _placeholder_infer, grad=None, kind="placeholder")
-register("constant", None, _constant_infer, grad=None, kind="constant")
-register("variable", None, _placeholder_infer, grad=None, kind="variable")
-def _random_infer(shapes, in_dtypes, shape, dtype, **params):
-    """``shape``, or, for a draw shaped like its input, each dimension the input knows."""
-    like = shapes[0] if shapes else None
-    if like is None or shape is None or len(like) != len(shape):
-        return shape, dtype
-    return tuple(s if s is not None else k for s, k in zip(shape, like)), dtype
-
-
-register("random", None, _random_infer, grad=None, kind="random")
-register("group", None, lambda s, d: (None, None), grad=None, kind="group")
-
-
-def _compatible(have, want) -> bool:
-    """Whether static shapes ``have`` and ``want`` (``None`` = unknown) can agree."""
-    if have is None or want is None:
-        return True
-    return len(have) == len(want) and all(
-        h is None or w is None or h == w for h, w in zip(have, want))
-
-
-def _assign_infer(shapes, in_dtypes, var):
-    if in_dtypes[0] is not var.dtype:
-        raise TypeError(f"variable '{var.name}' is {var.dtype.name}, the value is "
-                        f"{in_dtypes[0].name}")
-    if not _compatible(shapes[0], var.shape):
-        raise ValueError(f"variable '{var.name}' has shape {tuple(var.shape)}, the value "
-                         f"has shape {tuple(shapes[0])}")
-    return var.shape, var.dtype
-
-
-register("assign", None, _assign_infer, grad=None, kind="assign")
-# The value a variable holds when the run commits (under the session's store lock),
-# rather than when the run started: what an update of a variable from its own value
-# reads, so that concurrent runs lose no update (TF1's ``use_locking=True``).
-register("read_current", None, lambda shapes, in_dtypes, var: (var.shape, var.dtype),
-         grad=None, kind="read_current")
-
-
-def _identity_impl(xp, x):
-    return x
-
-
-def _same_infer(shapes, in_dtypes):
-    return shapes[0], in_dtypes[0]
-
-
-register("identity", _identity_impl, _same_infer, grad=lambda n, g: [g],
-         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True)
-register("stop_gradient", _identity_impl, _same_infer, grad=lambda n, g: [None],
-         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True)
-
-
-# -- ensure_shape: a static shape claim checked at run time -------------------------
-
-
-def _ensure_shape_infer(shapes, in_dtypes, shape, message, copy=False):
-    if not _compatible(shapes[0], shape):
-        raise ValueError(f"the shape {tuple(shapes[0])} does not fit {tuple(shape)}")
-    if shapes[0] is None:
-        return shape, in_dtypes[0]
-    return tuple(w if w is not None else h for h, w in zip(shapes[0], shape)), in_dtypes[0]
-
-
-def _ensure_shape_impl(xp, x, shape, message, copy=False):
-    actual = tuple(int(d) for d in x.shape)
-    if not _compatible(actual, shape):
-        raise InvalidArgumentError(message.replace("{actual}", str(actual)))
-    return xp.asarray(x, copy=True) if copy else x
-
-
-register("ensure_shape", _ensure_shape_impl, _ensure_shape_infer, grad=lambda n, g: [g], check=True,
-         takes_strings=True)  # a string value is checked and passed on as it is
+from gradflow.graph import Tensor, TensorShape, get_default_graph, user_source_line
+from gradflow.ops.math_ops import add, multiply, subtract
+from gradflow.prim import state as _prim
+from gradflow.prim.index import as_index
+from gradflow.prim.registry import (
+    apply,
+    constant,
+    convert_to_tensor,
+    is_weak,
+    weak_cast,  # noqa: F401 - TF1-era home of the builder
+)
+from gradflow.prim.shape import fill
+from gradflow.prim.state import compatible as _compatible
+from gradflow.prim.state import read_current
+from gradflow.prim.state import static_shape as _static_shape
 
 
 def ensure_shape(x, shape, name=None):
@@ -161,82 +89,6 @@ def set_shape(tensor, shape):
     graph.nodes[checked.index] = tensor
 
 
-# -- weak_cast: a placeholder made without a dtype meets another dtype ---------------
-
-
-def _weak_cast_impl(xp, x, dtype, message):
-    target = dtype.resolve(xp)
-    if dtype.is_integer:  # whole numbers within range: bounds are powers of two, exact
-        ok = (xp.floor(x) == x) & (x >= float(dtype.min)) & (x < float(dtype.max + 1))
-    elif dtype.bits < 32:
-        ok = (xp.astype(xp.astype(x, target), x.dtype) == x) | xp.isnan(x)
-    else:
-        ok = None
-    if ok is not None and not bool(xp.all(ok)):
-        try:
-            example = f" (such as {float(x[xp.logical_not(ok)][0])!r})"
-        except Exception:  # noqa: BLE001 - the example is a courtesy
-            example = ""
-        raise InvalidArgumentError(message.replace("{example}", example))
-    return xp.astype(x, target)
-
-
-def _weak_cast_grad(n, g):
-    from gradflow.ops.math_ops import cast
-
-    src = n.inputs[0].dtype
-    return [cast(g, src) if src.is_floating and n.dtype.is_floating else None]
-
-
-register("weak_cast", _weak_cast_impl, lambda s, d, dtype, message: (s[0], dtype),
-         grad=_weak_cast_grad, check=True)
-
-
-def weak_cast(x, dtype, other=None):
-    """The dtype-less placeholder ``x`` as ``dtype``, checked at run time to convert exactly.
-
-    ``placeholder()`` without a dtype is float32 but weakly typed, like a Python
-    number: where it meets a tensor of another numeric dtype (``other``) in an op
-    whose inputs must share a dtype, it becomes that dtype through this node.
-    Values are fed as float32 first, so integers are exact up to 2**24.
-    """
-    dtype = dtypes.as_dtype(dtype)
-    with_other = f", with '{other.name}'" if other is not None else ""
-    message = (f"placeholder '{x.name}' (created at {x.source}) has no dtype of its own and "
-               f"is used as {dtype.name} here{with_other}, but the value fed to it has "
-               f"elements{{example}} that {dtype.name} cannot hold exactly; feed "
-               f"{'whole numbers in range' if dtype.is_integer else 'values in range'}, or "
-               f"give the placeholder its dtype: gf.placeholder(gf.{dtype.name})")
-    return apply("weak_cast", [x], name=x.name + "/Cast", dtype=dtype, message=message)
-
-
-def _with_default_infer(shapes, in_dtypes, shape):
-    if shape is None:  # TF1: an unknown shape accepts a feed of any shape
-        return None, in_dtypes[0]
-    if len(shape) != len(shapes[0]):
-        raise ValueError(f"the default has rank {len(shapes[0])}, the shape {shape} "
-                         f"has rank {len(shape)}")
-    for have, want in zip(shapes[0], shape):
-        if have is not None and want is not None and have != want:
-            raise ValueError(f"the default's shape {tuple(shapes[0])} does not fit {shape}")
-    return shape, in_dtypes[0]
-
-
-register("placeholder_with_default", _identity_impl, _with_default_infer,
-         grad=lambda n, g: [g], lower=lambda xp, shape: _identity_impl.__get__(xp),
-         pass_through=True)
-
-
-def _static_shape(shape, what):
-    if shape is None or shape is UNKNOWN_SHAPE:
-        return None
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        return tuple(None if d is None or d == -1 else int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{what}: shape must be a tuple of ints or None, got {shape!r}") from None
-
 
 def placeholder(dtype=None, shape=None, name=None):
     """A value fed at run time through ``feed_dict`` (dtype defaults to float32).
@@ -248,11 +100,7 @@ def placeholder(dtype=None, shape=None, name=None):
     (1.5 for an int32) is a run-time error naming the placeholder. With a dtype
     (``placeholder(gf.float32)``) it is strict, as every other tensor.
     """
-    weak = {"weak": True} if dtype is None else {}
-    dtype = dtypes.float32 if dtype is None else dtypes.as_dtype(dtype)
-    shape = _static_shape(shape, "placeholder")
-    return apply("placeholder", [], name=name or "Placeholder", graph=get_default_graph(),
-                 shape=shape, dtype=dtype, **weak)
+    return _prim.placeholder(dtype, shape, name)
 
 
 def placeholder_with_default(input, shape, name=None):  # noqa: A002
@@ -305,11 +153,7 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     if validate_shape is False:
         raise ValueError(f"assign: validate_shape=False is not supported: variable "
                          f"'{getattr(ref, 'name', ref)}' keeps its shape")
-    from gradflow.ops.registry import is_weak
-    from gradflow.variables import Variable
-
-    if not isinstance(ref, Variable):
-        raise TypeError(f"assign: '{getattr(ref, 'name', ref)}' is not a gf.Variable")
+    _check_ref("assign", ref)
     value = convert_to_tensor(value, like=ref)
     if value.graph is not ref.graph:
         raise ValueError(f"assign: the value '{value.name}' is not in the graph of "
@@ -369,38 +213,27 @@ def assign_add(ref, value, use_locking=None, name=None):
     session's store lock, so concurrent runs lose no increment (TF1's
     ``use_locking=True``; gradflow always locks, and accepts ``use_locking``)."""
     _check_ref("assign_add", ref)
-    with reading_current(ref.graph):
-        new = ref + value
+    new = add(at_commit(ref), at_commit(convert_to_tensor(value, like=ref)))
     return assign(ref, new, name=name or ref.name + "/AssignAdd")
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
     """``ref -= value``, effective after the run, like :func:`assign_add`."""
     _check_ref("assign_sub", ref)
-    with reading_current(ref.graph):
-        new = ref - value
+    new = subtract(at_commit(ref), at_commit(convert_to_tensor(value, like=ref)))
     return assign(ref, new, name=name or ref.name + "/AssignSub")
 
 
+def at_commit(t):
+    """``read_current(t)`` for a variable ``t`` (its value when the run commits, see
+    ``gradflow.prim.state.read_current``), any other tensor as it is: the operands of an
+    update of a variable from its own value (``assign_add``, the optimizers' formulas)."""
+    return read_current(t) if isinstance(t, Tensor) and t.opdef.kind == "variable" else t
+
+
 def _check_ref(what, ref):
-    from gradflow.variables import Variable
-
-    if not isinstance(ref, Variable):
+    if not (isinstance(ref, Tensor) and ref.opdef.kind == "variable"):  # a gf.Variable
         raise TypeError(f"{what}: '{getattr(ref, 'name', ref)}' is not a gf.Variable")
-
-
-@contextlib.contextmanager
-def reading_current(graph):
-    """Within this block, ops built over a variable read the value it holds when the
-    run commits (``read_current``), not the one it held when the run started: for
-    the update of a variable from its own value (``assign_add``, optimizers, moving
-    averages). Such ops run at the end of the run, under the store lock."""
-    depth = getattr(graph, "_reading_current", 0)
-    graph._reading_current = depth + 1
-    try:
-        yield
-    finally:
-        graph._reading_current = depth
 
 
 # -- random ops: drawn on the host so every backend sees the same numbers ----------
@@ -440,8 +273,6 @@ def _random(dist, shape, dtype, seed, name, **params):
         return apply("random", inputs, name=name or dist, graph=graph, shape=static,
                      dtype=dtype, dist=dist, graph_seed=graph.seed, op_seed=op_seed,
                      **{k: kind(v) for k, v in params.items()})
-    from gradflow.ops.math_ops import add, multiply, subtract
-
     z = apply("random", inputs, name=dist, graph=graph, shape=static, dtype=dtype, dist=dist,
               graph_seed=graph.seed, op_seed=op_seed, **_STANDARD[dist])
     p = {k: tensors[k] if k in tensors else float(v) for k, v in params.items()}
@@ -467,10 +298,10 @@ def _integer_bounds(params, dtype):
     return {"minval": int(low), "maxval": int(high)}
 
 
+
+
 def _is_tensor_like(v) -> bool:
     """Whether a random-op parameter is a tensor (or an array or list, made one)."""
-    from gradflow.graph import Tensor
-
     if isinstance(v, (Tensor, list, tuple)) or hasattr(v, "_as_graph_tensor"):
         return True
     return getattr(v, "ndim", 0) > 0  # a NumPy array; NumPy scalars are numbers
@@ -495,8 +326,6 @@ def _random_shape(shape, what):
     """A static shape from ints, or from tensors whose values are known when the graph
     is built (constants, ``gf.shape`` of a tensor of known shape, items of those);
     ``None`` where a tensor's value is known only at run time."""
-    from gradflow.graph import Tensor
-
     if isinstance(shape, Tensor):
         value = _static_value(shape)
         if value is None or len(value.shape) != 1:
@@ -519,8 +348,6 @@ def _shaped_like(shape, what, dtype):
     """Zeros of the run-time ``shape`` (a 1-D int tensor, or a list mixing ints and
     scalar int tensors such as ``[gf.shape(x)[0], 10]``): a random op with an input
     draws numbers of that input's shape (``random_normal(gf.shape(z))`` in a VAE)."""
-    from gradflow.ops.shape_ops import fill
-
     try:
         return fill(shape, constant(0, dtype=dtype, name=f"{what}_shape"),
                     name=f"{what}_zeros")
@@ -530,8 +357,6 @@ def _shaped_like(shape, what, dtype):
 
 def _static_value(t):
     """The integer value of ``t`` as a NumPy array if the graph alone determines it."""
-    import numpy as np
-
     if t.dtype is None or not t.dtype.is_integer:
         return None
     if t.opdef.kind == "constant":
@@ -543,9 +368,7 @@ def _static_value(t):
     if t.opdef.name == "getitem":
         inner = _static_value(t.inputs[0])
         if inner is not None:
-            from gradflow.ops.index_ops import _as_index
-
-            return np.asarray(inner[_as_index(t.attrs["key"])])
+            return np.asarray(inner[as_index(t.attrs["key"])])
     if t.opdef.name in ("identity", "cast"):
         return _static_value(t.inputs[0])
     return None

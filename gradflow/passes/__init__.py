@@ -5,14 +5,22 @@
 ``PASSES`` over it in turn; the executor compiles the result. Each pass is a
 function ``pass(graph) -> None`` that rewires the plan graph in place and lives
 in its own module. ``Session(optimize=False)`` skips all of them.
+
+One pass runs earlier, on the user's graph: ``gradient_sums`` rewrites the sums of
+gradient contributions while ``gradients`` builds them (the nodes it makes are what
+the gradient rules further down read, and what ``gf.gradients`` returns), so every
+plan, optimizing or not, starts from its stacks. It is installed here, with the
+graph compiler it belongs to.
 """
 
 from __future__ import annotations
 
+from gradflow.autodiff import rewrite_sums_with
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
+from gradflow.passes.gradient_sums import stack_gradient_sums
 from gradflow.passes.ir import PlanGraph, PlanNode
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
@@ -28,6 +36,8 @@ from gradflow.passes.shared_stacks import share_row_stacks
 # Row stacks share their parts once the rewrites have made the stacks they make.
 PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, batch_matmuls,
           sink_layouts, rewrite_algebra, share_row_stacks, fuse_lstm_steps, fuse_elementwise]
+
+rewrite_sums_with(stack_gradient_sums)
 
 
 def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:

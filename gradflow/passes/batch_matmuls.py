@@ -29,8 +29,8 @@ would only copy), no control inputs, and not be fetched.
 
 from __future__ import annotations
 
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.registry import REGISTRY
 
 MIN_BATCH = 3
 MAX_MEMBER_ROWS = 256

@@ -38,8 +38,8 @@ import array_api_compat.numpy as np_xp
 import numpy as np
 
 from gradflow.graph import TensorShape
-from gradflow.ops.registry import REGISTRY, HostValue
 from gradflow.passes.ir import PlanNode, specialized_shape
+from gradflow.prim.registry import REGISTRY, HostValue
 
 MAX_ELEMENTS = 4096
 

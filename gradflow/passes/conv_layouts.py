@@ -1,13 +1,13 @@
 """NCHW convolutions as one op each, for a backend whose kernels read NCHW themselves.
 
 An NCHW convolution runs the NHWC ops between two ``image_layout`` copies
-(``gradflow.ops.conv_ops``). Within a network the layout pass cancels most of them
+(``gradflow.prim.conv``). Within a network the layout pass cancels most of them
 (``gradflow.passes.layouts``); where they stay, the two copies around one pass can
 cost more than the pass (a 1x1 convolution: twice its time). This pass, which the
 NumPy backend runs where oneDNN is there (``NumpyBackend.kernel_passes``), makes
 each convolution pass whose every image (the forward's input and result, the input
 gradient's output gradient and result, the filter gradient's input and output
-gradient) is such a copy one NCHW op (``conv_ops.NCHW_FORMS``) that reads and writes
+gradient) is such a copy one NCHW op (``gradflow.prim.conv.NCHW_FORMS``) that reads and writes
 the NCHW values. Only whole passes: where one image stays NHWC, the NHWC kernels
 with a copy of the other are the faster.
 
@@ -22,10 +22,10 @@ other kernels, so the last bits may differ from the NHWC pass's.
 from __future__ import annotations
 
 from gradflow import dtypes
-from gradflow.ops.conv_ops import NCHW_FORMS, TO_NCHW, TO_NHWC
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.layouts import copy_perm
+from gradflow.prim.conv import NCHW_FORMS, TO_NCHW, TO_NHWC
+from gradflow.prim.registry import REGISTRY
 
 
 def fold_conv_layouts(graph) -> None:

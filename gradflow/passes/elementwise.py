@@ -1,17 +1,14 @@
 """Which nodes may join a fused elementwise kernel.
 
-An op is elementwise when it declares a scalar expression (``OpDef.scalar``, written
-with ``gradflow.ops.scalar_exprs``): ``scalar(args, node)`` is the expression of one
+An op is elementwise when its record declares a scalar expression (``OpDef.scalar``,
+written with ``gradflow.prim.scalar``): ``scalar(args, node)`` is the expression of one
 output element from the expressions ``args`` of its input elements, or ``None`` where
-the node's dtypes are not supported. ``SCALAR`` maps each such op's name to it.
+the node's dtypes are not supported. Every kernel printer reads it from the record:
+the numba kernels as it is, the CUDA kernels and the ONNX export as a tree
+(``gradflow.prim.scalar_tree``).
 """
 
 from __future__ import annotations
-
-from gradflow.ops.registry import OpsWith
-
-# op name -> its scalar expression builder, read live from the registry
-SCALAR = OpsWith("scalar")
 
 
 def is_elementwise(node) -> bool:

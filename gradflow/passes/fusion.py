@@ -7,7 +7,7 @@ outside its group (an optimizer's new moment, assigned and read by the
 update) becomes one more output of the group, as long as that consumer does
 not lead back into the group (which would make the fused node depend on
 itself). A group of two or more ops (or one op marked ``worth_alone``) becomes one
-``fused`` node (``gradflow.ops.plan_ops``) over the group's outside inputs; a group
+``fused`` node (``gradflow.prim.plan``) over the group's outside inputs; a group
 with several outputs gets one ``fused_output`` node per output.
 
 Each backend lowers a fused node to one kernel (``Backend.fused``): NumPy
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradflow.ops.plan_ops import FUSED, FUSED_OUTPUT
 from gradflow.passes.elementwise import is_elementwise
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.plan import FUSED, FUSED_OUTPUT
 
 
 @dataclass(frozen=True, eq=False)

@@ -144,7 +144,7 @@ class PlanGraph:
 def specialized_shape(node, shapes):
     """The static shape of ``node`` re-inferred from the fed shapes, or its own shape
     where the rule cannot say more (a refinement never contradicts the graph's)."""
-    from gradflow.ops.registry import _infer
+    from gradflow.prim.registry import _infer
 
     known = node.shape
     kind = node.opdef.kind

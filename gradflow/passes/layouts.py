@@ -1,7 +1,7 @@
 """Layout sinking: elementwise ops between NCHW layers run in NHWC.
 
 An NCHW convolution or pool runs the NHWC kernels between two ``image_layout``
-copies (``gradflow.ops.conv_ops``). The bias add and activation between a
+copies (``gradflow.prim.conv``). The bias add and activation between a
 convolution and a pool then run on the NCHW copy, and the pool copies it back:
 two copies of every activation forward, two of every gradient backward. This
 pass moves each copy past the elementwise ops that read it:
@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import math
 
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.elementwise import is_elementwise
 from gradflow.passes.ir import PlanNode
 from gradflow.passes.rewrites import apply_rules
+from gradflow.prim.registry import REGISTRY
 
 
 def sink_layouts(graph) -> None:

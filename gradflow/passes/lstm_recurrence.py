@@ -17,7 +17,7 @@ node each way,
     a, c, h = lstm_step_rec(x, h_prev, w, row, c_prev)
     dz, dc_prev = lstm_step_rec_grad(dy, dz_next, w, dc_next, a, c, c_prev)
 
-which the CuPy backend runs as one kernel each (``gradflow.backends.cuda_lstm``). It is
+which the CuPy backend runs as one kernel each (``gradflow.backends.cuda.lstm``). It is
 a backend's kernel pass (``Backend.kernel_passes``), not one of every plan's: on the
 CPU, BLAS does the products faster than a fused loop would.
 
@@ -29,8 +29,8 @@ the step alone and add two values of the state's shape.
 
 from __future__ import annotations
 
-from gradflow.ops.rnn_ops import LSTM_STEP_REC, LSTM_STEP_REC_GRAD
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.rnn import LSTM_STEP_REC, LSTM_STEP_REC_GRAD
 
 
 def fuse_lstm_recurrence(graph) -> None:

@@ -27,9 +27,9 @@ which becomes one ``lstm_step_grad(dh, dc_next, a, c, c_prev)`` with the outputs
 
 from __future__ import annotations
 
-from gradflow.ops.rnn_ops import LSTM_STEP, LSTM_STEP_GRAD
 from gradflow.passes.fusion import output_of
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.rnn import LSTM_STEP, LSTM_STEP_GRAD
 
 
 def fuse_lstm_steps(graph) -> None:

@@ -57,8 +57,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.graph import TensorShape
-from gradflow.ops.registry import REGISTRY, HostValue
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.registry import REGISTRY, HostValue
 
 # constants larger than this are not scanned for all-ones or all-zeros
 MAX_SCANNED = 1 << 16

@@ -18,8 +18,8 @@ shapes, one dtype, without control inputs, take part.
 
 from __future__ import annotations
 
-from gradflow.ops.registry import REGISTRY
 from gradflow.passes.ir import PlanNode
+from gradflow.prim.registry import REGISTRY
 
 MIN_RUN = 3
 

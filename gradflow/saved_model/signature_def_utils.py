@@ -10,32 +10,7 @@
 from __future__ import annotations
 
 from gradflow.saved_model import signature_constants
-
-
-class TensorInfo:
-    """A tensor of a signature: its name (``"x:0"``), dtype name and static shape."""
-
-    def __init__(self, name, dtype, tensor_shape):
-        self.name = name
-        self.dtype = dtype
-        self.tensor_shape = None if tensor_shape is None else list(tensor_shape)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "dtype": self.dtype, "shape": self.tensor_shape}
-
-    @classmethod
-    def from_json(cls, doc, where):
-        if not isinstance(doc, dict) or set(doc) != {"name", "dtype", "shape"} or \
-                not isinstance(doc["name"], str) or not isinstance(doc["dtype"], (str, type(None))):
-            raise ValueError(f"{where} is not a tensor description (name, dtype, shape)")
-        shape = doc["shape"]
-        if shape is not None and (not isinstance(shape, list) or not all(
-                d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in shape)):
-            raise ValueError(f"{where} has a bad shape {shape!r}")
-        return cls(doc["name"], doc["dtype"], shape)
-
-    def __repr__(self) -> str:
-        return f"TensorInfo(name={self.name!r}, dtype={self.dtype!r}, shape={self.tensor_shape})"
+from gradflow.saved_model.utils import TensorInfo, build_tensor_info
 
 
 class SignatureDef:
@@ -82,8 +57,6 @@ def build_signature_def(inputs=None, outputs=None, method_name=None):
 
 def predict_signature_def(inputs, outputs):
     """A predict signature from ``{name: tensor}`` dicts (TF1 ``predict_signature_def``)."""
-    from gradflow.saved_model.utils import build_tensor_info
-
     for side, tensors in (("inputs", inputs), ("outputs", outputs)):
         if not isinstance(tensors, dict) or not tensors:
             raise ValueError(f"predict_signature_def: {side} must be a non-empty dict of "

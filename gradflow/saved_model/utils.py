@@ -1,4 +1,5 @@
-"""TF1's ``tf.saved_model.utils``: between tensors and their ``TensorInfo``.
+"""TF1's ``tf.saved_model.utils``: ``TensorInfo`` (a tensor of a signature), and
+between tensors and their ``TensorInfo``.
 
 >>> info = gf.saved_model.utils.build_tensor_info(x)
 >>> gf.saved_model.utils.get_tensor_from_tensor_info(info, graph) is x
@@ -8,7 +9,32 @@ True
 from __future__ import annotations
 
 from gradflow.graph import Operation, Tensor, get_default_graph
-from gradflow.saved_model.signature_def_utils import TensorInfo
+
+
+class TensorInfo:
+    """A tensor of a signature: its name (``"x:0"``), dtype name and static shape."""
+
+    def __init__(self, name, dtype, tensor_shape):
+        self.name = name
+        self.dtype = dtype
+        self.tensor_shape = None if tensor_shape is None else list(tensor_shape)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "shape": self.tensor_shape}
+
+    @classmethod
+    def from_json(cls, doc, where):
+        if not isinstance(doc, dict) or set(doc) != {"name", "dtype", "shape"} or \
+                not isinstance(doc["name"], str) or not isinstance(doc["dtype"], (str, type(None))):
+            raise ValueError(f"{where} is not a tensor description (name, dtype, shape)")
+        shape = doc["shape"]
+        if shape is not None and (not isinstance(shape, list) or not all(
+                d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in shape)):
+            raise ValueError(f"{where} has a bad shape {shape!r}")
+        return cls(doc["name"], doc["dtype"], shape)
+
+    def __repr__(self) -> str:
+        return f"TensorInfo(name={self.name!r}, dtype={self.dtype!r}, shape={self.tensor_shape})"
 
 
 def build_tensor_info(tensor):

@@ -25,7 +25,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Operation, Tensor, get_default_graph, user_source_line
-from gradflow.ops.registry import apply, convert_to_tensor, register
+from gradflow.prim.registry import apply, convert_to_tensor, register
 from gradflow.summary import _tbx
 from gradflow.variables import GraphKeys
 
@@ -128,9 +128,9 @@ def _serialize(tbx, values):
 # -- scalar -----------------------------------------------------------------------------
 
 
-def _scalar_impl(session, node):
+def _scalar_impl(run_state, node):
     tbx = _tbx.require()
-    to_numpy = session.backend.to_numpy
+    to_numpy = run_state.backend.to_numpy
     tag, source = summary_tag(node), node.inputs[0].name
 
     def run(value):
@@ -233,9 +233,9 @@ def histogram_proto(tbx, values):
                               bucket_limit=limits[keep].tolist(), bucket=counts[keep].tolist())
 
 
-def _histogram_impl(session, node):
+def _histogram_impl(run_state, node):
     tbx = _tbx.require()
-    to_numpy = session.backend.to_numpy
+    to_numpy = run_state.backend.to_numpy
     tag, source = summary_tag(node), node.inputs[0].name
 
     def run(value):
@@ -324,9 +324,9 @@ def _check_image_shape(shape, fail):
              f"{tuple(shape)}")
 
 
-def _image_impl(session, node):
+def _image_impl(run_state, node):
     tbx = _tbx.require()
-    to_numpy = session.backend.to_numpy
+    to_numpy = run_state.backend.to_numpy
     tag, source, max_outputs = summary_tag(node), node.inputs[0].name, node.attrs["max_outputs"]
 
     def fail(message):
@@ -407,14 +407,14 @@ def _text_value(tbx, tag, strings, shape):
                              tensor=_string_tensor_value(tbx, strings, shape))
 
 
-def _text_impl(session, node):
+def _text_impl(run_state, node):
     tbx = _tbx.require()
     tag = summary_tag(node)
     if not node.inputs:  # the text is fixed: serialize it once
         fixed = _serialize(tbx, [_text_value(tbx, tag, list(node.attrs["text"]),
                                              node.attrs["text_shape"])])
         return lambda: fixed
-    to_host = session.backend.host_value
+    to_host = run_state.backend.host_value
 
     def run(value):
         v = to_host(value)
@@ -477,7 +477,7 @@ def text(name, tensor, collections=None):
 # -- merge ------------------------------------------------------------------------------
 
 
-def _merge_impl(session, node):
+def _merge_impl(run_state, node):
     tbx = _tbx.require()
 
     def run(*serialized):

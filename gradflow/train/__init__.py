@@ -97,7 +97,7 @@ from gradflow.summary.legacy import SummaryWriter  # noqa: E402 - tf.train.Summa
 
 __all__ += ["SummaryWriter"]
 
-from gradflow.train.example import (  # noqa: E402 - tf.train.Example and its parts
+from gradflow.example import (  # noqa: E402 - tf.train.Example and its parts
     BytesList,
     Example,
     Feature,

@@ -115,8 +115,8 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     A name the checkpoint lacks, or a shape or dtype that differs, raises
     ``ValueError`` and changes no initializer.
     """
-    from gradflow.ops.registry import constant
     from gradflow.ops.state_ops import assign
+    from gradflow.prim.registry import constant
     from gradflow.variables import Variable, global_variables
 
     reader = CheckpointReader(ckpt_dir_or_file)

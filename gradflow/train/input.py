@@ -17,7 +17,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.graph import Tensor, get_default_graph
 from gradflow.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
-from gradflow.ops.registry import apply, convert_to_tensor
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["batch", "input_producer", "limit_epochs", "range_input_producer",

@@ -27,8 +27,8 @@ from gradflow.ops.math_ops import (
     pow,  # noqa: A004
     where,
 )
-from gradflow.ops.registry import convert_to_tensor
 from gradflow.ops.state_ops import identity
+from gradflow.prim.registry import convert_to_tensor
 
 # -- helpers -------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from gradflow.graph import Tensor
 from gradflow.ops.math_ops import cast, minimum
-from gradflow.ops.registry import constant, convert_to_tensor
 from gradflow.ops.state_ops import assign_sub, group
+from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import GraphKeys, Variable
 
 

@@ -25,16 +25,16 @@ from gradflow.ops.math_ops import (
     where,
     zeros_like,
 )
-from gradflow.ops.registry import convert_to_tensor
 from gradflow.ops.scatter_ops import scatter_update
 from gradflow.ops.sort_ops import unique
 from gradflow.ops.state_ops import (
     assign,
     assign_add,
+    at_commit,
     group,
-    reading_current,
     shaped_like_variable,
 )
+from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import Variable
 
 
@@ -46,6 +46,11 @@ class Optimizer:
     assignments of one step for one variable, and creates its slots there with
     ``_slot``, in the order TF1 creates them (the order decides the ``_1``
     suffixes of the slot variables' names).
+
+    The update formulas read the variable, its slots and the shared variables with
+    ``_read`` (or ``at_commit``): the values they hold when the run commits, under the
+    session's store lock (``read_current`` nodes), so that concurrent training steps
+    lose no update (TF1's ``use_locking=True``).
     """
 
     # whether an update of a looked-up variable (its gradient TF1's ``IndexedSlices``,
@@ -98,17 +103,18 @@ class Optimizer:
                     # a gradient of unknown shape (fed, or computed elsewhere) is checked
                     # against its variable before the update formulas broadcast it
                     grad = shaped_like_variable(grad, var, "apply_gradients", "the gradient")
-                    lr = self._tensor(self._learning_rate, var.dtype, graph)
-                    with reading_current(graph):  # applied to the values at commit
-                        if rows is not None:  # the gradient's rows, duplicates summed
-                            grad = gather(grad, rows)
-                        self._rows = rows
-                        try:
-                            updates.extend(self._update(grad, var, lr))
-                        finally:
-                            self._rows = None
-                with reading_current(graph):
-                    updates.extend(self._finish())
+                    # a variable given as the learning rate (or the gradient) is read
+                    # at commit too, as the variables the formulas update
+                    lr = at_commit(self._tensor(self._learning_rate, var.dtype, graph))
+                    grad = at_commit(grad)
+                    if rows is not None:  # the gradient's rows, duplicates summed
+                        grad = gather(grad, rows)
+                    self._rows = rows
+                    try:
+                        updates.extend(self._update(grad, var, lr))
+                    finally:
+                        self._rows = None
+                updates.extend(self._finish())
                 if global_step is not None:
                     updates.append(assign_add(global_step, 1))
                 return group(*updates, name="update")
@@ -153,11 +159,14 @@ class Optimizer:
         return self._slot_vars[key]
 
     def _read(self, t):
-        """``t`` (a variable or slot), or its rows that the update being built changes."""
-        return t if self._rows is None else gather(t, self._rows)
+        """The value of ``t`` (a variable or slot) at commit, or its rows that the update
+        being built changes."""
+        current = at_commit(t)
+        return current if self._rows is None else gather(current, self._rows)
 
     def _write(self, t, value):
-        """Assign ``value`` to ``t``, or to the rows that the update being built changes."""
+        """Assign ``value`` to ``t``, or to the rows that the update being built changes
+        (``scatter_update``: the other rows keep the value ``t`` holds at commit)."""
         return assign(t, value) if self._rows is None else scatter_update(t, self._rows, value)
 
     def _non_slot(self, value, dtype, name):
@@ -169,8 +178,6 @@ class Optimizer:
     def _tensor(self, value, dtype, graph):
         if hasattr(value, "graph"):
             return cast(value, dtype)
-        from gradflow.ops.registry import constant
-
         return constant(float(value), dtype=dtype, _graph=graph)
 
     def _create_shared(self, pairs):
@@ -206,7 +213,7 @@ class GradientDescentOptimizer(Optimizer):
         super().__init__(learning_rate, use_locking, name)
 
     def _update(self, grad, var, lr):
-        return [assign(var, var - lr * grad)]
+        return [assign(var, self._read(var) - lr * grad)]
 
 
 class MomentumOptimizer(Optimizer):
@@ -248,8 +255,9 @@ class AdagradOptimizer(Optimizer):
 
     def _update(self, grad, var, lr):
         accum = self._slot(var, "accumulator", self._initial)
-        new_accum = accum + square(grad)
-        return [assign(accum, new_accum), assign(var, var - lr * grad / sqrt(new_accum))]
+        new_accum = self._read(accum) + square(grad)
+        return [assign(accum, new_accum),
+                assign(var, self._read(var) - lr * grad / sqrt(new_accum))]
 
 
 class RMSPropOptimizer(Optimizer):
@@ -315,17 +323,18 @@ class AdamOptimizer(Optimizer):
         b1_power, b2_power = self._powers[var.dtype]
         m = self._slot(var, "m")
         v = self._slot(var, "v")
-        lr_t = lr * sqrt(1.0 - b2_power) / (1.0 - b1_power)
-        new_m = m * self._beta1 + grad * (1.0 - self._beta1)
-        new_v = v * self._beta2 + square(grad) * (1.0 - self._beta2)
-        new_var = var - lr_t * new_m / (sqrt(new_v) + self._epsilon)
+        lr_t = lr * sqrt(1.0 - self._read(b2_power)) / (1.0 - self._read(b1_power))
+        new_m = self._read(m) * self._beta1 + grad * (1.0 - self._beta1)
+        new_v = self._read(v) * self._beta2 + square(grad) * (1.0 - self._beta2)
+        new_var = self._read(var) - lr_t * new_m / (sqrt(new_v) + self._epsilon)
         return [assign(m, new_m), assign(v, new_v), assign(var, new_var)]
 
     def _finish(self):
         out = []
         for dt in self._used_dtypes:
             b1, b2 = self._powers[dt]
-            out += [assign(b1, b1 * self._beta1), assign(b2, b2 * self._beta2)]
+            out += [assign(b1, at_commit(b1) * self._beta1),
+                    assign(b2, at_commit(b2) * self._beta2)]
         return out
 
 
@@ -350,11 +359,12 @@ class AdadeltaOptimizer(Optimizer):
     def _update(self, grad, var, lr):
         accum = self._slot(var, "accum")
         accum_update = self._slot(var, "accum_update")
-        new_accum = accum * self._rho + square(grad) * (1.0 - self._rho)
-        update = sqrt(accum_update + self._epsilon) / sqrt(new_accum + self._epsilon) * grad
-        new_accum_update = accum_update * self._rho + square(update) * (1.0 - self._rho)
+        old_accum, old_update = self._read(accum), self._read(accum_update)
+        new_accum = old_accum * self._rho + square(grad) * (1.0 - self._rho)
+        update = sqrt(old_update + self._epsilon) / sqrt(new_accum + self._epsilon) * grad
+        new_accum_update = old_update * self._rho + square(update) * (1.0 - self._rho)
         return [assign(accum, new_accum), assign(accum_update, new_accum_update),
-                assign(var, var - lr * update)]
+                assign(var, self._read(var) - lr * update)]
 
 
 class FtrlOptimizer(Optimizer):

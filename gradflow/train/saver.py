@@ -24,7 +24,6 @@ import io
 import json
 import os
 import re
-import tempfile
 import time
 import warnings
 import zipfile
@@ -32,8 +31,10 @@ import zipfile
 import numpy as np
 
 from gradflow import tf_logging
+from gradflow.atomic_files import write_atomically
 from gradflow.errors import FailedPreconditionError
 from gradflow.graph import get_default_graph
+from gradflow.session import Session
 from gradflow.train import tf_checkpoint
 from gradflow.train.checkpoint_files import (
     _HEADER_KEY,
@@ -181,7 +182,7 @@ class Saver:
         }
         buffer = io.BytesIO()
         _write_npz(buffer, {_HEADER_KEY: _encode_header(header), **arrays})
-        _write_atomically(base, buffer.getvalue())
+        write_atomically(base, buffer.getvalue())
         self._written.add(os.path.abspath(base))
         if write_state:
             self._update_index(base, index_name)
@@ -212,10 +213,11 @@ class Saver:
             raise CheckpointError(f"checkpoint {path} does not match the variables to "
                                   f"restore: {'; '.join(problems)}. Nothing was restored.")
         values = {var: self._value(name, var, arrays) for name, var in self._vars.items()}
-        backend = sess.backend
-        converted = {var: backend.asarray(np.array(v, copy=True)) for var, v in values.items()}
-        with _store_lock(sess):
-            sess._store.update(converted)
+        run = sess.run_state
+        converted = {var: run.backend.asarray(np.array(v, copy=True))
+                     for var, v in values.items()}
+        with run.store_lock:
+            run.store.update(converted)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -228,11 +230,12 @@ class Saver:
 
     def _values(self, sess):
         """The variables' values as NumPy arrays; uninitialized ones get their initial value."""
-        missing = [v for v in self._vars.values() if v not in sess._store]
+        run = sess.run_state
+        missing = [v for v in self._vars.values() if v not in run.store]
         if missing:
-            sess._initialize_missing(missing)
-        with _store_lock(sess):
-            return {name: np.array(sess.backend.to_numpy(sess._store[var]), order="C")
+            sess.initialize_missing(missing)
+        with run.store_lock:
+            return {name: np.array(run.backend.to_numpy(run.store[var]), order="C")
                     for name, var in self._vars.items()}
 
     def _mismatches(self, header, arrays):
@@ -327,7 +330,7 @@ class Saver:
                  "all_model_checkpoint_paths": [p for p, _ in recent],
                  "all_model_checkpoint_timestamps": [t for _, t in recent],
                  "last_preserved_timestamp": preserved}
-        _write_atomically(os.path.join(folder, index_name), json.dumps(index).encode())
+        write_atomically(os.path.join(folder, index_name), json.dumps(index).encode())
 
 
     def _remove_old(self, folder, name, newest):
@@ -425,27 +428,15 @@ def _now():
 
 
 def _check_session(sess, verb, save_path):
-    from gradflow.session import Session
-
     if not isinstance(sess, Session):
         swapped = " (the arguments are (sess, save_path): swapped?)" \
             if isinstance(save_path, Session) else ""
         raise TypeError(f"Saver.{verb}: sess must be a gf.Session, got "
                         f"{type(sess).__name__} {sess!r}{swapped}")
-    if getattr(sess, "_closed", False):
+    if sess.run_state.closed:
         raise FailedPreconditionError(f"Saver.{verb}: the session is closed, and its variable "
                                       f"values are gone; {verb} inside the `with gf.Session()` "
                                       "block, before the session closes")
-
-
-def _store_lock(sess):
-    """The session's store lock (runs read and write variables under it), if it has one."""
-    lock = getattr(sess, "store_lock", None)
-    if lock is None:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return lock
 
 
 def _path_string(path, where):
@@ -489,60 +480,6 @@ def _encode_header(header):
 def _write_npz(file, arrays):
     """Write ``arrays`` to ``file`` as an uncompressed .npz (module-level so tests can fail it)."""
     np.savez(file, **arrays)
-
-
-def _write_atomically(path, data):
-    """Write ``data`` to a temp file beside ``path``, fsync, then rename it over ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    _remove_stale_temporaries(folder)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{os.getpid()}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-_TEMPORARY = re.compile(r"\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp")
-
-
-def _remove_stale_temporaries(folder):
-    """Delete the temporaries that saves killed before their rename left in ``folder``:
-    files of this user named as ``_write_atomically`` names them, by a process that is
-    gone (a save in progress in another process keeps its file)."""
-    try:
-        entries = os.listdir(folder)
-    except OSError:
-        return
-    for entry in entries:
-        match = _TEMPORARY.fullmatch(entry)
-        if match is None or _process_alive(int(match.group(1))):
-            continue
-        path = os.path.join(folder, entry)
-        try:
-            if os.lstat(path).st_uid == os.getuid():
-                os.remove(path)
-        except OSError:
-            pass
-
-
-def _process_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's process, or a pid this system cannot name: keep its file
-    return True
 
 
 def _bad_index_message(folder, index_name, problem):

@@ -22,7 +22,7 @@ from gradflow.graph import get_default_graph
 from gradflow.ops.math_ops import relu
 from gradflow.ops.nn_ops import bias_add
 from gradflow.ops.normalization_ops import contrib_batch_norm
-from gradflow.ops.registry import convert_to_tensor
+from gradflow.prim.registry import convert_to_tensor
 from gradflow.variables import (
     GraphKeys,
     add_to_collections,

@@ -14,8 +14,8 @@ from gradflow import train
 from gradflow.clip_ops import clip_by_global_norm, global_norm
 from gradflow.ops.control_flow_ops import control_dependencies
 from gradflow.ops.math_ops import multiply
-from gradflow.ops.registry import convert_to_tensor
 from gradflow.ops.state_ops import identity
+from gradflow.prim.registry import convert_to_tensor
 from gradflow.variables import GraphKeys, get_collection
 
 __all__ = ["OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "optimize_loss"]

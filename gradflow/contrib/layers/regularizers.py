@@ -13,7 +13,7 @@ from gradflow.ops.array_ops import reduce_sum
 from gradflow.ops.math_ops import abs as _abs
 from gradflow.ops.math_ops import add, multiply
 from gradflow.ops.nn_ops import l2_loss
-from gradflow.ops.registry import constant, convert_to_tensor
+from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import GraphKeys, add_to_collection, get_collection
 
 __all__ = ["apply_regularization", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer",

@@ -1,0 +1,1 @@
+"""The NumPy backend: its lowerings, numba kernels and fused-kernel emitter."""

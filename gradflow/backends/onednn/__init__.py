@@ -1,0 +1,1 @@
+"""oneDNN on the CPU: the library binding, and convolutions and matrix products through it."""

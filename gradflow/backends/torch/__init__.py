@@ -1,0 +1,1 @@
+"""The PyTorch backend and its ``out=`` lowerings."""

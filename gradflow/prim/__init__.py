@@ -1,0 +1,2 @@
+"""Primitives: the op registry and each primitive's record (its implementation,
+shape and dtype rule, gradient, scalar expression, lowerings and traits)."""
