@@ -389,6 +389,10 @@ def arena_slots(order, nodes, last_use, whole=(), early=None):
     """
     free, slot_of, slots = {}, {}, []
     early = early or {}
+    root = {}  # a view's value -> the value whose memory it reads
+    for node in order:
+        if _aliases_input(node) and node.inputs:
+            root[node] = root.get(node.inputs[0], node.inputs[0])
 
     def place(node):
         size = math.prod(node.shape)
@@ -406,8 +410,11 @@ def arena_slots(order, nodes, last_use, whole=(), early=None):
             place(stack)
         dying = [i for i in set(node.inputs) if i in slot_of and last_use.get(i) == step]
         if node in nodes and node not in slot_of:
+            # never over an input that another input views (``y + transpose(y)``): the
+            # op would read elements it has already overwritten
             same = [] if node in whole else [
-                i for i in dying if i.dtype == node.dtype and i.shape == node.shape]
+                i for i in dying if i.dtype == node.dtype and i.shape == node.shape
+                and not any(j is not i and root.get(j) is i for j in node.inputs)]
             if same:  # in place over an input that dies here: its lines are in the cache
                 slot_of[node] = slot_of[same[0]]
                 dying.remove(same[0])

@@ -441,3 +441,18 @@ def _plan_source_of(sess, fetches):
 def _assert_all_close(got, want):
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [3, 64])
+def test_an_op_is_not_written_over_an_input_another_input_views(backend, n):
+    """``tanh(y) * 0.5 + transpose(y)``: y dies there, but the sum must not be written
+    into y's buffer while it reads y's transpose (torch refused the aliasing; a kernel
+    that does not check would read elements it had already overwritten)."""
+    x = gf.placeholder(gf.float32, [n, n])
+    y = gf.matmul(x, x)
+    z = gf.matmul(gf.tanh(y) * 0.5 + gf.transpose(y), x)
+    xv = (np.arange(n * n).reshape(n, n) % 7 / 10).astype(np.float32)
+    with gf.Session(backend=backend) as sess:
+        out = sess.run(z, {x: xv})
+    yv = xv @ xv
+    np.testing.assert_allclose(out, (np.tanh(yv) * 0.5 + yv.T) @ xv, rtol=2e-5)
