@@ -5,7 +5,7 @@
 """
 
 # prefetch, sources and transforms register the stages Dataset's methods build
-from gradflow.data import experimental, mnist, prefetch, sources, transforms  # noqa: F401
+from gradflow.data import experimental, mnist, nested, prefetch, sources, transforms  # noqa: F401
 from gradflow.data.batching import batches
 from gradflow.data.dataset import Dataset
 from gradflow.data.iterator import (

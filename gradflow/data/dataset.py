@@ -137,6 +137,24 @@ class Dataset(structure.Elements):
         """The elements for which ``predicate`` (traced as ``map``'s function) is true."""
         return _STAGES["Filter"](self, predicate)
 
+    def flat_map(self, map_func):
+        """The elements of the data set ``map_func`` returns for each element, one data
+        set after another (``map_func`` is traced as ``map``'s).
+
+        >>> ds = gf.data.Dataset.from_tensor_slices(files).flat_map(gf.data.TextLineDataset)
+        """
+        return _STAGES["FlatMap"](self, map_func)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None,
+                   num_parallel_calls=None, deterministic=None):
+        """The elements of the data sets ``map_func`` returns for each element, taken
+        ``block_length`` (default 1) at a time from ``cycle_length`` of them in turn
+        (TF's deterministic order; ``None``: the number of CPU cores, as TF's AUTOTUNE).
+
+        >>> ds = files.interleave(gf.data.TFRecordDataset, cycle_length=4, block_length=16)
+        """
+        return _STAGES["Interleave"](self, map_func, cycle_length, block_length)
+
     def batch(self, batch_size, drop_remainder=False):
         """Elements stacked ``batch_size`` at a time; the last batch is smaller unless
         ``drop_remainder``."""

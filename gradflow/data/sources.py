@@ -8,6 +8,7 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.data import structure
 from gradflow.data.dataset import Dataset, stage
+from gradflow.data.transforms import scalar_argument
 from gradflow.errors import (
     DataLossError,
     GradflowError,
@@ -232,18 +233,25 @@ class Range(Dataset):
     def __init__(self, args, output_type=None):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
-        self._range = range(*[int(a) for a in args])
+        # Python ints, or scalar integer tensors (flat_map's arguments) read at the start
+        self._args = [scalar_argument(a, "Dataset.range") for a in args]
         super().__init__(None, [dtypes.as_dtype(output_type or dtypes.int64)], [TensorShape(())])
+
+    def _own_captures(self):
+        return [a for a in self._args if isinstance(a, Tensor)]
+
+    def _range(self, run):
+        return range(*[run.scalar(a) for a in self._args])
 
     def _iterate(self, run):
         np_type = self._types[0].as_numpy_dtype
-        for i in self._range:
+        for i in self._range(run):
             yield (np.asarray(i, dtype=np_type),)
 
     def _batches(self, run, size, drop_remainder):
         # one batch at a time: a range of 10**12 costs what its batch costs
         np_type = self._types[0].as_numpy_dtype
-        whole = self._range
+        whole = self._range(run)
         count = len(whole)
         stop = count - count % size if drop_remainder else count
         for first in range(0, stop, size):
