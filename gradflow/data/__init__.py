@@ -16,12 +16,13 @@ from gradflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from gradflow.data.options import Options, ThreadingOptions
 from gradflow.data.prefetch import AUTOTUNE
 from gradflow.data.selection import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from gradflow.data.sources import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = ["AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY",
-           "FixedLengthRecordDataset", "Iterator", "TextLineDataset",
+           "FixedLengthRecordDataset", "Iterator", "Options", "ThreadingOptions", "TextLineDataset",
            "TFRecordDataset", "batches",
            "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator", "mnist"]

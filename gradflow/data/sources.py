@@ -7,7 +7,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset, stage
+from gradflow.data.dataset import INFINITE, UNKNOWN, Dataset, stage
 from gradflow.data.transforms import scalar_argument
 from gradflow.errors import (
     DataLossError,
@@ -83,6 +83,9 @@ class TensorSlices(Dataset):
                             for c, a in zip(self._components, arrays)))
         return arrays, lengths.pop()
 
+    def _cardinality(self, run):
+        return self._arrays(run)[1]
+
     def _iterate(self, run):
         arrays, count = self._arrays(run)
         for i in range(count):
@@ -110,6 +113,9 @@ class Tensors(Dataset):
 
     def _own_captures(self):
         return [c for c in self._components if isinstance(c, Tensor)]
+
+    def _cardinality(self, run):
+        return 1
 
     def _iterate(self, run):
         yield tuple(run.value(c) for c in self._components)
@@ -243,6 +249,9 @@ class Range(Dataset):
     def _range(self, run):
         return range(*[run.scalar(a) for a in self._args])
 
+    def _cardinality(self, run):
+        return len(self._range(run))
+
     def _iterate(self, run):
         np_type = self._types[0].as_numpy_dtype
         for i in self._range(run):
@@ -271,6 +280,13 @@ class Zip(Dataset):
         super().__init__(template, [t for d in parts for t in d._types],
                          [s for d in parts for s in d._shapes], inputs=parts)
 
+    def _cardinality(self, run):
+        counts = [d._cardinality(run) for d in self._inputs]
+        if UNKNOWN in counts:
+            return UNKNOWN
+        finite = [n for n in counts if n != INFINITE]
+        return min(finite) if finite else INFINITE
+
     def _iterate(self, run):
         streams = [d._iterate(run) for d in self._inputs]
         try:
@@ -293,6 +309,12 @@ class Concatenate(Dataset):
         shapes = [structure.most_specific_shape(a, b)
                   for a, b in zip(first._shapes, second._shapes)]
         super().__init__(first._template, first._types, shapes, inputs=(first, second))
+
+    def _cardinality(self, run):
+        counts = [d._cardinality(run) for d in self._inputs]
+        if INFINITE in counts:
+            return INFINITE
+        return UNKNOWN if UNKNOWN in counts else sum(counts)
 
     def _iterate(self, run):
         for ds in self._inputs:
