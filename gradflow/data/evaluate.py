@@ -41,10 +41,10 @@ def _on_host(dataset, body):
             result = body(run)
         finally:
             run.close()
+        asarray = run_state.backend.asarray
         if isinstance(result, tuple):
-            asarray = run_state.backend.asarray
             return tuple(c if c.dtype.kind == "O" else asarray(c) for c in result)
-        return result
+        return result if result.dtype.kind == "O" else asarray(result)
 
     return evaluate
 
