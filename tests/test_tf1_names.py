@@ -242,6 +242,15 @@ data.AUTOTUNE data.INFINITE_CARDINALITY data.UNKNOWN_CARDINALITY data.experiment
 data.experimental.enumerate_dataset data.experimental.take_while data.experimental.unique
 data.experimental.choose_from_datasets data.experimental.sample_from_datasets
 data.experimental.INFINITE_CARDINALITY data.experimental.UNKNOWN_CARDINALITY
+data.Options data.ThreadingOptions data.experimental.parallel_interleave data.experimental.scan
+data.experimental.group_by_window data.experimental.group_by_reducer data.experimental.Reducer
+data.experimental.bucket_by_sequence_length data.experimental.cardinality
+data.experimental.assert_cardinality data.experimental.get_single_element
+data.experimental.from_list data.experimental.TFRecordWriter data.experimental.copy_to_device
+data.experimental.prefetch_to_device data.experimental.ThreadingOptions
+data.experimental.OptimizationOptions data.experimental.AutotuneOptions
+data.experimental.DistributeOptions data.experimental.AutoShardPolicy
+data.experimental.ExternalStatePolicy data.experimental.AutotuneAlgorithm
 """
 
 MISSING = set("""

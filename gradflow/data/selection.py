@@ -9,14 +9,14 @@ import itertools
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.data.dataset import Dataset
+from gradflow.data.dataset import INFINITE, UNKNOWN, Dataset
 from gradflow.data.functions import TracedFunction, check_predicate
 from gradflow.data.transforms import _Unary
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import TensorShape, get_default_graph
 
-INFINITE_CARDINALITY = -1
-UNKNOWN_CARDINALITY = -2
+INFINITE_CARDINALITY = INFINITE
+UNKNOWN_CARDINALITY = UNKNOWN
 
 
 class CounterDataset(Dataset):
@@ -25,6 +25,9 @@ class CounterDataset(Dataset):
     def __init__(self, start=0, step=1, dtype=dtypes.int64):
         self._start, self._step = int(start), int(step)
         super().__init__(None, [dtypes.as_dtype(dtype)], [TensorShape(())])
+
+    def _cardinality(self, run):
+        return INFINITE
 
     def _iterate(self, run):
         np_type = self._types[0].as_numpy_dtype
