@@ -222,7 +222,20 @@ from gradflow.strings import (  # more of TF1's string ops at the top of tf
     string_to_hash_bucket,
     string_to_hash_bucket_strong,
 )
-from gradflow import signal  # TF1's tf.signal (real signals: frames, windows, mel, DCT)
+from gradflow import signal  # TF1's tf.signal (frames, windows, mel, DCT, Fourier transforms)
+from gradflow import spectral  # TF1's tf.spectral: older names of tf.signal's transforms
+from gradflow.dtypes import complex64, complex128
+from gradflow.ops.fft_ops import (
+    complex,  # noqa: A004 - TF1 name
+    fft,
+    fft2d,
+    fft3d,
+    ifft,
+    ifft2d,
+    ifft3d,
+    to_complex64,
+    to_complex128,
+)
 from gradflow import sets  # TF1's tf.sets
 from gradflow import lookup  # TF1's tf.lookup: tables initialized per Session
 from gradflow.lookup import initialize_all_tables, tables_initializer
@@ -539,6 +552,7 @@ dtypes.bool = bool
 dtypes.cast = cast
 dtypes.saturate_cast = saturate_cast
 dtypes.as_string = as_string
+dtypes.complex = complex
 # tf.io also holds the image codecs and write_graph (from modules of its own layer or above)
 io.decode_bmp, io.decode_image = image.decode_bmp, image.decode_image
 io.decode_jpeg, io.decode_png = image.decode_jpeg, image.decode_png

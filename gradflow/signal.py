@@ -1,11 +1,12 @@
-"""TF1's ``tf.signal`` for real signals: ``frame``, ``overlap_and_add``, the
-``hann_window`` and ``hamming_window``, ``linear_to_mel_weight_matrix``, ``dct``/``idct``
-(types 2 and 3) and ``mfccs_from_log_mel_spectrograms``.
+"""TF1's ``tf.signal``: ``frame``, ``overlap_and_add``, the ``hann_window`` and
+``hamming_window``, ``linear_to_mel_weight_matrix``, ``dct``/``idct`` (types 2 and 3),
+``mfccs_from_log_mel_spectrograms``, the Fourier transforms (``fft``, ``rfft``... from
+``gradflow.ops.fft_ops``, complex results), ``stft``, ``inverse_stft`` and
+``inverse_stft_window_fn``.
 
-Each is written with gradflow's ops (gathers, products with constant matrices), so it
-runs on every backend and is differentiable in its signal. The Fourier transforms
-(``fft``, ``rfft``, ``stft``...) are not here: their results are complex, and gradflow has
-no complex dtype.
+Each is written with gradflow's ops (gathers, products with constant matrices, the
+transforms of the Array API's ``fft`` extension), so it runs on every backend and is
+differentiable in its signal.
 
 >>> frames = gf.signal.frame(audio, frame_length=400, frame_step=160)
 >>> mel = gf.signal.linear_to_mel_weight_matrix(40, 257, 16000, 20.0, 7600.0)
@@ -19,16 +20,35 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.graph import Tensor
-from gradflow.ops.array_ops import identity, matmul, reshape
+from gradflow.ops.array_ops import identity, matmul, reduce_sum, reshape
+from gradflow.ops.fft_ops import (
+    fft,
+    fft2d,
+    fft3d,
+    fftshift,
+    ifft,
+    ifft2d,
+    ifft3d,
+    ifftshift,
+    irfft,
+    irfft2d,
+    irfft3d,
+    rfft,
+    rfft2d,
+    rfft3d,
+)
 from gradflow.ops.index_ops import concat, gather, shape
 from gradflow.ops.linalg_ops import tensordot
-from gradflow.ops.shape_ops import fill
+from gradflow.ops.math_ops import divide, square
+from gradflow.ops.shape_ops import fill, pad, tile
 from gradflow.prim.array import static_value
 from gradflow.prim.registry import convert_to_tensor
 
-__all__ = ["dct", "frame", "hamming_window", "hann_window", "idct",
+__all__ = ["dct", "fft", "fft2d", "fft3d", "fftshift", "frame", "hamming_window",
+           "hann_window", "idct", "ifft", "ifft2d", "ifft3d", "ifftshift", "inverse_stft",
+           "inverse_stft_window_fn", "irfft", "irfft2d", "irfft3d",
            "linear_to_mel_weight_matrix", "mfccs_from_log_mel_spectrograms",
-           "overlap_and_add"]
+           "overlap_and_add", "rfft", "rfft2d", "rfft3d", "stft"]
 
 
 def _static_int(value, what):
@@ -232,3 +252,64 @@ def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
                          "(num_mel_bins) must be known")
     return dct(x, 2) * (1.0 / math.sqrt(2.0 * int(x.shape[-1])))
 
+
+
+def _enclosing_power_of_two(n):
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def stft(signals, frame_length, frame_step, fft_length=None, window_fn=hann_window,
+         pad_end=False, name=None):
+    """The short-time Fourier transform of the real ``signals`` ``[..., samples]`` (TF1
+    ``tf.signal.stft``): frames of ``frame_length`` every ``frame_step`` samples, each
+    multiplied by ``window_fn(frame_length, dtype=...)`` (none when None) and transformed by
+    ``rfft`` of ``fft_length`` points (the smallest power of 2 >= ``frame_length`` by
+    default): complex ``[..., frames, fft_length // 2 + 1]``."""
+    frames = frame(signals, frame_length, frame_step, pad_end=pad_end)
+    length = _static_int(frame_length, "stft: frame_length")
+    if fft_length is None:
+        fft_length = _enclosing_power_of_two(length)
+    if window_fn is not None:
+        frames = frames * window_fn(length, dtype=frames.dtype)
+    return rfft(frames, [_static_int(fft_length, "stft: fft_length")], name=name)
+
+
+def inverse_stft(stfts, frame_length, frame_step, fft_length=None, window_fn=hann_window,
+                 name=None):
+    """The real signal of the short-time transforms ``stfts`` ``[..., frames, bins]`` (TF1
+    ``tf.signal.inverse_stft``): each frame's ``irfft`` of ``fft_length`` points (by default
+    the smallest power of 2 >= ``frame_length``), cropped or padded to ``frame_length``,
+    multiplied by ``window_fn(frame_length, dtype=...)`` and overlapped and added every
+    ``frame_step`` samples. For a perfect reconstruction of ``stft``, pass
+    ``window_fn=inverse_stft_window_fn(frame_step)``."""
+    length = _static_int(frame_length, "inverse_stft: frame_length")
+    if fft_length is None:
+        fft_length = _enclosing_power_of_two(length)
+    points = _static_int(fft_length, "inverse_stft: fft_length")
+    frames = irfft(stfts, [points])
+    if points > length:
+        frames = frames[..., :length]
+    elif points < length:
+        rank = len(frames.shape)
+        frames = pad(frames, [[0, 0]] * (rank - 1) + [[0, length - points]])
+    if window_fn is not None:
+        frames = frames * window_fn(length, dtype=frames.dtype)
+    return overlap_and_add(frames, frame_step, name=name)
+
+
+def inverse_stft_window_fn(frame_step, forward_window_fn=hann_window, name=None):
+    """A ``window_fn`` for ``inverse_stft`` that undoes ``stft`` with
+    ``forward_window_fn`` and ``frame_step`` (TF1 ``tf.signal.inverse_stft_window_fn``):
+    the forward window divided by the sum of the squared windows overlapping each sample."""
+    step = _static_int(frame_step, "inverse_stft_window_fn: frame_step")
+
+    def window_fn(frame_length, dtype):
+        length = _static_int(frame_length, "inverse_stft_window_fn: frame_length")
+        forward = forward_window_fn(length, dtype=dtype)
+        overlaps = -(-length // step)
+        squares = pad(square(forward), [[0, overlaps * step - length]])
+        sums = reduce_sum(reshape(squares, [overlaps, step]), 0, keepdims=True)
+        denominator = reshape(tile(sums, [overlaps, 1]), [overlaps * step])[:length]
+        return divide(forward, denominator, name=name)
+
+    return window_fn

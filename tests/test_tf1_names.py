@@ -219,6 +219,11 @@ image.rgb_to_yiq image.yiq_to_rgb image.rgb_to_yuv image.yuv_to_rgb
 # signal (real signals)
 signal.frame signal.overlap_and_add signal.hann_window signal.hamming_window
 signal.linear_to_mel_weight_matrix signal.dct signal.idct signal.mfccs_from_log_mel_spectrograms
+# complex numbers and the Fourier transforms
+complex complex64 complex128 real imag conj angle to_complex64 fft ifft fft2d ifft2d fft3d
+signal.fft signal.ifft signal.rfft signal.irfft signal.rfft2d signal.irfft2d signal.fftshift
+signal.ifftshift signal.stft signal.inverse_stft signal.inverse_stft_window_fn spectral.fft
+spectral.rfft spectral.irfft dtypes.complex64 dtypes.complex
 # checks, nest, compat and composites (tf.debugging, tf.nest, tf.compat)
 debugging.assert_equal debugging.assert_rank_at_least debugging.check_numerics assert_scalar
 assert_near assert_integer is_tensor nest.flatten nest.map_structure nest.pack_sequence_as

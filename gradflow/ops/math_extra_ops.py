@@ -246,32 +246,38 @@ def realdiv(x, y, name=None):
     return divide(x, y, name=name or "RealDiv")
 
 
-def _real_only(x, what):
+def _complex_part(x, op_name, name):
+    """``op_name`` of ``x`` when it is complex, else None (and ``x`` as a tensor)."""
     x = convert_to_tensor(x)
-    if getattr(x.dtype, "is_complex", False):
-        raise TypeError(f"{what}: complex tensors are not supported ('{x.name}')")
-    return x
+    return x, (apply(op_name, [x], name=name) if x.dtype.is_complex else None)
 
 
 def real(input, name=None):  # noqa: A002 - TF1 name
-    """The real part of ``input`` (TF1 ``tf.math.real``): a real tensor itself."""
-    return _named(_real_only(input, "real"), name)
+    """The real part of ``input`` (TF1 ``tf.math.real``): ``float32`` of ``complex64``,
+    ``float64`` of ``complex128``; a real tensor itself."""
+    x, part = _complex_part(input, "real", name)
+    return part if part is not None else _named(x, name)
 
 
 def imag(input, name=None):  # noqa: A002 - TF1 name
     """The imaginary part of ``input`` (TF1 ``tf.math.imag``): zeros for a real tensor."""
-    return zeros_like(_real_only(input, "imag"), name=name)
+    x, part = _complex_part(input, "imag", name)
+    return part if part is not None else zeros_like(x, name=name)
 
 
 def conj(x, name=None):
     """The complex conjugate (TF1 ``tf.math.conj``): a real tensor itself."""
-    return _named(_real_only(x, "conj"), name)
+    x, part = _complex_part(x, "conj", name)
+    return part if part is not None else _named(x, name)
 
 
 def angle(input, name=None):  # noqa: A002 - TF1 name
-    """The argument of ``input`` (TF1 ``tf.math.angle``): for a real tensor, ``pi``
-    where it is negative, else 0."""
-    x = _floating(_real_only(input, "angle"), "angle")
+    """The argument of ``input`` (TF1 ``tf.math.angle``), ``atan2(imag, real)`` in
+    ``[-pi, pi]``; for a real tensor, ``pi`` where it is negative, else 0."""
+    x, part = _complex_part(input, "angle", name)
+    if part is not None:
+        return part
+    x = _floating(x, "angle")
     return where(less(x, 0.0), zeros_like(x) + math.pi, zeros_like(x), name=name)
 
 

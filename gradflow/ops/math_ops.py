@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gradflow import dtypes
 from gradflow.graph import Tensor, user_source_line
+from gradflow.prim import complex as _complex  # noqa: F401 - registers its primitives
 from gradflow.prim import math as _prim
 from gradflow.prim import rules
 from gradflow.prim.registry import apply, convert_to_tensor
@@ -44,7 +45,15 @@ log = _unary_fn("log")
 log1p = _unary_fn("log1p")
 sqrt = _unary_fn("sqrt")
 square = _unary_fn("square")
-abs = _unary_fn("abs")  # noqa: A001 - TF1 name
+
+
+def abs(x, name=None):  # noqa: A001 - TF1 name
+    """Elementwise ``|x|`` (TF1 ``tf.abs``); of a complex tensor, its modulus, a real
+    tensor (``float32`` for ``complex64``)."""
+    x = convert_to_tensor(x)
+    return apply("complex_abs" if x.dtype.is_complex else "abs", [x], name=name)
+
+
 tanh = _unary_fn("tanh")
 sign = _unary_fn("sign")
 floor = _unary_fn("floor")

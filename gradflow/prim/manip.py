@@ -45,7 +45,7 @@ def _roll_infer(shapes, in_dtypes, axes):
 
 register("roll", _roll_impl, _roll_infer,
          grad=lambda n, g: [apply("roll", [g, call.negative(n.inputs[1])], axes=n.attrs["axes"]),
-                            None])
+                            None], takes_complex=True)
 
 
 # -- reverse_sequence ---------------------------------------------------------------------

@@ -83,7 +83,7 @@ def _masked(condition, g):
 # Gradient rules: one line each; ``n`` is the node, ``g`` the incoming gradient.
 
 _register_unary("negative", "negative", lambda n, g: [call.negative(g)], float_only=False,
-                scalar=sx.negative)
+                scalar=sx.negative, takes_complex=True)
 _register_unary("exp", "exp", lambda n, g: [call.multiply(g, n)],  # d exp(x) = exp(x)
                 scalar=sx.call("np.exp"), transcendental=True)
 _register_unary("log", "log", lambda n, g: [call.divide(g, n.inputs[0])],  # d log x = 1/x
@@ -191,12 +191,19 @@ def _divide_grad(n, g):  # d(a/b) = da/b - a db/b^2; ints are cast first
     return [call.divide(g, b), call.divide(call.multiply(call.negative(g), n), b)]
 
 
-_register_binary("add", "add", lambda n, g: [g, g], scalar=sx.binary("+"), broadcasting=True)
+def _multiply_grad(n, g):  # complex: g * conj(other), TF's convention
+    a, b = n.inputs
+    if n.dtype.is_complex:
+        a, b = call.conj(a), call.conj(b)
+    return [call.multiply(g, b), call.multiply(g, a)]
+
+
+_register_binary("add", "add", lambda n, g: [g, g], scalar=sx.binary("+"), broadcasting=True,
+                 takes_complex=True)
 _register_binary("subtract", "subtract", lambda n, g: [g, call.negative(g)],
-                 scalar=sx.binary("-"), broadcasting=True)
-_register_binary("multiply", "multiply",
-                 lambda n, g: [call.multiply(g, n.inputs[1]), call.multiply(g, n.inputs[0])],
-                 scalar=sx.binary("*"), broadcasting=True)
+                 scalar=sx.binary("-"), broadcasting=True, takes_complex=True)
+_register_binary("multiply", "multiply", _multiply_grad,
+                 scalar=sx.binary("*"), broadcasting=True, takes_complex=True)
 _register_binary("divide", "divide", _divide_grad, scalar=sx.binary("/"), broadcasting=True)
 _register_binary("pow", "pow", _pow_grad)
 _register_binary("maximum", "maximum", lambda n, g: [
@@ -330,11 +337,19 @@ register("where_coordinates", _coordinates_impl, _coordinates_infer, grad=None)
 
 def _cast_grad(n, g):
     src = n.inputs[0].dtype
-    return [cast(g, src) if src.is_floating and n.dtype.is_floating else None]
+    if not (src.is_floating or src.is_complex) or not (n.dtype.is_floating or n.dtype.is_complex):
+        return [None]
+    return [cast(g, src)]
 
 
-register("cast", lambda xp, x, dtype: xp.astype(x, dtype.resolve(xp)),
-         lambda s, d, dtype: (s[0], dtype), grad=_cast_grad, scalar=sx.cast)
+def _cast_impl(xp, x, dtype):
+    if x.dtype in (xp.complex64, xp.complex128) and dtype.kind != "c":
+        x = xp.real(x)  # TF1: a cast from complex to a real type drops the imaginary part
+    return xp.astype(x, dtype.resolve(xp))
+
+
+register("cast", _cast_impl, lambda s, d, dtype: (s[0], dtype), grad=_cast_grad,
+         scalar=sx.cast, takes_complex=True)
 
 
 def _zeros_like_impl(xp, x):
@@ -342,9 +357,9 @@ def _zeros_like_impl(xp, x):
 
 
 register("zeros_like", _zeros_like_impl, lambda s, d: (s[0], d[0]), grad=None,
-         scalar=sx.filled(0), shape_only_inputs=(0,))
+         scalar=sx.filled(0), shape_only_inputs=(0,), takes_complex=True)
 register("ones_like", lambda xp, x: xp.ones_like(x), lambda s, d: (s[0], d[0]), grad=None,
-         scalar=sx.filled(1), shape_only_inputs=(0,))
+         scalar=sx.filled(1), shape_only_inputs=(0,), takes_complex=True)
 
 
 # -- cumsum and cumprod --------------------------------------------------------------

@@ -75,6 +75,10 @@ class OpDef:
     - ``takes_strings``: it accepts ``string`` tensors (host arrays of bytes on every
       backend: ``identity``, ``py_func``, text summaries); any other op refuses them
       when the graph is built.
+    - ``takes_complex``: it accepts ``complex64``/``complex128`` inputs, with a forward and a
+      gradient that are right for them (TF's convention: the gradient of a real loss with
+      respect to ``z`` is ``dL/d(re z) + i dL/d(im z)``); any other op refuses them when
+      the graph is built.
     - ``lowerings``: backend name -> ``lower(xp, **attrs)``, the backend's own kernel for
       the op; a backend module adds its own with ``add_lowering`` when imported.
     """
@@ -104,6 +108,7 @@ class OpDef:
     broadcasting: bool = False
     plan_only: bool = False
     takes_strings: bool = False
+    takes_complex: bool = False
     lowerings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, xp, attrs: dict) -> Callable:
@@ -155,6 +160,15 @@ def _describe_inputs(inputs) -> str:
     return ", ".join(parts) if parts else "no inputs"
 
 
+def _refuse_complex(op_name, inputs, source):
+    for t in inputs:
+        if getattr(getattr(t, "dtype", None), "is_complex", False):
+            raise TypeError(f"{op_name}: '{t.name}' is a {t.dtype.name} tensor, and {op_name} "
+                            "does not take complex tensors in gradflow (those that do: complex, "
+                            "real, imag, conj, abs, angle, the Fourier transforms, cast, "
+                            f"reduce_sum, +, -, *, reshapes and concat); at {source}")
+
+
 def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     """Build a node of ``op_name`` over ``inputs`` (tensors) in their graph.
 
@@ -176,6 +190,8 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
                 raise TypeError(f"{op_name}: '{t.name}' is a string tensor, and gradflow's "
                                 "strings are values only: fetch them, or work on them in "
                                 f"a py_func; at {source}")
+    if not opdef.takes_complex:
+        _refuse_complex(op_name, inputs, source)
     try:
         try:
             shape, dtype = _infer(opdef, inputs, attrs)
@@ -404,7 +420,7 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
                 dtype = _python_default_dtype(value)
         dtype = dtypes.as_dtype(dtype)
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
+        if array.dtype.kind not in "biufc":
             raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
                             f"with NumPy dtype {array.dtype}")
         array = array.astype(dtype.as_numpy_dtype)
@@ -454,6 +470,8 @@ def _weak_dtype(value, like):
         what = f"the {type(value).__name__} value of dtype {array.dtype} and shape {array.shape}"
     if kind == "b":
         return like_dtype if like_dtype.is_bool else dtypes.bool_
+    if like_dtype.is_complex and kind in "iufc":
+        return like_dtype
     if kind not in "iuf" or like_dtype.is_bool:
         return dtypes.int32 if isinstance(value, int) and like_dtype.is_bool else None
     if kind == "f":
