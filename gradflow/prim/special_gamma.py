@@ -80,7 +80,7 @@ def _upper_fraction(xp, a, x):
     zero = 0.0 * x
     d = 1.0 / _lentz_guard(xp, b)
     dd = d * d  # d(1/b)/da = -db/b^2 with db/da = -1
-    state = (b, d, dd, 1.0 / _TINY + zero, zero, d, dd)
+    state = (b, d, dd, 1e150 + zero, zero, d, dd)  # c starts "infinite": c * c stays finite
 
     def step(state, n):
         b, d, dd, c, dc, h, dh = state
