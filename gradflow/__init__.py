@@ -367,6 +367,7 @@ from gradflow.ops.manip_ops import (  # array manipulation
 )
 from gradflow.ops.nn_ops import softmax
 from gradflow.ops.special_ops import digamma, erf, erfc, lgamma, polygamma
+from gradflow.ops.special_series_ops import betainc, igamma, igammac, zeta
 from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.ops.shape_ops import (
     broadcast_to,

@@ -2,6 +2,7 @@
 the names TF1 programs reach them by (``tf.math.log``, ``tf.math.reduce_sum``, ...)."""
 
 import gradflow as _gf
+from gradflow import math_special as special  # noqa: F401 - tf.math.special
 from gradflow.ops.math_extra_ops import (  # noqa: F401 - in __all__
     polyval,
     reduce_euclidean_norm,
@@ -25,6 +26,16 @@ from gradflow.ops.special_ops import (  # noqa: F401 - in __all__ (xdivy, xlogy:
     xdivy,
     xlogy,
 )
+from gradflow.ops.special_series_ops import (  # noqa: F401 - in __all__
+    bessel_i0,
+    bessel_i0e,
+    bessel_i1,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igammac,
+    zeta,
+)
 
 _TOP_LEVEL = """abs add add_n argmax argmin bincount ceil cos count_nonzero cumprod cumsum
 digamma divide equal erf erfc exp expm1 floor floordiv floormod greater greater_equal
@@ -46,4 +57,5 @@ globals().update({name: getattr(_gf.nn, name) for name in _FROM_NN})
 __all__ = sorted(_TOP_LEVEL + _FROM_NN + ["logical_xor", "xdivy", "xlogy"] + """
 erfcinv erfinv ndtri
 cumulative_logsumexp divide_no_nan multiply_no_nan nextafter polyval reciprocal_no_nan
-reduce_euclidean_norm reduce_std reduce_variance xlog1py zero_fraction""".split())
+reduce_euclidean_norm reduce_std reduce_variance xlog1py zero_fraction
+betainc bessel_i0 bessel_i0e bessel_i1 bessel_i1e igamma igammac special zeta""".split())

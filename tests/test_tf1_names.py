@@ -41,6 +41,12 @@ reduce_logsumexp argmax argmin arg_max count_nonzero
 erf erfc lgamma digamma polygamma math.erf math.erfc math.lgamma math.digamma
 math.erfinv math.erfcinv math.ndtri
 math.polygamma math.xlogy math.xdivy
+igamma igammac betainc zeta math.igamma math.igammac math.betainc math.zeta math.bessel_i0
+math.bessel_i0e math.bessel_i1 math.bessel_i1e math.special math.special.bessel_i0
+math.special.bessel_i0e math.special.bessel_i1 math.special.bessel_i1e math.special.bessel_j0
+math.special.bessel_j1 math.special.bessel_k0 math.special.bessel_k0e math.special.bessel_k1
+math.special.bessel_k1e math.special.bessel_y0 math.special.bessel_y1 math.special.dawsn
+math.special.expint math.special.fresnel_cos math.special.fresnel_sin math.special.spence
 # linear algebra
 matrix_inverse matrix_determinant matrix_solve matrix_triangular_solve matrix_solve_ls cholesky
 cholesky_solve qr svd self_adjoint_eig self_adjoint_eigvals matrix_band_part matrix_transpose
