@@ -4,6 +4,19 @@
 
 from gradflow import dtypes, gfile
 from gradflow.ops.csv_ops import decode_csv
+from gradflow.ops.io_ops import (
+    decode_base64,
+    decode_compressed,
+    deserialize_many_sparse,
+    encode_base64,
+    match_filenames_once,
+    matching_files,
+    parse_tensor,
+    serialize_many_sparse,
+    serialize_sparse,
+    serialize_tensor,
+    write_file,
+)
 from gradflow.ops.parsing_ops import (
     FixedLenFeature,
     VarLenFeature,
@@ -24,7 +37,10 @@ from gradflow.tfrecord import (
 __all__ = ["FixedLenFeature", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
            "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "VarLenFeature",
            "decode_csv", "decode_raw", "gfile",
-           "parse_example", "parse_single_example", "read_file", "tf_record_iterator"]
+           "parse_example", "parse_single_example", "read_file", "tf_record_iterator",
+           "decode_base64", "decode_compressed", "deserialize_many_sparse", "encode_base64",
+           "match_filenames_once", "matching_files", "parse_tensor", "serialize_many_sparse",
+           "serialize_sparse", "serialize_tensor", "write_file"]
 
 
 def read_file(filename, name=None):

@@ -22,7 +22,7 @@ from gradflow.variables import Variable, global_variables, local_variables
 
 __all__ = ["assert_variables_initialized", "count_up_to", "decode_base64",
            "decode_compressed", "deserialize_many_sparse", "encode_base64",
-           "is_variable_initialized", "matching_files", "parse_tensor",
+           "is_variable_initialized", "match_filenames_once", "matching_files", "parse_tensor",
            "report_uninitialized_variables", "serialize_many_sparse", "serialize_sparse",
            "serialize_tensor", "write_file"]
 
@@ -166,8 +166,21 @@ def matching_files(pattern, name=None):
     if x.shape is not None and len(x.shape) > 1:
         raise ValueError(f"matching_files: '{x.name}' must be a string or a vector of "
                          f"strings, got shape {list(x.shape)}")
-    return apply("matching_files", [x], name=name or "MatchingFiles", shape=(None,),
-                 dtype=dtypes.string)
+    return apply("matching_files", [x], name=name or "MatchingFiles", once=False,
+                 shape=(None,), dtype=dtypes.string)
+
+
+def match_filenames_once(pattern, name=None):
+    """The paths that match ``pattern`` (as ``matching_files``), found once per Session,
+    at the first run that needs them, and the same at every later run (TF1
+    ``tf.train.match_filenames_once``; there the list is a local variable, here a value
+    the Session keeps: gradflow has no string variables)."""
+    x = _strings(pattern, "match_filenames_once")
+    if x.shape is not None and len(x.shape) > 1:
+        raise ValueError(f"match_filenames_once: '{x.name}' must be a string or a vector of "
+                         f"strings, got shape {list(x.shape)}")
+    return apply("matching_files", [x], name=name or "matching_filenames", once=True,
+                 shape=(None,), dtype=dtypes.string)
 
 
 def _variables(var_list, what):

@@ -107,9 +107,20 @@ def _write_file_impl(run_state, node):
 
 
 def _matching_files_impl(run_state, node):
+    """The sorted paths matching the patterns; with ``once``, those found at the node's
+    first run in the Session, kept for the next ones (``match_filenames_once``)."""
     to_host, device = run_state.backend.host_value, run_state.backend.device_value
 
     def run(pattern):
+        if node.attrs["once"]:
+            # the user's node, which a plan's copy of it names as its origin
+            key = ("match_filenames_once", getattr(node, "origin", None) or node)
+            if key not in run_state.resources:
+                run_state.resources[key] = find(pattern)
+            return run_state.resources[key]
+        return find(pattern)
+
+    def find(pattern):
         found = set()
         for text in _objects(to_host(pattern)).ravel():
             found.update(gfile.Glob(bytes(text).decode("utf-8", "surrogateescape")))

@@ -179,3 +179,7 @@ __all__ += ["checkpoints_iterator", "generate_checkpoint_state_proto", "get_chec
             "LooperThread", "assert_global_step", "basic_train_loop", "FeatureList",
             "FeatureLists", "SequenceExample", "ChiefSessionCreator", "SessionCreator",
             "SingularMonitoredSession", "WorkerSessionCreator"]
+
+from gradflow.ops.io_ops import match_filenames_once  # noqa: E402 - tf.train.match_filenames_once
+
+__all__ += ["match_filenames_once"]

@@ -1,0 +1,156 @@
+"""TF1's small framework names: ``NotDifferentiable`` (``NoGradient``, ``no_gradient``),
+the enums ``AggregationMethod``, ``VariableAggregation`` and ``VariableSynchronization``,
+``convert_to_tensor_or_indexed_slices``, ``convert_to_tensor_or_sparse_tensor``,
+``get_static_value``, ``no_regularizer`` and ``recompute_grad``.
+
+>>> gf.NotDifferentiable("MyStep")          # then gradient_override_map({"round": "MyStep"})
+>>> gf.get_static_value(gf.shape(x))       # array([2, 3]) when x's shape is known
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from gradflow import autodiff, nest
+from gradflow.autodiff import gradients
+from gradflow.graph import Tensor
+from gradflow.ops.functional_ops import custom_gradient
+from gradflow.ops.indexed_slices import IndexedSlices
+from gradflow.prim.registry import convert_to_tensor
+from gradflow.sparse_tensor import SparseTensor, SparseTensorValue
+from gradflow.variables import get_variable_scope, variable_scope
+
+__all__ = ["AggregationMethod", "NoGradient", "NotDifferentiable", "VariableAggregation",
+           "VariableSynchronization", "convert_to_tensor_or_indexed_slices",
+           "convert_to_tensor_or_sparse_tensor", "get_static_value", "no_gradient",
+           "no_regularizer", "recompute_grad"]
+
+
+def NotDifferentiable(op_type):  # noqa: N802 - TF1's name
+    """Register ``op_type`` as a gradient that lets nothing through: ops built under
+    ``graph.gradient_override_map({op: op_type})`` get no gradient (``tf.gradients``
+    gives None for what only they connect). A name registered already is a KeyError,
+    as with ``RegisterGradient``."""
+    if not isinstance(op_type, str):
+        raise TypeError(f"NotDifferentiable: op_type must be a string, got {op_type!r}")
+    autodiff.RegisterGradient(op_type)(None)
+
+
+NoGradient = NotDifferentiable
+no_gradient = NotDifferentiable
+
+
+class AggregationMethod:
+    """How ``gradients`` adds the contributions to one gradient (TF1's constants; every
+    method gives the same sums here, which the graph compiler arranges)."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class VariableAggregation(enum.Enum):
+    """How a distributed variable's updates from several replicas combine (TF1's enum,
+    taken by ``get_variable(aggregation=...)``)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable is synchronized (TF1's enum, taken by
+    ``get_variable(synchronization=...)``)."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """``value`` itself if it is an ``IndexedSlices`` (of ``dtype`` if given), else
+    ``convert_to_tensor(value, dtype)``."""
+    if isinstance(value, IndexedSlices):
+        if dtype is not None and value.dtype is not dtype:
+            raise ValueError(f"convert_to_tensor_or_indexed_slices: IndexedSlices of "
+                             f"{value.dtype.name}, {dtype!r} was asked for")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    """A ``SparseTensor`` for a ``SparseTensor`` or ``SparseTensorValue`` (of ``dtype``
+    if given), else ``convert_to_tensor(value, dtype)``."""
+    if isinstance(value, SparseTensorValue):
+        value = SparseTensor.from_value(value)
+    if isinstance(value, SparseTensor):
+        if dtype is not None and value.dtype is not dtype:
+            raise ValueError(f"convert_to_tensor_or_sparse_tensor: SparseTensor of "
+                             f"{value.dtype.name}, {dtype!r} was asked for")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _known_shape(x):
+    return x.shape is not None and all(d is not None for d in x.shape)
+
+
+def get_static_value(tensor, partial=False):
+    """The value of ``tensor`` when it is known while the graph is built, as a NumPy
+    array, else None: a constant, the shape, rank or size of a tensor whose shape is
+    known, and an identity, ``stop_gradient`` or cast of such a value. A value that is
+    not a tensor is returned as it is, as in TF1."""
+    if not isinstance(tensor, Tensor):
+        return tensor
+    kind = tensor.opdef.name
+    if tensor.opdef.kind == "constant":
+        return np.array(tensor.attrs["value"].array)
+    if kind in ("shape", "size", "rank"):
+        source = tensor.inputs[0]
+        if kind == "rank" and source.shape is not None:
+            return np.asarray(len(source.shape), tensor.dtype.as_numpy_dtype)
+        if not _known_shape(source):
+            return None
+        dims = [int(d) for d in source.shape]
+        value = dims if kind == "shape" else int(np.prod(dims))
+        return np.asarray(value, tensor.dtype.as_numpy_dtype)
+    if kind in ("identity", "stop_gradient", "cast"):
+        inner = get_static_value(tensor.inputs[0])
+        return None if inner is None else np.asarray(inner).astype(
+            tensor.dtype.as_numpy_dtype)
+    return None
+
+
+def no_regularizer(_):
+    """The regularizer that adds nothing (``get_variable(regularizer=no_regularizer)``):
+    None."""
+    return None
+
+
+def recompute_grad(f):
+    """``f`` whose gradient recomputes its forward pass (under the variable scope it was
+    called in, reusing its variables) instead of keeping it: the same values and
+    gradients as ``f`` (TF1 ``tf.recompute_grad``, graph mode)."""
+
+    @custom_gradient
+    def inner(*args):
+        scope = get_variable_scope()
+        result = f(*args)
+
+        def grad_fn(*dys, variables=None):
+            with variable_scope(scope, reuse=True):
+                again = [convert_to_tensor(y) for y in nest.flatten(f(*args))]
+            targets = list(args) + list(variables or ())
+            grads = gradients(again, targets, grad_ys=list(dys))
+            if variables is None:
+                return grads[:len(args)]
+            return grads[:len(args)], grads[len(args):]
+
+        return result, grad_fn
+
+    return inner
