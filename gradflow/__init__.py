@@ -548,6 +548,10 @@ from gradflow.ops.io_ops import (  # noqa: E402 - TF1's tf.io host functions, va
     serialize_tensor,
     write_file,
 )
+from gradflow.ops.sequence_parsing_ops import (  # noqa: E402 - tf.train.SequenceExample records
+    FixedLenSequenceFeature,
+    parse_single_sequence_example,
+)
 from gradflow.compat import dimension_at_index, dimension_value  # noqa: E402
 from gradflow.errors import OpError  # noqa: E402 - tf.OpError, tf.errors.OpError
 from gradflow.initializers import uniform_unit_scaling_initializer  # noqa: E402
