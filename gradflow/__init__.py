@@ -552,6 +552,7 @@ from gradflow.ops.sequence_parsing_ops import (  # noqa: E402 - tf.train.Sequenc
     FixedLenSequenceFeature,
     parse_single_sequence_example,
 )
+from gradflow.ops.parsing_ops import SparseFeature  # noqa: E402
 from gradflow.compat import dimension_at_index, dimension_value  # noqa: E402
 from gradflow.errors import OpError  # noqa: E402 - tf.OpError, tf.errors.OpError
 from gradflow.initializers import uniform_unit_scaling_initializer  # noqa: E402

@@ -19,6 +19,7 @@ from gradflow.ops.io_ops import (
 )
 from gradflow.ops.parsing_ops import (
     FixedLenFeature,
+    SparseFeature,
     VarLenFeature,
     parse_example,
     parse_single_example,
@@ -46,7 +47,7 @@ __all__ = ["FixedLenFeature", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQue
            "decode_base64", "decode_compressed", "deserialize_many_sparse", "encode_base64",
            "match_filenames_once", "matching_files", "parse_tensor", "serialize_many_sparse",
            "serialize_sparse", "serialize_tensor", "write_file", "FixedLenSequenceFeature",
-           "parse_sequence_example", "parse_single_sequence_example"]
+           "parse_sequence_example", "parse_single_sequence_example", "SparseFeature"]
 
 
 def read_file(filename, name=None):

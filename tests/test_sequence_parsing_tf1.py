@@ -5,7 +5,9 @@ The two records are the bytes TensorFlow 2.21 serialized (``tf.train.SequenceExa
 with context ``length``/``name`` and feature lists ``tokens`` (int64 per step), ``vec``
 (2 floats per step) and ``words`` (k+1 strings at step k)); the expected values are what
 TensorFlow 2.21's ``compat.v1`` parsers gave for them in graph mode, written in as
-literals. gradflow's own ``SequenceExample`` writes them as well.
+literals. gradflow's own ``SequenceExample`` writes them as well. The same for
+``SparseFeature`` in ``parse_example`` / ``parse_single_example``, of the two
+``tf.train.Example`` records E1 (ix [3, 1], val [0.5, 2.5]) and E2 (ix [4], val [7.0]).
 """
 
 from __future__ import annotations
@@ -102,3 +104,29 @@ def test_records_written_by_gradflow_parse_and_errors_name_the_feature():
     with pytest.raises(ValueError, match="default_value"):
         gf.io.parse_sequence_example([data], sequence_features={
             "x": gf.FixedLenSequenceFeature([], gf.float32, True, default_value=0.0)})
+
+
+E1 = bytes.fromhex("0a230a0c0a02697812061a040a0203010a130a0376616c120c120a0a080000003f00002040")
+E2 = bytes.fromhex("0a1e0a0b0a02697812051a030a01040a0f0a0376616c120812060a040000e040")
+
+
+def test_sparse_feature_as_tensorflow(backend):
+    gf.reset_default_graph()
+    spec = gf.SparseFeature(index_key="ix", value_key="val", dtype=gf.float32, size=5)
+    one = gf.parse_single_example(E1, {"sp": spec})
+    two = gf.io.parse_example([E1, E2], {"sp": spec})
+    kept = gf.parse_example([E1], {"sp": gf.io.SparseFeature("ix", "val", gf.float32, 5,
+                                                             already_sorted=True),
+                                   "val": gf.VarLenFeature(gf.float32)})
+    assert set(kept) == {"sp", "val"}
+    with gf.Session(backend=backend) as sess:
+        a, b, c = sess.run([one["sp"], two["sp"], kept["sp"]])
+    np.testing.assert_array_equal(a.indices, [[1], [3]])
+    np.testing.assert_array_equal(a.values, [2.5, 0.5])
+    np.testing.assert_array_equal(a.dense_shape, [5])
+    np.testing.assert_array_equal(b.indices, [[0, 1], [0, 3], [1, 4]])
+    np.testing.assert_array_equal(b.values, [2.5, 0.5, 7.0])
+    np.testing.assert_array_equal(b.dense_shape, [2, 5])
+    np.testing.assert_array_equal(c.indices, [[0, 3], [0, 1]])  # already_sorted: as stored
+    with pytest.raises(ValueError, match="also asked for"):
+        gf.parse_example([E1], {"sp": spec, "ix": gf.FixedLenFeature([2], gf.int64)})
