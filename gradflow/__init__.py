@@ -553,6 +553,15 @@ from gradflow.ops.sequence_parsing_ops import (  # noqa: E402 - tf.train.Sequenc
     parse_single_sequence_example,
 )
 from gradflow.ops.parsing_ops import SparseFeature  # noqa: E402
+
+_SUMMARY_PROTOS = ("Summary", "Event", "SessionLog", "HistogramProto", "SummaryMetadata")
+
+
+def __getattr__(name):
+    # tf.Summary, tf.Event...: tensorboardX's protobuf classes, imported when first asked for
+    if name in _SUMMARY_PROTOS:
+        return getattr(summary, name)
+    raise AttributeError(f"module 'gradflow' has no attribute {name!r}")
 from gradflow.compat import dimension_at_index, dimension_value  # noqa: E402
 from gradflow.errors import OpError  # noqa: E402 - tf.OpError, tf.errors.OpError
 from gradflow.initializers import uniform_unit_scaling_initializer  # noqa: E402

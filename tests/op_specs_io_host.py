@@ -28,3 +28,10 @@ EXEMPT.update({
     "parse_sequence_example": "kind 'call': tf.train.SequenceExample records parsed on the "
                               "host (test_sequence_parsing_tf1.py)",
 })
+
+EXEMPT.update({
+    "TensorSummary": "kind 'call': a serialized Summary protobuf, made on the host "
+                     "(test_summary_more_tf1.py)",
+    "AudioSummaryV2": "kind 'call': WAV files in a serialized Summary, made on the host "
+                      "(test_summary_more_tf1.py)",
+})
