@@ -531,6 +531,7 @@ from gradflow.framework import (  # noqa: E402 - TF1's small framework names
     no_gradient,
     no_regularizer,
     recompute_grad,
+    register_tensor_conversion_function,
 )
 from gradflow.ops.io_ops import (  # noqa: E402 - TF1's tf.io host functions, variable checks
     assert_variables_initialized,

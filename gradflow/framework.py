@@ -1,7 +1,8 @@
 """TF1's small framework names: ``NotDifferentiable`` (``NoGradient``, ``no_gradient``),
 the enums ``AggregationMethod``, ``VariableAggregation`` and ``VariableSynchronization``,
 ``convert_to_tensor_or_indexed_slices``, ``convert_to_tensor_or_sparse_tensor``,
-``get_static_value``, ``no_regularizer`` and ``recompute_grad``.
+``get_static_value``, ``no_regularizer``, ``recompute_grad`` and
+``register_tensor_conversion_function``.
 
 >>> gf.NotDifferentiable("MyStep")          # then gradient_override_map({"round": "MyStep"})
 >>> gf.get_static_value(gf.shape(x))       # array([2, 3]) when x's shape is known
@@ -18,6 +19,7 @@ from gradflow.autodiff import gradients
 from gradflow.graph import Tensor
 from gradflow.ops.functional_ops import custom_gradient
 from gradflow.ops.indexed_slices import IndexedSlices
+from gradflow.prim import registry
 from gradflow.prim.registry import convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue
 from gradflow.variables import get_variable_scope, variable_scope
@@ -25,7 +27,7 @@ from gradflow.variables import get_variable_scope, variable_scope
 __all__ = ["AggregationMethod", "NoGradient", "NotDifferentiable", "VariableAggregation",
            "VariableSynchronization", "convert_to_tensor_or_indexed_slices",
            "convert_to_tensor_or_sparse_tensor", "get_static_value", "no_gradient",
-           "no_regularizer", "recompute_grad"]
+           "no_regularizer", "recompute_grad", "register_tensor_conversion_function"]
 
 
 def NotDifferentiable(op_type):  # noqa: N802 - TF1's name
@@ -124,6 +126,27 @@ def get_static_value(tensor, partial=False):
         return None if inner is None else np.asarray(inner).astype(
             tensor.dtype.as_numpy_dtype)
     return None
+
+
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Have ``convert_to_tensor`` (and so every op) turn values of ``base_type`` (a class
+    or a tuple of them) into tensors with ``conversion_func(value, dtype=None, name=None,
+    as_ref=False)``, which returns a tensor or ``NotImplemented`` to let the next
+    function try. Lower ``priority`` values are tried first. Python numbers and NumPy
+    values cannot be taken over, as in TF1."""
+    kinds = base_type if isinstance(base_type, tuple) else (base_type,)
+    for kind in kinds:
+        if not isinstance(kind, type):
+            raise TypeError(f"register_tensor_conversion_function: {kind!r} is not a type")
+        if issubclass(kind, (int, float, complex, str, bytes, np.ndarray, np.generic)):
+            raise TypeError("register_tensor_conversion_function: conversions of Python "
+                            "numbers and strings and of NumPy scalars and arrays cannot be "
+                            f"registered, got {kind.__name__}")
+    if not callable(conversion_func):
+        raise TypeError("register_tensor_conversion_function: conversion_func must be "
+                        "callable")
+    registry.CONVERSIONS.append((priority, len(registry.CONVERSIONS), kinds, conversion_func))
+    registry.CONVERSIONS.sort(key=lambda entry: entry[:2])
 
 
 def no_regularizer(_):

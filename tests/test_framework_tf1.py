@@ -134,3 +134,41 @@ def test_noisy_linear_cosine_decay_as_tensorflow(backend):
     np.testing.assert_allclose(got_shaped, [0.111, 0.00863933, 0.011], rtol=1e-6)
     assert len(draws) == 4  # a new draw of the noise at each run
     assert noisy.name == "lr"
+
+
+class _Meters:
+    """A user type that TF1 programs teach convert_to_tensor to take."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Declined:
+    pass
+
+
+_CALLS = []
+
+
+def _to_tensor(value, dtype=None, name=None, as_ref=False):
+    _CALLS.append((dtype, as_ref))
+    return gf.constant(value.value, dtype=dtype or gf.float32)
+
+
+# once: the registrations hold for the whole process
+gf.register_tensor_conversion_function(_Meters, _to_tensor)
+gf.register_tensor_conversion_function(_Declined, lambda *a, **k: NotImplemented)
+
+
+def test_register_tensor_conversion_function_makes_user_types_tensors(backend):
+    gf.reset_default_graph()
+    calls = _CALLS
+    total = gf.add(_Meters([1.0, 2.0]), 1.0)
+    as_double = gf.convert_to_tensor(_Meters(3), dtype=gf.float64)
+    assert as_double.dtype is gf.float64 and calls[-1] == (gf.float64, False)
+    with gf.Session(backend=backend) as sess:
+        np.testing.assert_array_equal(sess.run(total), [2.0, 3.0])
+    with pytest.raises((TypeError, ValueError)):
+        gf.convert_to_tensor(_Declined())
+    with pytest.raises(TypeError, match="cannot be registered"):
+        gf.register_tensor_conversion_function(float, _to_tensor)
