@@ -184,6 +184,7 @@ from gradflow.ops.io_ops import match_filenames_once  # noqa: E402 - tf.train.ma
 from gradflow.summary.more_summaries import summary_iterator  # noqa: E402 - reads event files
 from gradflow.train.adagrad_da import AdagradDAOptimizer  # noqa: E402
 from gradflow.train.noisy_decay import noisy_linear_cosine_decay  # noqa: E402
+from gradflow.train.warm_starting import VocabInfo, warm_start  # noqa: E402
 
 __all__ += ["match_filenames_once", "noisy_linear_cosine_decay", "summary_iterator",
-            "AdagradDAOptimizer"]
+            "AdagradDAOptimizer", "VocabInfo", "warm_start"]
