@@ -528,6 +528,8 @@ from gradflow.framework import (  # noqa: E402 - TF1's small framework names
     convert_to_tensor_or_indexed_slices,
     convert_to_tensor_or_sparse_tensor,
     get_static_value,
+    make_ndarray,
+    make_tensor_proto,
     no_gradient,
     no_regularizer,
     recompute_grad,

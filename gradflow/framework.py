@@ -1,8 +1,8 @@
 """TF1's small framework names: ``NotDifferentiable`` (``NoGradient``, ``no_gradient``),
 the enums ``AggregationMethod``, ``VariableAggregation`` and ``VariableSynchronization``,
 ``convert_to_tensor_or_indexed_slices``, ``convert_to_tensor_or_sparse_tensor``,
-``get_static_value``, ``no_regularizer``, ``recompute_grad`` and
-``register_tensor_conversion_function``.
+``get_static_value``, ``no_regularizer``, ``recompute_grad``,
+``register_tensor_conversion_function``, ``make_tensor_proto`` and ``make_ndarray``.
 
 >>> gf.NotDifferentiable("MyStep")          # then gradient_override_map({"round": "MyStep"})
 >>> gf.get_static_value(gf.shape(x))       # array([2, 3]) when x's shape is known
@@ -14,20 +14,22 @@ import enum
 
 import numpy as np
 
-from gradflow import autodiff, nest
+from gradflow import autodiff, dtypes, nest
 from gradflow.autodiff import gradients
 from gradflow.graph import Tensor
 from gradflow.ops.functional_ops import custom_gradient
 from gradflow.ops.indexed_slices import IndexedSlices
-from gradflow.prim import registry
+from gradflow.prim import registry, serialize
 from gradflow.prim.registry import convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue
+from gradflow.summary import _tbx
 from gradflow.variables import get_variable_scope, variable_scope
 
 __all__ = ["AggregationMethod", "NoGradient", "NotDifferentiable", "VariableAggregation",
            "VariableSynchronization", "convert_to_tensor_or_indexed_slices",
            "convert_to_tensor_or_sparse_tensor", "get_static_value", "no_gradient",
-           "no_regularizer", "recompute_grad", "register_tensor_conversion_function"]
+           "no_regularizer", "recompute_grad", "register_tensor_conversion_function",
+           "make_ndarray", "make_tensor_proto"]
 
 
 def NotDifferentiable(op_type):  # noqa: N802 - TF1's name
@@ -147,6 +149,69 @@ def register_tensor_conversion_function(base_type, conversion_func, priority=100
                         "callable")
     registry.CONVERSIONS.append((priority, len(registry.CONVERSIONS), kinds, conversion_func))
     registry.CONVERSIONS.sort(key=lambda entry: entry[:2])
+
+
+# the dtypes TensorFlow writes as tensor_content when a proto holds more than one value
+_CONTENT = {dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8,
+            dtypes.int16, dtypes.int8, dtypes.int64, dtypes.uint32, dtypes.uint64}
+
+
+def _proto_values(values, dtype):
+    """``(host array, gradflow dtype)`` of ``values`` as ``make_tensor_proto`` takes them:
+    Python floats as float32, ints as int32 (int64 when they need it), text as strings."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    if isinstance(values, (np.ndarray, np.generic)) and dtype is None:
+        array = np.asarray(values)
+        dtype = dtypes.string if array.dtype.kind in "USO" else dtypes.as_dtype(array.dtype)
+    else:
+        array = np.asarray(values)
+        if dtype is None:
+            kind = array.dtype.kind
+            dtype = dtypes.string if kind in "USO" else dtypes.float32 if kind == "f" \
+                else dtypes.bool_ if kind == "b" else dtypes.int32 if kind in "iu" and (
+                    array.size == 0 or -2**31 <= array.min() and array.max() < 2**31) \
+                else dtypes.as_dtype(array.dtype)
+    if dtype is dtypes.string:
+        flat = [v.encode() if isinstance(v, str) else bytes(v)
+                for v in array.astype(object).ravel()]
+        return dtypes.bytes_array(flat).reshape(array.shape), dtype
+    if dtype not in serialize.DATATYPES:
+        raise TypeError(f"make_tensor_proto: {dtype.name} has no TensorProto form here")
+    return array.astype(dtype.as_numpy_dtype), dtype
+
+
+def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
+                      allow_broadcast=False):
+    """A ``TensorProto`` (tensorboardX's class, TensorFlow's message) holding ``values``
+    (of ``dtype``, inferred as TF1 does when None) in ``shape``: one value fills a larger
+    shape, fewer values are filled by the last, more are a ValueError, as in TF1. Its
+    bytes are TensorFlow's (``tensor_content`` for several numbers, the typed value
+    fields otherwise). ``make_ndarray`` reads it back."""
+    array, dtype = _proto_values(values, dtype)
+    if shape is None:
+        shape = array.shape
+    shape = tuple(int(d) for d in shape)
+    count = int(np.prod(shape))
+    if verify_shape and array.shape != shape:
+        raise TypeError(f"make_tensor_proto: expected a value of shape {shape}, got "
+                        f"{array.shape}")
+    if allow_broadcast and array.size not in (0, 1):
+        array = np.broadcast_to(array, shape)
+    if array.size > count:
+        raise ValueError(f"make_tensor_proto: too many elements provided: shape {shape} "
+                         f"takes at most {count}, got {array.size}")
+    if array.size == count and count > 1 and dtype in _CONTENT:
+        data = serialize.tensor_proto(array.reshape(shape), dtype)
+    else:
+        data = serialize.typed_proto(array, dtype, shape)
+    return _tbx.require().TensorProto.FromString(data)
+
+
+def make_ndarray(tensor):
+    """The NumPy array a ``TensorProto`` (``make_tensor_proto``'s, or one parsed from
+    TensorFlow's bytes) holds."""
+    return serialize.parse_proto(tensor.SerializeToString(), ValueError)[1]
 
 
 def no_regularizer(_):

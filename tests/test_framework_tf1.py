@@ -172,3 +172,44 @@ def test_register_tensor_conversion_function_makes_user_types_tensors(backend):
         gf.convert_to_tensor(_Declined())
     with pytest.raises(TypeError, match="cannot be registered"):
         gf.register_tensor_conversion_function(float, _to_tensor)
+
+
+# TensorFlow 2.21's make_tensor_proto(values, **kwargs).SerializeToString().hex()
+PROTOS = [
+    ([[1., 2.], [3., 4.]], {}, "08011208120208021202080222100000803f000000400000404000008040"),
+    (7, {}, "080312003a0107"),
+    ([b"ab", b""], {}, "0807120412020802420261624200"),
+    (1.5, {"shape": [2, 2]}, "0801120812020802120208022a040000c03f"),
+    ([1, 2], {"dtype": gf.int64}, "0809120412020802221001000000000000000200000000000000"),
+    (np.float64(2.5), {}, "0802120032080000000000000440"),
+    ([True, False], {}, "080a1204120208025a020100"),
+    (3, {"dtype": gf.float32, "shape": [3]}, "08011204120208032a0400004040"),
+    ([1, 2], {"shape": [4]}, "08031204120208043a020102"),
+    (np.array([1.5, 2], np.float16), {}, "08131204120208022204003e0040"),
+    (np.array([1, 2], np.uint16), {}, "08111204120208023a020102"),
+    (np.array([1, 2], np.uint32), {}, "081612041202080222080100000002000000"),
+    (np.array([3], np.int64), {}, "0809120412020801520103"),
+    (2**40, {}, "080912005206808080808020"),
+    (np.array(5, np.uint8), {}, "080412003a0105"),
+]
+
+
+@pytest.mark.parametrize("values, kwargs, want", PROTOS)
+def test_make_tensor_proto_writes_tensorflows_bytes(values, kwargs, want):
+    pytest.importorskip("tensorboardX", reason="TensorProto is tensorboardX's class")
+    proto = gf.make_tensor_proto(values, **kwargs)
+    assert proto.SerializeToString().hex() == want
+    shape = tuple(kwargs.get("shape", np.shape(values)))
+    expected = np.broadcast_to(values, shape) if np.size(values) in (1, np.prod(shape)) \
+        else [1, 2, 2, 2]  # fewer values: the last fills the rest, as TF's make_ndarray
+    got = gf.make_ndarray(proto)
+    assert got.shape == shape
+    assert got.tolist() == np.asarray(expected).tolist()
+
+
+def test_make_tensor_proto_refuses_what_tensorflow_refuses():
+    pytest.importorskip("tensorboardX", reason="TensorProto is tensorboardX's class")
+    with pytest.raises(ValueError, match="too many elements"):
+        gf.make_tensor_proto([1, 2, 3], shape=[2])
+    with pytest.raises(TypeError, match="shape"):
+        gf.make_tensor_proto([1, 2, 3], shape=[2, 2], verify_shape=True)

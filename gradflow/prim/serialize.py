@@ -42,17 +42,52 @@ def _varint_field(out, number, value):
     out += protowire.write_varint(value)
 
 
-def tensor_proto(array, dtype) -> bytes:
-    """The ``TensorProto`` bytes of the host array ``array`` of gradflow dtype ``dtype``."""
+def _header(dtype, shape) -> bytearray:
     out = bytearray()
     _varint_field(out, 1, DATATYPES[dtype])
-    shape = bytearray()
-    for size in array.shape:
+    dims = bytearray()
+    for size in shape:
         dim = bytearray()
         if size:
             _varint_field(dim, 1, int(size))
-        protowire.write_bytes_field(shape, 2, bytes(dim))
-    protowire.write_bytes_field(out, 2, bytes(shape))
+        protowire.write_bytes_field(dims, 2, bytes(dim))
+    protowire.write_bytes_field(out, 2, bytes(dims))
+    return out
+
+
+# the typed value field of each dtype, for values not written as tensor_content
+_TYPED = {dtypes.float32: (5, "f"), dtypes.float64: (6, "d"), dtypes.int32: (7, None),
+          dtypes.int16: (7, None), dtypes.int8: (7, None), dtypes.uint8: (7, None),
+          dtypes.uint16: (7, None), dtypes.int64: (10, None), dtypes.bool_: (11, None),
+          dtypes.float16: (13, None), dtypes.uint32: (16, None), dtypes.uint64: (17, None)}
+
+
+def typed_proto(values, dtype, shape) -> bytes:
+    """``TensorProto`` bytes of ``shape`` holding the host array ``values`` (flat, as many
+    as the shape's or fewer: the last fills the rest) in the typed value field of
+    ``dtype`` (``float_val``, ``int_val``...; ``string_val`` for strings), packed, as
+    TensorFlow's ``make_tensor_proto`` writes small and broadcast values."""
+    out = _header(dtype, shape)
+    flat = np.asarray(values).ravel()
+    if dtype is dtypes.string:
+        for value in flat:
+            protowire.write_bytes_field(out, 8, bytes(value))
+        return bytes(out)
+    number, form = _TYPED[dtype]
+    if dtype is dtypes.float16:
+        flat = flat.astype(np.float16).view(np.uint16)
+    if form is not None:
+        packed = struct.pack(f"<{len(flat)}{form}", *flat.tolist())
+    else:
+        packed = b"".join(protowire.write_varint(int(v) & (2**64 - 1)) for v in flat.tolist())
+    if len(flat):
+        protowire.write_bytes_field(out, number, packed)
+    return bytes(out)
+
+
+def tensor_proto(array, dtype) -> bytes:
+    """The ``TensorProto`` bytes of the host array ``array`` of gradflow dtype ``dtype``."""
+    out = _header(dtype, array.shape)
     if dtype is dtypes.string:
         for value in np.asarray(array, dtype=object).ravel():
             protowire.write_bytes_field(out, 8, bytes(value))
@@ -135,8 +170,8 @@ def parse_proto(data, error=InvalidArgumentError):
         flat = np.frombuffer(content, item).astype(dtype.as_numpy_dtype)
     else:
         flat = _typed_array(dtype, values)
-    if len(flat) == 1 and count > 1:  # one value stands for them all, as in TensorFlow
-        flat = np.repeat(flat, count)
+    if 0 < len(flat) < count:  # the last value fills the rest, as in TensorFlow
+        flat = np.concatenate([flat, np.repeat(flat[-1:], count - len(flat))])
     if len(flat) != count:
         raise error(f"it holds {len(flat)} values, its shape {list(shape)} needs {count}")
     return dtype, flat.reshape(shape)
