@@ -542,6 +542,52 @@ from gradflow.ops.extra_tf1_ops import (  # noqa: E402 - composites and shape he
     where_v2,
 )
 from gradflow.gradient_tools import grad_pass_through, hessians  # noqa: E402
+from gradflow.framework import (  # noqa: E402 - TF1's small framework names
+    AggregationMethod,
+    NoGradient,
+    NotDifferentiable,
+    VariableAggregation,
+    VariableSynchronization,
+    convert_to_tensor_or_indexed_slices,
+    convert_to_tensor_or_sparse_tensor,
+    get_static_value,
+    make_ndarray,
+    make_tensor_proto,
+    no_gradient,
+    no_regularizer,
+    recompute_grad,
+    register_tensor_conversion_function,
+)
+from gradflow.ops.io_ops import (  # noqa: E402 - TF1's tf.io host functions, variable checks
+    assert_variables_initialized,
+    count_up_to,
+    decode_base64,
+    decode_compressed,
+    deserialize_many_sparse,
+    encode_base64,
+    is_variable_initialized,
+    matching_files,
+    parse_tensor,
+    report_uninitialized_variables,
+    serialize_many_sparse,
+    serialize_sparse,
+    serialize_tensor,
+    write_file,
+)
+from gradflow.ops.sequence_parsing_ops import (  # noqa: E402 - tf.train.SequenceExample records
+    FixedLenSequenceFeature,
+    parse_single_sequence_example,
+)
+from gradflow.ops.parsing_ops import SparseFeature  # noqa: E402
+
+_SUMMARY_PROTOS = ("Summary", "Event", "SessionLog", "HistogramProto", "SummaryMetadata")
+
+
+def __getattr__(name):
+    # tf.Summary, tf.Event...: tensorboardX's protobuf classes, imported when first asked for
+    if name in _SUMMARY_PROTOS:
+        return getattr(summary, name)
+    raise AttributeError(f"module 'gradflow' has no attribute {name!r}")
 from gradflow.compat import dimension_at_index, dimension_value  # noqa: E402
 from gradflow.errors import OpError  # noqa: E402 - tf.OpError, tf.errors.OpError
 from gradflow.initializers import uniform_unit_scaling_initializer  # noqa: E402

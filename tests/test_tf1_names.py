@@ -262,6 +262,20 @@ data.experimental.prefetch_to_device data.experimental.ThreadingOptions
 data.experimental.OptimizationOptions data.experimental.AutotuneOptions
 data.experimental.DistributeOptions data.experimental.AutoShardPolicy
 data.experimental.ExternalStatePolicy data.experimental.AutotuneAlgorithm
+# tf.io host functions, variable checks, sequence records, framework names, summaries
+serialize_tensor parse_tensor io.serialize_tensor io.parse_tensor serialize_sparse
+serialize_many_sparse deserialize_many_sparse encode_base64 decode_base64 decode_compressed
+io.decode_compressed write_file matching_files io.matching_files train.match_filenames_once
+io.match_filenames_once parse_single_sequence_example io.parse_sequence_example
+FixedLenSequenceFeature io.FixedLenSequenceFeature SparseFeature io.SparseFeature
+count_up_to is_variable_initialized report_uninitialized_variables
+assert_variables_initialized NoGradient NotDifferentiable no_gradient VariableAggregation
+VariableSynchronization AggregationMethod convert_to_tensor_or_indexed_slices
+convert_to_tensor_or_sparse_tensor recompute_grad register_tensor_conversion_function
+get_static_value no_regularizer make_tensor_proto make_ndarray train.AdagradDAOptimizer
+train.noisy_linear_cosine_decay train.summary_iterator train.warm_start train.VocabInfo
+summary.tensor_summary summary.audio Summary Event SessionLog HistogramProto SummaryMetadata
+summary.TaggedRunMetadata
 """
 
 MISSING = set("""

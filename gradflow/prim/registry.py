@@ -449,9 +449,31 @@ def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name=None) 
         return value
     if hasattr(value, "_as_graph_tensor"):
         return value._as_graph_tensor()
+    if CONVERSIONS:  # TF1's register_tensor_conversion_function (gradflow.framework)
+        converted = _registered_conversion(value, dtype, name)
+        if converted is not None:
+            return converted
     if dtype is None and like is not None and like.dtype is not None:
         dtype = _weak_dtype(value, like)
     return constant(value, dtype=dtype, name=name, _graph=like.graph if like is not None else None)
+
+
+# (priority, order registered, base type, function) of the user's conversions, sorted
+CONVERSIONS: list = []
+
+
+def _registered_conversion(value, dtype, name):
+    """The tensor the first registered conversion of ``value``'s type gives, or None."""
+    for _, _, base_type, function in CONVERSIONS:
+        if isinstance(value, base_type):
+            result = function(value, dtype=dtype, name=name, as_ref=False)
+            if result is not NotImplemented:
+                if not isinstance(result, Tensor):
+                    raise TypeError(f"the conversion function {function!r} of "
+                                    f"{type(value).__name__} returned {result!r}, not a "
+                                    "tensor")
+                return convert_to_tensor(result, dtype=dtype)
+    return None
 
 
 def _weak_dtype(value, like):

@@ -179,3 +179,12 @@ __all__ += ["checkpoints_iterator", "generate_checkpoint_state_proto", "get_chec
             "LooperThread", "assert_global_step", "basic_train_loop", "FeatureList",
             "FeatureLists", "SequenceExample", "ChiefSessionCreator", "SessionCreator",
             "SingularMonitoredSession", "WorkerSessionCreator"]
+
+from gradflow.ops.io_ops import match_filenames_once  # noqa: E402 - tf.train.match_filenames_once
+from gradflow.summary.more_summaries import summary_iterator  # noqa: E402 - reads event files
+from gradflow.train.adagrad_da import AdagradDAOptimizer  # noqa: E402
+from gradflow.train.noisy_decay import noisy_linear_cosine_decay  # noqa: E402
+from gradflow.train.warm_starting import VocabInfo, warm_start  # noqa: E402
+
+__all__ += ["match_filenames_once", "noisy_linear_cosine_decay", "summary_iterator",
+            "AdagradDAOptimizer", "VocabInfo", "warm_start"]
