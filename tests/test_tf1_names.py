@@ -78,6 +78,10 @@ random_gamma random_poisson random.normal random.uniform random.truncated_normal
 random.categorical random.multinomial random.shuffle random.gamma random.poisson
 random.set_random_seed random.get_seed random.log_uniform_candidate_sampler
 random.uniform_candidate_sampler distributions.Distribution distributions.Normal
+random.stateless_normal random.stateless_uniform random.stateless_truncated_normal
+random.stateless_categorical random.stateless_multinomial random.stateless_gamma
+random.stateless_poisson random.stateless_binomial random.stateless_parameterized_truncated_normal
+random.split random.fold_in random.all_candidate_sampler
 distributions.Bernoulli distributions.Categorical distributions.Uniform distributions.Beta
 distributions.Gamma distributions.Exponential distributions.Laplace distributions.Multinomial
 distributions.Dirichlet distributions.kl_divergence distributions.RegisterKL
