@@ -35,6 +35,12 @@ from gradflow.ops.conv_variants import (
     lrn,
     separable_conv2d,
 )
+from gradflow.ops.ctc_more_ops import (
+    ctc_beam_search_decoder,
+    ctc_beam_search_decoder_v2,
+    ctc_loss_v2,
+    ctc_unique_labels,
+)
 from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
@@ -98,6 +104,7 @@ from gradflow.ops.topk_ops import in_top_k, top_k
 
 __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
+    "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
