@@ -235,7 +235,7 @@ data.experimental.INFINITE_CARDINALITY data.experimental.UNKNOWN_CARDINALITY
 """
 
 MISSING = set("""
-nn.raw_rnn keras.Model
+keras.Model
 """.split())
 
 

@@ -1,6 +1,7 @@
 """Neural-network ops (TF1 ``tf.nn``)."""
 
 from gradflow.nn import rnn_cell
+from gradflow.nn.raw_rnn import raw_rnn
 from gradflow.nn.rnn_cell import (
     bidirectional_dynamic_rnn,
     dynamic_rnn,
@@ -106,7 +107,7 @@ from gradflow.ops.topk_ops import in_top_k, top_k
 __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
     "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
-    "safe_embedding_lookup_sparse", "with_space_to_batch",
+    "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
