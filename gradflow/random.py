@@ -26,6 +26,7 @@ from gradflow.ops.stateless_random_ops import (
     stateless_truncated_normal,
     stateless_uniform,
 )
+from gradflow.ops.unigram_sampling_ops import fixed_unigram_candidate_sampler
 from gradflow.run_state import DEFAULT_GRAPH_SEED
 
 normal = random_normal
@@ -49,7 +50,8 @@ def get_seed(op_seed):
 __all__ = ["categorical", "gamma", "get_seed", "log_uniform_candidate_sampler",
            "multinomial", "normal", "poisson", "set_random_seed", "shuffle",
            "truncated_normal", "uniform", "uniform_candidate_sampler",
-           "all_candidate_sampler", "fold_in", "split", "stateless_binomial",
+           "all_candidate_sampler", "fixed_unigram_candidate_sampler", "fold_in", "split",
+           "stateless_binomial",
            "stateless_categorical", "stateless_gamma", "stateless_multinomial",
            "stateless_normal", "stateless_parameterized_truncated_normal", "stateless_poisson",
            "stateless_truncated_normal", "stateless_uniform"]
