@@ -46,6 +46,7 @@ from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
+from gradflow.ops.morphology_ops import dilation2d, erosion2d
 from gradflow.ops.nn_composite_ops import safe_embedding_lookup_sparse, with_space_to_batch
 from gradflow.ops.nn_conv_more_ops import (
     atrous_conv2d_transpose,
@@ -109,7 +110,7 @@ __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
     "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
     "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
-    "fixed_unigram_candidate_sampler",
+    "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
