@@ -43,6 +43,7 @@ from gradflow.ops.ctc_more_ops import (
     ctc_unique_labels,
 )
 from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
+from gradflow.ops.fractional_pool_ops import fractional_avg_pool, fractional_max_pool
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
@@ -110,7 +111,8 @@ __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
     "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
     "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
-    "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d",
+    "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d", "fractional_avg_pool",
+    "fractional_max_pool",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
