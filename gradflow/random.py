@@ -26,7 +26,10 @@ from gradflow.ops.stateless_random_ops import (
     stateless_truncated_normal,
     stateless_uniform,
 )
-from gradflow.ops.unigram_sampling_ops import fixed_unigram_candidate_sampler
+from gradflow.ops.unigram_sampling_ops import (
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+)
 from gradflow.run_state import DEFAULT_GRAPH_SEED
 
 normal = random_normal
@@ -51,7 +54,7 @@ __all__ = ["categorical", "gamma", "get_seed", "log_uniform_candidate_sampler",
            "multinomial", "normal", "poisson", "set_random_seed", "shuffle",
            "truncated_normal", "uniform", "uniform_candidate_sampler",
            "all_candidate_sampler", "fixed_unigram_candidate_sampler", "fold_in", "split",
-           "stateless_binomial",
+           "learned_unigram_candidate_sampler", "stateless_binomial",
            "stateless_categorical", "stateless_gamma", "stateless_multinomial",
            "stateless_normal", "stateless_parameterized_truncated_normal", "stateless_poisson",
            "stateless_truncated_normal", "stateless_uniform"]

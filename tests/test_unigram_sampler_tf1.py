@@ -80,3 +80,35 @@ def test_vocab_file_and_errors(tmp_path):
         gf.nn.fixed_unigram_candidate_sampler([[0]], 1, 2, False, 5, unigrams=[1] * 6)
     with pytest.raises(ValueError, match="exactly one of vocab_file and unigrams"):
         gf.nn.fixed_unigram_candidate_sampler([[0]], 1, 2, False, 5)
+
+
+# TensorFlow 2.21: learned_unigram_candidate_sampler(true, 1, 3, False, 4) run four times
+# in one Session with these true classes: true_expected_count of each run (the counts
+# start at 1 per class and grow by 1 per true class seen in earlier runs)
+_LEARNED_FEEDS = [[[0]], [[0]], [[1], [0]], [[3]]]
+_TF_LEARNED_TRUE = [[[0.75]], [[1.2000000476837158]], [[0.5], [1.5]], [[0.375]]]
+
+
+def test_learned_unigram_learns_as_tensorflow(backend):
+    true = gf.placeholder(gf.int64, [None, 1])
+    s = gf.nn.learned_unigram_candidate_sampler(true, 1, 3, False, 4, seed=1)
+    u = gf.random.learned_unigram_candidate_sampler(true, 1, 3, True, 4, seed=2)
+    assert [t.dtype for t in s] == [gf.int64, gf.float32, gf.float32]
+    runs = []
+    with gf.Session(backend=backend) as sess:
+        for feed, want in zip(_LEARNED_FEEDS, _TF_LEARNED_TRUE):
+            classes, true_count, sampled_count = sess.run(s, {true: feed})
+            np.testing.assert_allclose(true_count, want, rtol=1e-6)
+            runs.append(classes)
+        classes, _, _ = sess.run(u, {true: [[0]]})
+        assert len(set(classes.tolist())) == 3
+    # the sampled counts follow the same learnt distribution: after the four runs the
+    # counts are [4, 2, 1, 1] (TF: class 0 -> 1.5, class 3 -> 0.375 in the fourth run)
+    assert set(np.concatenate(runs).tolist()) <= {0, 1, 2, 3}
+    with gf.Session() as sess:  # a new Session learns again: the first run's counts
+        _, true_count, _ = sess.run(s, {true: [[0]]})
+    np.testing.assert_allclose(true_count, [[0.75]], rtol=1e-6)
+    with gf.Session() as sess:  # numpy
+        again = [sess.run(s, {true: feed})[0] for feed in _LEARNED_FEEDS]
+    for a, b in zip(runs, again):  # seeded: the same classes on every backend
+        np.testing.assert_array_equal(a, b)

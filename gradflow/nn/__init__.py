@@ -105,14 +105,17 @@ from gradflow.ops.nn_ops import (
 )
 from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm, moments
 from gradflow.ops.topk_ops import in_top_k, top_k
-from gradflow.ops.unigram_sampling_ops import fixed_unigram_candidate_sampler
+from gradflow.ops.unigram_sampling_ops import (
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+)
 
 __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
     "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
     "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
     "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d", "fractional_avg_pool",
-    "fractional_max_pool",
+    "fractional_max_pool", "learned_unigram_candidate_sampler",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",

@@ -17,10 +17,11 @@ from gradflow.ops import state_ops
 from gradflow.ops.candidate_sampling_ops import _expected_count
 from gradflow.ops.index_ops import gather
 from gradflow.ops.math_ops import cast, less, maximum, minimum, where, zeros_like
+from gradflow.prim import learned_unigram as _learned  # noqa: F401 - registers its draw
 from gradflow.prim import sampling as _sampling  # noqa: F401 - registers candidate_sampler
 from gradflow.prim.registry import apply, constant, convert_to_tensor
 
-__all__ = ["fixed_unigram_candidate_sampler"]
+__all__ = ["fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler"]
 
 
 def _draw_unigram(rng, attrs):
@@ -133,6 +134,58 @@ def fixed_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique,
         inside = less(k, len(probs))
         p = gather(table, minimum(maximum(k, 0), len(probs) - 1))
         return where(inside, p, zeros_like(p))  # a class outside the shard: 0
+
+    return (sampled, _expected_count(probability(true_classes), num_tries, num_sampled),
+            _expected_count(probability(sampled), num_tries, num_sampled))
+
+
+def _checked_true(what, true_classes, num_true):
+    true_classes = convert_to_tensor(true_classes)
+    if not true_classes.dtype.is_integer:
+        raise TypeError(f"{what}: true_classes '{true_classes.name}' must be int64, got "
+                        f"{true_classes.dtype.name}")
+    shape = true_classes.shape
+    if shape is not None and (len(shape) != 2 or shape[1] not in (None, num_true)):
+        raise ValueError(f"{what}: true_classes '{true_classes.name}' must have shape "
+                         f"[batch_size, num_true={num_true}], got {tuple(shape)}")
+    return true_classes
+
+
+def learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique,
+                                      range_max, seed=None, name=None):
+    """Classes drawn from a unigram distribution learnt from the true classes seen so far
+    (TF1 ``tf.nn.learned_unigram_candidate_sampler``): each class starts with a count of
+    1, a run draws from ``count / sum(count)`` and then adds 1 for each of its true
+    classes; the counts live in the Session (a new Session starts again).
+
+    Returns ``(sampled_candidates, true_expected_count, sampled_expected_count)``, as
+    ``log_uniform_candidate_sampler``, the counts from the probabilities of the draw.
+    ``seed`` and ``gf.set_random_seed`` make the classes reproducible, the same on every
+    backend (not TensorFlow's numbers).
+    """
+    what = "learned_unigram_candidate_sampler"
+    num_true, num_sampled, range_max = int(num_true), int(num_sampled), int(range_max)
+    if num_sampled < 1 or range_max < 1 or num_true < 1:
+        raise ValueError(f"{what}: num_true, num_sampled and range_max must be positive, "
+                         f"got {num_true}, {num_sampled}, {range_max}")
+    if unique and num_sampled > range_max:
+        raise ValueError(f"{what}: cannot draw {num_sampled} distinct classes (unique=True) "
+                         f"from range_max={range_max}")
+    true_classes = _checked_true(what, true_classes, num_true)
+    graph = true_classes.graph
+    op_seed = None if seed is None else int(seed)
+    if op_seed is None and graph.seed is not None:
+        op_seed = len(graph.nodes)
+    packed = apply("learned_unigram_sampler", [true_classes], name=name or what, graph=graph,
+                   shape=(num_sampled + 1 + range_max,), dtype=dtypes.float64,
+                   graph_seed=graph.seed, op_seed=op_seed, range_max=range_max,
+                   num_sampled=num_sampled, unique=bool(unique))
+    sampled = cast(packed[:num_sampled], dtypes.int64)
+    num_tries = cast(packed[num_sampled], dtypes.int64)
+    table = packed[num_sampled + 1:]
+
+    def probability(classes):
+        return gather(table, cast(classes, dtypes.int64))
 
     return (sampled, _expected_count(probability(true_classes), num_tries, num_sampled),
             _expected_count(probability(sampled), num_tries, num_sampled))
