@@ -86,6 +86,7 @@ nn.ctc_beam_search_decoder nn.ctc_beam_search_decoder_v2 nn.ctc_loss_v2 nn.ctc_u
 nn.safe_embedding_lookup_sparse nn.with_space_to_batch
 nn.fixed_unigram_candidate_sampler random.fixed_unigram_candidate_sampler nn.dilation2d
 nn.learned_unigram_candidate_sampler random.learned_unigram_candidate_sampler
+nn.static_state_saving_rnn
 nn.erosion2d nn.fractional_max_pool nn.fractional_avg_pool
 distributions.Bernoulli distributions.Categorical distributions.Uniform distributions.Beta
 distributions.Gamma distributions.Exponential distributions.Laplace distributions.Multinomial

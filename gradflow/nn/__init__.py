@@ -1,7 +1,7 @@
 """Neural-network ops (TF1 ``tf.nn``)."""
 
 from gradflow.nn import rnn_cell
-from gradflow.nn.raw_rnn import raw_rnn
+from gradflow.nn.raw_rnn import raw_rnn, static_state_saving_rnn
 from gradflow.nn.rnn_cell import (
     bidirectional_dynamic_rnn,
     dynamic_rnn,
@@ -115,7 +115,7 @@ __all__ = [
     "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
     "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
     "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d", "fractional_avg_pool",
-    "fractional_max_pool", "learned_unigram_candidate_sampler",
+    "fractional_max_pool", "learned_unigram_candidate_sampler", "static_state_saving_rnn",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",

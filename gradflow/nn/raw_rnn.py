@@ -1,22 +1,25 @@
 """TF1's ``tf.nn.raw_rnn``: an RNN whose inputs, state and outputs each step are
 chosen by the user's ``loop_fn``, run as a ``while_loop`` that writes the emitted
-outputs into ``TensorArray`` s (the loop of hand-written seq2seq decoders).
+outputs into ``TensorArray`` s (the loop of hand-written seq2seq decoders); and
+``tf.nn.static_state_saving_rnn``, ``static_rnn`` with its state kept by a state saver.
 """
 
 from __future__ import annotations
 
 from gradflow import dtypes
+from gradflow.nn.rnn import static_rnn
 from gradflow.nn.rnn_base import RNNCell
 from gradflow.ops.array_ops import reduce_all
-from gradflow.ops.control_flow_ops import _flatten, _pack, while_loop
+from gradflow.ops.control_flow_ops import _flatten, _pack, control_dependencies, while_loop
 from gradflow.ops.index_ops import concat, shape
 from gradflow.ops.math_ops import logical_not, logical_or, where
 from gradflow.ops.shape_ops import fill
+from gradflow.ops.state_ops import identity
 from gradflow.ops.tensor_array_ops import TensorArray
 from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import get_variable_scope, variable_scope
 
-__all__ = ["raw_rnn"]
+__all__ = ["raw_rnn", "static_state_saving_rnn"]
 
 
 def _sizes(emit_structure, cell):
@@ -124,3 +127,35 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
                                                 loop_state], name="rnn_while")
     emit_ta, final_state, final_loop_state = returned[-3:]
     return emit_ta, final_state, None if init_loop_state is None else final_loop_state
+
+
+def static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None,
+                            scope=None):
+    """``static_rnn`` whose initial state comes from ``state_saver`` and whose final state
+    goes back to it (TF1 ``tf.nn.static_state_saving_rnn``): ``state_saver.state(name)``
+    gives the initial state (one name, or a nested tuple of names matching
+    ``cell.state_size``), ``state_saver.save_state(name, value)`` the operation that
+    keeps the final one, which runs before the last output and the final state are
+    given. Returns ``(outputs, final_state)`` as ``static_rnn``.
+    """
+    size_is_tuple = isinstance(cell.state_size, (list, tuple))
+    if size_is_tuple != isinstance(state_name, (list, tuple)):
+        raise ValueError(f"static_state_saving_rnn: state_name should be the same type as "
+                         f"cell.state_size, got {state_name!r} for {cell.state_size!r}")
+    names = _flatten(state_name) if size_is_tuple else [state_name]
+    if size_is_tuple and len(names) != len(_flatten(cell.state_size)):
+        raise ValueError(f"static_state_saving_rnn: {len(names)} state names for the "
+                         f"{len(_flatten(cell.state_size))} parts of the state")
+    initial = [state_saver.state(n) for n in names]
+    initial_state = _pack(cell.state_size, initial) if size_is_tuple else initial[0]
+    outputs, state = static_rnn(cell, inputs, initial_state=initial_state,
+                                sequence_length=sequence_length, scope=scope)
+    flat_state = _flatten(state) if size_is_tuple else [state]
+    saves = [state_saver.save_state(n, s) for n, s in zip(names, flat_state)]
+    outputs = list(outputs)
+    with control_dependencies(saves):
+        last = [identity(o) for o in _flatten(outputs[-1])]
+        outputs[-1] = _pack(outputs[-1], last) if isinstance(outputs[-1], (list, tuple)) \
+            else last[0]
+        kept = [identity(s) for s in flat_state]
+    return outputs, (_pack(state, kept) if size_is_tuple else kept[0])
