@@ -9,9 +9,27 @@ from gradflow.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from gradflow.ops.nn_more_ops import all_candidate_sampler
 from gradflow.ops.random_ops import categorical, random_gamma, random_poisson
 from gradflow.ops.sampling_ops import multinomial, random_shuffle
 from gradflow.ops.state_ops import random_normal, random_uniform, truncated_normal
+from gradflow.ops.stateless_random_ops import (
+    fold_in,
+    split,
+    stateless_binomial,
+    stateless_categorical,
+    stateless_gamma,
+    stateless_multinomial,
+    stateless_normal,
+    stateless_parameterized_truncated_normal,
+    stateless_poisson,
+    stateless_truncated_normal,
+    stateless_uniform,
+)
+from gradflow.ops.unigram_sampling_ops import (
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+)
 from gradflow.run_state import DEFAULT_GRAPH_SEED
 
 normal = random_normal
@@ -34,4 +52,9 @@ def get_seed(op_seed):
 
 __all__ = ["categorical", "gamma", "get_seed", "log_uniform_candidate_sampler",
            "multinomial", "normal", "poisson", "set_random_seed", "shuffle",
-           "truncated_normal", "uniform", "uniform_candidate_sampler"]
+           "truncated_normal", "uniform", "uniform_candidate_sampler",
+           "all_candidate_sampler", "fixed_unigram_candidate_sampler", "fold_in", "split",
+           "learned_unigram_candidate_sampler", "stateless_binomial",
+           "stateless_categorical", "stateless_gamma", "stateless_multinomial",
+           "stateless_normal", "stateless_parameterized_truncated_normal", "stateless_poisson",
+           "stateless_truncated_normal", "stateless_uniform"]

@@ -92,6 +92,16 @@ random_gamma random_poisson random.normal random.uniform random.truncated_normal
 random.categorical random.multinomial random.shuffle random.gamma random.poisson
 random.set_random_seed random.get_seed random.log_uniform_candidate_sampler
 random.uniform_candidate_sampler distributions.Distribution distributions.Normal
+random.stateless_normal random.stateless_uniform random.stateless_truncated_normal
+random.stateless_categorical random.stateless_multinomial random.stateless_gamma
+random.stateless_poisson random.stateless_binomial random.stateless_parameterized_truncated_normal
+random.split random.fold_in random.all_candidate_sampler
+nn.ctc_beam_search_decoder nn.ctc_beam_search_decoder_v2 nn.ctc_loss_v2 nn.ctc_unique_labels
+nn.safe_embedding_lookup_sparse nn.with_space_to_batch
+nn.fixed_unigram_candidate_sampler random.fixed_unigram_candidate_sampler nn.dilation2d
+nn.learned_unigram_candidate_sampler random.learned_unigram_candidate_sampler
+nn.static_state_saving_rnn
+nn.erosion2d nn.fractional_max_pool nn.fractional_avg_pool
 distributions.Bernoulli distributions.Categorical distributions.Uniform distributions.Beta
 distributions.Gamma distributions.Exponential distributions.Laplace distributions.Multinomial
 distributions.Dirichlet distributions.kl_divergence distributions.RegisterKL
@@ -279,7 +289,7 @@ summary.TaggedRunMetadata
 """
 
 MISSING = set("""
-nn.raw_rnn keras.Model
+keras.Model
 """.split())
 
 

@@ -1,6 +1,7 @@
 """Neural-network ops (TF1 ``tf.nn``)."""
 
 from gradflow.nn import rnn_cell
+from gradflow.nn.raw_rnn import raw_rnn, static_state_saving_rnn
 from gradflow.nn.rnn_cell import (
     bidirectional_dynamic_rnn,
     dynamic_rnn,
@@ -35,10 +36,19 @@ from gradflow.ops.conv_variants import (
     lrn,
     separable_conv2d,
 )
+from gradflow.ops.ctc_more_ops import (
+    ctc_beam_search_decoder,
+    ctc_beam_search_decoder_v2,
+    ctc_loss_v2,
+    ctc_unique_labels,
+)
 from gradflow.ops.ctc_ops import ctc_greedy_decoder, ctc_loss
+from gradflow.ops.fractional_pool_ops import fractional_avg_pool, fractional_max_pool
 from gradflow.ops.manip_ops import depth_to_space, space_to_batch, space_to_depth
 from gradflow.ops.math_extra_ops import relu_layer, xw_plus_b
 from gradflow.ops.math_ops import relu, sigmoid, tanh
+from gradflow.ops.morphology_ops import dilation2d, erosion2d
+from gradflow.ops.nn_composite_ops import safe_embedding_lookup_sparse, with_space_to_batch
 from gradflow.ops.nn_conv_more_ops import (
     atrous_conv2d_transpose,
     conv_transpose,
@@ -95,9 +105,17 @@ from gradflow.ops.nn_ops import (
 )
 from gradflow.ops.normalization_ops import batch_normalization, fused_batch_norm, moments
 from gradflow.ops.topk_ops import in_top_k, top_k
+from gradflow.ops.unigram_sampling_ops import (
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+)
 
 __all__ = [
     "ctc_greedy_decoder", "ctc_loss",
+    "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_loss_v2", "ctc_unique_labels",
+    "safe_embedding_lookup_sparse", "with_space_to_batch", "raw_rnn",
+    "fixed_unigram_candidate_sampler", "dilation2d", "erosion2d", "fractional_avg_pool",
+    "fractional_max_pool", "learned_unigram_candidate_sampler", "static_state_saving_rnn",
     "atrous_conv2d", "depthwise_conv2d", "local_response_normalization", "lrn",
     "separable_conv2d",
     "batch_normalization", "fused_batch_norm", "moments",
