@@ -103,8 +103,9 @@ def test_a_save_after_restoring_goes_on_with_tensorflows_series_and_keeps_other_
     assert gf.train.latest_checkpoint(str(adam_folder)) == str(adam_folder / "model.ckpt-5")
     data = ".data-00000-of-00001"
     assert sorted(os.listdir(adam_folder)) == [
-        "checkpoint", f"model.ckpt-4{data}", "model.ckpt-4.index", f"model.ckpt-5{data}",
-        "model.ckpt-5.index", f"other.ckpt-3{data}", "other.ckpt-3.index"]
+        "checkpoint", f"model.ckpt-4{data}", "model.ckpt-4.index", "model.ckpt-4.meta",
+        f"model.ckpt-5{data}", "model.ckpt-5.index", "model.ckpt-5.meta",
+        f"other.ckpt-3{data}", "other.ckpt-3.index"]
     assert gf.train.load_variable(str(adam_folder), "global_step") == 5
 
 

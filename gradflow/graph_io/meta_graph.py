@@ -44,7 +44,6 @@ _DOC_KEYS = {"format", "version", "graph", "collections", "saver", "meta_info", 
 _SAVER_KEYS = {"variables", "max_to_keep", "keep_checkpoint_every_n_hours",
                "pad_step_number", "reshape"}
 _SCALARS = (bool, int, float, str, type(None))
-_WRITTEN = weakref.WeakKeyDictionary()  # Saver -> [(meta path, checkpoint path)]
 _WARNED = weakref.WeakKeyDictionary()  # Graph -> collections it was warned about
 
 
@@ -265,32 +264,15 @@ def write_meta_graph(meta, filename, as_text=False):
     return os.fspath(filename)
 
 
-
-
-def write_saver_meta_graph(saver, sess, checkpoint, suffix, exists):
+def write_saver_meta_graph(saver, sess, checkpoint, suffix):
     """What ``Saver.save`` does by default: write ``<checkpoint>.<suffix>`` (the session's
-    graph, its collections and ``saver``), and delete the meta graphs this Saver wrote
-    whose checkpoint is gone (rotated out); ``exists(path)`` tells whether a checkpoint
-    is there. A graph that cannot be written (sub-graphs, Python code) gets no meta
-    graph and a warning; the checkpoint is saved all the same."""
-    path = f"{checkpoint}.{suffix}"
+    graph, its collections and ``saver``). The Saver's rotation deletes it with its
+    checkpoint (``gradflow.train.checkpoint_files``), in that checkpoint's folder only. A
+    graph that cannot be written (sub-graphs, Python code) gets no meta graph and a
+    warning; the checkpoint is saved all the same."""
     meta = create_meta_graph_def(sess.graph, saver_def_of(saver), strict=False)
     if meta is not None:
-        write_meta_graph(meta, path)
-    written = _WRITTEN.setdefault(saver, [])
-    written[:] = [(p, c) for p, c in written if p != path]
-    kept = []
-    for meta_path, ckpt in written:
-        if exists(ckpt):
-            kept.append((meta_path, ckpt))
-        else:
-            try:
-                os.remove(meta_path)
-            except FileNotFoundError:
-                pass
-    if meta is not None:
-        kept.append((path, checkpoint))
-    written[:] = kept
+        write_meta_graph(meta, f"{checkpoint}.{suffix}")
 
 
 # -- importing -----------------------------------------------------------------------

@@ -185,7 +185,7 @@ class Saver:
         if write_state:
             self._update_index(base, index_name)
         if write_meta_graph:
-            write_saver_meta_graph(self, sess, base, meta_graph_suffix, _exists)
+            write_saver_meta_graph(self, sess, base, meta_graph_suffix)
         return base
 
     def restore(self, sess, save_path):
