@@ -99,6 +99,13 @@ class _FlagValuesWrapper:
     def __call__(self, *args, **kwargs):
         return self.__dict__["_wrapped"](*args, **kwargs)
 
+    def _parse_flags(self, args=None):
+        """TF 1.4's ``FLAGS._parse_flags()``, which programs of that era call before reading
+        flags: parse ``args`` (default ``sys.argv[1:]``), leaving undefined flags alone, and
+        return those left. (TensorFlow 1.5 and later do not have it.)"""
+        argv = [sys.argv[0], *(sys.argv[1:] if args is None else args)]
+        return self.__dict__["_wrapped"](argv, known_only=True)[1:]
+
     def __str__(self):
         return str(self.__dict__["_wrapped"])
 

@@ -225,3 +225,22 @@ def test_app_run_help_screens_and_exit_statuses(tmp_path):
     # no app.run: the first read parses sys.argv, leaving undefined flags (--no-run) alone;
     # TF 2.21's parse there raises UnrecognizedFlagError for them (Jupyter's -f, say)
     assert run("--no-run", "--name=z")[:2] == (0, "read z\n")
+
+
+def test_parse_flags_of_tf_1_4_before_reading_flags(monkeypatch):
+    # programs written for TF <= 1.4 call FLAGS._parse_flags() themselves, then list
+    # FLAGS.__flags (a gradflow addition: TF 1.5 and later, 2.21 too, have no _parse_flags)
+    flags = tf.flags._FlagValuesWrapper(tf.flags.FlagValues())
+    tf.flags.DEFINE_integer("batch_size", 64, "batch size", flag_values=flags)
+    tf.flags.DEFINE_string("checkpoint_dir", "", "where the checkpoints are", flag_values=flags)
+    tf.flags.DEFINE_boolean("eval_train", False, "evaluate on the training data",
+                            flag_values=flags)
+    monkeypatch.setattr(sys, "argv", ["eval.py", "--eval_train", "--checkpoint_dir=runs/1/",
+                                      "--not_defined=1", "rest"])
+    assert flags._parse_flags() == ["--not_defined=1", "rest"]
+    assert flags.is_parsed() and flags.eval_train is True
+    assert (flags.checkpoint_dir, flags.batch_size) == ("runs/1/", 64)
+    assert sorted(flags.__flags) == ["batch_size", "checkpoint_dir", "eval_train"]
+    assert flags._parse_flags(["--batch_size=8"]) == [] and flags.batch_size == 8
+    with pytest.raises(tf.flags.IllegalFlagValueError):
+        flags._parse_flags(["--batch_size=many"])

@@ -232,3 +232,42 @@ def test_tensorflow_protobuf_pickle_and_damaged_bytes_are_refused(tmp_path):
         _import_text(buffer.getvalue(), tmp_path)
     with pytest.raises(TypeError, match="file name or a gf.MetaGraphDef"):
         gf.train.import_meta_graph(42)
+
+
+def test_tensors_found_through_get_operation_by_name_after_import_meta_graph(tmp_path):
+    # a text classifier's evaluation script: placeholders and a scoped prediction are
+    # looked up as operations, and their first output is fed and fetched
+    prefix = str(tmp_path / "model")
+    words = np.array([[1, 0, 2, 3], [3, 3, 0, 1]], np.int32)
+    with gf.Graph().as_default() as graph:
+        input_x = gf.placeholder(gf.int32, [None, 4], name="input_x")
+        keep = gf.placeholder(gf.float32, name="dropout_keep_prob")
+        with gf.name_scope("output"):
+            w = gf.Variable(gf.random_normal([4, 3], seed=3), name="W")
+            scores = gf.nn.dropout(gf.matmul(gf.cast(input_x, gf.float32), w), keep)
+            gf.argmax(scores, 1, name="predictions")
+        init = gf.global_variables_initializer()
+        assert graph.get_operation_by_name(init.name).outputs == []  # an op with no value
+        with gf.Session() as sess:
+            sess.run(init)
+            expected = sess.run("output/predictions:0", {input_x: words, keep: 1.0})
+            gf.train.Saver().save(sess, prefix)
+    graph = gf.Graph()
+    with graph.as_default():
+        sess = gf.Session()
+        with sess.as_default():
+            saver = gf.train.import_meta_graph(f"{prefix}.meta")
+            saver.restore(sess, prefix)
+            input_x = graph.get_operation_by_name("input_x").outputs[0]
+            keep = graph.get_operation_by_name("dropout_keep_prob").outputs[0]
+            op = graph.get_operation_by_name("output/predictions")
+            predictions = op.outputs[0]
+            got = sess.run(predictions, {input_x: words, keep: 1.0})
+    np.testing.assert_array_equal(got, expected)
+    assert op.name == "output/predictions" and op.values() == (predictions,)
+    assert predictions is graph.get_tensor_by_name("output/predictions:0")
+    assert input_x.dtype == gf.int32 and input_x.shape.as_list() == [None, 4]
+    with pytest.raises(ValueError, match="'input_x:0' names a tensor, not an operation"):
+        graph.get_operation_by_name("input_x:0")
+    with pytest.raises(KeyError, match="no tensor named 'output/prediction'"):
+        graph.get_operation_by_name("output/prediction")

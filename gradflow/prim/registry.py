@@ -453,6 +453,8 @@ def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name=None) 
         converted = _registered_conversion(value, dtype, name)
         if converted is not None:
             return converted
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        return _packed(value, dtype, name or "packed")
     if dtype is None and like is not None and like.dtype is not None:
         dtype = _weak_dtype(value, like)
     return constant(value, dtype=dtype, name=name, _graph=like.graph if like is not None else None)
@@ -474,6 +476,42 @@ def _registered_conversion(value, dtype, name):
                                     "tensor")
                 return convert_to_tensor(result, dtype=dtype)
     return None
+def _holds_tensor(value) -> bool:
+    """Whether the (nested) list or tuple ``value`` holds a tensor anywhere."""
+    return any(isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor")
+               or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in value)
+
+
+def _first_tensor(value) -> Tensor:
+    """The first tensor of the (nested) list or tuple ``value``, depth first."""
+    for v in value:
+        if isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor"):
+            return convert_to_tensor(v)
+        if isinstance(v, (list, tuple)) and _holds_tensor(v):
+            return _first_tensor(v)
+    raise ValueError("no tensor in the list")
+
+
+def _packed(value, dtype, name) -> Tensor:
+    """TF1's packing of a (nested) list that holds tensors, such as ``[x[0], x[1] * 2]``
+    or ``[[a, 0.0], [0.0, b]]``: the elements stacked along a new first axis. Python
+    numbers beside the tensors take their dtype (when it keeps their value); tensors of
+    different dtypes are an error, as in TF1."""
+    like = _first_tensor(value)
+    parts = []
+    for v in value:
+        if isinstance(v, (list, tuple)) and _holds_tensor(v):
+            part = _packed(v, dtype, None)
+        else:
+            part = convert_to_tensor(v, dtype=dtype, like=like)
+        if part.dtype is not like.dtype and dtype is None:
+            raise TypeError(f"a list packed into a tensor holds '{like.name}' of dtype "
+                            f"{like.dtype.name} and '{part.name}' of dtype {part.dtype.name}")
+        parts.append(part)
+    if len(parts) == 1:
+        return apply("expand_dims", parts, axes=(0,), name=name)
+    parts = [apply("expand_dims", [part], axes=(0,)) for part in parts]
+    return apply("concat", parts, axis=0, name=name)
 
 
 def _weak_dtype(value, like):
