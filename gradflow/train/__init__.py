@@ -95,12 +95,11 @@ from gradflow.summary.legacy import SummaryWriter  # noqa: E402 - tf.train.Summa
 __all__ += ["SummaryWriter"]
 
 from gradflow.train.meta_graph import (  # noqa: E402 - TF1's meta graph files
-    MetaGraphDef,
     export_meta_graph,
     import_meta_graph,
 )
 
-__all__ += ["MetaGraphDef", "export_meta_graph", "import_meta_graph"]
+__all__ += ["export_meta_graph", "import_meta_graph"]  # MetaGraphDef is tf.MetaGraphDef
 
 from gradflow.train.basic_hooks import (  # noqa: E402 - TF1's other session hooks
     FeedFnHook,
