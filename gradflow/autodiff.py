@@ -45,7 +45,7 @@ def _gradient_rule(node):
 
 
 def _differentiable(t) -> bool:
-    return t.dtype is not None and t.dtype.is_floating
+    return t.dtype is not None and (t.dtype.is_floating or t.dtype.is_complex)
 
 
 def _reachable(ys, xs_set, stops):

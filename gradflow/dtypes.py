@@ -27,7 +27,8 @@ class DType:
 
     def __init__(self, name: str, kind: str, bits: int):
         self.name = name
-        self.kind = kind  # "f" floating, "i" signed integer, "u" unsigned integer, "b" boolean
+        # "f" floating, "i" signed integer, "u" unsigned integer, "b" boolean, "c" complex
+        self.kind = kind
         self.bits = bits
 
     @property
@@ -56,8 +57,12 @@ class DType:
 
     @property
     def is_complex(self) -> bool:
-        """Always false: gradflow has no complex types."""
-        return False
+        """Whether it is ``complex64`` or ``complex128``.
+
+        >>> gf.complex64.is_complex
+        True
+        """
+        return self.kind == "c"
 
     @property
     def is_quantized(self) -> bool:
@@ -86,7 +91,10 @@ class DType:
 
     @property
     def real_dtype(self) -> "DType":
-        """The dtype itself (there are no complex dtypes)."""
+        """The dtype of the real part: ``float32`` for ``complex64``, ``float64`` for
+        ``complex128``, else the dtype itself."""
+        if self.kind == "c":
+            return float32 if self.bits == 64 else float64
         return self
 
     @property
@@ -105,7 +113,7 @@ class DType:
         return self._limits()[1]
 
     def _limits(self):
-        if self.is_bool:
+        if self.is_bool or self.is_complex:
             raise TypeError(f"cannot find the minimum or maximum value of {self.name}")
         info = np.finfo(self.name) if self.is_floating else np.iinfo(self.name)
         cast = float if self.is_floating else int
@@ -155,6 +163,11 @@ uint16 = DType("uint16", "u", 16)
 uint32 = DType("uint32", "u", 32)
 uint64 = DType("uint64", "u", 64)
 bool_ = DType("bool", "b", 8)
+# Complex numbers (TF1 ``tf.complex64``, ``tf.complex128``): only the ops that say so take
+# them (``OpDef.takes_complex``: ``complex``, ``real``, ``imag``, ``conj``, the Fourier
+# transforms, casts, sums, ``+ - *`` and reshapes); any other op refuses them.
+complex64 = DType("complex64", "c", 64)
+complex128 = DType("complex128", "c", 128)
 # Byte strings (TF1 ``tf.string``): host values only, NumPy object arrays of ``bytes``,
 # carried by input pipelines (``gf.data.TextLineDataset``) and ``py_func``.
 string = DType("string", "O", 0)
@@ -164,7 +177,7 @@ half = float16
 double = float64
 
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-       bool_)
+       bool_, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL + (string,)}
 # TF1's string aliases: "float" is float32 in TensorFlow, whatever NumPy says.
 _ALIASES = {"half": float16, "float": float32, "double": float64}
@@ -174,7 +187,8 @@ def as_dtype(value) -> DType:
     """Turn a DType, a TF1 dtype name, a NumPy dtype or a Python type into a DType.
 
     Strings are TF1's names (``"float32"``, ``"float"`` = float32, ``"double"``,
-    ``"half"``, ``"uint8"``, ...); Python ``float`` is float32, ``int`` int64.
+    ``"half"``, ``"uint8"``, ``"complex64"``, ...); Python ``float`` is float32, ``int``
+    int64, ``complex`` complex128.
     """
     if isinstance(value, DType):
         return value
@@ -186,6 +200,8 @@ def as_dtype(value) -> DType:
         return float32
     if value in (bytes, str):
         return string
+    if value is complex:
+        return complex128
     if isinstance(value, str):
         found = _BY_NAME.get(value) or _ALIASES.get(value)
         if found is None:

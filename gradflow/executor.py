@@ -553,14 +553,14 @@ def _refuse_wrapping_ints(tensor, array, np_dtype):
 
 
 def _as_array(tensor, value):
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
         return value
     try:
         array = np.asarray(value)
     except Exception as err:
         raise InvalidArgumentError(f"cannot feed {type(value).__name__} to '{tensor.name}': "
                                    f"{err}") from None
-    if array.dtype.kind not in "biuf":
+    if array.dtype.kind not in "biufc":
         raise InvalidArgumentError(
             f"cannot feed a value of dtype {array.dtype} to '{tensor.name}' "
             f"({tensor.dtype.name}): not a numeric array")

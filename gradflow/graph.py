@@ -248,6 +248,11 @@ class Operation(Tensor):
         """TF1: the operation itself."""
         return self
 
+    @property
+    def outputs(self) -> list:
+        """TF1: the tensors the operation makes: none."""
+        return []
+
     def run(self, feed_dict=None, session=None):
         """Run this operation in ``session`` (default: the default session)."""
         return _find_session(session, self).run(self, feed_dict=feed_dict)
@@ -466,7 +471,16 @@ class Graph:
         hint = f"; did you mean {' or '.join(repr(c + ':0') for c in close)}?" if close else ""
         return f"the graph has no tensor named {name!r}{hint}"
 
-    get_operation_by_name = get_tensor_by_name
+    def get_operation_by_name(self, name: str):
+        """TF1: the operation named ``name``, whose ``outputs[0]`` is the tensor
+        ``name + ':0'``; ``KeyError`` if none.
+
+        >>> x = g.get_operation_by_name("input_x").outputs[0]
+        """
+        if ":" in name:
+            raise ValueError(f"get_operation_by_name: {name!r} names a tensor, not an "
+                             f"operation; use get_tensor_by_name, or drop the ':0'")
+        return self.get_tensor_by_name(name).op
 
     def get_operations(self) -> list:
         """Every node of the graph, in the order they were made."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.graph import Graph
-from gradflow.graph_io import GraphDef, GraphDefError, as_graph_def
+from gradflow.graph_io import GraphDef, GraphDefError, as_graph_def, import_graph_def
 
 
 def _plain_name(name: str) -> str:
@@ -112,4 +112,12 @@ def _graph_def(graph_or_graph_def):
                     f"{type(graph_or_graph_def).__name__}")
 
 
-__all__ = ["convert_variables_to_constants", "extract_sub_graph"]
+def tensor_shape_from_node_def_name(graph, input_name):
+    """The static shape of the tensor ``input_name`` of ``graph`` (an op name, or a
+    tensor name with ``:0``) (TF1 ``tf.graph_util.tensor_shape_from_node_def_name``)."""
+    name = input_name if ":" in input_name else input_name + ":0"
+    return graph.get_tensor_by_name(name).get_shape()
+
+
+__all__ = ["convert_variables_to_constants", "extract_sub_graph", "import_graph_def",
+           "tensor_shape_from_node_def_name"]

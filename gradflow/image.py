@@ -13,14 +13,62 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow import dtypes
+from gradflow.ops.image_box_ops import (  # noqa: F401 - TF1's tf.image names
+    combined_non_max_suppression,
+    crop_and_resize,
+    draw_bounding_boxes,
+    non_max_suppression,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
+    ssim,
+)
+from gradflow.ops.image_extra_ops import (  # noqa: F401 - TF1's tf.image names
+    area_matrix,
+    bicubic_matrix,
+    extract_image_patches,
+    extract_patches,
+    resize_separable,
+    rgb_to_yiq,
+    rgb_to_yuv,
+    rot90,
+    sobel_edges,
+    transpose_image,
+    yiq_to_rgb,
+    yuv_to_rgb,
+)
+from gradflow.ops.image_ops import (  # noqa: F401 - TF1's tf.image names
+    adjust_gamma,
+    adjust_hue,
+    adjust_saturation,
+    convert_image_dtype,
+    crop_to_bounding_box,
+    grayscale_to_rgb,
+    hsv_to_rgb,
+    image_gradients,
+    pad_to_bounding_box,
+    psnr,
+    rgb_to_grayscale,
+    rgb_to_hsv,
+    total_variation,
+)
 from gradflow.prim import image_io as _image_io  # noqa: F401 - registers decode_image
 from gradflow.prim.registry import apply, convert_to_tensor
 
-__all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
-           "convert_image_dtype", "decode_bmp", "decode_image", "decode_jpeg", "decode_png",
-           "flip_left_right", "flip_up_down", "per_image_standardization", "per_image_whitening",
-           "random_brightness", "random_contrast", "random_crop", "random_flip_left_right",
-           "resize_images", "resize_image_with_crop_or_pad"]
+__all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
+           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+           "decode_bmp", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg",
+           "encode_png", "flip_left_right", "flip_up_down", "grayscale_to_rgb", "hsv_to_rgb",
+           "image_gradients", "pad_to_bounding_box", "per_image_standardization",
+           "per_image_whitening", "psnr", "random_brightness", "random_contrast", "random_crop",
+           "random_flip_left_right", "random_flip_up_down", "random_hue", "random_saturation",
+           "resize_bilinear", "resize_images", "resize_image_with_crop_or_pad",
+           "resize_nearest_neighbor", "rgb_to_grayscale", "rgb_to_hsv", "total_variation",
+           "combined_non_max_suppression", "crop_and_resize", "draw_bounding_boxes",
+           "extract_image_patches", "extract_patches", "non_max_suppression",
+           "non_max_suppression_padded", "non_max_suppression_with_scores", "resize",
+           "resize_area", "resize_bicubic", "resize_image_with_pad", "resize_with_crop_or_pad",
+           "rgb_to_yiq", "rgb_to_yuv", "rot90", "sobel_edges", "ssim", "transpose",
+           "transpose_image", "yiq_to_rgb", "yuv_to_rgb"]
 
 
 def _decoded(fmt, contents, channels, dtype, name, allowed):
@@ -152,20 +200,27 @@ def _resize_axis(x, axis, in_size, out_size, method, align_corners):
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
     """``images`` resized to ``size`` ``[new_height, new_width]`` (TF1
-    ``tf.image.resize_images``): bilinear (float32 result, as TF1) or nearest neighbour
-    (the input's dtype). The result is differentiable in the input. The input's height
-    and width may be known only at run time (a decoded image): the sampling positions
-    are then computed at run time, with the same bits."""
+    ``tf.image.resize_images``, ``tf.image.resize``): bilinear (float32 result, as TF1),
+    nearest neighbour (the input's dtype), bicubic or area (float32; TF1's legacy
+    kernels, the height and width known when the graph is built). The result is
+    differentiable in the input. For bilinear and nearest, the input's height and width
+    may be known only at run time (a decoded image): the sampling positions are then
+    computed at run time, with the same bits."""
     from gradflow.ops.array_ops import squeeze
     from gradflow.ops.math_ops import cast
 
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
-        raise NotImplementedError("resize_images: only BILINEAR and NEAREST_NEIGHBOR are "
-                                  "supported")
+    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR,
+                      ResizeMethod.BICUBIC, ResizeMethod.AREA):
+        raise ValueError(f"resize_images: unknown method {method!r}")
     if preserve_aspect_ratio:
         raise NotImplementedError("resize_images: preserve_aspect_ratio is not supported")
     x, added = _batched(images, "resize_images")
     height, width = (int(d) for d in size)
+    if method in (ResizeMethod.BICUBIC, ResizeMethod.AREA):
+        build = bicubic_matrix if method == ResizeMethod.BICUBIC else area_matrix
+        out = resize_separable(x if x.dtype is dtypes.float32 else cast(x, dtypes.float32),
+                               height, width, build, align_corners)
+        return squeeze(out, [0], name=name) if added else out
     if method == ResizeMethod.BILINEAR and x.dtype is not dtypes.float32 \
             and x.dtype is not dtypes.float64:
         x = cast(x, dtypes.float32)
@@ -176,12 +231,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
     return squeeze(out, [0], name=name) if added else out
 
 
-def random_flip_left_right(image, seed=None):
-    """``image`` mirrored left to right with probability 1/2, a new draw each run (each
-    image of a batch on its own draw).
-
-    >>> augmented = gf.image.random_flip_left_right(images)
-    """
+def _random_flip(image, seed, axis_of_3d, what):
     from gradflow.ops.array_ops import reshape
     from gradflow.ops.index_ops import shape
     from gradflow.ops.math_ops import less, where
@@ -190,14 +240,28 @@ def random_flip_left_right(image, seed=None):
 
     x = convert_to_tensor(image)
     if x.shape is None or len(x.shape) not in (3, 4):
-        raise ValueError(f"random_flip_left_right: '{x.name}' must be 3-D or 4-D, got shape "
-                         f"{x.shape}")
+        raise ValueError(f"{what}: '{x.name}' must be 3-D or 4-D, got shape {x.shape}")
     batched = len(x.shape) == 4
     draw = random_uniform(shape(x)[:1] if batched else [], seed=seed)
     flip = less(draw, 0.5)
     if batched:
         flip = reshape(flip, (-1, 1, 1, 1))
-    return where(flip, reverse(x, [2 if batched else 1]), x)
+    return where(flip, reverse(x, [axis_of_3d + 1 if batched else axis_of_3d]), x)
+
+
+def random_flip_left_right(image, seed=None):
+    """``image`` mirrored left to right with probability 1/2, a new draw each run (each
+    image of a batch on its own draw).
+
+    >>> augmented = gf.image.random_flip_left_right(images)
+    """
+    return _random_flip(image, seed, 1, "random_flip_left_right")
+
+
+def random_flip_up_down(image, seed=None):
+    """``image`` mirrored top to bottom with probability 1/2, a new draw each run (each
+    image of a batch on its own draw)."""
+    return _random_flip(image, seed, 0, "random_flip_up_down")
 
 
 def _image(image, what):
@@ -356,28 +420,136 @@ def central_crop(image, central_fraction):
     return x[tuple(key)]
 
 
-def convert_image_dtype(image, dtype, saturate=False, name=None):
-    """``image`` as ``dtype``, its values scaled between the types' ranges (TF1): an
-    integer image's maximum becomes 1.0 in a float type, and back."""
-    from gradflow.ops.math_ops import cast, clip_by_value
-
-    x = convert_to_tensor(image)
-    dtype = dtypes.as_dtype(dtype)
-    if dtype is x.dtype:
-        return x
-    if x.dtype.is_integer and dtype.is_floating:
-        return cast(x, dtype) * (1.0 / float(x.dtype.max))
-    if x.dtype.is_floating and dtype.is_integer:
-        scaled = x * (float(dtype.max) + 0.5)
-        if saturate:
-            scaled = clip_by_value(scaled, float(dtype.min), float(dtype.max))
-        return cast(scaled, dtype)
-    if x.dtype.is_floating and dtype.is_floating:
-        return cast(x, dtype)
-    raise NotImplementedError(f"convert_image_dtype: {x.dtype.name} to {dtype.name} is not "
-                              "supported")
-
-
 def per_image_whitening(image):
     """``per_image_standardization`` under its name before TF 1.0."""
     return per_image_standardization(image)
+
+
+def random_saturation(image, lower, upper, seed=None):
+    """``adjust_saturation`` by one factor drawn in ``[lower, upper)`` per run (TF1)."""
+    from gradflow.ops.state_ops import random_uniform
+
+    if not 0 <= lower < upper:
+        raise ValueError(f"random_saturation: need 0 <= lower < upper, got {lower}, {upper}")
+    return adjust_saturation(image, random_uniform([], lower, upper, seed=seed))
+
+
+def random_hue(image, max_delta, seed=None):
+    """``adjust_hue`` by one delta drawn in ``[-max_delta, max_delta)`` per run (TF1;
+    ``max_delta`` in [0, 0.5])."""
+    from gradflow.ops.state_ops import random_uniform
+
+    if not 0 <= max_delta <= 0.5:
+        raise ValueError(f"random_hue: max_delta must be in [0, 0.5], got {max_delta}")
+    return adjust_hue(image, random_uniform([], -max_delta, max_delta, seed=seed))
+
+
+def _legacy_resize(images, size, method, align_corners, half_pixel_centers, name, what):
+    from gradflow.ops.math_ops import cast
+
+    if half_pixel_centers:
+        raise NotImplementedError(f"{what}: half_pixel_centers=True is not supported (TF1's "
+                                  "default pixel alignment is)")
+    out = resize_images(images, size, method=method, align_corners=align_corners)
+    if method == ResizeMethod.BILINEAR and out.dtype is not dtypes.float32:
+        out = cast(out, dtypes.float32)  # TF1's ResizeBilinear op gives float32
+    return out if name is None else _named(out, name)
+
+
+def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    """``images`` resized to ``size`` by bilinear sampling, a float32 result (TF1's
+    ``tf.image.resize_bilinear``; ``resize_images``' pixel alignment). Differentiable."""
+    return _legacy_resize(images, size, ResizeMethod.BILINEAR, align_corners,
+                          half_pixel_centers, name, "resize_bilinear")
+
+
+def resize_nearest_neighbor(images, size, align_corners=False, name=None,
+                            half_pixel_centers=False):
+    """``images`` resized to ``size`` by nearest-neighbour sampling, in their dtype (TF1's
+    ``tf.image.resize_nearest_neighbor``)."""
+    return _legacy_resize(images, size, ResizeMethod.NEAREST_NEIGHBOR, align_corners,
+                          half_pixel_centers, name, "resize_nearest_neighbor")
+
+
+def _encoded(image, fmt, name, **options):
+    x = convert_to_tensor(image)
+    what = f"encode_{fmt}"
+    if x.shape is None or len(x.shape) != 3:
+        raise ValueError(f"{what}: '{x.name}' must be one image [height, width, channels], "
+                         f"got shape {x.shape}")
+    allowed = (1, 3) if fmt == "jpeg" else (1, 2, 3, 4)
+    if x.shape[2] is not None and int(x.shape[2]) not in allowed:
+        raise ValueError(f"{what}: '{x.name}' must have {' or '.join(map(str, allowed))} "
+                         f"channels, got {x.shape[2]}")
+    if x.dtype is not dtypes.uint8:
+        raise TypeError(f"{what}: '{x.name}' must be uint8, got {x.dtype.name}")
+    return apply("encode_image", [x], name=name or f"Encode{fmt.capitalize()}", format=fmt,
+                 shape=(), dtype=dtypes.string, **options)
+
+
+def encode_png(image, compression=-1, name=None):
+    """The PNG file's bytes of the ``uint8`` image ``[height, width, channels]`` (1 to 4
+    channels), a string scalar (TF1 ``tf.image.encode_png``), made by Pillow on the host:
+    the pixels are exact; the bytes may differ from TensorFlow's (another zlib setting)."""
+    if not -1 <= int(compression) <= 9:
+        raise ValueError(f"encode_png: compression must be in [-1, 9], got {compression}")
+    return _encoded(image, "png", name, quality=int(compression))
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
+                optimize_size=False, chroma_downsampling=True, density_unit="in",
+                x_density=300, y_density=300, xmp_metadata="", name=None):
+    """The JPEG file's bytes of the ``uint8`` image ``[height, width, channels]`` (1 or 3
+    channels), a string scalar (TF1 ``tf.image.encode_jpeg``), made by Pillow
+    (libjpeg) on the host at ``quality``, with 4:2:0 chroma unless
+    ``chroma_downsampling`` is false."""
+    if format not in ("", "grayscale", "rgb") or xmp_metadata:
+        raise NotImplementedError("encode_jpeg: only format '', 'grayscale' or 'rgb' without "
+                                  "xmp_metadata is supported")
+    if not 0 <= int(quality) <= 100:
+        raise ValueError(f"encode_jpeg: quality must be in [0, 100], got {quality}")
+    return _encoded(image, "jpeg", name, quality=int(quality), progressive=bool(progressive),
+                    optimize=bool(optimize_size), subsampling=2 if chroma_downsampling else 0,
+                    dpi=(int(x_density), int(y_density)), channels=format)
+
+
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    """``images`` resized to ``size`` by TF1's legacy bicubic kernel (Keys' cubic, its
+    weight table, edge pixels repeated), a float32 result (TF1
+    ``tf.image.resize_bicubic``). Differentiable."""
+    return _legacy_resize(images, size, ResizeMethod.BICUBIC, align_corners,
+                          half_pixel_centers, name, "resize_bicubic")
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    """``images`` resized to ``size``, each output pixel the mean of the input area it
+    covers, a float32 result (TF1 ``tf.image.resize_area``). Differentiable."""
+    return _legacy_resize(images, size, ResizeMethod.AREA, align_corners, False, name,
+                          "resize_area")
+
+
+resize = resize_images
+resize_with_crop_or_pad = resize_image_with_crop_or_pad
+transpose = transpose_image
+
+
+def resize_image_with_pad(image, target_height, target_width,
+                          method=ResizeMethod.BILINEAR, align_corners=False):
+    """``image`` resized, keeping its aspect ratio, to fit ``target_height`` x
+    ``target_width``, then padded with zeros about its centre to that size (TF1); its
+    height and width must be known."""
+    from gradflow.ops.image_ops import pad_to_bounding_box
+
+    x = _image(image, "resize_image_with_pad")
+    height, width = x.shape[-3], x.shape[-2]
+    if height is None or width is None:
+        raise ValueError(f"resize_image_with_pad: the height and width of '{x.name}' must "
+                         "be known")
+    f32 = np.float32
+    ratio = max(f32(width) / f32(target_width), f32(height) / f32(target_height))
+    new_h, new_w = f32(height) / ratio, f32(width) / ratio
+    resized = resize_images(x, [int(np.floor(new_h)), int(np.floor(new_w))], method,
+                            align_corners)
+    top = max(0, int(np.floor((f32(target_height) - new_h) / f32(2))))
+    left = max(0, int(np.floor((f32(target_width) - new_w) / f32(2))))
+    return pad_to_bounding_box(resized, top, left, target_height, target_width)

@@ -40,7 +40,8 @@ __all__ = [
     "constant", "global_variables", "glorot_normal", "glorot_uniform", "he_normal",
     "he_uniform", "identity", "identity_initializer", "lecun_normal", "lecun_uniform",
     "local_variables", "ones", "orthogonal", "orthogonal_initializer", "random_normal",
-    "random_uniform", "truncated_normal", "variables", "variance_scaling",
+    "random_uniform", "truncated_normal", "uniform_unit_scaling",
+    "uniform_unit_scaling_initializer", "variables", "variance_scaling",
     "variance_scaling_initializer", "zeros",
 ]
 
@@ -117,6 +118,31 @@ class variance_scaling_initializer(Initializer):  # noqa: N801 - TF1 name
         """The constructor's arguments, as a dict (Keras's initializer protocol)."""
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
                 "seed": self.seed, "dtype": self.dtype.name}
+
+
+class uniform_unit_scaling_initializer(Initializer):  # noqa: N801 - TF1 name
+    """Uniform values in ``±factor * sqrt(3 / n)``, ``n`` the product of every dimension
+    but the last (at least 1) (TF1 ``tf.uniform_unit_scaling_initializer``, also
+    ``tf.initializers.uniform_unit_scaling``), so that ``x @ W`` keeps the scale of
+    ``x``."""
+
+    def __init__(self, factor=1.0, seed=None, dtype=dtypes.float32):
+        self.factor = factor
+        self.seed = seed
+        self.dtype = _float_dtype(dtype, "uniform_unit_scaling_initializer")
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _float_dtype(dtype if dtype is not None else self.dtype,
+                             "uniform_unit_scaling_initializer")
+        shape = tuple(int(d) for d in shape)
+        scale_shape = shape if partition_info is None else partition_info.full_shape
+        n = max(float(np.prod([float(d) for d in scale_shape[:-1]])), 1.0)
+        limit = math.sqrt(3.0 / n) * self.factor
+        return state_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
+
+    def get_config(self):
+        """The constructor's arguments, as a dict (Keras's initializer protocol)."""
+        return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
 
 
 def _draw_orthogonal(rng, attrs):
@@ -212,6 +238,7 @@ def he_uniform(seed=None):
 variance_scaling = variance_scaling_initializer
 orthogonal = orthogonal_initializer
 identity = identity_initializer
+uniform_unit_scaling = uniform_unit_scaling_initializer
 # TF1's tf.initializers.variables / global_variables / local_variables build init ops
 variables = variables_initializer
 global_variables = global_variables_initializer

@@ -30,13 +30,17 @@ from gradflow.ops.math_ops import (
 )
 from gradflow.ops.math_ops import (
     cast,
+    div_no_nan,
     divide,
     equal,
+    greater,
     log,
+    maximum,
     minimum,
     multiply,
     ones_like,
     relu,
+    square,
     squared_difference,
     subtract,
     where,
@@ -54,7 +58,8 @@ from gradflow.variables import GraphKeys, add_to_collection, get_collection
 __all__ = [
     "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss",
     "cosine_distance", "get_losses", "get_regularization_loss", "get_regularization_losses",
-    "get_total_loss", "hinge_loss", "huber_loss", "log_loss", "mean_squared_error",
+    "get_total_loss", "hinge_loss", "huber_loss", "log_loss", "mean_pairwise_squared_error",
+    "mean_squared_error",
     "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy",
 ]
 
@@ -292,6 +297,36 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None,
         labels, predictions = _pair(labels, predictions, "mean_squared_error")
         losses = squared_difference(predictions, labels)
         return _weighted(losses, weights, loss_collection, reduction)
+
+
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=GraphKeys.LOSSES):
+    """For each example (first axis), the mean over every pair of its elements of
+    ``((p_i - p_j) - (l_i - l_j)) ** 2``, counted over the elements of nonzero weight,
+    times the weights and summed over the batch (TF1's; float32). ``weights`` is a scalar
+    or broadcasts to ``labels``."""
+    _require(labels=labels, predictions=predictions)
+    with _scoped(scope, "mean_pairwise_squared_error"):
+        labels = cast(convert_to_tensor(labels), dtypes.float32)
+        predictions = cast(convert_to_tensor(predictions), dtypes.float32)
+        labels, predictions = _pair(labels, predictions, "mean_pairwise_squared_error")
+        weights = _weights_tensor(weights, dtypes.float32)
+        _check_broadcastable(weights, labels)
+        diffs = subtract(predictions, labels)
+        if diffs.shape is None:
+            raise ValueError(f"mean_pairwise_squared_error: the rank of '{predictions.name}' "
+                             "must be known when the graph is built")
+        axis = list(range(1, len(diffs.shape)))
+        present = where(equal(weights, 0.0), zeros_like(weights), ones_like(weights))
+        n = reduce_sum(_broadcast_weights(present, diffs), axis=axis, keepdims=True)
+        term1 = 2.0 * div_no_nan(reduce_sum(square(diffs), axis=axis, keepdims=True),
+                                 maximum(n - 1.0, 0.0))
+        term2 = 2.0 * div_no_nan(square(reduce_sum(diffs, axis=axis, keepdims=True)),
+                                 maximum(n * (n - 1.0), 0.0))
+        loss = reduce_sum(multiply(term1 - term2, weights))
+        loss = where(greater(reduce_sum(n), 0.0), loss, zeros_like(loss), name="value")
+        add_loss(loss, loss_collection)
+        return loss
 
 
 def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,

@@ -22,9 +22,9 @@ WARNING = _logging.WARNING
 ERROR = _logging.ERROR
 FATAL = _logging.FATAL
 
-__all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "WARN", "debug", "error", "fatal", "flush",
-           "get_logger", "get_verbosity", "info", "log", "log_every_n", "log_first_n",
-           "log_if", "set_verbosity", "vlog", "warn", "warning"]
+__all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "TaskLevelStatusMessage", "WARN", "debug",
+           "error", "fatal", "flush", "get_logger", "get_verbosity", "info", "log", "log_every_n",
+           "log_first_n", "log_if", "set_verbosity", "vlog", "warn", "warning"]
 
 _lock = _threading.Lock()
 _logger = None
@@ -84,6 +84,15 @@ warn = warning
 
 def error(msg, *args, **kwargs):
     get_logger().error(msg, *args, **kwargs)
+
+
+def TaskLevelStatusMessage(msg):  # noqa: N802 - TF1's name
+    """Log ``msg`` at ``ERROR`` level, as TF1's ``tf.logging.TaskLevelStatusMessage`` does.
+
+    >>> gf.logging.TaskLevelStatusMessage("task 3 of 8 done")
+    ERROR:gradflow:task 3 of 8 done
+    """
+    error(msg)
 
 
 def fatal(msg, *args, **kwargs):

@@ -550,3 +550,30 @@ def test_split_in_the_pre_1_0_argument_order_says_so():
     x = tf.placeholder(tf.float32, (4, 2))
     with pytest.raises(TypeError, match="split.value, num_or_size_splits, axis."):
         tf.split(0, 2, x)
+
+
+def test_a_list_holding_tensors_is_packed_into_one_tensor(backend):
+    """TF1 converts a (nested) list that holds tensors by stacking it (``Pack``, named
+    ``packed``), Python numbers taking the tensors' dtype. TensorFlow 2.21's values for
+    the same statements (``tf.compat.v1``, run once): packed [[1.5, 0], [0, -4]], sum 2.5,
+    gradient [1, 8], shapes (2, 2) and (1,); its errors are TypeErrors too."""
+    x = tf.placeholder(tf.float32, [2])
+    a, b = x[0], x[1]
+    packed = tf.convert_to_tensor([[a, 0.0], [0.0, b * 2]])
+    total = tf.reduce_sum([a, b, 3])
+    grad = tf.gradients(tf.reduce_sum(packed * [[1., 2.], [3., 4.]]), x)[0]
+    one = tf.convert_to_tensor([a])
+    assert packed.shape.as_list() == [2, 2] and one.shape.as_list() == [1]
+    assert packed.dtype is tf.float32 and packed.name == "packed"
+    got = run(backend, [packed, total, grad, one], {x: [1.5, -2.0]})
+    np.testing.assert_array_equal(got[0], np.float32([[1.5, 0.0], [0.0, -4.0]]))
+    assert got[1] == np.float32(2.5)
+    np.testing.assert_array_equal(got[2], np.float32([1.0, 8.0]))
+    np.testing.assert_array_equal(got[3], np.float32([1.5]))
+    i = tf.constant(3, name="i")
+    with pytest.raises(TypeError):
+        tf.convert_to_tensor([i, 2.5])  # TF1: Expected int32, but got 2.5
+    with pytest.raises(TypeError, match="'i' of dtype int32"):
+        tf.convert_to_tensor([a, i])
+    with pytest.raises(ValueError):
+        tf.convert_to_tensor([x, a])  # shapes (2,) and () do not stack

@@ -214,3 +214,26 @@ def test_newaxis_inserts_an_axis_in_indexing():
     x = gf.constant([[1.0, 2.0], [3.0, 4.0]])
     with gf.Session() as sess:
         assert sess.run(x[:, -1, gf.newaxis]).tolist() == [[2.0], [4.0]]  # gpt-2's sample.py
+
+
+def test_vocabulary_processor_maps_documents_to_padded_word_ids(tmp_path):
+    # a text CNN's preprocessing: ids in the order words are first seen, 0 for padding and
+    # for words unseen at fit time; TF1's tokenizer splits acronyms and CamelCase words
+    from gradflow.contrib import learn
+
+    docs = ["the cat sat", "the dog, the cat!", "it's a well-known NASAProgram"]
+    vp = learn.preprocessing.VocabularyProcessor(4)
+    rows = np.array(list(vp.fit_transform(docs)))
+    assert rows.dtype == np.int64 and rows.tolist() == [[1, 2, 3, 0], [1, 4, 1, 2],
+                                                        [5, 6, 7, 8]]
+    assert len(vp.vocabulary_) == 10  # <UNK> and 9 words ("NASA", "Program" the last two)
+    assert list(vp.reverse([[8, 9, 0]])) == ["NASA Program <UNK>"]
+    assert [r.tolist() for r in vp.transform(["a bird sat"])] == [[6, 0, 3, 0]]
+    vp.save(str(tmp_path / "vocab"))
+    back = learn.preprocessing.VocabularyProcessor.restore(str(tmp_path / "vocab"))
+    assert back.max_document_length == 4 and len(back.vocabulary_) == 10
+    assert [r.tolist() for r in back.transform(docs[1:2])] == [[1, 4, 1, 2]]
+    # min_frequency keeps words seen more often, renumbered by count, ties alphabetically
+    vp = learn.preprocessing.VocabularyProcessor(3, min_frequency=1)
+    rows = [r.tolist() for r in vp.fit_transform(["b a c", "c a", "a b d"])]
+    assert rows == [[2, 1, 3], [3, 1, 0], [1, 2, 0]]  # a: 3 times, b and c: twice, d: once

@@ -54,9 +54,11 @@ def _every_op(dtype):
     w = gf.placeholder(other, (n,), "w")
     unary = [gf.negative, gf.abs, gf.exp, gf.expm1, gf.log, gf.log1p, gf.sqrt, gf.square,
              gf.tanh, gf.sin, gf.cos, gf.nn.sigmoid, gf.nn.relu, gf.zeros_like, gf.ones_like,
-             gf.floor, gf.ceil]
+             gf.floor, gf.ceil, gf.tan, gf.asin, gf.acos, gf.atan, gf.sinh, gf.cosh, gf.asinh,
+             gf.acosh, gf.atanh]
     binary = [gf.add, gf.subtract, gf.multiply, gf.divide, gf.maximum, gf.minimum, gf.greater,
-              gf.greater_equal, gf.less, gf.less_equal, gf.equal, gf.not_equal]
+              gf.greater_equal, gf.less, gf.less_equal, gf.equal, gf.not_equal, gf.atan2,
+              gf.div_no_nan, gf.math.multiply_no_nan]
     outs = [f(a) for f in unary] + [f(a, b) for f in binary]
     outs += [gf.logical_and(c, d), gf.logical_or(c, d), gf.logical_not(c), gf.where(c, a, b),
              gf.cast(c, dtype), gf.cast(w, dtype)]

@@ -42,8 +42,35 @@ def test_other_spellings():
     with pytest.raises(TypeError, match="gradflow has no dtype named 'int'; use one of "
                        "float16, .*, float, double"):
         gf.as_dtype("int")
-    with pytest.raises(TypeError, match="gradflow has no dtype for .*complex128"):
-        gf.as_dtype(np.complex128)
+    assert gf.as_dtype(np.complex128) is gf.complex128 and gf.as_dtype(complex) is gf.complex128
+    assert gf.as_dtype("complex64") is gf.complex64
+
+
+def test_complex_dtypes():
+    assert gf.complex64.is_complex and not gf.complex64.is_floating
+    assert not gf.float32.is_complex
+    assert gf.complex64.real_dtype is gf.float32 and gf.complex128.real_dtype is gf.float64
+    assert gf.float32.real_dtype is gf.float32
+    assert gf.complex64.size == 8 and gf.complex64.as_numpy_dtype is np.complex64
+    with pytest.raises(TypeError, match="minimum or maximum value of complex64"):
+        _ = gf.complex64.max
+
+
+def test_complex_constants_feeds_and_fetches(backend):
+    z = gf.placeholder(gf.complex128, [2])
+    c = gf.constant([1 + 2j, 3j])
+    assert c.dtype is gf.complex128
+    out = gf.Session().run(z * 2.0 + c - z, {z: np.array([1 - 1j, 2.0])})
+    np.testing.assert_allclose(out, [2 + 1j, 2 + 3j])
+
+
+def test_ops_without_complex_support_refuse_it():
+    z = gf.complex(gf.constant([1.0]), gf.constant([2.0]))
+    with pytest.raises(TypeError, match="exp: '.*' is a complex64 tensor, and exp does not "
+                       "take complex tensors"):
+        gf.exp(z)
+    with pytest.raises(TypeError, match="must be complex64 or complex128, got float32"):
+        gf.signal.fft(gf.constant([1.0]))
 
 
 def test_float_strings_mean_float32_at_run_time(backend):

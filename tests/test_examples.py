@@ -8,7 +8,6 @@ on every CPU backend available here (CuPy where there is a GPU).
 from __future__ import annotations
 
 import importlib.util
-import io
 import os
 import re
 import shlex
@@ -169,13 +168,14 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     assert Path(straight["png"]) == tmp_path / "out" / f"{name}_curves_numpy.png"
     ckpt = str(tmp_path / "ckpt")
     module.main(common + ["--epochs", "1", "--checkpoint-dir", ckpt])
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", *ckpt_files("model-4")]
     capsys.readouterr()
     resumed = module.main(common + ["--epochs", "2", "--checkpoint-dir", ckpt, "--resume"])
     out = capsys.readouterr().out
     assert "MNIST read from /small/mnist" in out
     assert "resumed from" in out and "epoch 1:" not in out and "epoch 2:" in out
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json",
+                                        *ckpt_files("model-4", "model-8")]
     # The history came back with the checkpoint: the curves go on from epoch 1.
     assert resumed["epochs"] == [1, 2] and len(resumed["losses"]) == 8
     assert resumed["losses"][:4] == straight["losses"][:4]
@@ -185,6 +185,11 @@ def test_mnist_examples_checkpoint_and_resume(name, tmp_path, monkeypatch, capsy
     else:  # dropout masks after a resume come from a fresh random stream
         assert resumed["accuracies"][0] == straight["accuracies"][0]
         assert 0 <= resumed["accuracies"][1] <= 1
+
+
+def ckpt_files(*prefixes):
+    """The files of the checkpoints ``prefixes``: each one's index, data file and meta graph."""
+    return sorted(p + s for p in prefixes for s in (".data-00000-of-00001", ".index", ".meta"))
 
 
 def test_a_backend_that_cannot_run_is_one_line_before_the_data_is_read(monkeypatch, capsys):
@@ -440,7 +445,7 @@ def test_mnist_ctrl_c_in_training_keeps_the_checkpoint_and_says_how_to_resume(
     assert line.startswith("interrupted at epoch 2, step 6; the last checkpoint is "
                            f"{ckpt / 'model-4'} (epoch 1, step 4); resume with: python ")
     assert resume_args(line, "mnist_mlp.py") == args + ["--resume"]
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", *ckpt_files("model-4")]
     monkeypatch.undo()
     small_mnist(monkeypatch)
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
@@ -461,20 +466,26 @@ def test_mnist_ctrl_c_inside_a_save_leaves_the_last_checkpoint_whole(
     args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
             "--epochs", "2", "--checkpoint-dir", str(ckpt)]
     straight = mlp.main(args[:-2])
-    real = saver._write_npz
+    real, replace = saver._write_checkpoint, os.replace
     calls = []
 
-    def write_then_interrupt(file, arrays):
-        calls.append(1)
-        if len(calls) == 2:  # the save after epoch 2: half written, then Ctrl-C
-            real(io.BytesIO(), dict(list(arrays.items())[:2]))
+    def interrupted(src, dst):
+        if str(dst).endswith(".index"):
             raise KeyboardInterrupt
-        real(file, arrays)
+        replace(src, dst)
 
-    monkeypatch.setattr(saver, "_write_npz", write_then_interrupt)
+    def write_then_interrupt(base, arrays):
+        calls.append(1)
+        if len(calls) == 2:  # the save after epoch 2: its data file in place, then Ctrl-C
+            with monkeypatch.context() as patch:
+                patch.setattr(os, "replace", interrupted)
+                real(base, arrays)
+        real(base, arrays)
+
+    monkeypatch.setattr(saver, "_write_checkpoint", write_then_interrupt)
     line = run_interrupted(mlp.main, args, capsys)
     assert f"the last checkpoint is {ckpt / 'model-4'} (epoch 1, step 4)" in line
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", *ckpt_files("model-4")]
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
     assert resumed["accuracies"] == straight["accuracies"]
     assert resumed["epochs"] == [1, 2]  # the history written before the failed save is cut
@@ -492,20 +503,21 @@ def test_mnist_real_sigint_during_a_save_lets_the_save_finish(tmp_path, monkeypa
     ckpt = tmp_path / "ckpt"
     args = ["--batch-size", "16", "--out", str(tmp_path / "out"), "--backend", "numpy",
             "--epochs", "3", "--checkpoint-dir", str(ckpt)]
-    real = saver._write_npz
+    real = saver._write_checkpoint
     calls = []
 
-    def signal_while_writing(file, arrays):
+    def signal_while_writing(base, arrays):
         calls.append(1)
         if len(calls) == 2:
             os.kill(os.getpid(), signal.SIGINT)
-        real(file, arrays)
+        real(base, arrays)
 
-    monkeypatch.setattr(saver, "_write_npz", signal_while_writing)
+    monkeypatch.setattr(saver, "_write_checkpoint", signal_while_writing)
     line = run_interrupted(mlp.main, args, capsys)
     assert line.startswith(f"interrupted at epoch 2, step 8; the last checkpoint is "
                            f"{ckpt / 'model-8'} (epoch 2, step 8)")
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json", "model-4", "model-8"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "history.json",
+                                        *ckpt_files("model-4", "model-8")]
     resumed = mlp.main(resume_args(line, "mnist_mlp.py"))
     assert resumed["epochs"] == [1, 2, 3]
 

@@ -18,6 +18,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from test_saver import write_old_checkpoint
 
 import gradflow as gf
 from gradflow import protowire
@@ -380,14 +381,15 @@ def test_the_rebuilt_table_of_the_fixture_reads_as_the_original(tmp_path):
     assert gf.train.list_variables(str(folder)) == want
 
 
-# -- 5. gradflow's checkpoint header: missing or mistyped fields -------------------------
+# -- 5. the header of an earlier gradflow's checkpoint: missing or mistyped fields ----------
 
 
 def _saved_checkpoint(tmp_path):
-    with gf.Graph().as_default():
-        gf.Variable(np.arange(3, dtype=np.float32), name="w")
-        with gf.Session() as sess:
-            return gf.train.Saver().save(sess, str(tmp_path / "model"), global_step=1)
+    """A checkpoint as gradflow wrote it before it wrote TensorFlow's layout (one .npz
+    with a JSON header), which restores still."""
+    path = str(tmp_path / "model-1")
+    write_old_checkpoint(path, {"w": np.arange(3, dtype=np.float32)}, 1)
+    return path
 
 
 HEADERS = {

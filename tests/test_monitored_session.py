@@ -67,8 +67,10 @@ def test_monitored_training_session_stops_saves_and_restores(tmp_path):
             sess.run(train)
             runs += 1
     assert runs == 7
-    saved = sorted(f for f in os.listdir(tmp_path) if f.startswith("model.ckpt-"))
+    saved = sorted(f.removesuffix(".index") for f in os.listdir(tmp_path)
+                   if f.startswith("model.ckpt-") and f.endswith(".index"))
     assert saved == ["model.ckpt-0", "model.ckpt-3", "model.ckpt-6", "model.ckpt-7"]
+    assert all(os.path.exists(os.path.join(tmp_path, f + ".meta")) for f in saved)
     with gf.train.MonitoredTrainingSession(
             checkpoint_dir=str(tmp_path), save_checkpoint_secs=None,
             hooks=[gf.train.StopAtStepHook(num_steps=2)]) as sess:

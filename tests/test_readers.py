@@ -326,3 +326,25 @@ def test_decode_csv_defaults_quotes_and_bad_records():
     with pytest.raises(TypeError, match="column 0 must be int32, int64, float32, float64 or "
                                         "string, got bool"):
         gf.decode_csv(lines, record_defaults=[[True]])
+
+
+def test_csv_columns_batched_as_python_slices_of_the_decoded_list(tmp_path):
+    """A regression program's input: ``tf.train.batch([xy[0:-1], xy[-1:]])`` on the list
+    ``decode_csv`` returns; each slice of tensors is packed into one tensor, as TF1 does."""
+    scores = tmp_path / "scores.csv"
+    scores.write_text("".join(f"{i},{i + 1},{2 * i},{3 * i + 1}\n" for i in range(12)))
+    filename_queue = gf.train.string_input_producer([str(scores)], shuffle=False,
+                                                    name="filename_queue")
+    key, value = gf.TextLineReader().read(filename_queue)
+    xy = gf.decode_csv(value, record_defaults=[[0.], [0.], [0.], [0.]])
+    train_x_batch, train_y_batch = gf.train.batch([xy[0:-1], xy[-1:]], batch_size=5)
+    assert train_x_batch.shape.as_list() == [5, 3] and train_y_batch.shape.as_list() == [5, 1]
+    with gf.Session() as sess:
+        coord = gf.train.Coordinator()
+        threads = gf.train.start_queue_runners(sess=sess, coord=coord)
+        x_batch, y_batch = sess.run([train_x_batch, train_y_batch])
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=30)
+    rows = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(x_batch, np.stack([rows, rows + 1, 2 * rows], 1))
+    np.testing.assert_array_equal(y_batch, (3 * rows + 1)[:, None])

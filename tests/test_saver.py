@@ -1,5 +1,10 @@
 """gf.train.Saver: roundtrips across backends, resuming training, index, atomicity, TF1
-arguments, and the exact text of every error (what is wrong and what to do)."""
+arguments, and the exact text of every error (what is wrong and what to do).
+
+A checkpoint ``prefix`` is TensorFlow's V2 layout, ``prefix.index`` and
+``prefix.data-00000-of-00001`` (``tests/test_tf_checkpoint_writer.py`` checks its bytes
+against TensorFlow's); ``write_old_checkpoint`` writes the single ``.npz`` file of
+earlier gradflow versions, which still restores."""
 
 from __future__ import annotations
 
@@ -11,7 +16,27 @@ import pytest
 
 import gradflow as gf
 from gradflow.train import saver as saver_module
+from gradflow.train import tf_checkpoint_writer
 from gradflow.train.saver import CheckpointError
+
+DATA = ".data-00000-of-00001"
+
+
+def files(*prefixes):
+    """The file names of the checkpoints ``prefixes``: index, data file and meta graph of
+    each (``Saver.save`` writes the meta graph by default, as TF1's)."""
+    return sorted(name for p in prefixes for name in (p + DATA, p + ".index", p + ".meta"))
+
+
+def write_old_checkpoint(path, arrays, global_step=None):
+    """A checkpoint as gradflow wrote it before it wrote TensorFlow's layout: one .npz,
+    each array under its name, and a JSON ``__header__``."""
+    header = {"format_version": 1, "names": list(arrays),
+              "shapes": [list(np.shape(a)) for a in arrays.values()],
+              "dtypes": [np.asarray(a).dtype.name for a in arrays.values()],
+              "global_step": global_step}
+    with open(path, "wb") as f:
+        np.savez(f, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
 
 X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [-2.0, 1.0, 0.5], [0.1, 0.2, 0.3]],
              dtype=np.float32)
@@ -88,9 +113,13 @@ def test_max_to_keep_and_latest_checkpoint(tmp_path):
     with gf.Session() as sess:
         sess.run(m["init"])
         paths = [saver.save(sess, tmp_path / "model", global_step=s) for s in range(4)]
-    assert [os.path.exists(p) for p in paths] == [False, False, True, True]
+    assert [gf.train.checkpoint_exists(p) for p in paths] == [False, False, True, True]
     assert gf.train.latest_checkpoint(tmp_path) == paths[-1]
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-2", "model-3"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + files("model-2", "model-3")
+    lines = (tmp_path / "checkpoint").read_text().splitlines()  # TensorFlow's text format
+    assert lines[:3] == ['model_checkpoint_path: "model-3"', 'all_model_checkpoint_paths: '
+                         '"model-2"', 'all_model_checkpoint_paths: "model-3"']
+    assert [line.split(":")[0] for line in lines[3:]] == ["all_model_checkpoint_timestamps"] * 2
 
 
 def test_var_list_dict_and_subset(tmp_path):
@@ -115,11 +144,10 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
         before = values(sess, gf.global_variables())
         sess.run(m["train"])
 
-        def broken(file, arrays):
-            file.write(b"PK\x03\x04 half a zip")
+        def broken(base, arrays):
             raise OSError("disk full")
 
-        monkeypatch.setattr(saver_module, "_write_npz", broken)
+        monkeypatch.setattr(saver_module, "_write_checkpoint", broken)
         with pytest.raises(OSError, match="disk full"):
             saver.save(sess, tmp_path / "model")
         monkeypatch.undo()
@@ -131,7 +159,19 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
         with pytest.raises(OSError, match="fsync failed"):
             saver.save(sess, tmp_path / "model")
         monkeypatch.undo()
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model"]
+
+        replace = os.replace
+
+        def index_rename_fails(src, dst):  # after the new data file took the old one's place
+            if str(dst).endswith(".index"):
+                raise OSError("rename failed")
+            replace(src, dst)
+
+        monkeypatch.setattr(tf_checkpoint_writer.os, "replace", index_rename_fails)
+        with pytest.raises(OSError, match="rename failed"):
+            saver.save(sess, tmp_path / "model")
+        monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + files("model")
     assert gf.train.latest_checkpoint(tmp_path) == path
     with gf.Session() as sess:
         saver.restore(sess, path)
@@ -139,13 +179,14 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
 
 
 def corrupt_truncated(path):
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[: len(data) // 2])
+    """Cut the data file of checkpoint ``path`` to half its size."""
+    data = open(path + DATA, "rb").read()
+    open(path + DATA, "wb").write(data[: len(data) // 2])
     return len(data) // 2
 
 
 def corrupt_garbage(path):
-    open(path, "wb").write(b"not a checkpoint at all")
+    open(path + ".index", "wb").write(b"not a checkpoint at all")
 
 
 def raises(exc, fn, *args):
@@ -155,14 +196,15 @@ def raises(exc, fn, *args):
     return str(info.value)
 
 
-def damaged(path, size):
-    return (f"checkpoint {path} is damaged: the archive ends too soon, after {size} bytes, as "
-            "when a copy or a write is cut short by a crash or a full disk (BadZipFile: File is "
-            "not a zip file); nothing was restored. ")
+def damaged(path, name, start, end):
+    """The message of checkpoint ``path`` whose data file ends before tensor ``name``."""
+    return (f"checkpoint {path} is a TensorFlow checkpoint that cannot be read: its data file "
+            f"{path}{DATA} ends before tensor '{name}' (bytes {start}-{end}), as when a copy is "
+            "cut short; nothing was restored. ")
 
 
 @pytest.mark.parametrize("case", ["missing", "shape", "dtype", "truncated", "garbage",
-                                  "no file"])
+                                  "old garbage", "no file"])
 def test_restore_errors_change_nothing(tmp_path, case, backend):
     with gf.Graph().as_default():
         gf.Variable(np.ones((2, 2), np.float32), name="a")
@@ -181,12 +223,20 @@ def test_restore_errors_change_nothing(tmp_path, case, backend):
     none_left = f"There is no other checkpoint in {tmp_path}: restore a backup, or start from " \
         "the initial values."
     if case == "truncated":
-        expected = damaged(path, corrupt_truncated(path)) + none_left
+        corrupt_truncated(path)  # 'a' (16 bytes) and 'c' (12 bytes), cut to 14 bytes
+        expected = damaged(path, "a", 0, 16) + none_left
     elif case == "garbage":
         corrupt_garbage(path)
-        expected = (f"checkpoint {path} is not a gradflow checkpoint, or is corrupt: it is not a "
-                    "NumPy .npz archive (it starts with b'not a ch'); nothing was restored. "
-                    + none_left)
+        expected = (f"checkpoint {path} is a TensorFlow checkpoint that cannot be read: its "
+                    f"index {path}.index is not a TensorFlow checkpoint index, or is cut short "
+                    "(23 bytes, no table footer); nothing was restored. " + none_left)
+    elif case == "old garbage":  # a file without an .index: not an earlier gradflow's either
+        os.remove(path + ".index")
+        os.remove(path + DATA)
+        open(path, "wb").write(b"not a checkpoint at all")
+        expected = (f"checkpoint {path} is not a checkpoint, or is corrupt: there is no "
+                    f"{path}.index, and the file is not the .npz of an earlier gradflow either "
+                    "(it starts with b'not a ch'); nothing was restored. " + none_left)
     elif case == "no file":
         path = str(tmp_path / "nowhere")
         expected = (f"checkpoint {path}: no such file. Checkpoints in {tmp_path}: saved. The "
@@ -252,7 +302,8 @@ def test_restore_none_says_where_latest_checkpoint_looked(tmp_path, backend):
             f"{start}, and its last search, in {empty}, found none: {empty} has no "
             f"'checkpoint' index, so nothing was saved there{end}")
         path = saver.save(sess, empty / "model", global_step=m["step"])
-        os.rename(path, empty / "moved")
+        for suffix in (".index", DATA):
+            os.rename(path + suffix, f"{empty / 'moved'}{suffix}")
         assert raises(CheckpointError, saver.restore, sess,
                       gf.train.latest_checkpoint(empty)) == (
             f"{start}, and its last search, in {empty}, found none: the index in {empty} lists "
@@ -307,21 +358,22 @@ def test_damaged_newest_checkpoint_names_the_intact_earlier_one(tmp_path, backen
             path = saver.save(sess, tmp_path / "model", global_step=m["step"])
             saved[path] = values(sess, gf.global_variables())
     newest, previous = f"{tmp_path / 'model'}-4", f"{tmp_path / 'model'}-3"
-    size = corrupt_truncated(newest)
+    corrupt_truncated(newest)  # 64 bytes cut to 32, in the middle of 'w' (the first read)
+    cut = damaged(newest, "w", 28, 40)
     assert gf.train.latest_checkpoint(tmp_path) == newest  # TF1: the newest recorded one
     with gf.Session(backend=backend) as sess:
         sess.run(m["init"])
         before = values(sess, gf.global_variables())
-        assert raises(CheckpointError, saver.restore, sess, newest) == damaged(newest, size) + (
+        assert raises(CheckpointError, saver.restore, sess, newest) == cut + (
             f"The newest intact checkpoint in the same folder is {previous} (global step 3): it "
             f"loads and matches these variables; saver.restore(sess, {previous!r}) resumes "
             "from it.")
         assert_same(values(sess, gf.global_variables()), before)  # nothing restored
         corrupt_garbage(previous)  # the next one is damaged too: skipped, and said so
         older = f"{tmp_path / 'model'}-2"
-        assert raises(CheckpointError, saver.restore, sess, newest) == damaged(newest, size) + (
+        assert raises(CheckpointError, saver.restore, sess, newest) == cut + (
             f"The newest intact checkpoint in the same folder is {older} (global step 2) "
-            f"(model-3 is not a checkpoint): it loads and matches these variables; "
+            f"(model-3 is damaged): it loads and matches these variables; "
             f"saver.restore(sess, {older!r}) resumes from it.")
         saver.restore(sess, older)
         assert_same(values(sess, gf.global_variables()), saved[older])
@@ -333,17 +385,18 @@ def test_damaged_checkpoint_with_no_intact_one_left(tmp_path):
     with gf.Session() as sess:
         paths = [saver.save(sess, tmp_path / "model", global_step=s) for s in range(2)]
     corrupt_truncated(paths[1])
-    data = bytearray(open(paths[0], "rb").read())
+    data = bytearray(open(paths[0] + DATA, "rb").read())
     at = data.find(np.linspace(-1, 1, 3, dtype=np.float32).tobytes())
     data[at] ^= 0xFF  # one flipped byte in the values of 'w': the CRC check finds it
-    open(paths[0], "wb").write(bytes(data))
+    open(paths[0] + DATA, "wb").write(bytes(data))
     with gf.Session() as sess:
         message = raises(CheckpointError, saver.restore, sess, paths[1])
         assert message.endswith(f"No other checkpoint in {tmp_path} can be restored (model-0 is "
                                 "damaged): restore a backup, or start from the initial values.")
         assert raises(CheckpointError, saver.restore, sess, paths[0]).startswith(
-            f"checkpoint {paths[0]} is damaged: the data in it is corrupt (BadZipFile: Bad "
-            "CRC-32 for file 'w.npy'); nothing was restored. ")
+            f"checkpoint {paths[0]} is a TensorFlow checkpoint that cannot be read: tensor 'w' "
+            f"in {paths[0]}{DATA} fails its checksum: the data file is damaged; nothing was "
+            "restored. ")
 
 
 def test_a_foreign_npz_and_a_newer_format_are_named(tmp_path):
@@ -391,10 +444,10 @@ def test_save_gives_uninitialized_variables_their_initial_value(tmp_path, backen
     with gf.Session(backend=backend) as sess:
         sess.load_variable(w, [4.0, 5.0])
         path = gf.train.Saver().save(sess, tmp_path / "m")
-        with np.load(path) as npz:
-            assert npz["v"] == np.float32(1.5)
-            np.testing.assert_array_equal(npz["w"], [4.0, 5.0])  # initialized ones untouched
-            np.testing.assert_array_equal(npz["r"], sess.run(r))  # saved = the session's value
+        saved = gf.train.load_checkpoint(path)
+        assert saved.get_tensor("v") == np.float32(1.5)
+        np.testing.assert_array_equal(saved.get_tensor("w"), [4.0, 5.0])  # initialized: kept
+        np.testing.assert_array_equal(saved.get_tensor("r"), sess.run(r))  # the session's value
         assert sess.run(v) == np.float32(1.5)
 
 
@@ -460,9 +513,9 @@ def test_tf1_arguments_are_accepted(tmp_path):
                           meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
                           strip_default_attrs=False, save_debug_info=False)
         assert path == f"{tmp_path / 'model'}-00000007"
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-00000007"]  # no .meta
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + files("model-00000007")
         side = saver.save(sess, tmp_path / "side", write_state=False)
-        assert saver_module.checkpoint_exists(side) and os.path.isfile(side)
+        assert saver_module.checkpoint_exists(side) and os.path.isfile(side + ".index")
         assert gf.train.latest_checkpoint(tmp_path) == path
         own = saver.save(sess, tmp_path / "own", latest_filename="own_index")
         assert gf.train.latest_checkpoint(tmp_path, latest_filename="own_index") == own
@@ -499,21 +552,50 @@ def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
             clock[0] = at
             saver.save(sess, tmp_path / "model", global_step=step)
     # model-0 (before the first hour) goes; model-1 (after it) stays on disk, off the index.
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1", "model-3"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + files("model-1", "model-3")
     state = saver_module.get_checkpoint_state(tmp_path)
     assert state.all_model_checkpoint_paths == [f"{tmp_path / 'model'}-3"]
     assert state.last_preserved_timestamp == 5000.0
 
 
-def test_header_describes_variables(tmp_path):
+def test_the_index_describes_variables(tmp_path):
     m = build()
     with gf.Session() as sess:
         sess.run(m["init"])
         path = gf.train.Saver().save(sess, tmp_path / "m", global_step=7)
-    with np.load(path, allow_pickle=False) as npz:
-        header = json.loads(npz["__header__"].tobytes())
-        assert header["global_step"] == 7
-        assert header["format_version"] == 1
-        i = header["names"].index("w")
-        assert header["shapes"][i] == [3, 1] and header["dtypes"][i] == "float32"
-        assert npz["global_step"].dtype == np.int64
+    reader = gf.train.load_checkpoint(path)
+    assert reader.get_variable_to_shape_map()["w"] == [3, 1]
+    assert reader.get_variable_to_dtype_map()["w"] == gf.float32
+    assert reader.get_tensor("global_step").dtype == np.int64
+    assert reader.get_tensor("global_step") == 0  # the variable's value; 7 names the file
+    assert path.endswith("m-7")
+
+
+def test_a_checkpoint_of_an_earlier_gradflow_restores_and_a_save_replaces_it(tmp_path):
+    """The single .npz file earlier versions wrote (and their JSON index) still restores;
+    a save to its name writes TensorFlow's layout and removes it; rotation deletes the
+    old files of the series as it does the new ones."""
+    m = build()
+    with gf.Session() as sess:
+        sess.run(m["init"])
+        sess.run(m["train"])
+        old = values(sess, gf.global_variables())
+    for step in (1, 2):
+        write_old_checkpoint(tmp_path / f"model-{step}", old, step)
+    (tmp_path / "checkpoint").write_text(json.dumps({
+        "model_checkpoint_path": "model-2", "all_model_checkpoint_paths": ["model-1", "model-2"],
+        "all_model_checkpoint_timestamps": [1.0, 2.0], "last_preserved_timestamp": 0.0}))
+    saver = gf.train.Saver(max_to_keep=2)
+    with gf.Session() as sess:
+        saver.restore(sess, gf.train.latest_checkpoint(tmp_path))
+        assert_same(values(sess, gf.global_variables()), old)
+        assert gf.train.list_variables(tmp_path)[0] == ("b", [1])
+        sess.run(m["train"])
+        newer = values(sess, gf.global_variables())
+        saver.save(sess, tmp_path / "model", global_step=2)  # over the old model-2
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1"] + files("model-2")
+        saver.save(sess, tmp_path / "model", global_step=3)  # rotates model-1 out
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + files("model-2", "model-3")
+    with gf.Session() as sess:
+        saver.restore(sess, tmp_path / "model-2")
+        assert_same(values(sess, gf.global_variables()), newer)

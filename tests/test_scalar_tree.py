@@ -20,7 +20,8 @@ def _ops(tree):
 
 
 _UNARY = {"negative", "exp", "log", "log1p", "sqrt", "square", "abs", "tanh", "floor", "ceil",
-          "sin", "cos", "expm1", "sigmoid", "relu", "cast", "zeros_like", "ones_like"}
+          "sin", "cos", "expm1", "sigmoid", "relu", "cast", "zeros_like", "ones_like",
+          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}
 _BOOL_RESULT = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                 "logical_and", "logical_or", "logical_not"}
 

@@ -25,6 +25,11 @@ def _model():
     return w, gf.assign_add(w, np.ones(3, np.float32))
 
 
+def _files(*prefixes):
+    """The files of the checkpoints ``prefixes``: each one's index, data file and meta graph."""
+    return sorted(p + s for p in prefixes for s in (".data-00000-of-00001", ".index", ".meta"))
+
+
 def _hostile_index(folder, entries):
     (folder / "checkpoint").write_text(json.dumps({
         "model_checkpoint_path": entries[-1],
@@ -58,8 +63,8 @@ def test_a_hostile_index_makes_rotation_delete_nothing_outside_the_folder(tmp_pa
     assert absolute.read_text() == "precious too"
     assert inside.read_text() == "keep me"
     assert fake.read_text() == "not a checkpoint"
-    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-1", "model-2", "model-3",
-                                        "model-4", "notes.txt"]
+    assert sorted(os.listdir(ckpt)) == ["checkpoint", "model-1", *_files("model-2", "model-3",
+                                                                       "model-4"), "notes.txt"]
     assert gf.train.latest_checkpoint(ckpt) == str(ckpt / "model-4")
 
 
@@ -82,7 +87,8 @@ def test_resuming_rotates_out_the_earlier_runs_checkpoints(tmp_path):
                  for s in range(2)]
     with gf.Session() as sess:  # a new process would see the same: another Saver
         gf.train.Saver(max_to_keep=2).save(sess, tmp_path / "model", global_step=5)
-    assert not os.path.exists(first[0]) and os.path.exists(first[1])
+    assert not gf.train.checkpoint_exists(first[0]) and gf.train.checkpoint_exists(first[1])
+    assert not os.path.exists(first[0] + ".data-00000-of-00001")
 
 
 _KILLED_MID_SAVE = textwrap.dedent("""
@@ -110,7 +116,7 @@ def test_a_killed_save_leaves_a_temporary_that_the_next_save_removes(tmp_path):
         proc.wait()
         proc.stdout.close()
     [orphan] = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
-    assert os.path.getsize(tmp_path / orphan) > 800_000
+    assert os.path.getsize(tmp_path / orphan) == 800_000  # the data file's temporary
     alive = tmp_path / f".model.{os.getpid()}.def456.tmp"  # a save in progress elsewhere
     alive.write_bytes(b"being written")
     unrelated = tmp_path / ".model.tmp"
@@ -118,7 +124,8 @@ def test_a_killed_save_leaves_a_temporary_that_the_next_save_removes(tmp_path):
     w, _ = _model()
     with gf.Session() as sess:
         gf.train.Saver().save(sess, tmp_path / "model")
-    assert set(os.listdir(tmp_path)) == {".model.tmp", alive.name, "checkpoint", "model"}
+    assert set(os.listdir(tmp_path)) == {".model.tmp", alive.name, "checkpoint",
+                                         *_files("model")}
 
 
 # -- the kernel cache -----------------------------------------------------------------

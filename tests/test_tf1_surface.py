@@ -292,7 +292,7 @@ def test_apply_regularization():
 
 @pytest.fixture
 def fresh_flags():
-    return app.FlagValues()
+    return gf.flags.FlagValues()
 
 
 def _define(flags):
@@ -318,24 +318,27 @@ def test_flags_parse_and_leave_the_rest(fresh_flags):
     assert fresh_flags.data_dir == "/tmp/data"
     fresh_flags(["prog", "--fake_data=false", "--shuffle=1"])
     assert fresh_flags.fake_data is False and fresh_flags.shuffle is True
-    assert fresh_flags.epochs == 10  # each parse starts from the defaults
+    assert fresh_flags.epochs == 3  # as TF1's (absl's): a parse sets only the flags given
     fresh_flags.epochs = 7
     assert fresh_flags.epochs == 7 and fresh_flags["epochs"].value == 7
     assert fresh_flags.flag_values_dict()["data_dir"] == "/tmp/data"
-    assert fresh_flags.__flags["mode"] == "train"  # old TF's FLAGS.__flags
+    assert fresh_flags.__flags["mode"].value == "eval"  # TF >= 1.5's FLAGS.__flags: Flags
     with pytest.raises(AttributeError):
         fresh_flags.nope  # noqa: B018
-    with pytest.raises(app.UnrecognizedFlagError):
+    with pytest.raises(gf.flags.UnrecognizedFlagError):
         fresh_flags(["prog", "--unknown"], known_only=False)
     for bad in (["p", "--epochs=x"], ["p", "--epochs=0"], ["p", "--mode=test"],
                 ["p", "--fake_data=maybe"]):
-        with pytest.raises(app.IllegalFlagValueError):
+        with pytest.raises(gf.flags.IllegalFlagValueError):
             fresh_flags(bad)
-    with pytest.raises(app.DuplicateFlagError):
+    with pytest.raises(gf.flags.DuplicateFlagError):
         gf.flags.DEFINE_string("mode", "x", "again", flag_values=fresh_flags)
 
 
-def test_flags_parse_sys_argv_lazily(fresh_flags, monkeypatch):
+def test_flags_parse_sys_argv_lazily(monkeypatch):
+    # gf.flags.FLAGS is this wrapper around absl's global FlagValues, as TF1's tf.flags.FLAGS
+    assert type(gf.flags.FLAGS) is gf.flags._FlagValuesWrapper
+    fresh_flags = gf.flags._FlagValuesWrapper(gf.flags.FlagValues())
     monkeypatch.setattr(sys, "argv", ["prog", "--epochs", "4", "--other"])
     _define(fresh_flags)
     assert not fresh_flags.is_parsed()
@@ -346,7 +349,7 @@ def test_flags_parse_sys_argv_lazily(fresh_flags, monkeypatch):
 
 
 def test_app_run_parses_flags_and_calls_main(monkeypatch):
-    flags = app.FlagValues()
+    flags = gf.flags.FlagValues()
     monkeypatch.setattr(app, "FLAGS", flags)
     _define(flags)
     seen = {}

@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.data import structure
+from gradflow.data.options import Options
 from gradflow.errors import InvalidArgumentError
 
+INFINITE, UNKNOWN = -1, -2  # TF's INFINITE_CARDINALITY and UNKNOWN_CARDINALITY
 _STAGES: dict = {}  # class name -> a source, transformation or iterator class (``stage``)
 
 
@@ -68,6 +70,11 @@ class Dataset(structure.Elements):
     def _iterate(self, run):
         """Yield the elements, flat tuples of host arrays (one pass)."""
         raise NotImplementedError
+
+    def _cardinality(self, run):
+        """The number of elements, ``INFINITE`` or ``UNKNOWN`` (TF1's rules: a stage
+        that does not know says ``UNKNOWN``); ``run`` holds the captured values."""
+        return UNKNOWN
 
     def _delivered(self, run):
         """The elements as ``get_next`` hands them to the plan (``run.deliver``)."""
@@ -137,6 +144,24 @@ class Dataset(structure.Elements):
         """The elements for which ``predicate`` (traced as ``map``'s function) is true."""
         return _STAGES["Filter"](self, predicate)
 
+    def flat_map(self, map_func):
+        """The elements of the data set ``map_func`` returns for each element, one data
+        set after another (``map_func`` is traced as ``map``'s).
+
+        >>> ds = gf.data.Dataset.from_tensor_slices(files).flat_map(gf.data.TextLineDataset)
+        """
+        return _STAGES["FlatMap"](self, map_func)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None,
+                   num_parallel_calls=None, deterministic=None):
+        """The elements of the data sets ``map_func`` returns for each element, taken
+        ``block_length`` (default 1) at a time from ``cycle_length`` of them in turn
+        (TF's deterministic order; ``None``: the number of CPU cores, as TF's AUTOTUNE).
+
+        >>> ds = files.interleave(gf.data.TFRecordDataset, cycle_length=4, block_length=16)
+        """
+        return _STAGES["Interleave"](self, map_func, cycle_length, block_length)
+
     def batch(self, batch_size, drop_remainder=False):
         """Elements stacked ``batch_size`` at a time; the last batch is smaller unless
         ``drop_remainder``."""
@@ -184,6 +209,20 @@ class Dataset(structure.Elements):
         """The same elements, kept after the first full pass (in memory, or in
         ``filename`` when given) and replayed by later passes."""
         return _STAGES["Cache"](self, filename)
+
+    def with_options(self, options):
+        """The same data set with ``options`` (a ``gf.data.Options``) set; see
+        ``gradflow.data.options`` for what they change here (nothing in the elements)."""
+        return _STAGES["WithOptions"](self, options)
+
+    def options(self):
+        """The ``gf.data.Options`` of this data set: those set upstream, merged with
+        the later ``with_options`` ones (TF1)."""
+        merged = Options()
+        for ds in self._inputs:
+            merged = merged.merge(ds.options())
+        own = getattr(self, "_own_options", None)
+        return merged if own is None else merged.merge(own)
 
     def apply(self, transformation_func):
         """``transformation_func(self)``, for chaining (TF1)."""

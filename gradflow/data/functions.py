@@ -20,6 +20,7 @@ wrap that code in ``gf.py_func``.
 from __future__ import annotations
 
 from gradflow import dtypes
+from gradflow.data.dataset import Dataset
 from gradflow.data.structure import flatten, pack, shape_of
 from gradflow.graph import Tensor, TensorShape, get_default_graph, topological_order
 from gradflow.prim.registry import apply, convert_to_tensor
@@ -34,7 +35,7 @@ _ROWWISE = {"identity", "stop_gradient", "cast", "one_hot"}
 class TracedFunction:
     """``fn`` traced over elements of ``(template, types, shapes)`` (flat lists)."""
 
-    def __init__(self, fn, template, types, shapes, what):
+    def __init__(self, fn, template, types, shapes, what, allow_dataset=False):
         if not callable(fn):
             raise TypeError(f"{what}: expected a function, got {fn!r}")
         self.what = what
@@ -55,6 +56,9 @@ class TracedFunction:
         if isinstance(result, list):  # TF1 takes a returned list as a tuple
             result = tuple(result)
         self.template = result
+        if allow_dataset and isinstance(result, Dataset):  # flat_map's: no outputs
+            self.outputs, self.captures, self.vectorized = [], [], None
+            return
         self.outputs = [_as_output(v, what, self.label) for v in flatten(result)]
         self.captures = _captured(self.outputs, self.args)
         self.vectorized = Vectorized.of(self)
@@ -125,9 +129,12 @@ def _subgraph(outputs, args):
 
 
 def _captured(outputs, args):
-    """The placeholders and variables of the graph that ``outputs`` read besides ``args``."""
+    """The placeholders and variables of the graph that ``outputs`` read besides ``args``,
+    and the arguments of an enclosing function (``flat_map``'s, whose values the run of
+    the inner data set holds)."""
     return [n for n in _subgraph(outputs, args)
-            if n.opdef.kind in ("placeholder", "variable")]
+            if n.opdef.kind in ("placeholder", "variable")
+            or n.opdef.name == "dataset_function_arg"]
 
 
 def _rowwise_order(outputs, args):

@@ -34,6 +34,9 @@ class Prefetch(_Counted):
     def __init__(self, upstream, buffer_size):
         super().__init__(upstream, buffer_size, "prefetch: buffer_size")
 
+    def _cardinality(self, run):
+        return self._upstream._cardinality(run)
+
     def _iterate(self, run):
         return self._prefetched(run, None)
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.data import structure
-from gradflow.data.dataset import Dataset, stage
+from gradflow.data.dataset import INFINITE, UNKNOWN, Dataset, stage
+from gradflow.data.transforms import scalar_argument
 from gradflow.errors import (
     DataLossError,
     GradflowError,
@@ -82,6 +83,9 @@ class TensorSlices(Dataset):
                             for c, a in zip(self._components, arrays)))
         return arrays, lengths.pop()
 
+    def _cardinality(self, run):
+        return self._arrays(run)[1]
+
     def _iterate(self, run):
         arrays, count = self._arrays(run)
         for i in range(count):
@@ -109,6 +113,9 @@ class Tensors(Dataset):
 
     def _own_captures(self):
         return [c for c in self._components if isinstance(c, Tensor)]
+
+    def _cardinality(self, run):
+        return 1
 
     def _iterate(self, run):
         yield tuple(run.value(c) for c in self._components)
@@ -232,18 +239,28 @@ class Range(Dataset):
     def __init__(self, args, output_type=None):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
-        self._range = range(*[int(a) for a in args])
+        # Python ints, or scalar integer tensors (flat_map's arguments) read at the start
+        self._args = [scalar_argument(a, "Dataset.range") for a in args]
         super().__init__(None, [dtypes.as_dtype(output_type or dtypes.int64)], [TensorShape(())])
+
+    def _own_captures(self):
+        return [a for a in self._args if isinstance(a, Tensor)]
+
+    def _range(self, run):
+        return range(*[run.scalar(a) for a in self._args])
+
+    def _cardinality(self, run):
+        return len(self._range(run))
 
     def _iterate(self, run):
         np_type = self._types[0].as_numpy_dtype
-        for i in self._range:
+        for i in self._range(run):
             yield (np.asarray(i, dtype=np_type),)
 
     def _batches(self, run, size, drop_remainder):
         # one batch at a time: a range of 10**12 costs what its batch costs
         np_type = self._types[0].as_numpy_dtype
-        whole = self._range
+        whole = self._range(run)
         count = len(whole)
         stop = count - count % size if drop_remainder else count
         for first in range(0, stop, size):
@@ -262,6 +279,13 @@ class Zip(Dataset):
         template = structure.pack(datasets, [d._template for d in parts])
         super().__init__(template, [t for d in parts for t in d._types],
                          [s for d in parts for s in d._shapes], inputs=parts)
+
+    def _cardinality(self, run):
+        counts = [d._cardinality(run) for d in self._inputs]
+        if UNKNOWN in counts:
+            return UNKNOWN
+        finite = [n for n in counts if n != INFINITE]
+        return min(finite) if finite else INFINITE
 
     def _iterate(self, run):
         streams = [d._iterate(run) for d in self._inputs]
@@ -285,6 +309,12 @@ class Concatenate(Dataset):
         shapes = [structure.most_specific_shape(a, b)
                   for a, b in zip(first._shapes, second._shapes)]
         super().__init__(first._template, first._types, shapes, inputs=(first, second))
+
+    def _cardinality(self, run):
+        counts = [d._cardinality(run) for d in self._inputs]
+        if INFINITE in counts:
+            return INFINITE
+        return UNKNOWN if UNKNOWN in counts else sum(counts)
 
     def _iterate(self, run):
         for ds in self._inputs:

@@ -4,14 +4,14 @@ take, skip, cache, unbatch. (``prefetch`` is in ``gradflow.data.prefetch``.)"""
 from __future__ import annotations
 
 import os
-import pickle
 
 import numpy as np
 
 from gradflow import dtypes
-from gradflow.data import structure
-from gradflow.data.dataset import Dataset, stack, stage
+from gradflow.data import cache_file, structure
+from gradflow.data.dataset import INFINITE, Dataset, stack, stage
 from gradflow.data.functions import TracedFunction, check_predicate
+from gradflow.data.options import Options
 from gradflow.errors import InvalidArgumentError
 from gradflow.graph import Tensor, TensorShape, get_default_graph
 from gradflow.prim.registry import convert_to_tensor
@@ -117,6 +117,10 @@ class Batch(_Unary):
         self._size, self._drop = size, bool(drop_remainder)
         self._scalars = (size,)
 
+    def _cardinality(self, run):
+        return batched_count(self._upstream._cardinality(run), run.scalar(self._size),
+                             self._drop)
+
     def _iterate(self, run):
         yield from self._upstream._batches(run, _positive(run, self._size, "batch_size"),
                                            self._drop)
@@ -147,6 +151,13 @@ class Unbatch(_Unary):
                     f"of rows {sorted(rows)}; they must be the same")
             for i in range(rows.pop()):
                 yield tuple(c[i] for c in element)
+
+
+def batched_count(n, size, drop_remainder):
+    """The number of batches of ``size`` made from ``n`` elements (a cardinality)."""
+    if n < 0:
+        return n
+    return n // size if drop_remainder else -(-n // size)
 
 
 def _positive(run, value, what):
@@ -181,6 +192,10 @@ class PaddedBatch(_Unary):
         self._size, self._drop, self._targets, self._pads = size, bool(drop_remainder), \
             targets, pads
         self._scalars = (size, *[p for p in pads if isinstance(p, Tensor)])
+
+    def _cardinality(self, run):
+        return batched_count(self._upstream._cardinality(run), run.scalar(self._size),
+                             self._drop)
 
     def _iterate(self, run):
         size = _positive(run, self._size, "batch_size")
@@ -244,6 +259,9 @@ class Shuffle(_Unary):
         self._reshuffle = True if reshuffle_each_iteration is None \
             else bool(reshuffle_each_iteration)
 
+    def _cardinality(self, run):
+        return self._upstream._cardinality(run)
+
     def _iterate(self, run):
         size = _positive(run, self._buffer, "shuffle buffer_size")
         rng = run.rng(self, self._graph_seed, self._op_seed, self._position, self._reshuffle)
@@ -270,6 +288,12 @@ class Repeat(_Counted):
     def __init__(self, upstream, count=None):
         super().__init__(upstream, -1 if count is None else count, "repeat: count")
 
+    def _cardinality(self, run):
+        n, count = self._upstream._cardinality(run), run.scalar(self._count)
+        if count < 0:
+            return 0 if n == 0 else INFINITE
+        return n if n < 0 else n * count
+
     def _iterate(self, run):
         count = run.scalar(self._count)
         done = 0
@@ -289,6 +313,14 @@ class Take(_Counted):
 
     def __init__(self, upstream, count):
         super().__init__(upstream, count, "take: count")
+
+    def _cardinality(self, run):
+        n, count = self._upstream._cardinality(run), run.scalar(self._count)
+        if count < 0:
+            return n
+        if n == INFINITE:
+            return count
+        return n if n < 0 else min(n, count)
 
     def _iterate(self, run):
         count = run.scalar(self._count)
@@ -311,6 +343,12 @@ class Skip(_Counted):
     def __init__(self, upstream, count):
         super().__init__(upstream, count, "skip: count")
 
+    def _cardinality(self, run):
+        n, count = self._upstream._cardinality(run), run.scalar(self._count)
+        if count < 0:
+            return 0
+        return n if n < 0 else max(n - count, 0)
+
     def _iterate(self, run):
         count = run.scalar(self._count)
         for seen, element in enumerate(self._upstream._iterate(run)):
@@ -329,6 +367,9 @@ class Cache(_Unary):
         super().__init__(upstream)
         self._file = os.fspath(filename) + ".gfcache" if filename else None
 
+    def _cardinality(self, run):
+        return self._upstream._cardinality(run)
+
     def _iterate(self, run):
         cached = self._load(run)
         if cached is not None:
@@ -345,17 +386,33 @@ class Cache(_Unary):
             return run.caches.get(self)
         if not os.path.exists(self._file):
             return None
-        with open(self._file, "rb") as f:
-            return pickle.load(f)
+        return [tuple(e) for e in cache_file.read(self._file, self._types, self._shapes)]
 
     def _store(self, run, recorded):
         if self._file is None:
             run.caches[self] = recorded
             return
-        partial = self._file + ".partial"
-        with open(partial, "wb") as f:
-            pickle.dump(recorded, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(partial, self._file)
+        cache_file.write(self._file, recorded, self._types)
+
+
+@stage
+class WithOptions(_Unary):
+    """``Dataset.with_options``: the same elements, with options attached."""
+
+    def __init__(self, upstream, options):
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options: expected a gf.data.Options, got {options!r}")
+        super().__init__(upstream)
+        self._own_options = options
+
+    def _cardinality(self, run):
+        return self._upstream._cardinality(run)
+
+    def _iterate(self, run):
+        return self._upstream._iterate(run)
+
+    def _batches(self, run, size, drop_remainder):
+        return self._upstream._batches(run, size, drop_remainder)
 
 
 __all__ = ["Batch", "Cache", "Filter", "Map", "PaddedBatch", "Repeat", "Shuffle", "Skip",

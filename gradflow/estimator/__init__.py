@@ -260,6 +260,7 @@ def _restored_session(est, input_fn, mode, checkpoint_path):
         spec = est._call_model_fn(input_fn, mode)
         with Session(graph=graph, config=est.config.session_config) as sess:
             gf_train.Saver().restore(sess, path)
+            sess.run(_tables_initializer())  # as TF1's Scaffold: vocabulary tables
             yield sess, spec, step
 
 
@@ -270,9 +271,17 @@ def _no_hooks(where, hooks):
 
 
 def _local_initializer():
+    from gradflow.lookup import tables_initializer
+    from gradflow.ops.state_ops import group
     from gradflow.variables import local_variables_initializer
 
-    return local_variables_initializer()
+    return group(local_variables_initializer(), tables_initializer())
+
+
+def _tables_initializer():
+    from gradflow.lookup import tables_initializer
+
+    return tables_initializer()
 
 
 def _features_and_labels(result):

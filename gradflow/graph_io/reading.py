@@ -19,8 +19,8 @@ from gradflow.graph_io._base import (
     GraphDefError,
 )
 from gradflow.graph_io.attr_rules import attr_problem
-from gradflow.graph_io.npz import read_npz
 from gradflow.prim.registry import REGISTRY, HostValue
+from gradflow.safe_npz import read_npz
 
 
 def parse(data, source):

@@ -19,7 +19,9 @@ UNARY = {
     "negative": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
     "sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu", "floor": "Floor", "ceil": "Ceil",
     "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round", "softplus": "Softplus",
-    "softsign": "Softsign", "logical_not": "Not", "is_nan": "IsNaN",
+    "softsign": "Softsign", "logical_not": "Not", "is_nan": "IsNaN", "tan": "Tan", "asin": "Asin",
+    "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh",
+    "acosh": "Acosh", "atanh": "Atanh",
 }
 
 

@@ -25,12 +25,13 @@ refused with an error naming the node.
 
 from __future__ import annotations
 
-from gradflow.graph import Operation, Tensor, TensorShape, get_default_graph
+from gradflow.graph import UNKNOWN_SHAPE, Operation, Tensor, TensorShape, get_default_graph
 from gradflow.ops.array_ops import reduce_any, reduce_sum
 from gradflow.ops.debug_ops import Assert
 from gradflow.ops.index_ops import stack
 from gradflow.ops.math_ops import cast, less_equal
 from gradflow.ops.state_ops import _static_shape, group, identity
+from gradflow.ops.tensor_array_ops import TensorArray
 from gradflow.prim.cond import make_cond
 from gradflow.prim.construct import (  # noqa: F401 - VARIANT: the dtype others import from here
     VARIANT,
@@ -137,7 +138,9 @@ def _branch_outputs(result, recorder, like=None):
     flat = []
     with recorder.recording():
         for leaf in _flatten(result):
-            if leaf is None or isinstance(leaf, Tensor):
+            if isinstance(leaf, TensorArray):
+                flat.append(leaf.flow)
+            elif leaf is None or isinstance(leaf, Tensor):
                 flat.append(leaf)
             elif hasattr(leaf, "_as_graph_tensor"):
                 flat.append(leaf._as_graph_tensor())
@@ -188,8 +191,27 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
                 result = fn()
             structures.append(result)
             results.append((_branch_outputs(result, recorder), recorder.nodes, frozenset()))
+        arrays = _branch_arrays(structures, scope.rstrip("/"))
         flat, _ = make_cond(graph, pred, results, scope.rstrip("/"))
-    return _unpack(_pack(structures[0], flat), strict)
+    return _unpack(_pack(structures[0], _with_arrays(flat, arrays)), strict)
+
+
+def _branch_arrays(structures, name):
+    """Per output slot of a cond, the TensorArray both branches return there (the same
+    array, maybe written differently), or None for a tensor."""
+    true, false = (_flatten(s) for s in structures)
+    arrays = []
+    for k, (a, b) in enumerate(zip(true, false)):
+        if not isinstance(a, TensorArray) and not isinstance(b, TensorArray):
+            arrays.append(None)
+            continue
+        if not isinstance(a, TensorArray) or not isinstance(b, TensorArray) or \
+                a._meta is not b._meta:
+            raise TypeError(f"cond '{name}': output {k} is {a!r} in the true branch and "
+                            f"{b!r} in the false branch; both branches must return the "
+                            "same TensorArray there (written or not)")
+        arrays.append(a)
+    return arrays
 
 
 def _unpack(result, strict):
@@ -282,6 +304,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if loop_vars is None or (_is_sequence(loop_vars) and not _flatten(loop_vars)):
         raise ValueError("while_loop: no loop variables provided")
     leaves = _flatten(loop_vars)
+    arrays = [v if isinstance(v, TensorArray) else None for v in leaves]
+    leaves = [v.flow if a is not None else v for v, a in zip(leaves, arrays)]
     graph = _graph_of_items(leaves)
     with graph.as_default():
         init = [convert_to_tensor(v) for v in leaves]
@@ -289,14 +313,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         if not is_value(v):
             raise TypeError(f"while_loop: the loop variable '{v.name}' is an operation, "
                             "not a tensor")
-    invariants = _invariants(shape_invariants, init)
+    invariants = _invariants(shape_invariants, init, arrays)
     limit = _iteration_limit(maximum_iterations)
     with graph.as_default(), graph.name_scope(name or "while") as scope:
         loop_name = scope.rstrip("/")
         recorder = Recorder(graph)
         with recorder.recording():
             standins = [loop_var(v, inv, v.dtype, "loop_var") for v, inv in zip(init, invariants)]
-            args = _pack(loop_vars, standins)
+            args = _pack(loop_vars, _with_arrays(standins, arrays))
             args = list(args) if isinstance(loop_vars, (list, tuple)) else [args]
             c = cond(*args)
             c = c._as_graph_tensor() if hasattr(c, "_as_graph_tensor") else c
@@ -307,25 +331,32 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             raise TypeError(f"while_loop '{loop_name}': cond must return a scalar bool "
                             f"tensor, got '{c.name}' ({c.dtype.name if c.dtype else 'none'}"
                             f", shape {fmt_shape(c.shape)})")
-        outs = _body_outputs(result, standins, invariants, recorder, loop_name)
+        outs = _body_outputs(result, standins, invariants, recorder, loop_name, arrays)
         finals = make_while(graph, loop_name, init, standins, invariants, c, outs, recorder,
                             limit, back_prop)
-    packed = _pack(loop_vars, finals)
+    packed = _pack(loop_vars, _with_arrays(finals, arrays))
     if not return_same_structure and isinstance(packed, (list, tuple)) and len(packed) == 1:
         return packed[0]
     return packed
 
 
-def _invariants(shape_invariants, init):
+def _with_arrays(flows, arrays):
+    """``flows`` with each TensorArray's flow (``arrays[j]`` not None) as a TensorArray."""
+    return [f if a is None else a._with_flow(f) for f, a in zip(flows, arrays)]
+
+
+def _invariants(shape_invariants, init, arrays):
     """The static shape each loop variable keeps through the loop (``None`` entries may
-    change), checked against the initial values."""
+    change), checked against the initial values; a TensorArray's flow is a scalar (its
+    shape invariant is ignored, as TF1 does)."""
     if shape_invariants is None:
         return [None if v.shape is None else tuple(v.shape) for v in init]
     given = _flatten_invariants(shape_invariants)
     if len(given) != len(init):
         raise ValueError(f"while_loop: {len(given)} shape invariants for {len(init)} "
                          "loop variables")
-    invariants = [_invariant(s, v) for s, v in zip(given, init)]
+    invariants = [() if a is not None else _invariant(s, v)
+                  for s, v, a in zip(given, init, arrays)]
     for v, inv in zip(init, invariants):
         if not compatible(v.shape, inv):
             raise ValueError(f"while_loop: the initial value '{v.name}' has shape "
@@ -349,7 +380,7 @@ def _iteration_limit(maximum_iterations):
 def _flatten_invariants(shape_invariants):
     """Shape invariants flattened like loop variables (a shape is a leaf)."""
     def is_shape(s):
-        return s is None or isinstance(s, TensorShape) or (
+        return s is None or s is UNKNOWN_SHAPE or isinstance(s, (TensorShape, TensorArray)) or (
             isinstance(s, (list, tuple)) and all(d is None or isinstance(d, int) for d in s))
 
     def walk(s):
@@ -362,11 +393,17 @@ def _flatten_invariants(shape_invariants):
     return walk(shape_invariants)
 
 
-def _body_outputs(result, standins, invariants, recorder, loop_name):
+def _body_outputs(result, standins, invariants, recorder, loop_name, arrays):
     leaves = _flatten(result)
     if len(leaves) != len(standins):
         raise ValueError(f"while_loop '{loop_name}': the body returns {len(leaves)} values "
                          f"for {len(standins)} loop variables")
+    for j, (leaf, a) in enumerate(zip(leaves, arrays)):
+        if (a is None) != (not isinstance(leaf, TensorArray)):
+            want = "a TensorArray" if a is not None else "a tensor"
+            raise TypeError(f"while_loop '{loop_name}': loop variable {j} is {want}, but the "
+                            f"body returns {leaf!r} for it")
+    leaves = [leaf.flow if a is not None else leaf for leaf, a in zip(leaves, arrays)]
     outs = []
     with recorder.recording():
         for j, (leaf, s, inv) in enumerate(zip(leaves, standins, invariants)):

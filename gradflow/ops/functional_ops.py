@@ -1,5 +1,5 @@
 """TF1's higher-order functions over the first axis: ``map_fn``, ``foldl``, ``foldr``,
-``scan``.
+``scan``; and the function wrappers ``custom_gradient`` and ``py_function``.
 
 The first axis must be known when the graph is built: the function is applied
 once per element and the results are stacked (an unrolled loop, which the
@@ -9,10 +9,19 @@ executor runs without the cost of a loop construct). TF1 runs them in a
 
 from __future__ import annotations
 
-from gradflow.graph import user_source_line
+import functools
+import inspect
+
+import numpy as np
+
+from gradflow.graph import Operation, user_source_line
 from gradflow.ops.control_flow_ops import _flatten, _pack
+from gradflow.ops.debug_ops import py_func
 from gradflow.ops.index_ops import stack, unstack
-from gradflow.prim.registry import convert_to_tensor
+from gradflow.ops.math_ops import zeros_like
+from gradflow.prim import custom_gradient as _custom  # noqa: F401 - registers its primitive
+from gradflow.prim.registry import apply, convert_to_tensor
+from gradflow.variables import Variable
 
 
 def _elements(what, elems):
@@ -113,4 +122,158 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
     return _stack_results("scan", outputs)
 
 
-__all__ = ["foldl", "foldr", "map_fn", "scan"]
+# -- custom_gradient ----------------------------------------------------------------------
+
+
+def _variables_read(ys, args):
+    """The variables that ``ys`` read, other than through ``args`` (graph order)."""
+    stop, found, seen = set(args), {}, set()
+    pending = [y for y in ys]
+    while pending:
+        node = pending.pop()
+        if node in seen or node in stop:
+            continue
+        seen.add(node)
+        if isinstance(node, Variable):
+            found[node] = None
+            continue
+        pending.extend(node.inputs)
+    return sorted(found, key=lambda v: v.index)
+
+
+def _takes_variables(grad_fn) -> bool:
+    try:
+        params = inspect.signature(grad_fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "variables" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _user_grads(grad_fn, dys, args, variables, fname):
+    """The gradients ``grad_fn`` gives for ``args`` and ``variables``, as tensors or None."""
+    if variables:
+        result = grad_fn(*dys, variables=variables)
+        if not isinstance(result, (list, tuple)) or len(result) != 2:
+            raise TypeError(f"custom_gradient {fname}: grad_fn must return (input gradients, "
+                            "variable gradients) when it is given variables")
+        input_grads, var_grads = result
+        var_grads = list(var_grads) if isinstance(var_grads, (list, tuple)) else [var_grads]
+        if len(var_grads) != len(variables):
+            raise ValueError(f"custom_gradient {fname}: grad_fn returned {len(var_grads)} "
+                             f"variable gradients for {len(variables)} variables")
+    else:
+        input_grads, var_grads = grad_fn(*dys), []
+    input_grads = _flatten(input_grads) if isinstance(input_grads, (list, tuple)) \
+        else [input_grads]
+    if len(input_grads) != len(args):
+        raise ValueError(f"custom_gradient {fname}: grad_fn returned {len(input_grads)} "
+                         f"gradients for {len(args)} inputs")
+    return [None if g is None else convert_to_tensor(g, like=x)
+            for g, x in zip(input_grads + var_grads, list(args) + list(variables))]
+
+
+def custom_gradient(f=None):
+    """Decorator: ``f(*args)`` returns ``(y, grad_fn)``, and the gradient of ``y`` is what
+    ``grad_fn(*dys)`` says for ``args`` (TF1 ``tf.custom_gradient``, graph mode).
+
+    ``y`` is a tensor or a (nested) list/tuple of tensors; ``grad_fn`` takes one
+    gradient per tensor of ``y`` and returns one per argument. When ``f`` reads
+    variables (not given as arguments), ``grad_fn(*dys, variables=...)`` receives them
+    and returns ``(argument gradients, variable gradients)``. Where ``y`` has several
+    tensors, the gradient that reaches each is passed with zeros for the others, and
+    the results are added (``grad_fn`` is taken to be linear in ``dys``).
+
+    >>> @gf.custom_gradient
+    ... def clip_grad(x):
+    ...     return gf.identity(x), lambda dy: gf.clip_by_norm(dy, 1.0)
+    """
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"custom_gradient {f.__name__}: keyword arguments are not "
+                            "supported in graph mode (as in TF1)")
+        args = [convert_to_tensor(a) for a in args]
+        result, grad_fn = f(*args)
+        leaves = [convert_to_tensor(y) for y in _flatten(result)]
+        for y in leaves:
+            if isinstance(y, Operation):
+                raise TypeError(f"custom_gradient {f.__name__}: the result '{y.name}' is an "
+                                "operation, not a tensor")
+        variables = _variables_read(leaves, args)
+        if variables and not _takes_variables(grad_fn):
+            raise TypeError(f"custom_gradient {f.__name__}: the function reads variables "
+                            f"({', '.join(v.name for v in variables)}), so grad_fn must accept "
+                            "a keyword argument 'variables'")
+
+        def rule(node, g):
+            k = node.attrs["index"]
+            dys = [g if j == k else zeros_like(y) for j, y in enumerate(leaves)]
+            return [None] + _user_grads(grad_fn, dys, args, variables, f.__name__)
+
+        outs = [apply("custom_gradient", [y, *args, *variables], name="IdentityN",
+                      rule=rule, index=k) for k, y in enumerate(leaves)]
+        return _pack(result, outs) if isinstance(result, (list, tuple, dict)) else outs[0]
+
+    return wrapped
+
+
+# -- py_function ----------------------------------------------------------------------------
+
+
+class _EagerValue(np.ndarray):
+    """A NumPy array that answers ``.numpy()`` as TF's eager tensors do."""
+
+    def numpy(self):
+        """The value as a plain NumPy array (a bytes object for a scalar string)."""
+        array = np.asarray(self).view(np.ndarray)
+        return array.item() if array.dtype.kind == "O" and array.ndim == 0 else array
+
+
+class _EagerBytes(bytes):
+    """A scalar string that answers ``.numpy()`` (its bytes)."""
+
+    def numpy(self):
+        """The bytes."""
+        return bytes(self)
+
+
+def _eager(value):
+    if isinstance(value, bytes):
+        return _EagerBytes(value)
+    return np.asarray(value).view(_EagerValue)
+
+
+def _host_result(value):
+    if hasattr(value, "numpy") and callable(value.numpy):
+        value = value.numpy()
+    if isinstance(value, np.ndarray):
+        return value.view(np.ndarray)
+    return value
+
+
+def py_function(func, inp, Tout, name=None):  # noqa: N803
+    """Run ``func`` on the host over its inputs' values, as TF's eager tensors: NumPy
+    arrays that also answer ``.numpy()`` (TF ``tf.py_function``). ``Tout`` is a dtype
+    (one result) or a list of dtypes; results may be arrays, Python values or objects
+    with ``.numpy()``. There is no gradient through ``func`` (TF differentiates the
+    eager ops inside it; here they are NumPy's).
+
+    >>> y = gf.py_function(lambda a: a.numpy() * 2, [x], gf.float32)
+    """
+    if not callable(func):
+        raise TypeError("py_function: func must be callable")
+
+    def host(*values):
+        result = func(*[_eager(v) for v in values])
+        if isinstance(result, (list, tuple)):
+            return [_host_result(r) for r in result]
+        return _host_result(result)
+
+    host.__name__ = getattr(func, "__name__", "py_function")
+    return py_func(host, inp, Tout, stateful=True, name=name or "EagerPyFunc")
+
+
+__all__ = ["custom_gradient", "foldl", "foldr", "map_fn", "py_function", "scan"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gradflow import dtypes
 from gradflow.graph import Tensor, user_source_line
+from gradflow.prim import complex as _complex  # noqa: F401 - registers its primitives
 from gradflow.prim import math as _prim
 from gradflow.prim import rules
 from gradflow.prim.registry import apply, convert_to_tensor
@@ -44,7 +45,15 @@ log = _unary_fn("log")
 log1p = _unary_fn("log1p")
 sqrt = _unary_fn("sqrt")
 square = _unary_fn("square")
-abs = _unary_fn("abs")  # noqa: A001 - TF1 name
+
+
+def abs(x, name=None):  # noqa: A001 - TF1 name
+    """Elementwise ``|x|`` (TF1 ``tf.abs``); of a complex tensor, its modulus, a real
+    tensor (``float32`` for ``complex64``)."""
+    x = convert_to_tensor(x)
+    return apply("complex_abs" if x.dtype.is_complex else "abs", [x], name=name)
+
+
 tanh = _unary_fn("tanh")
 sign = _unary_fn("sign")
 floor = _unary_fn("floor")
@@ -55,6 +64,64 @@ expm1 = _unary_fn("expm1")
 round = _unary_fn("round")  # noqa: A001 - TF1 name
 sigmoid = _unary_fn("sigmoid")
 relu = _unary_fn("relu")
+tan = _unary_fn("tan")
+asin = _unary_fn("asin")
+acos = _unary_fn("acos")
+atan = _unary_fn("atan")
+sinh = _unary_fn("sinh")
+cosh = _unary_fn("cosh")
+asinh = _unary_fn("asinh")
+acosh = _unary_fn("acosh")
+atanh = _unary_fn("atanh")
+
+
+def atan2(y, x, name=None):
+    """The angle of the point ``(x, y)``, in ``[-pi, pi]``, elementwise with broadcasting
+    (TF1 ``tf.atan2``, ``tf.math.atan2``; note the order: ``y`` first).
+
+    >>> gf.atan2(gf.constant([1.0, -1.0]), gf.constant([-1.0, -1.0]))   # [2.356194, -2.356194]
+    """
+    return apply("atan2", list(_binary_args(y, x)), name=name or "Atan2")
+
+
+def rint(x, name=None):
+    """The nearest integer, halves to the even one, of a floating-point ``x`` (TF1
+    ``tf.rint``, ``tf.math.rint``): ``rint(2.5)`` is 2, ``rint(-1.5)`` is -2."""
+    x = convert_to_tensor(x)
+    rules.require_floating(x.dtype, f"input '{x.name}' of rint")
+    return apply("round", [x], name=name or "Rint")
+
+
+def nextafter(x1, x2, name=None):
+    """The next representable value after ``x1`` towards ``x2``, elementwise with
+    broadcasting (TF1 ``tf.math.nextafter``); floating-point tensors only, no gradient."""
+    return apply("nextafter", list(_binary_args(x1, x2)), name=name or "NextAfter")
+
+
+def div_no_nan(x, y, name=None):
+    """``x / y``, and 0 wherever ``y`` is 0, whatever ``x`` is (TF1 ``tf.div_no_nan``,
+    ``tf.math.divide_no_nan``), with broadcasting, for floating-point tensors; TF1's
+    gradients (each 0 where ``y`` is 0).
+
+    >>> gf.div_no_nan(gf.constant([3.0, 1.0]), gf.constant([0.0, 2.0]))   # [0., 0.5]
+    """
+    return apply("div_no_nan", list(_binary_args(x, y)), name=name or "div_no_nan")
+
+
+divide_no_nan = div_no_nan
+
+
+def multiply_no_nan(x, y, name=None):
+    """``x * y``, and 0 wherever ``y`` is 0, even where ``x`` is inf or NaN (TF1
+    ``tf.math.multiply_no_nan``), with broadcasting, for floating-point tensors; TF1's
+    gradients: ``dx = mul_no_nan(g, y)``, ``dy = mul_no_nan(x, g)``."""
+    return apply("mul_no_nan", list(_binary_args(x, y)), name=name or "MulNoNan")
+
+
+def reciprocal_no_nan(x, name=None):
+    """``1 / x``, and 0 where ``x`` is 0 (TF1 ``tf.math.reciprocal_no_nan``)."""
+    x = convert_to_tensor(x)
+    return div_no_nan(convert_to_tensor(1, like=x), x, name=name or "reciprocal_no_nan")
 
 
 def rsqrt(x, name=None):
@@ -106,16 +173,21 @@ def _nonzero_constant(t):
     return t.opdef.kind == "constant" and bool((t.attrs["value"].array != 0).all())
 
 
+def _checked_divisor(y, what):
+    """``y``, checked at run time for an element 0 when it is an integer tensor."""
+    # a constant without a 0 needs no check (a check would cost a captured step its
+    # capture)
+    if y.dtype.is_integer and not _nonzero_constant(y):
+        y = apply("check_divisor", [y], message=(
+            f"{what}: integer division by zero: '{y.name}' has an element 0 (at "
+            f"{user_source_line()})"))
+    return y
+
+
 def _integer_division(op_name, what, doc):
     def fn(x, y, name=None):
         x, y = _binary_args(x, y)
-        # a constant without a 0 needs no check (a check would cost a captured step
-        # its capture)
-        if y.dtype.is_integer and not _nonzero_constant(y):
-            y = apply("check_divisor", [y], message=(
-                f"{what}: integer division by zero: '{y.name}' has an element 0 (at "
-                f"{user_source_line()})"))
-        return apply(op_name, [x, y], name=name)
+        return apply(op_name, [x, _checked_divisor(y, what)], name=name)
 
     fn.__name__ = fn.__qualname__ = what
     fn.__doc__ = doc
@@ -131,6 +203,44 @@ floormod = _integer_division(
     "``tf.mod``): the result has the sign of ``y``, as Python's ``%``; an integer ``y`` "
     "with a 0 is an ``InvalidArgumentError``, as in TF1.")
 mod = floormod
+
+
+def truncatediv(x, y, name=None):
+    """``x / y`` rounded towards zero, elementwise with broadcasting (TF1
+    ``tf.truncatediv``, C's integer division): ``truncatediv(-7, 2)`` is -3 where
+    ``floordiv`` gives -4. An integer ``y`` with a 0 is an ``InvalidArgumentError``.
+    No gradient, as in TF1.
+
+    >>> gf.truncatediv(gf.constant([7, -7]), 2)   # [3, -3]
+    """
+    x, y = _binary_args(x, y)
+    name = name or "TruncateDiv"
+    if x.dtype.is_floating:
+        quotient = divide(x, y)  # floor and ceil have no gradient, nor has this
+        return where(less(quotient, 0.0), ceil(quotient), floor(quotient), name=name)
+    q = floordiv(x, y)
+    zero = convert_to_tensor(0, like=x)
+    # the floor lies one below the truncation where the exact quotient is negative and
+    # not whole
+    inexact = not_equal(subtract(x, multiply(q, y)), zero)
+    negative_ = not_equal(less(x, zero), less(y, zero))
+    return add(q, cast(logical_and(inexact, negative_), q.dtype), name=name)
+
+
+def truncatemod(x, y, name=None):
+    """The remainder of ``truncatediv``, ``x - truncatediv(x, y) * y``, with the sign of
+    ``x`` (TF1 ``tf.truncatemod``: C's ``%`` and ``fmod``), computed as
+    ``sign(x) (|x| mod |y|)``, exact in floating point; an integer ``y`` with a 0 is an
+    ``InvalidArgumentError``. Differentiable as ``floormod`` is (1 and
+    ``-truncatediv(x, y)``), where TF1 has no gradient.
+
+    >>> gf.truncatemod(gf.constant([7, -7]), 2)   # [1, -1]
+    """
+    x, y = _binary_args(x, y)
+    y = _checked_divisor(y, "truncatemod")
+    magnitude = apply("floor_mod", [abs(x), abs(y)])
+    zero = convert_to_tensor(0, like=x)
+    return where(less(x, zero), negative(magnitude), magnitude, name=name or "TruncateMod")
 equal = _binary_fn("equal")
 not_equal = _binary_fn("not_equal")
 less = _binary_fn("less")
@@ -263,3 +373,15 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     >>> gf.cumprod([2, 3, 4], exclusive=True)   # [1, 2, 6]
     """
     return _cumulative("cumprod", x, axis, exclusive, reverse, name)
+
+
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
+    """``log(cumsum(exp(x)))`` along ``axis``, without overflow or underflow (TF1
+    ``tf.math.cumulative_logsumexp``), for floating-point ``x``; ``exclusive`` and
+    ``reverse`` as ``cumsum``'s (an exclusive result starts at ``-inf``). A primitive,
+    with TF1's gradient.
+
+    >>> gf.math.cumulative_logsumexp([-1000.0, 0.0, 1.0], exclusive=True)   # [-inf, -1000, 0]
+    """
+    return _cumulative("cumulative_logsumexp", x, axis, exclusive, reverse,
+                       name or "CumulativeLogsumexp")

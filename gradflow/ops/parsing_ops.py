@@ -21,12 +21,14 @@ import collections
 import numpy as np
 
 from gradflow import dtypes
+from gradflow.ops.sparse_shape_ops import sparse_merge
 from gradflow.prim.construct import VARIANT, pick
 from gradflow.prim.parsing import LISTS  # importing it registers parse_example
 from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.sparse_tensor import SparseTensor
 
-__all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "parse_single_example"]
+__all__ = ["FixedLenFeature", "SparseFeature", "VarLenFeature", "parse_example",
+           "parse_single_example"]
 
 FixedLenFeature = collections.namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])
 FixedLenFeature.__new__.__defaults__ = (None,)
@@ -35,6 +37,45 @@ FixedLenFeature.__doc__ = ("A feature of a fixed ``shape`` and ``dtype`` (float3
 
 VarLenFeature = collections.namedtuple("VarLenFeature", ["dtype"])
 VarLenFeature.__doc__ = "A feature of any length, parsed into a ``SparseTensor``."
+
+SparseFeature = collections.namedtuple(
+    "SparseFeature", ["index_key", "value_key", "dtype", "size", "already_sorted"])
+SparseFeature.__new__.__defaults__ = (False,)
+SparseFeature.__doc__ = (
+    "A ``SparseTensor`` of dense shape ``size`` made of two features of a record: the "
+    "int64 indices ``index_key`` (a list of keys and sizes for several axes) and the "
+    "values ``value_key``; entries sorted unless ``already_sorted``, as TF1's.")
+
+
+def _sparse_features(features, what):
+    """``(features with each SparseFeature's parts as VarLenFeatures, {key: SparseFeature},
+    the keys of those parts not asked for themselves)``."""
+    plain = {k: v for k, v in features.items() if not isinstance(v, SparseFeature)}
+    sparse = {k: v for k, v in features.items() if isinstance(v, SparseFeature)}
+    helpers = set()
+    for key, spec in sparse.items():
+        index_keys = spec.index_key if isinstance(spec.index_key, (list, tuple)) \
+            else [spec.index_key]
+        parts = [(k, VarLenFeature(dtypes.int64)) for k in index_keys]
+        for part, want in parts + [(spec.value_key, VarLenFeature(spec.dtype))]:
+            have = plain.get(part)
+            if have is None:
+                plain[part] = want
+                helpers.add(part)
+            elif have != want:
+                raise ValueError(f"{what}: feature '{part}' of SparseFeature '{key}' is also "
+                                 f"asked for as {have!r}")
+    return plain, sparse, helpers - set(features)
+
+
+def _merge_sparse(out, sparse):
+    """Each SparseFeature's ``SparseTensor``, made of its parts parsed in ``out``."""
+    for key, spec in sparse.items():
+        many = isinstance(spec.index_key, (list, tuple))
+        ids = [out[k] for k in spec.index_key] if many else out[spec.index_key]
+        sizes = list(spec.size) if isinstance(spec.size, (list, tuple)) else spec.size
+        out[key] = sparse_merge(ids, out[spec.value_key], sizes,
+                                already_sorted=spec.already_sorted)
 
 
 
@@ -78,6 +119,7 @@ def _parse(serialized, features, name, single):
     if not single and x.shape is not None and len(x.shape) != 1:
         raise ValueError(f"{what}: '{x.name}' must be a vector of strings, got shape "
                          f"{x.shape}")
+    features, sparse, helpers = _sparse_features(features, what)
     specs = _specs(features, what)
     node = apply("parse_example", [x], name=name or "ParseExample", specs=tuple(specs),
                  single=single, shape=None, dtype=VARIANT)
@@ -93,7 +135,8 @@ def _parse(serialized, features, name, single):
         else:
             out[key] = pick(node, k, batch + shape, dtype)
             k += 1
-    return out
+    _merge_sparse(out, sparse)
+    return {k: v for k, v in out.items() if k not in helpers}
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):

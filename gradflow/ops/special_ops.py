@@ -93,3 +93,33 @@ def xdivy(x, y, name=None):
     >>> gf.math.xdivy(gf.constant([0.0, 3.0]), gf.constant([0.0, 2.0]))   # [0., 1.5]
     """
     return _zero_where_x_is_zero(x, y, divide, "xdivy", name)
+
+
+def erfinv(x, name=None):
+    """The inverse error function: ``erf(erfinv(x)) = x`` on ``[-1, 1]`` (``+-inf`` at
+    ``+-1``, nan outside), elementwise (TF1 ``tf.math.erfinv``); a primitive computed in
+    float64 by Halley's iteration on ``erf``, differentiable (``sqrt(pi)/2 exp(y^2)``).
+
+    >>> gf.math.erfinv(gf.constant([0.0, 0.5, -0.9]))   # [0., 0.4769363, -1.1630871]
+    """
+    return apply("erfinv", [convert_to_tensor(x)], name=name or "Erfinv")
+
+
+def erfcinv(x, name=None):
+    """The inverse complementary error function: ``erfc(erfcinv(x)) = x`` on ``[0, 2]``,
+    elementwise (TF ``tf.math.erfcinv``), accurate for tiny ``x``; a primitive with its
+    gradient.
+
+    >>> gf.math.erfcinv(gf.constant([1.0, 1e-10]))   # [0., 4.5728...]
+    """
+    return apply("erfcinv", [convert_to_tensor(x)], name=name or "Erfcinv")
+
+
+def ndtri(x, name=None):
+    """The standard normal quantile, the inverse of ``Phi(x) = erfc(-x/sqrt(2))/2`` on
+    ``[0, 1]`` (``-inf`` at 0, ``+inf`` at 1), elementwise (TF1 ``tf.math.ndtri``); a
+    primitive with its gradient ``sqrt(2 pi) exp(y^2/2)``.
+
+    >>> gf.math.ndtri(gf.constant([0.5, 0.975]))   # [0., 1.959964]
+    """
+    return apply("ndtri", [convert_to_tensor(x)], name=name or "Ndtri")

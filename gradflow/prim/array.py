@@ -141,7 +141,7 @@ def _max_grad(n, g):  # split the gradient evenly among the maxima
     return [call.multiply(mask, share)]
 
 
-register("reduce_sum", _sum_impl, _reduce_infer, grad=_sum_grad)
+register("reduce_sum", _sum_impl, _reduce_infer, grad=_sum_grad, takes_complex=True)
 
 
 def _extreme(name, sign):
@@ -248,11 +248,11 @@ def _broadcast_like_impl(xp, g, x):
 
 register("unbroadcast", _unbroadcast_impl, lambda s, d: (s[1], d[0]),
          grad=lambda n, g: [broadcast_like(g, n.inputs[0]), None],
-         shape_only_inputs=(1,), shape_noop=True)
+         shape_only_inputs=(1,), shape_noop=True, takes_complex=True)
 register("broadcast_like", _broadcast_like_impl,
          lambda s, d: (rules.broadcast_shapes(s[0], s[1]), d[0]),
          grad=lambda n, g: [unbroadcast(g, n.inputs[0]), None],
-         shape_only_inputs=(1,), shape_noop=True)
+         shape_only_inputs=(1,), shape_noop=True, takes_complex=True)
 
 
 # -- reshaping -------------------------------------------------------------------
@@ -306,11 +306,11 @@ def _dims_value(values, attrs):
 
 register("reshape", _reshape_impl, _reshape_infer,
          grad=lambda n, g: [reshape_like(g, n.inputs[0])] + [None] * (len(n.inputs) - 1),
-         shape_noop=True, value_shape=_dims_value)
+         shape_noop=True, value_shape=_dims_value, takes_complex=True)
 register("reshape_like", lambda xp, g, x: xp.reshape(g, x.shape),
          lambda s, d: (s[1], d[0]),
          grad=lambda n, g: [reshape_like(g, n.inputs[0]), None],
-         shape_only_inputs=(1,), shape_noop=True)
+         shape_only_inputs=(1,), shape_noop=True, takes_complex=True)
 
 
 def _expanded(shape, axes):
@@ -331,7 +331,7 @@ def _expand_infer(shapes, in_dtypes, axes):
 
 
 register("expand_dims", _expand_impl, _expand_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True, takes_complex=True)
 
 
 def _size_one_axes(shape):
@@ -357,7 +357,7 @@ def _squeeze_impl(xp, x, axes):
 
 
 register("squeeze", _squeeze_impl, _squeeze_infer,
-         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True)
+         grad=lambda n, g: [reshape_like(g, n.inputs[0])], shape_noop=True, takes_complex=True)
 
 
 def _transpose_infer(shapes, in_dtypes, perm):
@@ -381,7 +381,7 @@ def _transpose_grad(n, g):  # undo the permutation (a reversal, perm None, undoe
 
 register("transpose",
          lambda xp, x, perm: xp.permute_dims(x, _reversed_axes(x.ndim) if perm is None else perm),
-         _transpose_infer, grad=_transpose_grad, view=True)
+         _transpose_infer, grad=_transpose_grad, view=True, takes_complex=True)
 
 
 # -- matmul ----------------------------------------------------------------------

@@ -68,3 +68,14 @@ register("iterator_component", _component_impl, declared, grad=None, kind="call"
 register("iterator_initialize", _initialize_impl, declared, grad=None, kind="call",
          takes_strings=True)  # file names fed when the iterator starts, say
 register("dataset_function_arg", _function_arg_impl, declared, grad=None, kind="call")
+
+
+def _evaluate_impl(run_state, node):
+    """A data set run to its end in one step (``get_single_element``, ``cardinality``,
+    ``TFRecordWriter.write``): ``evaluate(run_state, inputs, values)`` gives the value."""
+    evaluate, inputs = node.attrs["evaluate"], node.inputs
+    return lambda *values: evaluate(run_state, inputs, values)
+
+
+register("dataset_evaluate", _evaluate_impl, declared, grad=None, kind="call",
+         takes_strings=True)

@@ -3,6 +3,8 @@ scalar) and ``decode_image`` (JPEG, PNG or BMP bytes as a ``uint8`` image ``[hei
 width, channels]``, decoded by Pillow). They run on the host, as a ``py_func`` does,
 and have no gradient; the image is then moved to the session's backend.
 
+``encode_image`` writes a ``uint8`` image as PNG or JPEG bytes, by Pillow too.
+
 Decoding refuses what is not an image of the expected format, a truncated file, and an
 image of more pixels than Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``),
 each with an ``InvalidArgumentError`` naming the op.
@@ -110,5 +112,46 @@ def _decode_impl(run_state, node):
     return run
 
 
+_WANT = {"grayscale": 1, "rgb": 3}
+
+
+def encode(pixels, fmt, name="encode", **options):
+    """The bytes of the PNG or JPEG file of the ``uint8`` array ``pixels`` ``[height,
+    width, channels]``, written by Pillow with ``options`` (``encode_image``'s attributes)."""
+    from PIL import Image  # Pillow: an optional library, needed once an image is encoded
+
+    channels = pixels.shape[2]
+    want = _WANT.get(options.get("channels") or "")
+    if want is not None and want != channels:
+        raise InvalidArgumentError(f"{name}: format {options['channels']!r} needs {want} "
+                                   f"channels, the image has {channels}")
+    if pixels.shape[0] == 0 or pixels.shape[1] == 0:
+        raise InvalidArgumentError(f"{name}: the image is empty ({pixels.shape})")
+    mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[channels]
+    image = Image.fromarray(pixels[:, :, 0] if channels == 1 else pixels, mode)
+    out = io.BytesIO()
+    if fmt == "png":
+        level = options["quality"]
+        image.save(out, "PNG", compress_level=6 if level < 0 else level)
+    else:
+        image.save(out, "JPEG", quality=options["quality"], progressive=options["progressive"],
+                   optimize=options["optimize"], subsampling=options["subsampling"],
+                   dpi=options["dpi"])
+    return out.getvalue()
+
+
+def _encode_impl(run, node):
+    fmt, to_host = node.attrs["format"], run.backend.host_value
+    options = {k: v for k, v in node.attrs.items() if k not in ("format", "shape", "dtype")}
+
+    def run(image):
+        pixels = np.ascontiguousarray(to_host(image), dtype=np.uint8)
+        return dtypes.bytes_array(encode(pixels, fmt, f"encode_{fmt} '{node.name}'",
+                                         **options))
+
+    return run
+
+
 register("read_file", _read_file_impl, declared, grad=None, kind="call", takes_strings=True)
 register("decode_image", _decode_impl, declared, grad=None, kind="call", takes_strings=True)
+register("encode_image", _encode_impl, declared, grad=None, kind="call")

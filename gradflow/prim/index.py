@@ -195,7 +195,7 @@ def _concat_grad(n, g):
 
 register("concat", lambda xp, *xs, axis: xp.concat(xs, axis=axis), _concat_infer,
          grad=_concat_grad, lower=lambda xp, axis: lambda *xs: xp.concat(xs, axis=axis),
-         exact_grad=True)
+         exact_grad=True, takes_complex=True)
 
 
 def _split_like_impl(xp, g, *xs, axis, index):
@@ -213,7 +213,8 @@ def _split_like_grad(n, g):  # put dg back in its place, zeros elsewhere
 
 
 register("split_like", _split_like_impl,
-         lambda s, d, axis, index: (s[index + 1], d[0]), grad=_split_like_grad, view=True)
+         lambda s, d, axis, index: (s[index + 1], d[0]), grad=_split_like_grad, view=True,
+         takes_complex=True)
 
 
 # -- parts of an axis whose size is known only at run time ----------------------------

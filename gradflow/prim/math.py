@@ -8,6 +8,8 @@ TF1's functions over them live in ``gradflow.ops.math_ops``.
 
 from __future__ import annotations
 
+import math
+
 from array_api_compat import device as _device
 
 from gradflow import dtypes
@@ -36,9 +38,11 @@ def _register_unary(name, xp_name, grad, float_only=True, **traits):
              grad=grad, lower=lambda xp: getattr(xp, xp_name), **traits)
 
 
-def _binary_infer(result=None, numeric=True):
+def _binary_infer(result=None, numeric=True, float_only=False):
     def infer(shapes, in_dtypes):
         dtype = rules.same_dtype(in_dtypes)
+        if float_only:
+            rules.require_floating(dtype)
         if numeric and dtype.is_bool:
             raise TypeError("the inputs must be numeric, got bool")
         return rules.broadcast_shapes(shapes[0], shapes[1]), result or dtype
@@ -46,9 +50,10 @@ def _binary_infer(result=None, numeric=True):
     return infer
 
 
-def _register_binary(name, xp_name, grad, result=None, numeric=True, **traits):
+def _register_binary(name, xp_name, grad, result=None, numeric=True, float_only=False,
+                     **traits):
     register(name, lambda xp, a, b: getattr(xp, xp_name)(a, b),
-             _binary_infer(result, numeric), grad=grad,
+             _binary_infer(result, numeric, float_only), grad=grad,
              lower=lambda xp: getattr(xp, xp_name), **traits)
 
 
@@ -78,7 +83,7 @@ def _masked(condition, g):
 # Gradient rules: one line each; ``n`` is the node, ``g`` the incoming gradient.
 
 _register_unary("negative", "negative", lambda n, g: [call.negative(g)], float_only=False,
-                scalar=sx.negative)
+                scalar=sx.negative, takes_complex=True)
 _register_unary("exp", "exp", lambda n, g: [call.multiply(g, n)],  # d exp(x) = exp(x)
                 scalar=sx.call("np.exp"), transcendental=True)
 _register_unary("log", "log", lambda n, g: [call.divide(g, n.inputs[0])],  # d log x = 1/x
@@ -108,6 +113,39 @@ _register_unary("cos", "cos",
 _register_unary("expm1", "expm1",  # d (e^x - 1) = e^x
                 lambda n, g: [call.multiply(g, call.add(n, 1.0))],
                 scalar=sx.call("np.expm1"), transcendental=True)
+
+
+# trigonometric and hyperbolic functions, with TF1's gradients
+def _over(g, denominator):
+    return call.divide(g, denominator)
+
+
+def _one_minus_square(x):
+    return call.subtract(1.0, call.square(x))
+
+
+_register_unary("tan", "tan",  # d tan x = 1 + tan^2 x (= sec^2 x)
+                lambda n, g: [call.multiply(g, call.add(call.square(n), 1.0))],
+                scalar=sx.call("np.tan"), transcendental=True)
+_register_unary("asin", "asin",
+                lambda n, g: [_over(g, call.sqrt(_one_minus_square(n.inputs[0])))],
+                scalar=sx.call("np.asin"), transcendental=True)
+_register_unary("acos", "acos",
+                lambda n, g: [call.negative(_over(g, call.sqrt(_one_minus_square(n.inputs[0]))))],
+                scalar=sx.call("np.acos"), transcendental=True)
+_register_unary("atan", "atan",
+                lambda n, g: [_over(g, call.add(call.square(n.inputs[0]), 1.0))],
+                scalar=sx.call("np.atan"), transcendental=True)
+_register_unary("sinh", "sinh", lambda n, g: [call.multiply(g, call.cosh(n.inputs[0]))],
+                scalar=sx.call("np.sinh"), transcendental=True)
+_register_unary("cosh", "cosh", lambda n, g: [call.multiply(g, call.sinh(n.inputs[0]))],
+                scalar=sx.call("np.cosh"), transcendental=True)
+_register_unary("asinh", "asinh", lambda n, g: [_over(g, call.cosh(n))],  # as TF: 1 / cosh y
+                scalar=sx.call("np.asinh"), transcendental=True)
+_register_unary("acosh", "acosh", lambda n, g: [_over(g, call.sinh(n))],  # 1 / sinh y
+                scalar=sx.call("np.acosh"), transcendental=True)
+_register_unary("atanh", "atanh", lambda n, g: [_over(g, _one_minus_square(n.inputs[0]))],
+                scalar=sx.call("np.atanh"), transcendental=True)
 
 
 def _sigmoid_impl(xp, x):
@@ -153,12 +191,19 @@ def _divide_grad(n, g):  # d(a/b) = da/b - a db/b^2; ints are cast first
     return [call.divide(g, b), call.divide(call.multiply(call.negative(g), n), b)]
 
 
-_register_binary("add", "add", lambda n, g: [g, g], scalar=sx.binary("+"), broadcasting=True)
+def _multiply_grad(n, g):  # complex: g * conj(other), TF's convention
+    a, b = n.inputs
+    if n.dtype.is_complex:
+        a, b = call.conj(a), call.conj(b)
+    return [call.multiply(g, b), call.multiply(g, a)]
+
+
+_register_binary("add", "add", lambda n, g: [g, g], scalar=sx.binary("+"), broadcasting=True,
+                 takes_complex=True)
 _register_binary("subtract", "subtract", lambda n, g: [g, call.negative(g)],
-                 scalar=sx.binary("-"), broadcasting=True)
-_register_binary("multiply", "multiply",
-                 lambda n, g: [call.multiply(g, n.inputs[1]), call.multiply(g, n.inputs[0])],
-                 scalar=sx.binary("*"), broadcasting=True)
+                 scalar=sx.binary("-"), broadcasting=True, takes_complex=True)
+_register_binary("multiply", "multiply", _multiply_grad,
+                 scalar=sx.binary("*"), broadcasting=True, takes_complex=True)
 _register_binary("divide", "divide", _divide_grad, scalar=sx.binary("/"), broadcasting=True)
 _register_binary("pow", "pow", _pow_grad)
 _register_binary("maximum", "maximum", lambda n, g: [
@@ -167,6 +212,50 @@ _register_binary("maximum", "maximum", lambda n, g: [
 _register_binary("minimum", "minimum", lambda n, g: [
     _masked(call.less_equal(n.inputs[0], n.inputs[1]), g),
     _masked(call.greater(n.inputs[0], n.inputs[1]), g)], scalar=sx.call("np.minimum"))
+def _atan2_grad(n, g):  # d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)
+    y, x = n.inputs
+    scaled = call.divide(g, call.add(call.square(x), call.square(y)))
+    return [call.multiply(scaled, x), call.negative(call.multiply(scaled, y))]
+
+
+_register_binary("atan2", "atan2", _atan2_grad, float_only=True,
+                 scalar=sx.call("np.atan2"), transcendental=True)
+_register_binary("nextafter", "nextafter", None, float_only=True)
+
+
+# x / y and x * y, but 0 wherever y is 0 (whatever x is); the gradients are TF1's
+def _no_nan_impl(kind):
+    def impl(xp, x, y):
+        zero = y == 0
+        safe = xp.where(zero, xp.ones_like(y), y)  # no 0 / 0 or inf * 0 to warn about
+        out = x / safe if kind == "divide" else x * safe
+        return xp.where(zero, xp.zeros_like(out), out)
+
+    return impl
+
+
+def _no_nan_scalar(symbol):
+    def expr(args, node):
+        if not sx.floating(node):
+            return None
+        zero = f"{sx.scalar_type(node)}(0)"
+        return f"({zero} if {args[1]} == {zero} else ({args[0]} {symbol} {args[1]}))"
+
+    return expr
+
+
+def _div_no_nan_grad(n, g):  # d(x/y) = dx / y - x dy / y^2, each 0 where y is 0
+    x, y = n.inputs
+    return [apply("div_no_nan", [g, y]),
+            call.multiply(g, apply("div_no_nan", [apply("div_no_nan", [call.negative(x), y]), y]))]
+
+
+register("div_no_nan", _no_nan_impl("divide"), _binary_infer(float_only=True),
+         grad=_div_no_nan_grad, scalar=_no_nan_scalar("/"), broadcasting=True)
+register("mul_no_nan", _no_nan_impl("multiply"), _binary_infer(float_only=True),
+         grad=lambda n, g: [apply("mul_no_nan", [g, n.inputs[1]]),
+                            apply("mul_no_nan", [n.inputs[0], g])],
+         scalar=_no_nan_scalar("*"), broadcasting=True)
 _register_binary("floor_divide", "floor_divide", None)
 # x mod y = x - floor(x / y) y: d/dx = 1, d/dy = -floor(x / y) (TF1's FloorMod gradient)
 _register_binary("floor_mod", "remainder", lambda n, g: [
@@ -248,11 +337,19 @@ register("where_coordinates", _coordinates_impl, _coordinates_infer, grad=None)
 
 def _cast_grad(n, g):
     src = n.inputs[0].dtype
-    return [cast(g, src) if src.is_floating and n.dtype.is_floating else None]
+    if not (src.is_floating or src.is_complex) or not (n.dtype.is_floating or n.dtype.is_complex):
+        return [None]
+    return [cast(g, src)]
 
 
-register("cast", lambda xp, x, dtype: xp.astype(x, dtype.resolve(xp)),
-         lambda s, d, dtype: (s[0], dtype), grad=_cast_grad, scalar=sx.cast)
+def _cast_impl(xp, x, dtype):
+    if x.dtype in (xp.complex64, xp.complex128) and dtype.kind != "c":
+        x = xp.real(x)  # TF1: a cast from complex to a real type drops the imaginary part
+    return xp.astype(x, dtype.resolve(xp))
+
+
+register("cast", _cast_impl, lambda s, d, dtype: (s[0], dtype), grad=_cast_grad,
+         scalar=sx.cast, takes_complex=True)
 
 
 def _zeros_like_impl(xp, x):
@@ -260,9 +357,9 @@ def _zeros_like_impl(xp, x):
 
 
 register("zeros_like", _zeros_like_impl, lambda s, d: (s[0], d[0]), grad=None,
-         scalar=sx.filled(0), shape_only_inputs=(0,))
+         scalar=sx.filled(0), shape_only_inputs=(0,), takes_complex=True)
 register("ones_like", lambda xp, x: xp.ones_like(x), lambda s, d: (s[0], d[0]), grad=None,
-         scalar=sx.filled(1), shape_only_inputs=(0,))
+         scalar=sx.filled(1), shape_only_inputs=(0,), takes_complex=True)
 
 
 # -- cumsum and cumprod --------------------------------------------------------------
@@ -328,3 +425,60 @@ def _cumprod_vjp(x, y, g, attrs, nested=True):
 
 register("cumprod", _cumulative_impl("prod"), _cumsum_infer,
          grad=lambda n, g: [_cumprod_vjp(n.inputs[0], n, g, n.attrs)])
+
+
+# -- cumulative_logsumexp ----------------------------------------------------------
+
+
+def _shifted(xp, x, axis, by, fill):
+    """``x`` moved ``by`` places along ``axis`` towards the end, ``fill`` in front."""
+    lead = (slice(None),) * axis
+    pad_shape = x.shape[:axis] + (by,) + x.shape[axis + 1:]
+    front = xp.full(pad_shape, fill, dtype=x.dtype, device=_device(x))
+    return xp.concat([front, x[lead + (slice(0, x.shape[axis] - by), ...)]], axis=axis)
+
+
+def _cumulative_logsumexp_impl(xp, x, axis, exclusive, reverse):
+    """``log(cumsum(exp(x)))`` along ``axis`` without overflow or underflow: a scan in
+    log2(n) steps, each one ``logaddexp`` of the partial results and themselves moved by
+    1, 2, 4... places (Hillis and Steele's), so that no element is ever exponentiated."""
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    n = x.shape[axis]
+    if exclusive and n:
+        x = _shifted(xp, x, axis, 1, -math.inf)
+    step = 1
+    while step < n:
+        x = xp.logaddexp(x, _shifted(xp, x, axis, step, -math.inf))
+        step *= 2
+    return xp.flip(x, axis=axis) if reverse else x
+
+
+def _cumulative_logsumexp_infer(shapes, in_dtypes, axis, exclusive, reverse):
+    rules.require_floating(in_dtypes[0])
+    return shapes[0], in_dtypes[0]
+
+
+def _cumulative_logsumexp_grad(n, g):
+    """TF1's rule, in log space: d out_i / d x_j = exp(x_j - out_i) for the j that out_i
+    holds, so dx = exp(x + clse(log g - out)) summed the other way, split by the sign
+    of ``g`` (its logarithm needs it positive)."""
+    x, attrs = n.inputs[0], dict(n.attrs)
+    attrs["reverse"] = not attrs["reverse"]
+    minus_inf = call.subtract(call.zeros_like(g), math.inf)
+    # an output of -inf (nothing summed yet) takes no part: it would give -inf - -inf
+    empty = call.equal(n, minus_inf)
+    out = call.where(empty, call.zeros_like(g), n)
+
+    def part(positive):
+        magnitude = g if positive else call.negative(g)
+        keep = call.logical_and(call.greater(magnitude, 0.0), call.logical_not(empty))
+        log_g = call.where(keep, call.subtract(
+            call.log(call.where(keep, magnitude, call.ones_like(g))), out), minus_inf)
+        return call.exp(call.add(apply("cumulative_logsumexp", [log_g], **attrs), x))
+
+    return [call.subtract(part(True), part(False))]
+
+
+register("cumulative_logsumexp", _cumulative_logsumexp_impl, _cumulative_logsumexp_infer,
+         grad=_cumulative_logsumexp_grad)

@@ -75,6 +75,10 @@ class OpDef:
     - ``takes_strings``: it accepts ``string`` tensors (host arrays of bytes on every
       backend: ``identity``, ``py_func``, text summaries); any other op refuses them
       when the graph is built.
+    - ``takes_complex``: it accepts ``complex64``/``complex128`` inputs, with a forward and a
+      gradient that are right for them (TF's convention: the gradient of a real loss with
+      respect to ``z`` is ``dL/d(re z) + i dL/d(im z)``); any other op refuses them when
+      the graph is built.
     - ``lowerings``: backend name -> ``lower(xp, **attrs)``, the backend's own kernel for
       the op; a backend module adds its own with ``add_lowering`` when imported.
     """
@@ -104,6 +108,7 @@ class OpDef:
     broadcasting: bool = False
     plan_only: bool = False
     takes_strings: bool = False
+    takes_complex: bool = False
     lowerings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, xp, attrs: dict) -> Callable:
@@ -155,6 +160,15 @@ def _describe_inputs(inputs) -> str:
     return ", ".join(parts) if parts else "no inputs"
 
 
+def _refuse_complex(op_name, inputs, source):
+    for t in inputs:
+        if getattr(getattr(t, "dtype", None), "is_complex", False):
+            raise TypeError(f"{op_name}: '{t.name}' is a {t.dtype.name} tensor, and {op_name} "
+                            "does not take complex tensors in gradflow (those that do: complex, "
+                            "real, imag, conj, abs, angle, the Fourier transforms, cast, "
+                            f"reduce_sum, +, -, *, reshapes and concat); at {source}")
+
+
 def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
     """Build a node of ``op_name`` over ``inputs`` (tensors) in their graph.
 
@@ -176,6 +190,8 @@ def apply(op_name: str, inputs, name=None, *, graph=None, **attrs) -> Tensor:
                 raise TypeError(f"{op_name}: '{t.name}' is a string tensor, and gradflow's "
                                 "strings are values only: fetch them, or work on them in "
                                 f"a py_func; at {source}")
+    if not opdef.takes_complex:
+        _refuse_complex(op_name, inputs, source)
     try:
         try:
             shape, dtype = _infer(opdef, inputs, attrs)
@@ -404,7 +420,7 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
                 dtype = _python_default_dtype(value)
         dtype = dtypes.as_dtype(dtype)
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
+        if array.dtype.kind not in "biufc":
             raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
                             f"with NumPy dtype {array.dtype}")
         array = array.astype(dtype.as_numpy_dtype)
@@ -433,9 +449,69 @@ def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name=None) 
         return value
     if hasattr(value, "_as_graph_tensor"):
         return value._as_graph_tensor()
+    if CONVERSIONS:  # TF1's register_tensor_conversion_function (gradflow.framework)
+        converted = _registered_conversion(value, dtype, name)
+        if converted is not None:
+            return converted
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        return _packed(value, dtype, name or "packed")
     if dtype is None and like is not None and like.dtype is not None:
         dtype = _weak_dtype(value, like)
     return constant(value, dtype=dtype, name=name, _graph=like.graph if like is not None else None)
+
+
+# (priority, order registered, base type, function) of the user's conversions, sorted
+CONVERSIONS: list = []
+
+
+def _registered_conversion(value, dtype, name):
+    """The tensor the first registered conversion of ``value``'s type gives, or None."""
+    for _, _, base_type, function in CONVERSIONS:
+        if isinstance(value, base_type):
+            result = function(value, dtype=dtype, name=name, as_ref=False)
+            if result is not NotImplemented:
+                if not isinstance(result, Tensor):
+                    raise TypeError(f"the conversion function {function!r} of "
+                                    f"{type(value).__name__} returned {result!r}, not a "
+                                    "tensor")
+                return convert_to_tensor(result, dtype=dtype)
+    return None
+def _holds_tensor(value) -> bool:
+    """Whether the (nested) list or tuple ``value`` holds a tensor anywhere."""
+    return any(isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor")
+               or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in value)
+
+
+def _first_tensor(value) -> Tensor:
+    """The first tensor of the (nested) list or tuple ``value``, depth first."""
+    for v in value:
+        if isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor"):
+            return convert_to_tensor(v)
+        if isinstance(v, (list, tuple)) and _holds_tensor(v):
+            return _first_tensor(v)
+    raise ValueError("no tensor in the list")
+
+
+def _packed(value, dtype, name) -> Tensor:
+    """TF1's packing of a (nested) list that holds tensors, such as ``[x[0], x[1] * 2]``
+    or ``[[a, 0.0], [0.0, b]]``: the elements stacked along a new first axis. Python
+    numbers beside the tensors take their dtype (when it keeps their value); tensors of
+    different dtypes are an error, as in TF1."""
+    like = _first_tensor(value)
+    parts = []
+    for v in value:
+        if isinstance(v, (list, tuple)) and _holds_tensor(v):
+            part = _packed(v, dtype, None)
+        else:
+            part = convert_to_tensor(v, dtype=dtype, like=like)
+        if part.dtype is not like.dtype and dtype is None:
+            raise TypeError(f"a list packed into a tensor holds '{like.name}' of dtype "
+                            f"{like.dtype.name} and '{part.name}' of dtype {part.dtype.name}")
+        parts.append(part)
+    if len(parts) == 1:
+        return apply("expand_dims", parts, axes=(0,), name=name)
+    parts = [apply("expand_dims", [part], axes=(0,)) for part in parts]
+    return apply("concat", parts, axis=0, name=name)
 
 
 def _weak_dtype(value, like):
@@ -454,6 +530,8 @@ def _weak_dtype(value, like):
         what = f"the {type(value).__name__} value of dtype {array.dtype} and shape {array.shape}"
     if kind == "b":
         return like_dtype if like_dtype.is_bool else dtypes.bool_
+    if like_dtype.is_complex and kind in "iufc":
+        return like_dtype
     if kind not in "iuf" or like_dtype.is_bool:
         return dtypes.int32 if isinstance(value, int) and like_dtype.is_bool else None
     if kind == "f":

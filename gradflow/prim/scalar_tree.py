@@ -49,6 +49,8 @@ DTYPES = FLOATS + ("bool",)
 FUNCTIONS = {
     "abs": 1, "exp": 1, "expm1": 1, "log": 1, "log1p": 1, "sqrt": 1, "square": 1,
     "floor": 1, "ceil": 1, "tanh": 1, "sin": 1, "cos": 1, "maximum": 2, "minimum": 2,
+    "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
+    "atanh": 1, "atan2": 2,
 }
 ARITHMETIC = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 COMPARISONS = {ast.Lt: "less", ast.LtE: "less_equal", ast.Gt: "greater",

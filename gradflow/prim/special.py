@@ -369,3 +369,62 @@ register("digamma", _in_float64(_digamma64), _float_unary_infer,  # d digamma = 
 register("polygamma", _in_float64(_polygamma64), _polygamma_infer, broadcasting=True,
          grad=lambda n, g: [None, call.multiply(
              g, _polygamma(call.add(n.inputs[0], 1.0), n.inputs[1]))])
+
+
+# -- erfinv, erfcinv, ndtri ------------------------------------------------------------
+# A&S 26.2.23: the normal quantile for 0 < q <= 1/2 within 4.5e-4, the start of the
+# Halley iterations below
+_AS_26_2_23_NUM = (0.010328, 0.802853, 2.515517)
+_AS_26_2_23_DEN = (0.001308, 0.189269, 1.432788, 1.0)
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
+_SQRT_2 = math.sqrt(2.0)
+
+
+def _inverse_erf_pair(xp, a, t):
+    """The ``x >= 0`` with ``erf(x) = a`` and ``erfc(x) = t`` (``a + t = 1``, each
+    given exactly, so that both ends keep their relative accuracy): four Halley steps on
+    ``erf(x) - a`` (``a <= 1/2``) or ``t - erfc(x)``, from ``a sqrt(pi)/2`` or A&S
+    26.2.23. ``+inf`` at ``t = 0``; nan outside ``[0, 1]``."""
+    small = a <= 0.5
+    q = xp.clip(t / 2.0, min=1e-300, max=0.25)  # erfc(x)/2 = Phi(-sqrt(2) x)
+    w = xp.sqrt(-2.0 * xp.log(q))
+    tail = (w - _poly(w, _AS_26_2_23_NUM) / _poly(w, _AS_26_2_23_DEN)) / _SQRT_2
+    x = xp.where(small, a * _SQRT_PI_OVER_2, tail)
+    for _ in range(4):
+        f = xp.where(small, _erf64(xp, x) - a, t - _erfc64(xp, x))
+        u = f / (_TWO_OVER_SQRT_PI * xp.exp(-x * x))
+        x = x - u / (1.0 + x * u)
+    x = xp.where(t == 0.0, _full(xp, x, math.inf), x)
+    return xp.where((a < 0.0) | (t < 0.0) | xp.isnan(a), _full(xp, x, math.nan), x)
+
+
+def _erfinv64(xp, y):
+    a = xp.abs(y)
+    x = _inverse_erf_pair(xp, a, 1.0 - a)
+    return xp.where(y < 0.0, -x, x)
+
+
+def _erfcinv64(xp, z):
+    upper = z > 1.0  # erfcinv(z) = -erfcinv(2 - z)
+    t = xp.where(upper, 2.0 - z, z)
+    x = _inverse_erf_pair(xp, 1.0 - t, t)
+    return xp.where(upper, -x, x)
+
+
+def _ndtri64(xp, p):
+    # Phi(x) = erfc(-x / sqrt(2)) / 2; 0 - ..., so that ndtri(1/2) is 0, not -0
+    return 0.0 - _SQRT_2 * _erfcinv64(xp, 2.0 * p)
+
+
+def _exp_square(node, scale):
+    """``scale * exp(node^2)``: the derivative of an inverse of erf at its result."""
+    return call.multiply(scale, call.exp(call.square(node)))
+
+
+register("erfinv", _in_float64(_erfinv64), _float_unary_infer,  # 1 / erf'(x)
+         grad=lambda n, g: [call.multiply(g, _exp_square(n, _SQRT_PI_OVER_2))])
+register("erfcinv", _in_float64(_erfcinv64), _float_unary_infer,
+         grad=lambda n, g: [call.multiply(g, _exp_square(n, -_SQRT_PI_OVER_2))])
+register("ndtri", _in_float64(_ndtri64), _float_unary_infer,  # sqrt(2 pi) exp(x^2 / 2)
+         grad=lambda n, g: [call.multiply(g, call.multiply(
+             math.sqrt(2.0 * math.pi), call.exp(call.multiply(0.5, call.square(n)))))])

@@ -121,9 +121,11 @@ def _same_infer(shapes, in_dtypes):
 
 
 register("identity", _identity_impl, _same_infer, grad=lambda n, g: [g],
-         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True)
+         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True,
+         takes_complex=True)
 register("stop_gradient", _identity_impl, _same_infer, grad=lambda n, g: [None],
-         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True)
+         lower=lambda xp: _identity_impl.__get__(xp), pass_through=True, takes_strings=True,
+         takes_complex=True)
 
 
 # -- ensure_shape: a static shape claim checked at run time -------------------------

@@ -29,6 +29,7 @@ from gradflow.prim.construct import (
     run_sub,
 )
 from gradflow.prim.registry import apply, register
+from gradflow.prim.tensor_array import grad_source
 
 
 def _loop_var_infer(shapes, in_dtypes, shape, dtype):
@@ -73,7 +74,7 @@ class WhileInfo(Construct):
         self.maximum_iterations = maximum_iterations  # an int, a tensor, or None
         self.back_prop = back_prop
         self.record = False  # set when a gradient is built: record the iterations
-        self._vjp = None
+        self._vjps: dict = {}  # the body's vjp per gradients call that needs its own
 
     def bind(self, session, node):
         n = len(self.standins)
@@ -134,10 +135,18 @@ class WhileInfo(Construct):
             grads[position[c]] = pick(grad_node, len(vjp.diff) + m, c.shape, c.dtype)
         return grads
 
+    def _vjp_key(self):
+        """None: one vjp serves every ``gradients`` call. A body that uses a TensorArray
+        gets one per call, since each call has gradient arrays of its own."""
+        if any(n.opdef.name.startswith("tensor_array") for n in self.body.internal):
+            return grad_source(self.node.graph)
+        return None
+
     def _vjp_graph(self):
-        """The body's vector-Jacobian product as a sub-graph (built once)."""
-        if self._vjp is not None:
-            return self._vjp
+        """The body's vector-Jacobian product as a sub-graph (built once per key)."""
+        key = self._vjp_key()
+        if key in self._vjps:
+            return self._vjps[key]
 
         graph = self.node.graph
         n = len(self.standins)
@@ -166,9 +175,9 @@ class WhileInfo(Construct):
         extra = {}
         for t in captured + caps:
             extra.setdefault(t, None)
-        self._vjp = Vjp(diff, cots, var_grads, caps, fetches, stash_nodes, export_at,
-                        captured, list(extra))
-        return self._vjp
+        self._vjps[key] = Vjp(diff, cots, var_grads, caps, fetches, stash_nodes, export_at,
+                              captured, list(extra))
+        return self._vjps[key]
 
 
 class Vjp:

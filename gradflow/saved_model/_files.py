@@ -6,7 +6,7 @@
     export_dir/variables/variables.npz  the variables' values, and a JSON header
 
 Only these fixed names are opened, relative to the folder: nothing read from a
-file names a path. Arrays are read through ``graph_io.npz`` (never unpickled, each
+file names a path. Arrays are read through ``gradflow.safe_npz`` (never unpickled, each
 size checked before anything is allocated), and the variables file may hold values
 for the saved graph's variables only (``loader``). Damaged bytes are a
 ``DamagedSavedModelError`` (a ``DataLossError``), a missing file a
@@ -24,7 +24,7 @@ import numpy as np
 from gradflow.errors import ResourceExhaustedError
 from gradflow.graph_io import GraphDef, GraphDefError, check_document, check_header
 from gradflow.graph_io._base import DamagedGraphDefError, GraphDefNotFoundError
-from gradflow.graph_io.npz import read_npz
+from gradflow.safe_npz import read_npz
 
 FORMAT = "gradflow.SavedModel"
 FORMAT_VERSION = 1

@@ -15,18 +15,22 @@ Summary ops join ``GraphKeys.SUMMARIES`` unless ``collections`` says otherwise,
 and their tags follow the name scopes. The protobufs and the event files come
 from tensorboardX, imported only when a summary op or a ``FileWriter`` is made
 (``pip install tensorboardX crc32c``). ``Summary``, ``Event`` and
-``SessionLog`` are its protobuf classes, for summaries written by hand:
+``SessionLog`` (and ``HistogramProto``, ``SummaryMetadata``, ``TaggedRunMetadata``) are
+its protobuf classes, for summaries written by hand:
 ``writer.add_summary(gf.summary.Summary(value=[gf.summary.Summary.Value(
 tag="acc", simple_value=0.98)]), step)``.
 """
 
+from gradflow.summary.more_summaries import audio, tensor_summary
 from gradflow.summary.summary_ops import histogram, image, merge, merge_all, scalar, text
 from gradflow.summary.writer import FileWriter, FileWriterCache
 
 __all__ = ["scalar", "histogram", "image", "text", "merge", "merge_all", "FileWriter",
-           "FileWriterCache", "Summary", "Event", "SessionLog", "SummaryDescription"]
+           "FileWriterCache", "Summary", "Event", "SessionLog", "SummaryDescription",
+           "audio", "tensor_summary", "HistogramProto", "SummaryMetadata", "TaggedRunMetadata"]
 
-_PROTOS = ("Summary", "Event", "SessionLog", "SummaryDescription")
+_PROTOS = ("Summary", "Event", "SessionLog", "SummaryDescription", "HistogramProto",
+           "SummaryMetadata", "TaggedRunMetadata")
 
 
 def __getattr__(name):

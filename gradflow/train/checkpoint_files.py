@@ -1,7 +1,8 @@
-"""Reading the files of a checkpoint folder without trusting them: gradflow's
-checkpoints (an ``.npz`` whose JSON header is checked field by field against the
-arrays in it), TensorFlow's (``tf_checkpoint``), and the folder's ``checkpoint`` index
-(gradflow's JSON or TensorFlow's text). ``Saver`` and ``CheckpointReader`` read through
+"""Reading the files of a checkpoint folder without trusting them: checkpoints in
+TensorFlow's V2 layout (``tf_checkpoint``: what gradflow's Saver and TensorFlow's write),
+the single ``.npz`` files of earlier gradflow versions (a JSON header checked field by
+field against the arrays in it), and the folder's ``checkpoint`` index (TensorFlow's
+text, or the JSON of earlier gradflow versions). ``Saver`` and ``CheckpointReader`` read through
 here; every fault is a ``CheckpointError`` of the kind it is:
 ``DamagedCheckpointError`` (a ``DataLossError``) for damaged bytes,
 ``CheckpointNotFoundError`` (a ``NotFoundError``) for a missing file, and
@@ -14,13 +15,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import zipfile
 
 import numpy as np
 
 from gradflow.errors import DataLossError, InvalidArgumentError, NotFoundError
-from gradflow.graph_io.npz import check_npz
+from gradflow.safe_npz import check_npz
 from gradflow.train import tf_checkpoint
+from gradflow.train.tf_checkpoint_writer import INDEX_SUFFIX, MAGIC
 
 FORMAT_VERSION = 1
 _HEADER_KEY = "__header__"
@@ -59,10 +62,11 @@ def unreadable_error(err, message):
 
 
 def read(path, names):
-    """``(header, arrays)`` of the checkpoint at ``path``: gradflow's file, or TensorFlow's
-    checkpoint of which ``path`` is the prefix, read into the same header; the arrays of
-    ``names`` only. Raises ``_Unreadable``."""
-    if os.path.isfile(path) or not tf_checkpoint.is_tf_checkpoint(path):
+    """``(header, arrays)`` of the checkpoint at ``path``: the V2 checkpoint of which
+    ``path`` is the prefix (where ``path.index`` is a file), else an earlier gradflow's
+    file, read into the same header; the arrays of ``names`` only. Raises
+    ``_Unreadable``."""
+    if not tf_checkpoint.is_tf_checkpoint(path):
         return _load(path, names)
     try:
         arrays, described = tf_checkpoint.load(path, names)
@@ -88,8 +92,9 @@ def _load(path, names):
     if size == 0:
         raise _Unreadable("is damaged: the file is empty (0 bytes)", "is empty")
     if not start.startswith(b"PK"):
-        raise _Unreadable(f"is not a gradflow checkpoint, or is corrupt: it is not a NumPy "
-                          f".npz archive (it starts with {start!r})", "is not a checkpoint")
+        raise _Unreadable(f"is not a checkpoint, or is corrupt: there is no {path}.index, and "
+                          f"the file is not the .npz of an earlier gradflow either (it starts "
+                          f"with {start!r})", "is not a checkpoint")
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, ValueError, OSError) as err:
@@ -166,6 +171,66 @@ def _list_of(value, kind):
 
 def _few(names):
     return ", ".join(repr(n) for n in sorted(names)[:5])
+
+
+# -- the files of a folder's checkpoints ---------------------------------------------
+
+
+def is_old_checkpoint_file(path):
+    """Whether ``path`` is a readable .npz with a gradflow header (its contents unchecked):
+    a checkpoint of the single-file format of earlier gradflow versions."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{_HEADER_KEY}.npy" in archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def is_bundle(prefix):
+    """Whether ``prefix.index`` is a file that ends as a checkpoint's index does (its
+    contents unchecked)."""
+    try:
+        with open(prefix + INDEX_SUFFIX, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() < 8:
+                return False
+            f.seek(-8, os.SEEK_END)
+            return int.from_bytes(f.read(8), "little") == MAGIC
+    except OSError:
+        return False
+
+
+def listdir(folder):
+    """The entries of ``folder``; none where it cannot be listed."""
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def files_of(folder, name):
+    """The paths of checkpoint ``name``'s files in ``folder``, its index first, then its data
+    files, its ``.meta`` and an earlier gradflow's file of that name (those that exist or
+    not: the caller removes what is there)."""
+    path = os.path.join(folder, name)
+    found = [path + INDEX_SUFFIX]
+    found += [os.path.join(folder, e) for e in sorted(listdir(folder))
+              if re.fullmatch(re.escape(name) + r"\.data-\d{5}-of-\d{5}", e)]
+    found.append(path + ".meta")
+    if is_old_checkpoint_file(path):
+        found.append(path)
+    return found
+
+
+def saved_step(header, arrays):
+    """The global step a checkpoint was saved at: its header's (an earlier gradflow's
+    file), else its scalar integer ``global_step`` tensor, else ``None``."""
+    if header.get("global_step") is not None:
+        return header["global_step"]
+    step = arrays.get("global_step")
+    if step is not None and step.shape == () and step.dtype.kind in "iu":
+        return int(step)
+    return None
 
 
 # -- the folder's ``checkpoint`` index ---------------------------------------------------

@@ -1,6 +1,6 @@
 """Looking inside a checkpoint without a graph (TF1's ``train.load_checkpoint``,
-``NewCheckpointReader``, ``list_variables`` and ``load_variable``), for gradflow's
-checkpoints and TensorFlow's alike.
+``NewCheckpointReader``, ``list_variables`` and ``load_variable``), for the checkpoints
+gradflow and TensorFlow write (one layout) and those of earlier gradflow versions.
 
 Example::
 
@@ -29,9 +29,9 @@ from gradflow.train.saver import (
 
 
 class CheckpointReader:
-    """The tensors of one checkpoint by name. ``path`` is a checkpoint (a gradflow
-    checkpoint file, or a TensorFlow checkpoint's prefix) or a folder, whose newest
-    checkpoint is read. A missing or damaged checkpoint raises ``CheckpointError``."""
+    """The tensors of one checkpoint by name. ``path`` is a checkpoint (the prefix of its
+    ``.index`` and data files, or the file of an earlier gradflow) or a folder, whose
+    newest checkpoint is read. A missing or damaged checkpoint raises ``CheckpointError``."""
 
     def __init__(self, path):
         path = _path_string(path, "load_checkpoint")

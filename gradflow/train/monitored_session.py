@@ -13,7 +13,11 @@ ends the ``with`` block quietly at the end of the input (``OutOfRangeError``).
 from __future__ import annotations
 
 from gradflow import errors
+from gradflow.config import RunMetadata, RunOptions
+from gradflow.graph import get_default_graph
 from gradflow.train.coordinator import Coordinator, start_queue_runners
+from gradflow.train.scaffold import Scaffold
+from gradflow.train.session_manager import SessionManager
 from gradflow.train.session_run_hook import (
     CheckpointSaverHook,
     SessionRunArgs,
@@ -28,62 +32,34 @@ __all__ = ["MonitoredSession", "MonitoredTrainingSession"]
 class MonitoredSession:
     """A ``Session`` with hooks (see the module docstring); made by
     ``MonitoredTrainingSession``. ``run`` takes TF1's arguments; ``should_stop`` tells
-    when a hook (or the coordinator) asked to stop."""
+    when a hook (or the coordinator) asked to stop. ``scaffold`` gives the init ops and
+    the saver (default: a ``Scaffold()``, whose ops come from the graph's collections)."""
 
     def __init__(self, hooks=(), checkpoint_dir=None, config=None,
-                 stop_grace_period_secs=120):
-        from gradflow.graph import get_default_graph
-
-        self._hooks = list(hooks)
+                 stop_grace_period_secs=120, scaffold=None):
+        self._hooks = list(hooks or ())
         self.graph = get_default_graph()
+        self.scaffold = scaffold if scaffold is not None else Scaffold()
         for hook in self._hooks:
             hook.begin()
-        self._init_ops = self._initializers(self.graph)
-        latest = self._latest(checkpoint_dir)
         # as TF1's Scaffold: every op exists now, so a loop that builds more fails at once
-        self.graph.finalize()
+        self.scaffold.finalize()
         self._coord = Coordinator()
         self._grace = stop_grace_period_secs
         self._stop = False
-        self._sess = self._create(latest, config)
+        self._sess = self._create(checkpoint_dir, config)
 
-    @staticmethod
-    def _initializers(graph):
-        """The graph's init ops: those of its ``INIT_OP``/``LOCAL_INIT_OP`` collections (a
-        program's own, or an earlier MonitoredSession's, as TF1's Scaffold takes them),
-        else new ones, added there."""
-        from gradflow.variables import (
-            GraphKeys,
-            global_variables_initializer,
-            local_variables_initializer,
-        )
-
-        ops = []
-        for key, make in ((GraphKeys.INIT_OP, global_variables_initializer),
-                          (GraphKeys.LOCAL_INIT_OP, local_variables_initializer)):
-            found = graph.get_collection(key)
-            if not found:
-                found = [make()]
-                graph.add_to_collection(key, found[0])
-            ops.append(found[0])
-        return ops
-
-    @staticmethod
-    def _latest(checkpoint_dir):
-        """``(Saver, path)`` of the checkpoint to start from, or None."""
-        from gradflow.train.saver import Saver, latest_checkpoint
-
-        latest = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-        return None if latest is None else (Saver(), latest)
-
-    def _create(self, latest, config):
-        from gradflow.session import Session
-
-        sess = Session(graph=self.graph, config=config)
-        sess.run(self._init_ops)
-        if latest is not None:
-            saver, path = latest
-            saver.restore(sess, path)
+    def _create(self, checkpoint_dir, config):
+        scaffold = self.scaffold
+        manager = SessionManager(local_init_op=scaffold.local_init_op,
+                                 ready_op=scaffold.ready_op,
+                                 ready_for_local_init_op=scaffold.ready_for_local_init_op,
+                                 graph=self.graph,
+                                 local_init_feed_dict=scaffold.local_init_feed_dict)
+        sess = manager.prepare_session("", init_op=scaffold.init_op, saver=scaffold.saver,
+                                       checkpoint_dir=checkpoint_dir, config=config,
+                                       init_feed_dict=scaffold.init_feed_dict,
+                                       init_fn=scaffold.init_fn)
         start_queue_runners(sess, self._coord)  # TF1 starts the graph's queue runners too
         for hook in self._hooks:
             hook.after_create_session(sess, self._coord)
@@ -99,10 +75,16 @@ class MonitoredSession:
                 if key in feeds:
                     raise RuntimeError(f"Same tensor is fed by two hooks: {key}")
                 feeds[key] = value
-        hook_fetches = [ask.fetches if ask is not None else [] for ask in asks]
-        results = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feeds)
+        hook_fetches = [[] if ask is None or ask.fetches is None else ask.fetches
+                        for ask in asks]
+        options = _merged_options(options, asks)
+        if options is not None and run_metadata is None:
+            run_metadata = RunMetadata()
+        results = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feeds,
+                                 options=options, run_metadata=run_metadata)
         for hook, ask, values in zip(self._hooks, asks, results["hooks"]):
-            hook.after_run(context, SessionRunValues(values if ask is not None else None,
+            hook.after_run(context, SessionRunValues(None if ask is None or ask.fetches is None
+                                                     else values,
                                                      options, run_metadata))
         self._stop = self._stop or context.stop_requested
         return results["caller"]
@@ -144,6 +126,16 @@ class MonitoredSession:
         return exc_type is not None and clean  # the end of the input ends the block
 
 
+def _merged_options(options, asks):
+    """The caller's ``RunOptions`` with the deepest ``trace_level`` any hook asks for."""
+    levels = [getattr(a.options, "trace_level", 0) for a in asks
+              if a is not None and a.options is not None]
+    if not levels:
+        return options
+    merged = RunOptions(trace_level=max(levels + [getattr(options, "trace_level", 0)]))
+    return merged
+
+
 def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None,  # noqa: N802 - TF1 name
                              hooks=None, chief_only_hooks=None, save_checkpoint_secs=600,
                              save_summaries_steps=100, save_summaries_secs=None, config=None,
@@ -159,16 +151,15 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     if master or not is_chief:
         raise NotImplementedError("MonitoredTrainingSession: distributed sessions (master=, "
                                   "is_chief=False) are not supported; see gradflow.distributed")
-    if scaffold is not None:
-        raise NotImplementedError("MonitoredTrainingSession: scaffold is not supported")
     all_hooks = list(hooks or ()) + list(chief_only_hooks or ())
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir and (save_summaries_steps or save_summaries_secs):
         all_hooks.append(SummarySaverHook(
             save_steps=None if save_summaries_secs else save_summaries_steps,
-            save_secs=save_summaries_secs, output_dir=summary_dir))
+            save_secs=save_summaries_secs, output_dir=summary_dir, scaffold=scaffold))
     if checkpoint_dir and (save_checkpoint_steps or save_checkpoint_secs):
         all_hooks.append(CheckpointSaverHook(
             checkpoint_dir, save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
-            save_steps=save_checkpoint_steps))
-    return MonitoredSession(all_hooks, checkpoint_dir, config, stop_grace_period_secs)
+            save_steps=save_checkpoint_steps, scaffold=scaffold))
+    return MonitoredSession(all_hooks, checkpoint_dir, config, stop_grace_period_secs,
+                            scaffold=scaffold)

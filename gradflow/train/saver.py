@@ -1,16 +1,19 @@
-"""Checkpoints: save and restore variable values in one backend-neutral file.
+"""Checkpoints: save and restore variable values in TensorFlow's own layout.
 
-A checkpoint is one ``.npz`` archive written with NumPy: each variable under
-its name, plus ``__header__`` (JSON as bytes: format version, names, shapes,
-dtypes, global step). Files are written to a temporary file in the same
-folder, fsynced and renamed into place, so a failed save never damages an
-earlier checkpoint. A JSON ``checkpoint`` index in the folder lists the
-recent checkpoints, newest last, with TF1's ``CheckpointState`` fields.
+A checkpoint ``prefix`` is TensorFlow's V2 bundle, as TensorFlow's Saver writes it:
+``prefix.index`` (each variable's name, dtype, shape, and the place and CRC-32C of its
+bytes) and ``prefix.data-00000-of-00001`` (the values, little-endian), written by
+``tf_checkpoint_writer``; TensorFlow's ``tf.train.load_checkpoint`` and Saver read them.
+Both files are written to temporaries in the same folder, fsynced and renamed into
+place, data file first, so a failed save never damages an earlier checkpoint. The
+``checkpoint`` index in the folder lists the recent checkpoints, newest last, in
+TensorFlow's text format (TF1's ``CheckpointState`` fields), by their names in the
+folder, so a copied or moved folder keeps its checkpoints.
 
-``Saver.restore`` also reads the checkpoints TensorFlow writes (``prefix.index`` and
-its data files, listed by TensorFlow's text ``checkpoint`` index:
-``gradflow.train.tf_checkpoint``), so a TF1 program resumes from them; a save then
-writes gradflow's format, and never deletes TensorFlow's files.
+``Saver.restore`` reads the checkpoints TensorFlow writes (sharded ones too: any
+``prefix.data-<k>-of-<n>``, listed by TensorFlow's text ``checkpoint`` index:
+``gradflow.train.tf_checkpoint``), and the single ``.npz`` files earlier versions of
+gradflow wrote (listed by a JSON ``checkpoint`` index), so a program resumes from either.
 
 Every error says which file is wrong, what is wrong with it and what to do:
 a missing file lists the checkpoints that do exist beside it, and a damaged
@@ -20,13 +23,10 @@ one names the newest earlier checkpoint that loads.
 from __future__ import annotations
 
 import difflib
-import io
-import json
 import os
 import re
 import time
 import warnings
-import zipfile
 
 import numpy as np
 
@@ -34,16 +34,20 @@ from gradflow import tf_logging
 from gradflow.atomic_files import write_atomically
 from gradflow.errors import FailedPreconditionError
 from gradflow.graph import get_default_graph
+from gradflow.graph_io.meta_graph import write_saver_meta_graph
 from gradflow.session import Session
-from gradflow.train import tf_checkpoint
+from gradflow.train import tf_checkpoint, tf_checkpoint_writer
 from gradflow.train.checkpoint_files import (
-    _HEADER_KEY,
-    FORMAT_VERSION,
     CheckpointError,
     CheckpointNotFoundError,
     DamagedCheckpointError,  # noqa: F401 - gradflow.train.saver.DamagedCheckpointError
     _mtime,
     _Unreadable,
+    files_of,
+    is_bundle,
+    is_old_checkpoint_file,
+    listdir,
+    saved_step,
     unreadable_error,
 )
 from gradflow.train.checkpoint_files import index_state as _index_state
@@ -91,11 +95,12 @@ class Saver:
     digits. ``allow_empty=True`` makes a Saver with no variables do nothing
     instead of raising.
 
-    Accepted and ignored, since gradflow writes one file per checkpoint and no
-    graph protobufs: ``sharded``, ``name``, ``restore_sequentially``,
-    ``defer_build``, ``write_version``, ``save_relative_paths`` (the index always
-    holds paths relative to its folder) and ``filename``. ``saver_def`` and
-    ``builder`` are refused.
+    Accepted and ignored, since gradflow writes one data file per checkpoint (a
+    TensorFlow Saver on one device does too) in TensorFlow's V2 layout, and no graph
+    protobufs: ``sharded``, ``name``, ``restore_sequentially``, ``defer_build``,
+    ``write_version`` (the V1 layout is never written), ``save_relative_paths`` (the
+    index always holds paths relative to its folder) and ``filename``. ``saver_def``
+    and ``builder`` are refused.
 
     >>> saver = gf.train.Saver()
     >>> path = saver.save(sess, "ckpt/model", global_step=step)
@@ -155,9 +160,9 @@ class Saver:
         first (as on the first run that needs it), and that value is saved.
         ``latest_filename`` names the index file (default ``"checkpoint"``);
         ``write_state=False`` writes neither the index nor deletes old checkpoints.
-        No ``.meta`` graph file is written: ``write_meta_graph``,
-        ``meta_graph_suffix``, ``strip_default_attrs`` and ``save_debug_info`` are
-        accepted and ignored. Returns ``None`` for an empty Saver (``allow_empty``).
+        ``write_meta_graph`` writes the graph to ``<path>.<meta_graph_suffix>`` for
+        ``gf.train.import_meta_graph`` (``gradflow.graph_io.meta_graph``).
+        Returns ``None`` for an empty Saver (``allow_empty``).
         """
         _check_session(sess, "save", save_path)
         index_name = _index_name(latest_filename)
@@ -173,19 +178,14 @@ class Saver:
             return None
         self._check_graph(sess, "save")
         arrays = self._values(sess)
-        header = {
-            "format_version": FORMAT_VERSION,
-            "names": list(arrays),
-            "shapes": [list(a.shape) for a in arrays.values()],
-            "dtypes": [self._vars[n].dtype.name for n in arrays],
-            "global_step": step,
-        }
-        buffer = io.BytesIO()
-        _write_npz(buffer, {_HEADER_KEY: _encode_header(header), **arrays})
-        write_atomically(base, buffer.getvalue())
+        _write_checkpoint(base, arrays)
         self._written.add(os.path.abspath(base))
+        if is_old_checkpoint_file(base):  # what an earlier gradflow saved here: replaced
+            os.remove(base)
         if write_state:
             self._update_index(base, index_name)
+        if write_meta_graph:
+            write_saver_meta_graph(self, sess, base, meta_graph_suffix)
         return base
 
     def restore(self, sess, save_path):
@@ -293,7 +293,7 @@ class Saver:
             if self._mismatches(header, arrays):
                 failures.append(f"{os.path.basename(candidate)} does not match these variables")
                 continue
-            step = header.get("global_step")
+            step = saved_step(header, arrays)
             at = "" if step is None else f" (global step {step})"
             skipped = f" ({'; '.join(failures)})" if failures else ""
             return (f"The newest intact checkpoint in the same folder is {candidate}{at}"
@@ -330,24 +330,27 @@ class Saver:
                  "all_model_checkpoint_paths": [p for p, _ in recent],
                  "all_model_checkpoint_timestamps": [t for _, t in recent],
                  "last_preserved_timestamp": preserved}
-        write_atomically(os.path.join(folder, index_name), json.dumps(index).encode())
-
+        write_atomically(os.path.join(folder, index_name),
+                         tf_checkpoint.write_index_text(index))
 
     def _remove_old(self, folder, name, newest):
-        """Delete the rotated-out checkpoint ``name`` of ``folder``, but only a file this
-        Saver wrote, or one named like this Saver's checkpoints (``newest`` without its
-        step, then ``-<step>``) that is a gradflow checkpoint: an index written by
-        someone else never makes a save delete anything else."""
+        """Delete the rotated-out checkpoint ``name`` of ``folder`` (its index first, then
+        its data files and ``.meta``), but only one this Saver wrote, or one named like
+        this Saver's checkpoints (``newest`` without its step, then ``-<step>``) that is a
+        checkpoint (as TF1's Saver deletes those of its series it recovered from the
+        index): an index written by someone else never makes a save delete anything
+        else."""
         path = os.path.join(folder, name)
         if os.path.abspath(path) not in self._written:
             prefix = re.sub(r"-\d+$", "", newest)
             if not (re.fullmatch(re.escape(prefix) + r"(-\d+)?", name)
-                    and _is_checkpoint_file(path)):
+                    and (is_bundle(path) or is_old_checkpoint_file(path))):
                 return
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+        for doomed_path in files_of(folder, name):
+            try:
+                os.remove(doomed_path)
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                pass
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
@@ -390,8 +393,8 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 
 def checkpoint_exists(checkpoint_prefix):
-    """TF1's ``checkpoint_exists``: whether a checkpoint is at this path (a gradflow
-    checkpoint file, or a TensorFlow checkpoint's ``.index``)."""
+    """TF1's ``checkpoint_exists``: whether a checkpoint is at this path (its ``.index``,
+    or the file of an earlier gradflow)."""
     return _exists(_path_string(checkpoint_prefix, "checkpoint_exists"))
 
 
@@ -473,13 +476,9 @@ def _step_value(sess, global_step):
                         f"{global_step!r}") from None
 
 
-def _encode_header(header):
-    return np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-
-
-def _write_npz(file, arrays):
-    """Write ``arrays`` to ``file`` as an uncompressed .npz (module-level so tests can fail it)."""
-    np.savez(file, **arrays)
+def _write_checkpoint(base, arrays):
+    """Write ``arrays`` as the checkpoint ``base`` (module-level so tests can fail it)."""
+    tf_checkpoint_writer.write(base, arrays)
 
 
 def _bad_index_message(folder, index_name, problem):
@@ -490,32 +489,25 @@ def _bad_index_message(folder, index_name, problem):
             f"Delete it (the next Saver.save writes a new one) or repair it; {found}")
 
 
-def _is_checkpoint_file(path):
-    """Whether ``path`` is a readable .npz with a gradflow header (its contents unchecked)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return f"{_HEADER_KEY}.npy" in archive.namelist()
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return False
-
-
 def _scan(folder, index_name):
     """The checkpoints of ``folder``: (listed in the index and present, oldest first;
-    other gradflow checkpoint files there, oldest first by modification time)."""
+    other checkpoints there, of either format, oldest first by modification time)."""
     state = _index_state(folder, index_name)[0] if index_name else None
     listed = state["all_model_checkpoint_paths"] if state else []
     indexed = [os.path.join(folder, p) for p in listed if _exists(os.path.join(folder, p))]
-    try:
-        entries = sorted(os.listdir(folder))[:_SCAN_LIMIT]
-    except OSError:
-        entries = []
+    entries = sorted(listdir(folder))[:_SCAN_LIMIT]
     skip = set(listed) | {INDEX_NAME, index_name}
-    others = [os.path.join(folder, e) for e in entries
-              if e not in skip and not e.startswith(".")
-              and os.path.isfile(os.path.join(folder, e))
-              and _is_checkpoint_file(os.path.join(folder, e))]
-    others.sort(key=_mtime)
-    return indexed, others
+    others = set()
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        if entry.startswith("."):
+            continue
+        name = entry.removesuffix(tf_checkpoint_writer.INDEX_SUFFIX)
+        if name != entry and name not in skip and is_bundle(os.path.join(folder, name)):
+            others.add(os.path.join(folder, name))
+        elif entry not in skip and os.path.isfile(path) and is_old_checkpoint_file(path):
+            others.add(path)
+    return indexed, sorted(others, key=lambda p: (_mtime(p), p))
 
 
 def _names(paths):
@@ -582,5 +574,5 @@ def _missing_file_message(path):
 
 
 def _exists(path):
-    """Whether a checkpoint is at ``path``: gradflow's file, or TensorFlow's ``.index``."""
+    """Whether a checkpoint is at ``path``: its ``.index``, or an earlier gradflow's file."""
     return os.path.isfile(path) or tf_checkpoint.is_tf_checkpoint(path)

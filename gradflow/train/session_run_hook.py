@@ -17,8 +17,9 @@ import collections
 import os
 import time
 
-__all__ = ["CheckpointSaverHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-           "SessionRunValues", "StopAtStepHook", "SummarySaverHook"]
+__all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "SessionRunArgs",
+           "SessionRunContext", "SessionRunHook", "SessionRunValues", "StopAtStepHook",
+           "SummarySaverHook"]
 
 
 class SessionRunArgs(collections.namedtuple("SessionRunArgs",
@@ -112,6 +113,23 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+class CheckpointSaverListener:
+    """Told around each save of a ``CheckpointSaverHook``: ``after_save`` returning True
+    stops training."""
+
+    def begin(self):
+        """Called once, when the hook's ``begin`` runs."""
+
+    def before_save(self, session, global_step_value):
+        """Called before each save."""
+
+    def after_save(self, session, global_step_value):
+        """Called after each save; True asks the session to stop."""
+
+    def end(self, session, global_step_value):
+        """Called at the end, after the last save."""
+
+
 class _EveryN(SessionRunHook):
     """A hook that acts every ``steps`` global steps or ``secs`` seconds."""
 
@@ -143,30 +161,44 @@ class CheckpointSaverHook(_EveryN):
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
         super().__init__(save_steps, save_secs, "CheckpointSaverHook")
+        if saver is not None and scaffold is not None:
+            raise ValueError("You cannot provide both saver and scaffold.")
         self._path = os.path.join(checkpoint_dir, checkpoint_basename)
-        self._saver = saver
+        self._saver, self._scaffold = saver, scaffold
+        self._listeners = list(listeners or ())
 
     def begin(self):
-        from gradflow.train.saver import Saver
+        from gradflow.train.scaffold import get_saver_or_default
 
         super().begin()
-        self._saver = self._saver or Saver()
+        if self._saver is None and self._scaffold is None:
+            self._saver = get_saver_or_default()  # the one the session's Scaffold takes
+        for listener in self._listeners:
+            listener.begin()
+
+    def _save(self, session, step):
+        """Save at ``step`` (each listener told before and after); True to stop."""
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        saver = self._saver if self._saver is not None else self._scaffold.saver
+        saver.save(session, self._path, global_step=step)
+        self._mark(step)
+        return any([listener.after_save(session, step) for listener in self._listeners])
 
     def after_create_session(self, session, coord):
-        step = int(session.run(self._step))
-        self._saver.save(session, self._path, global_step=step)
-        self._mark(step)
+        self._save(session, int(session.run(self._step)))
 
     def after_run(self, run_context, run_values):
         step = int(run_context.session.run(self._step))
-        if self._due(step):
-            self._saver.save(run_context.session, self._path, global_step=step)
-            self._mark(step)
+        if self._due(step) and self._save(run_context.session, step):
+            run_context.request_stop()
 
     def end(self, session):
         step = int(session.run(self._step))
         if step != self._last_step:
-            self._saver.save(session, self._path, global_step=step)
+            self._save(session, step)
+        for listener in self._listeners:
+            listener.end(session, step)
 
 
 class SummarySaverHook(_EveryN):
@@ -181,6 +213,7 @@ class SummarySaverHook(_EveryN):
                              "should be provided.")
         self._output_dir, self._writer, self._summary_op = output_dir, summary_writer, \
             summary_op
+        self._scaffold = scaffold
 
     def begin(self):
         from gradflow.summary import FileWriterCache, merge_all
@@ -188,11 +221,13 @@ class SummarySaverHook(_EveryN):
         super().begin()
         if self._writer is None:
             self._writer = FileWriterCache.get(self._output_dir)
-        if self._summary_op is None:
+        if self._summary_op is None and self._scaffold is None:
             self._summary_op = merge_all()
         self._request = False
 
     def before_run(self, run_context):
+        if self._summary_op is None and self._scaffold is not None:
+            self._summary_op = self._scaffold.summary_op
         self._request = self._summary_op is not None and self._due(self._next_step)
         fetches = {"step": self._step}
         if self._request:

@@ -2,7 +2,8 @@
 TF1 program wrote: the V2 "tensor bundle", ``<prefix>.index`` (a LevelDB-style table:
 each tensor's name, dtype, shape and place in the data) and
 ``<prefix>.data-<shard>-of-<shards>`` (the tensors' bytes), and the text ``checkpoint``
-index beside them. Read only: gradflow writes its own format.
+index beside them (which ``write_index_text`` also writes). The bundle itself is written
+by ``tf_checkpoint_writer``.
 
 Nothing in the files is run or trusted: every length and offset is checked against the
 file before it is used, the index's blocks and each tensor's bytes against their
@@ -27,6 +28,7 @@ import numpy as np
 
 from gradflow import protowire
 from gradflow.errors import GradflowError
+from gradflow.train import checksums
 
 _MAGIC = 0xDB4775248B80FB57  # the table footer's last 8 bytes
 _FOOTER = 48
@@ -105,6 +107,36 @@ def read_index_text(raw):
         else:
             fields[key] = parsed
     return fields
+
+
+def write_index_text(fields):
+    """The text ``checkpoint`` index TensorFlow's ``get_checkpoint_state`` reads, of the
+    ``fields`` that ``read_index_text`` returns (paths as given, strings C-escaped)."""
+    lines = []
+    if fields.get("model_checkpoint_path") is not None:
+        lines.append(f"model_checkpoint_path: {_quote(fields['model_checkpoint_path'])}")
+    lines += [f"all_model_checkpoint_paths: {_quote(p)}"
+              for p in fields.get("all_model_checkpoint_paths", [])]
+    lines += [f"all_model_checkpoint_timestamps: {float(t)!r}"
+              for t in fields.get("all_model_checkpoint_timestamps", [])]
+    if fields.get("last_preserved_timestamp"):
+        lines.append(f"last_preserved_timestamp: {float(fields['last_preserved_timestamp'])!r}")
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _quote(text):
+    """``text`` as a text-format string literal: printable ASCII as is, quotes and
+    backslashes escaped, every other byte of its UTF-8 as an octal escape."""
+    out = []
+    for byte in text.encode("utf-8", "surrogatepass"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 32 <= byte < 127:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 _ESCAPES = {"n": 10, "t": 9, "r": 13, '"': 34, "'": 39, "\\": 92, "a": 7, "b": 8, "f": 12,
@@ -339,7 +371,7 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
         raise TFCheckpointError(f"its data file {path} ends before tensor '{name}' (bytes "
                                 f"{entry['offset']}-{entry['offset'] + entry['size']}), as "
                                 "when a copy is cut short", "is cut short")
-    if entry["crc"] is not None and protowire.masked_crc32c(raw) != entry["crc"]:
+    if entry["crc"] is not None and checksums.masked_crc32c(raw) != entry["crc"]:
         raise TFCheckpointError(f"tensor '{name}' in {path} fails its checksum: the data "
                                 "file is damaged")
     return np.frombuffer(raw, item).astype(dtype).reshape(shape)

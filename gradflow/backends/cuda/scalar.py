@@ -32,7 +32,8 @@ COMPUTE = {"float16": "float", "float32": "float", "float64": "double", "bool": 
 # NumPy function -> C math function (``f`` appended for float)
 MATH = {"abs": "fabs", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
         "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "tanh": "tanh", "sin": "sin",
-        "cos": "cos"}
+        "cos": "cos", **{f: f for f in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                                        "acosh", "atanh", "atan2")}}
 INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "less": "<",
          "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
          "not_equal": "!=", "logical_and": "&&", "logical_or": "||"}

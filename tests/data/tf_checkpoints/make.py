@@ -8,6 +8,17 @@ TensorFlow itself (2.x, ``compat.v1`` graph mode): ``python make.py`` in this fo
   ``many_expected.npz`` holds their values.
 - ``sharded/``: a ``Saver(sharded=True)`` checkpoint of variables on two (logical)
   CPUs: two data files under one index.
+- ``bundle/``: the tensors of ``bundle_values()`` (every dtype gradflow writes, scalars,
+  empty and multi-dimensional tensors, names with slashes whose byte order is not their
+  order of creation) saved by the ``compat.v1`` Saver, and ``raw/``: the same tensors
+  written by ``tf.raw_ops.SaveV2`` in eager mode, names in the order given.
+  ``bundle_expected.npz`` holds the values. ``tests/test_tf_checkpoint_writer.py``
+  checks that gradflow writes these bytes.
+
+``python make.py`` writes them all; ``python make.py bundle`` only the last two.
+``python make.py hashes`` prints the SHA-256 of the files TensorFlow writes for
+``many_values()`` (an index of several blocks, too large to keep here), which
+``tests/test_tf_checkpoint_writer.py`` holds as literals.
 """
 
 import os
@@ -85,10 +96,89 @@ def sharded():
     os.remove(os.path.join(folder, "s.ckpt.meta"))
 
 
+def bundle_values():
+    """Name -> value, in the order the variables are made."""
+    rng = np.random.default_rng(47)
+    return {
+        "layer_2/kernel": rng.standard_normal((3, 2)).astype(np.float32),
+        "layer/kernel": rng.standard_normal((2, 3)).astype(np.float32),
+        "layer/bias": np.array([0.5, -0.25, 1e-30], np.float32),
+        "layer/bias/Adam": np.array([np.inf, -np.inf, -0.0], np.float32),
+        "scalar": np.float32(1.5),
+        "f64/cube": rng.standard_normal((2, 2, 2)),
+        "ints/i32": np.array([-(2 ** 31), -1, 0, 7, 2 ** 31 - 1], np.int32),
+        "ints/i64": np.array([[-(2 ** 63), 2 ** 63 - 1], [3, -3]], np.int64),
+        "global_step": np.int64(1234),
+        "mask": np.array([[True, False, True], [False, False, True]]),
+        "flag": np.bool_(True),
+        "empty/rows": np.zeros((0, 3), np.float32),
+        "empty/ids": np.zeros((0,), np.int64),
+        "deep/a/b/c/d": np.arange(6, dtype=np.float64).reshape(1, 2, 1, 3) / 3,
+    }
+
+
+def bundle():
+    values = bundle_values()
+    tf.reset_default_graph()
+    for name, value in values.items():
+        tf.Variable(value, name=name)
+    folder = os.path.join(HERE, "bundle")
+    shutil.rmtree(folder, ignore_errors=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, os.path.join(folder, "model.ckpt"), global_step=1234)
+    os.remove(os.path.join(folder, "model.ckpt-1234.meta"))
+    os.remove(os.path.join(folder, "checkpoint"))  # it names this machine's absolute path
+    np.savez(os.path.join(HERE, "bundle_expected.npz"), **values)
+
+
+def raw_bundle():
+    values = bundle_values()
+    folder = os.path.join(HERE, "raw")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    tf2.raw_ops.SaveV2(prefix=os.path.join(folder, "raw"), tensor_names=list(values),
+                       shape_and_slices=[""] * len(values),
+                       tensors=[tf2.constant(v) for v in values.values()])
+
+
+def many_values(count=12000):
+    """Tensors enough for an index of several 256 KiB blocks: name -> value."""
+    return {f"tower_{i % 7}/block_{i:05d}/{'kernel' if i % 3 else 'bias/Momentum'}":
+            np.full((i % 3,), i, np.float32) for i in range(count)}
+
+
+def hashes():
+    import hashlib
+    import tempfile
+
+    values = many_values()
+    names = sorted(values)
+    with tempfile.TemporaryDirectory() as folder:
+        prefix = os.path.join(folder, "many")
+        tf2.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                           tensors=[tf2.constant(values[n]) for n in names])
+        for suffix in (".index", ".data-00000-of-00001"):
+            data = open(prefix + suffix, "rb").read()
+            print(suffix, len(data), hashlib.sha256(data).hexdigest())
+
+
 if __name__ == "__main__":
-    cpu = tf2.config.list_physical_devices("CPU")[0]  # two logical CPUs, before any graph
-    tf2.config.set_logical_device_configuration(cpu, [tf2.config.LogicalDeviceConfiguration()] * 2)
+    import sys
+
+    if sys.argv[1:] == ["hashes"]:
+        hashes()
+        sys.exit()
+
+    everything = sys.argv[1:] != ["bundle"]
+    if everything:
+        cpu = tf2.config.list_physical_devices("CPU")[0]  # two logical CPUs, before any op
+        tf2.config.set_logical_device_configuration(
+            cpu, [tf2.config.LogicalDeviceConfiguration()] * 2)
+    raw_bundle()  # eager, before graph mode is switched on
     tf.disable_eager_execution()
-    adam()
-    many()
-    sharded()
+    if everything:
+        adam()
+        many()
+        sharded()
+    bundle()

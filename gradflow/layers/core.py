@@ -1,4 +1,4 @@
-"""Layers with TF1 ``tf.layers`` names: the functions (``dense``, ``conv2d``...), whose
+"""The core of ``gradflow.layers``: the functions (``dense``, ``conv2d``...), whose
 variables are made through ``get_variable``, and the layer objects built on them
 (``Dense``, ``Conv2D``...), which share their variables across calls.
 

@@ -1,18 +1,4 @@
-"""TF1's ``tf.metrics``: streaming metrics over many runs.
-
-Each metric returns ``(value, update_op)``. Its state is a few local variables
-(``<name>/total``, ``<name>/count``...) in ``GraphKeys.LOCAL_VARIABLES`` and
-``GraphKeys.METRIC_VARIABLES``, zero after ``local_variables_initializer()``;
-running ``update_op`` folds one batch in and returns the updated value, and
-``value`` reads the metric without changing it. Re-running the local variables'
-initializer starts over.
-
->>> acc, acc_update = gf.metrics.accuracy(labels=y, predictions=gf.argmax(logits, 1))
->>> sess.run(gf.local_variables_initializer())
->>> for xb, yb in batches:
-...     sess.run(acc_update, {x: xb, y: yb})
->>> print(sess.run(acc))
-"""
+"""TF1's basic streaming metrics: mean, accuracy, errors, counts, precision, recall, auc."""
 
 from __future__ import annotations
 
