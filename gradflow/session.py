@@ -197,20 +197,42 @@ class Session:
         if not flat:  # run([]), run({}): nothing to compute (TF1 gives the empty structure)
             return rebuild([])
         feed_items, feed_keys = self._feed_items(flat, feed_dict)
-        plan, feeds = self._plan(flat, feed_keys, feed_items)
+        key = (tuple(flat), feed_keys)
+        plan = self._plans.get(key)  # the steady state inline: a run's every call counts
+        if plan is None or plan.specialize:
+            plan, feeds = self._plan(key, plan, feed_items)
+        else:
+            feeds = self._convert_feeds(feed_keys, feed_items)
         tracing = options is not None and getattr(options, "trace_level", 0) > 0
         if tracing:
-            plan = self._traced_plan((tuple(flat), feed_keys), feeds)
+            plan = self._traced_plan(key, feeds)
         elif not plan.lock.acquire(blocking=False):  # another thread runs this plan now
             plan = self._free_instance(plan, flat, feed_keys, feeds)
+        state = self.run_state
         try:
-            values = self._execute(plan, feeds, tracing)
+            if plan.initialized and state.running is None and not state.capture:
+                try:
+                    values = plan.fn(feeds, state.store)
+                except Exception as err:
+                    raise self._run_error(plan, err) from err
+            else:
+                values = self._execute(plan, feeds, tracing)
             if tracing and run_metadata is not None:
-                _record_trace(plan, run_metadata, self.run_state.backend)
+                _record_trace(plan, run_metadata, state.backend)
         finally:
             plan.lock.release()
         if output == "numpy":
-            values = self._host_values(values)
+            to_host = state.backend.host_value
+            # a summary's value is bytes (a serialized protobuf), returned as it is; a
+            # scalar is a NumPy scalar of its dtype, as TF1 returns it (np.float32(0.5))
+            try:
+                values = [v if v is None or isinstance(v, bytes) else to_host(v)[()]
+                          for v in values]
+            except MemoryError as err:
+                raise ResourceExhaustedError(
+                    f"out of memory copying the fetched values to NumPy ({err}); fetch "
+                    "less, or pass output='native' to get the backend's arrays as they "
+                    "are") from None
         elif output != "native":
             raise ValueError(f"output must be 'numpy' or 'native', got {output!r}")
         return values[0] if rebuild is None else rebuild(values)
@@ -232,17 +254,14 @@ class Session:
             feed_keys = tuple(self._resolve(k, "feed") for k, _ in feed_items)
         return feed_items, feed_keys
 
-    def _plan(self, flat, feed_keys, feed_items):
-        """``(plan, converted feeds)`` of a run: the cached plan, or a new one."""
-        key = (tuple(flat), feed_keys)
-        plan = self._plans.get(key)
+    def _plan(self, key, plan, feed_items):
+        """``(plan, converted feeds)`` of a run whose cached ``plan`` (looked up by
+        ``key``) is missing or specializes to the fed shapes."""
         if plan is None:
             return self._plan_for(key, feed_items)
-        feeds = self._convert_feeds(feed_keys, feed_items)
-        if plan.specialize:  # a plan of its own for each set of fed shapes
-            key = (key, tuple(tuple(f.shape) for f in feeds))
-            plan = self._plans.get(key) or self._compile(key, feeds)
-        return plan, feeds
+        feeds = self._convert_feeds(key[1], feed_items)
+        key = (key, tuple(tuple(f.shape) for f in feeds))  # a plan per set of fed shapes
+        return self._plans.get(key) or self._compile(key, feeds), feeds
 
     def _execute(self, plan, feeds, tracing):
         """The fetched values of one run of ``plan`` (locked by the caller) on ``feeds``."""
@@ -259,19 +278,6 @@ class Session:
                 return self._run_plan(plan, feeds, tracing)
         except Exception as err:
             raise self._run_error(plan, err) from err
-
-    def _host_values(self, values):
-        """The fetched values as NumPy values: a summary's value is bytes (a serialized
-        protobuf), returned as it is; a scalar is a NumPy scalar of its dtype, as TF1
-        returns it (``np.float32(0.5)``)."""
-        to_host = self.run_state.backend.host_value
-        try:
-            return [v if v is None or isinstance(v, bytes) else to_host(v)[()] for v in values]
-        except MemoryError as err:
-            raise ResourceExhaustedError(
-                f"out of memory copying the fetched values to NumPy ({err}); fetch "
-                "less, or pass output='native' to get the backend's arrays as they "
-                "are") from None
 
     def _run_plan(self, plan, feeds, tracing):
         state = self.run_state
