@@ -261,7 +261,12 @@ def _max_pool_impl(xp, x, ksize, strides, padding):
 
 def _first_max_masks(xp, x, ksize, strides, padding):
     """Per window cell, where that cell is its window's first maximum (row-major), as 0/1."""
-    cells = _cells(xp, x, ksize, strides, padding, -math.inf)
+    return first_max_masks(xp, x, _cells(xp, x, ksize, strides, padding, -math.inf))
+
+
+def first_max_masks(xp, x, cells):
+    """Per window cell of ``x`` (``cells``: the windows' values, cell by cell, in
+    row-major order; 2-D or 3-D), where that cell is its window's first maximum, as 0/1."""
     top = functools.reduce(xp.maximum, cells)
     taken = xp.zeros(top.shape, dtype=xp.bool, device=_device(x))
     masks = []

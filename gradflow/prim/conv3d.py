@@ -18,7 +18,7 @@ from array_api_compat import device as _device
 
 from gradflow import dtypes as _dtypes
 from gradflow.prim import rules
-from gradflow.prim.conv import _cells, _out_dim, _window
+from gradflow.prim.conv import _cells, _out_dim, _window, first_max_masks
 from gradflow.prim.registry import apply, register
 
 _AXES = (1, 2, 3)  # the spatial axes of NDHWC
@@ -168,16 +168,7 @@ def _max_pool_impl(xp, x, ksize, strides, padding):
 
 
 def _first_max_masks(xp, x, ksize, strides, padding):
-    """Per window cell, where that cell is its window's first maximum (row-major), as 0/1."""
-    cells = _cells3(xp, x, ksize, strides, padding, -math.inf)
-    top = functools.reduce(xp.maximum, cells)
-    taken = xp.zeros(top.shape, dtype=xp.bool, device=_device(x))
-    masks = []
-    for cell in cells:
-        hit = (cell == top) & ~taken
-        taken = taken | hit
-        masks.append(xp.astype(hit, x.dtype))
-    return masks
+    return first_max_masks(xp, x, _cells3(xp, x, ksize, strides, padding, -math.inf))
 
 
 def _max_pool_grad_impl(xp, g, x, ksize, strides, padding):
