@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import gradflow as gf
+
 
 def checksum(v):
     """``(sum, index-weighted sum)`` of ``v`` in float64 (weights 1..7, repeating)."""
@@ -30,3 +32,13 @@ def check(got, want, key, rtol, atol):
         assert abs(weighted - want["weighted"]) <= rtol * 70 * scale, key
         np.testing.assert_allclose(got.astype(np.float64).ravel()[:12], want["first"],
                                    rtol=rtol, atol=atol, err_msg=key)
+
+
+def check_table(build, expected, key, backend, cache, rtol, atol):
+    """Check the entry ``key`` of the table ``expected`` against the values ``build(gf)``
+    gives on ``backend`` (``{name: tensor}``), the graph run once per backend (``cache``:
+    a module-scoped dict)."""
+    if backend not in cache:
+        with gf.Session(backend=backend) as sess:
+            cache[backend] = {k: np.asarray(v) for k, v in sess.run(build(gf)).items()}
+    check(cache[backend][key], expected[key], key, rtol, atol)
