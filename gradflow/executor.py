@@ -34,6 +34,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -432,6 +433,8 @@ class _PlanWriter:
         code = compile(source, filename, "exec")
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(code, env)
+        # the source shows in tracebacks while the plan's function lives, and goes with it
+        weakref.finalize(env["run"], linecache.cache.pop, filename, None)
         plan = Plan(env["run"], tuple(self.fed), tuple(fetches), self.variables, line_nodes,
                     filename)
         plan.trace = records if self.trace else None

@@ -298,6 +298,10 @@ class Graph:
         self._control_stack: list[list] = []
         self._gradient_of: list = []  # forward nodes whose gradient is being built
         self._finalized = False
+        # what higher layers keep per graph, by their own key (a cond's or while_loop's
+        # internal nodes: gradflow.prim.construct); it dies with the graph, where a
+        # module-level weak map keyed by the graph would be held alive by its values
+        self.layer_state: dict = {}
 
     # -- default graph -------------------------------------------------------
     def as_default(self) -> "Graph":

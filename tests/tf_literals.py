@@ -37,8 +37,10 @@ def check(got, want, key, rtol, atol):
 def check_table(build, expected, key, backend, cache, rtol, atol):
     """Check the entry ``key`` of the table ``expected`` against the values ``build(gf)``
     gives on ``backend`` (``{name: tensor}``), the graph run once per backend (``cache``:
-    a module-scoped dict)."""
-    if backend not in cache:
+    a module-scoped dict, by the backend's name: the fixture makes a new array_api_strict
+    backend object for every test)."""
+    name = getattr(backend, "name", backend)
+    if name not in cache:
         with gf.Session(backend=backend) as sess:
-            cache[backend] = {k: np.asarray(v) for k, v in sess.run(build(gf)).items()}
-    check(cache[backend][key], expected[key], key, rtol, atol)
+            cache[name] = {k: np.asarray(v) for k, v in sess.run(build(gf)).items()}
+    check(cache[name][key], expected[key], key, rtol, atol)

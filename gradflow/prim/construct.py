@@ -15,7 +15,6 @@ readers, parsers, iterators) use ``declared`` as their shape/dtype rule.
 
 from __future__ import annotations
 
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -59,17 +58,12 @@ def declared(shapes, in_dtypes, shape, dtype, **_):
 
 # -- which construct owns which node ---------------------------------------------
 
-# graph -> {node: (construct info, side)} for the nodes internal to a cond branch
-# ("true"/"false") or a while_loop ("body"/"cond").
-_OWNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def owners(graph) -> dict:
-    """``{node: (construct, side)}`` of the nodes internal to the constructs of ``graph``."""
-    found = _OWNERS.get(graph)
-    if found is None:
-        found = _OWNERS[graph] = {}
-    return found
+    """``{node: (construct, side)}`` of the nodes internal to the constructs of ``graph``
+    (a ``cond`` branch, "true"/"false", or a ``while_loop``'s "body"/"cond"), kept on the
+    graph: its values are the graph's nodes, so a weak map keyed by the graph would never
+    let it go."""
+    return graph.layer_state.setdefault("construct_owners", {})
 
 
 def is_control_flow_internal(node) -> bool:
