@@ -320,8 +320,9 @@ class DataSet:
                     raise ValueError(f"DataSet: reshape=True flattens one-channel images "
                                      f"[N, rows, cols, 1], got shape {images.shape}")
                 images = images.reshape(images.shape[0], int(np.prod(images.shape[1:])))
-            if dt == dtypes.float32:
-                images = images.astype(np.float32) * np.float32(1.0 / 255.0)
+            if dt == dtypes.float32:  # scaled in place: one float32 copy, not two at once
+                images = images.astype(np.float32)
+                images *= np.float32(1.0 / 255.0)
         self._images, self._labels = images, labels
         self._order = None  # the current epoch's permutation; None: in order
         self._epochs_completed = 0
