@@ -43,6 +43,11 @@ class Backend:
         which is there already."""
         return value if dtypes.is_bytes_array(value) else self.to_numpy(value)
 
+    def bound(self, node, fn):
+        """The function the plan calls for ``node``, given the op's own ``fn`` (a backend
+        may wrap it: NumPy computes ops over half-precision inputs in float32)."""
+        return fn
+
     def is_native(self, value) -> bool:
         """Whether ``value`` is already an array of this backend (fed without a copy)."""
         return False
