@@ -226,6 +226,7 @@ def _bind_steps(run, order, fed_set):
     call op's (``opdef.impl(run_state, node)``, bound from the user's node: its inputs sit at
     the same positions)."""
     backend = run.backend
+    backend.check_plan(order)
 
     def draw(node):  # a random member of a fused node (absorb_draws): its device stream
         return _random_source(run, node, False)
