@@ -200,8 +200,8 @@ string = DType("string", "O", 0)
 half = float16
 double = float64
 
-ALL = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-       bool_, complex64, complex128)
+ALL = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
+       uint64, bool_, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL + (string,)}
 # TF1's string aliases: "float" is float32 in TensorFlow, whatever NumPy says.
 _ALIASES = {"half": float16, "float": float32, "double": float64}

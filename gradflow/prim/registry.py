@@ -552,7 +552,8 @@ def _weak_dtype(value, like):
 
 def _exact_in_float(array, dtype) -> bool:
     """Whether every integer of ``array`` is exactly representable in float ``dtype``."""
-    limit = 2 ** (ml_dtypes.finfo(dtype.as_numpy_dtype).nmant + 1)  # every integer up to this is exact
+    # every integer up to this is exact
+    limit = 2 ** (ml_dtypes.finfo(dtype.as_numpy_dtype).nmant + 1)
     big = array[np.abs(array.astype(np.float64)) > limit]
     to = dtype.as_numpy_dtype
     with np.errstate(over="ignore"):

@@ -33,8 +33,8 @@ _VALUE_FIELDS = {5: ("f", (dtypes.float32,)), 6: ("d", (dtypes.float64,)),
                  7: ("varint", (dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,
                                 dtypes.uint16)),
                  10: ("varint", (dtypes.int64,)), 11: ("varint", (dtypes.bool_,)),
-                 13: ("varint", (dtypes.float16, dtypes.bfloat16)), 16: ("varint", (dtypes.uint32,)),
-                 17: ("varint", (dtypes.uint64,))}
+                 13: ("varint", (dtypes.float16, dtypes.bfloat16)),
+                 16: ("varint", (dtypes.uint32,)), 17: ("varint", (dtypes.uint64,))}
 
 
 def _varint_field(out, number, value):

@@ -9,7 +9,6 @@ import ml_dtypes
 import numpy as np
 
 from gradflow import dtypes
-
 from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.cpu.numba_support import get_numba
 from gradflow.backends.numpy import windows as numpy_windows
