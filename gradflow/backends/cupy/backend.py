@@ -19,7 +19,6 @@ from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
 from gradflow.prim.registry import add_lowering
 
-
 # CuPy 14 takes ml_dtypes.bfloat16 as its bfloat16 ("minimal support": most of cupy,
 # little of cupyx; CUDA 12.2 or later to compile it; NumPy 2.1.2 or later). Not run here
 # (no GPU): CuPy 13 has no bfloat16, and its arrays of it fail when made.
