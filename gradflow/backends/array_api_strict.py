@@ -32,11 +32,13 @@ class StrictBackend(Backend):
     name = "array_api_strict"
 
     def check_plan(self, order):
-        for node in order:
-            if getattr(node.dtype, "is_half", False):
-                tensor = user_node(node)
-                raise half_refusal(f"'{tensor.name}' (created at {tensor.source})",
-                                   node.dtype.name)
+        halves = [user_node(n) for n in order if getattr(n.dtype, "is_half", False)]
+        if halves:  # a variable or placeholder by preference: the user named it
+            named = [n.attrs["var"] if n.opdef.kind == "assign" else n for n in halves
+                     if n.opdef.kind in ("variable", "placeholder", "assign")]
+            tensor = (named or halves)[0]
+            raise half_refusal(f"'{tensor.name}' (created at {tensor.source})",
+                               tensor.dtype.name)
 
     def asarray(self, host):
         dtype = np.asarray(host).dtype

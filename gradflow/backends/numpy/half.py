@@ -24,6 +24,7 @@ give the same bits. Ops that only move data (``view``, ``shape_noop``,
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from gradflow import dtypes
@@ -56,8 +57,26 @@ def widened(node, fn):
             arrays[i] = np.asarray(arrays[i]).astype(np.float32)
         result = fn(*arrays)
         if rounded is not None and getattr(result, "dtype", None) != rounded:
-            result = np.asarray(result).astype(rounded)
+            result = _rounded(np.asarray(result), rounded)
         return result
 
     run.__name__ = f"float32_{getattr(fn, '__name__', node.opdef.name)}"
     return run
+
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _rounded(result, dtype):
+    """``result`` (float32) rounded to the half ``dtype``; a bfloat16 NaN keeps its
+    payload (ml_dtypes makes every NaN its one quiet NaN; NumPy's float16 keeps them), so
+    that ops that only move data (``reverse``, ``gather``...) move NaNs bit for bit."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = result.astype(dtype)
+    if dtype != _BFLOAT16 or result.dtype != np.float32:
+        return out
+    nan = np.isnan(result)
+    if not nan.any():
+        return out
+    high = (result.view(np.uint32) >> 16).astype(np.uint16).view(_BFLOAT16)
+    return np.where(nan, high, out)
