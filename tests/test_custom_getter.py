@@ -123,7 +123,7 @@ def float32_variable_storage_getter(getter, name, shape=None, dtype=None, initia
     stored in float32 and read as a cast to the layer's dtype."""
     storage_dtype = gf.float32 if trainable else dtype
     variable = getter(name, shape, dtype=storage_dtype, initializer=initializer,
-                      regularizer=regularizer, trainable=trainable, *args, **kwargs)
+                      regularizer=regularizer, trainable=trainable, *args, **kwargs)  # noqa: B026
     if trainable and dtype != gf.float32:
         variable = gf.cast(variable, dtype)
     return variable
@@ -169,3 +169,25 @@ def test_float32_master_weights_train_to_the_float32_loss(backend, dtype):
     first, last = _train(backend, dtype)
     assert last32 < first32 / 3 and last < first / 3
     assert abs(last - last32) <= 0.02 * last32, (last, last32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_conv2d_and_dense_layers_of_float16_read_float32_variables(backend):
+    r = np.random.RandomState(4)
+    images = r.rand(2, 6, 6, 3).astype(np.float16)
+    with gf.Graph().as_default():
+        x = gf.placeholder(gf.float16, [None, 6, 6, 3])
+        with gf.variable_scope("cnn", custom_getter=float32_variable_storage_getter):
+            h = gf.layers.conv2d(x, 4, 3, activation=gf.nn.relu)
+            out = gf.layers.dense(gf.layers.flatten(h), 2)
+        assert h.dtype is gf.float16 and out.dtype is gf.float16
+        kernel = gf.trainable_variables()[0]
+        assert kernel.name == "cnn/conv2d/kernel" and kernel.dtype is gf.float32
+        step = gf.train.GradientDescentOptimizer(0.5).minimize(
+            gf.reduce_sum(gf.cast(out, gf.float32)))
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            before = sess.run(kernel)
+            sess.run(step, {x: images})
+            after = sess.run(kernel)
+    assert after.dtype == np.float32 and not np.array_equal(before, after)
