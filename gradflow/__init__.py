@@ -185,6 +185,7 @@ from gradflow.ops.math_ops import (
     squared_difference,
     subtract,
     tanh,
+    to_bfloat16,
     to_double,
     to_float,
     to_int32,
