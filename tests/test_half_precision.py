@@ -4,7 +4,7 @@ array_api_strict, fused against unfused graphs, checkpoints and GraphDef tables.
 
 Tolerances: an op's result is compared with the same op computed in float32 on the
 same (half) inputs and rounded to the half type once. One op that NumPy widens to
-float32 (``gradflow.backends.numpy.half``) is within one half ulp of that (``rtol`` of
+float32 (``gradflow.backends.half``) is within one half ulp of that (``rtol`` of
 2 eps, eps = 2**-10 for float16, 2**-7 for bfloat16); torch computes natively, and ops
 written as several rounded steps (layer norm, the cross entropies, the gradients) may
 lose a few ulps more: ``rtol`` and ``atol`` (relative to the largest value) of 8 eps.
@@ -253,3 +253,23 @@ def test_tensor_protos_and_graph_def_name_the_half_types():
         gf.placeholder(gf.bfloat16, [2], name="p")
         proto = graph_def(g)
     assert [n.attr["dtype"].type for n in proto.node if n.name == "p"] == [14]
+
+
+def test_which_half_ops_numpy_and_cupy_run_in_float32():
+    """The rule of ``gradflow.backends.half``: non-elementwise ops of half inputs, and
+    elementwise ones of bfloat16, run in float32; data movement never; CuPy keeps matmul
+    (cuBLAS accumulates in float32 itself)."""
+    from gradflow.backends.half import widens
+
+    with gf.Graph().as_default():
+        h = gf.placeholder(gf.float16, [2, 2])
+        b = gf.placeholder(gf.bfloat16, [2, 2])
+        f = gf.placeholder(gf.float32, [2, 2])
+        cases = {gf.matmul(h, h): (True, False), gf.reduce_sum(b): (True, True),
+                 gf.nn.softmax(h): (True, True), h * h: (False, False),
+                 b * b: (True, True), gf.reshape(b, [4]): (False, False),
+                 gf.transpose(h): (False, False), gf.reduce_sum(f): (False, False),
+                 gf.cast(h, gf.float32): (False, False), gf.argmax(b, 1): (True, True)}
+        for node, (on_numpy, on_cupy) in cases.items():
+            assert widens(node) is on_numpy, node
+            assert widens(node, native=("matmul",)) is on_cupy, node

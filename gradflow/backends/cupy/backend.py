@@ -14,6 +14,7 @@ from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
 from gradflow.backends.cupy import rnn as cupy_rnn
+from gradflow.backends.half import widened, widens
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
@@ -131,6 +132,15 @@ class CupyBackend(Backend):
         import cupy
 
         return isinstance(value, cupy.ndarray)
+
+    def bound(self, node, fn):
+        """Half-precision ops in float32, rounded once, but matmul (cuBLAS's own float32
+        accumulation): ``gradflow.backends.half``."""
+        if not widens(node, native=("matmul",)):
+            return fn
+        import cupy
+
+        return widened(node, fn, cupy)
 
     def to_numpy(self, array):
         import cupy

@@ -11,9 +11,9 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.cpu.numba_support import get_numba
+from gradflow.backends.half import widened, widens
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.numpy.fused import lower_fused
-from gradflow.backends.numpy.half import widened, widens
 from gradflow.backends.numpy.matmul import lower_matmul
 from gradflow.backends.numpy.out import LOWERINGS as OUT_LOWERINGS
 from gradflow.backends.numpy.reduce import lower_unbroadcast
