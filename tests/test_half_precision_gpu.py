@@ -96,3 +96,19 @@ def test_float32_master_weights_train_on_cupy(dtype):
     first, last = _train("cupy", dtype)
     assert last32 < first32 / 3 and last < first / 3
     assert abs(last - last32) <= 0.02 * last32, (last, last32)
+
+
+@pytest.mark.parametrize("where", DEVICES)
+@pytest.mark.parametrize("dtype", HALVES, ids=lambda d: d.name)
+def test_gpu_sums_and_products_accumulate_in_float32(where, dtype):
+    """As on NumPy (tests/test_half_precision.py): a half accumulator would stop at 2048
+    (float16) or 256 (bfloat16). CuPy keeps half matmul native: this checks that cuBLAS
+    accumulates it in float32."""
+    backend, device = where
+    with gf.Graph().as_default():
+        total = gf.reduce_sum(gf.ones([10000], dtype))
+        dot = gf.matmul(gf.ones([1, 3000], dtype), gf.ones([3000, 1], dtype))
+        with gf.Session(backend=backend, device=device) as sess:
+            got_total, got_dot = sess.run([total, dot])
+    assert float(got_total) == (10000.0 if dtype is gf.float16 else 9984.0)
+    assert float(got_dot[0, 0]) == (3000.0 if dtype is gf.float16 else 3008.0)
