@@ -103,19 +103,23 @@ def test_half_ops_match_float32_rounded_once(backend, dtype):
                                    err_msg=f"{name} ({dtype.name} on {backend})")
 
 
+@pytest.mark.parametrize("backend", HALF_BACKENDS)
 @pytest.mark.parametrize("dtype", HALVES, ids=lambda d: d.name)
-def test_numpy_sums_and_products_accumulate_in_float32(dtype):
+def test_sums_and_products_accumulate_in_float32(backend, dtype):
     """ml_dtypes' own bfloat16 sum of 10,000 ones is 256 (it accumulates in bfloat16); TF
     2.21's reduce_sum gives 10000 (float16) and 9984 (bfloat16: 10000 rounded); a dot
     product of 3000 ones rounds once: 3000 (float16), 3008 (bfloat16, 3000 rounded to
-    8 bits; TF 2.21's CPU kernel gives 2992)."""
+    8 bits; TF 2.21's CPU kernel gives 2992). The mean of 100,000 float16 ones is NaN, as
+    in TF 2.21: the count, 100000, is infinite in float16."""
     with gf.Graph().as_default():
         total = gf.reduce_sum(gf.ones([10000], dtype))
         dot = gf.matmul(gf.ones([1, 3000], dtype), gf.ones([3000, 1], dtype))
-        with gf.Session(backend="numpy") as sess:
-            got_total, got_dot = sess.run([total, dot])
+        mean = gf.reduce_mean(gf.ones([100000], dtype))
+        with gf.Session(backend=backend) as sess, np.errstate(invalid="ignore", over="ignore"):
+            got_total, got_dot, got_mean = sess.run([total, dot, mean])
     assert float(got_total) == (10000.0 if dtype is gf.float16 else 9984.0)
     assert float(got_dot[0, 0]) == (3000.0 if dtype is gf.float16 else 3008.0)
+    assert np.isnan(float(got_mean)) if dtype is gf.float16 else float(got_mean) == 1.0
 
 
 def _all_bits(dtype):

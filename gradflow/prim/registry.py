@@ -424,7 +424,8 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
         if dtypes.numpy_kind(array.dtype) not in "biufc":
             raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
                             f"with NumPy dtype {array.dtype}")
-        array = array.astype(dtype.as_numpy_dtype)
+        with np.errstate(over="ignore"):  # TF1: 1e5 as float16 is inf, silently
+            array = array.astype(dtype.as_numpy_dtype)
     if shape is not None:
         array = filled_to_shape(array, shape, "constant")
     return apply("constant", [], name=name or "Const", value=HostValue(array),
