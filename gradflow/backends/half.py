@@ -20,6 +20,12 @@ as a numba kernel (``gradflow.backends.numpy.fused``), so that fused and unfused
 give the same bits. Ops that only move data (``view``, ``shape_noop``, ``pass_through``)
 keep their half inputs: they compute nothing.
 
+Speed on this project's 2-core VM (single runs): NumPy's float16 loops and casts are
+scalar code here (a float32 to float16 cast of 64k values took 344 us, a float32 add 5
+us, a float16 add 899 us; ml_dtypes' bfloat16 cast 47 us), so a float16 MLP step
+(784-512-10, batch 128, float32 master weights) took 5.1x the float32 step on NumPy and
+the bfloat16 step 1.55x; on torch's CPU 8.6x and 0.75x (2026-11-29).
+
 CuPy (``gradflow.backends.cupy.backend``) follows the same rule, but keeps ``matmul``
 native: cuBLAS multiplies half matrices accumulating in float32 and rounds once. CuPy 14's
 bfloat16 support is "minimal" (some ufuncs and most of cupyx lack it): widened, a
