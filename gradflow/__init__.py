@@ -53,7 +53,7 @@ from gradflow.config import (
 )
 from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.clip_ops import clip_by_global_norm, clip_by_norm, global_norm
-from gradflow.dtypes import DType, as_dtype, float16, float32, float64, int32, int64
+from gradflow.dtypes import DType, as_dtype, bfloat16, float16, float32, float64, int32, int64
 from gradflow.dtypes import bool_ as bool  # noqa: A001 - TF1 name
 from gradflow.dtypes import double, half, int8, int16, string, uint8, uint16, uint32, uint64
 from gradflow.ops.state_ops import ensure_shape
@@ -185,6 +185,7 @@ from gradflow.ops.math_ops import (
     squared_difference,
     subtract,
     tanh,
+    to_bfloat16,
     to_double,
     to_float,
     to_int32,

@@ -7,10 +7,15 @@ dtype of its own, so a ``uint8`` image fed to a ``uint8`` placeholder stays uint
 PyTorch implements little beyond storage, casts and copies for uint16, uint32
 and uint64 (no addition, no max): on the torch backend such tensors are for
 carrying data to a ``gf.cast``, as in TF1, whose CPU kernels mostly lack them too.
+
+``bfloat16`` (8 exponent bits, 7 mantissa bits) is ``ml_dtypes.bfloat16`` on NumPy and
+``torch.bfloat16`` on torch; the Array API standard has no half type, so the
+``array_api_strict`` backend refuses ``float16`` and ``bfloat16`` tensors.
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 
@@ -56,6 +61,12 @@ class DType:
         return self.kind == "b"
 
     @property
+    def is_half(self) -> bool:
+        """Whether it is one of the 16-bit floating types, ``float16`` or ``bfloat16``
+        (gradflow's; not a TF1 attribute)."""
+        return self.kind == "f" and self.bits == 16
+
+    @property
     def is_complex(self) -> bool:
         """Whether it is ``complex64`` or ``complex128``.
 
@@ -78,7 +89,9 @@ class DType:
     def as_numpy_dtype(self):
         """The NumPy scalar type (``np.float32``), as TF1 returns it (``object`` for
         ``string``)."""
-        return np.object_ if self.kind == "O" else np.dtype(self.name).type
+        if self.kind == "O":
+            return np.object_
+        return ml_dtypes.bfloat16 if self.name == "bfloat16" else np.dtype(self.name).type
 
     @property
     def base_dtype(self) -> "DType":
@@ -115,7 +128,8 @@ class DType:
     def _limits(self):
         if self.is_bool or self.is_complex:
             raise TypeError(f"cannot find the minimum or maximum value of {self.name}")
-        info = np.finfo(self.name) if self.is_floating else np.iinfo(self.name)
+        info = ml_dtypes.finfo(self.as_numpy_dtype) if self.is_floating else \
+            np.iinfo(self.name)
         cast = float if self.is_floating else int
         return cast(info.min), cast(info.max)
 
@@ -124,8 +138,16 @@ class DType:
         return self == other
 
     def resolve(self, xp):
-        """This dtype as an object of the array namespace ``xp``."""
-        return getattr(xp, self.name)
+        """This dtype as an object of the array namespace ``xp``: its attribute of the
+        dtype's name, else what a backend registered for it (``add_resolution``: NumPy's
+        ``bfloat16`` is ``ml_dtypes.bfloat16``)."""
+        found = getattr(xp, self.name, None)
+        if found is None:
+            found = _RESOLUTIONS.get((getattr(xp, "__name__", None), self.name))
+        if found is None:
+            raise TypeError(f"the array namespace {getattr(xp, '__name__', xp)} has no "
+                            f"{self.name}")
+        return found
 
     def __eq__(self, other) -> bool:
         if isinstance(other, DType):
@@ -152,6 +174,8 @@ class DType:
 
 
 float16 = DType("float16", "f", 16)
+# Brain floating point (TF1 ``tf.bfloat16``): float32's exponent range, 8 significant bits
+bfloat16 = DType("bfloat16", "f", 16)
 float32 = DType("float32", "f", 32)
 float64 = DType("float64", "f", 64)
 int8 = DType("int8", "i", 8)
@@ -176,11 +200,20 @@ string = DType("string", "O", 0)
 half = float16
 double = float64
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-       bool_, complex64, complex128)
+ALL = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
+       uint64, bool_, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL + (string,)}
 # TF1's string aliases: "float" is float32 in TensorFlow, whatever NumPy says.
 _ALIASES = {"half": float16, "float": float32, "double": float64}
+# (array namespace's __name__, dtype name) -> that namespace's dtype, where the namespace
+# has no attribute of the name (``add_resolution``)
+_RESOLUTIONS = {}
+
+
+def add_resolution(namespace_name: str, dtype_name: str, value) -> None:
+    """Say what ``dtype_name`` is in the array namespace called ``namespace_name`` where
+    it has no attribute of that name (a backend's module calls it when imported)."""
+    _RESOLUTIONS[namespace_name, dtype_name] = value
 
 
 def as_dtype(value) -> DType:
@@ -216,6 +249,16 @@ def as_dtype(value) -> DType:
     if name in _BY_NAME:
         return _BY_NAME[name]
     raise TypeError(f"gradflow has no dtype for {value!r}; use one of {', '.join(_BY_NAME)}")
+
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def numpy_kind(np_dtype) -> str:
+    """NumPy's kind letter of ``np_dtype``, but ``"f"`` for ``ml_dtypes.bfloat16``
+    (whose own kind is ``"V"``): what the checks of values entering a graph read."""
+    np_dtype = np.dtype(np_dtype)
+    return "f" if np_dtype == _BFLOAT16 else np_dtype.kind
 
 
 def result_type(a: DType, b: DType) -> DType:

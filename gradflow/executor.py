@@ -109,9 +109,8 @@ def bind(backend, node, attrs=None, draw=None):
                              if member.opdef.kind == "random" else bind(backend, member))
     attrs = node.attrs if attrs is None else attrs
     lower = backend.overrides.get(node.opdef.name) or node.opdef.lowerings.get(backend.name)
-    if lower:
-        return lower(backend.xp, **attrs)
-    return node.opdef.bind(backend.xp, attrs)
+    fn = lower(backend.xp, **attrs) if lower else node.opdef.bind(backend.xp, attrs)
+    return backend.bound(node, fn)
 
 
 class _Bound:
@@ -228,6 +227,7 @@ def _bind_steps(run, order, fed_set):
     call op's (``opdef.impl(run_state, node)``, bound from the user's node: its inputs sit at
     the same positions)."""
     backend = run.backend
+    backend.check_plan(order)
 
     def draw(node):  # a random member of a fused node (absorb_draws): its device stream
         return _random_source(run, node, False)
@@ -556,14 +556,14 @@ def _refuse_wrapping_ints(tensor, array, np_dtype):
 
 
 def _as_array(tensor, value):
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+    if isinstance(value, np.ndarray) and dtypes.numpy_kind(value.dtype) in "biufc":
         return value
     try:
         array = np.asarray(value)
     except Exception as err:
         raise InvalidArgumentError(f"cannot feed {type(value).__name__} to '{tensor.name}': "
                                    f"{err}") from None
-    if array.dtype.kind not in "biufc":
+    if dtypes.numpy_kind(array.dtype) not in "biufc":
         raise InvalidArgumentError(
             f"cannot feed a value of dtype {array.dtype} to '{tensor.name}' "
             f"({tensor.dtype.name}): not a numeric array")

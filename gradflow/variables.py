@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 from gradflow import dtypes
 from gradflow.graph import Tensor, _find_session, get_default_graph, user_source_line
 from gradflow.ops import state_ops
+from gradflow.ops.custom_getter import call_custom_getter, chain, check_getter, is_initializer
 from gradflow.ops.init_ops import (  # noqa: F401 - TF1's initializers, exported from here
     Initializer,
     _fans,
@@ -321,6 +323,12 @@ class VariableScope:
         """Set the default dtype of ``get_variable`` in this scope."""
         self._dtype = dtypes.as_dtype(dtype)
 
+    def set_custom_getter(self, custom_getter):
+        """Set the custom getter of ``get_variable`` in this scope (replacing its own;
+        see ``gradflow.ops.custom_getter``)."""
+        check_getter(custom_getter, "set_custom_getter")
+        self.custom_getter = custom_getter
+
     def get_variable(self, var_store, name, *args, **kwargs):
         """``get_variable`` in this scope (TF1's method; ``var_store`` is ignored)."""
         with variable_scope(self):
@@ -387,9 +395,10 @@ class variable_scope:  # noqa: N801 - TF1 name
         if name_or_scope is None and reuse is True:
             raise ValueError("variable_scope: reuse=True cannot be used without a "
                              "name_or_scope")
-        if partitioner is not None or custom_getter is not None:
-            raise NotImplementedError("variable_scope: partitioner and custom_getter are not "
-                                      "supported")
+        if partitioner is not None:
+            raise NotImplementedError("variable_scope: partitioner is not supported")
+        check_getter(custom_getter, "variable_scope")
+        self._custom_getter = custom_getter
         self._name_or_scope, self._default_name = name_or_scope, default_name
         self._reuse, self._initializer, self._regularizer = reuse, initializer, regularizer
         self._dtype = dtype
@@ -418,6 +427,8 @@ class variable_scope:  # noqa: N801 - TF1 name
                                    _is_reusing(reuse))
             full = f"{outer.name}/{name}" if outer.name else name
             name_scope = name
+        getter = base.custom_getter if self._custom_getter is None else \
+            chain(self._custom_getter, base.custom_getter)
         name_ctx = graph.name_scope(name_scope) \
             if self._auxiliary_name_scope and name_scope else None
         opened = name_ctx.__enter__() if name_ctx is not None else None
@@ -434,7 +445,7 @@ class variable_scope:  # noqa: N801 - TF1 name
             else base.regularizer,
             name_scope=original,
             dtype=self._dtype if self._dtype is not None else base.dtype,
-            caching_device=self._extra["caching_device"],
+            caching_device=self._extra["caching_device"], custom_getter=getter,
             use_resource=self._extra["use_resource"],
             constraint=self._extra["constraint"])
         state.counts[full] = state.counts.get(full, 0) + 1
@@ -500,59 +511,79 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     ``regularizer(var)`` (or the scope's) runs when the variable is created and
     its result goes to ``GraphKeys.REGULARIZATION_LOSSES``. ``collections``
     defaults to the global variables; trainable ones also join the trainable
-    variables.
+    variables. ``custom_getter`` (else the scope's) is called instead, with the
+    function that makes the variable (``gradflow.ops.custom_getter``).
     """
-    if partitioner is not None or custom_getter is not None or constraint is not None:
-        raise NotImplementedError("get_variable: partitioner, custom_getter and constraint "
-                                  "are not supported")
-    graph = get_default_graph()
+    check_getter(custom_getter, "get_variable")
     scope = get_variable_scope()
     full = f"{scope.name}/{name}" if scope.name else name
-    existing = graph._var_store.get(full)
-    if scope.reuse is True and existing is None:
-        raise ValueError(f"variable {full} does not exist, or was not created with "
+    # a value keeps its dtype unless one is asked for; a getter sees the scope's (TF1)
+    value_dtype = dtype is None and initializer is not None and not is_initializer(initializer)
+    getter = custom_getter if custom_getter is not None else scope.custom_getter
+    args = dict(name=full, shape=shape,
+                dtype=scope.dtype if dtype is None else dtypes.as_dtype(dtype),
+                initializer=initializer if initializer is not None else scope.initializer,
+                regularizer=regularizer if regularizer is not None else scope.regularizer,
+                reuse=scope.reuse, trainable=True if trainable is None else bool(trainable),
+                collections=collections, caching_device=caching_device,
+                partitioner=partitioner, validate_shape=validate_shape,
+                use_resource=use_resource, synchronization=synchronization,
+                aggregation=aggregation)
+    made = functools.partial(_true_getter, value_dtype=scope.dtype if value_dtype else None)
+    return made(constraint=constraint, **args) if getter is None else \
+        call_custom_getter(getter, made, constraint, **args)
+
+
+def _true_getter(name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None,
+                 reuse=None, trainable=None, collections=None, caching_device=None,
+                 partitioner=None, validate_shape=True, use_resource=None, constraint=None,
+                 synchronization=None, aggregation=None, *, value_dtype=None):
+    """``get_variable`` without a custom getter: the variable of full name ``name``, made
+    or shared by ``reuse``; a value initializer keeps its own dtype where ``dtype`` is
+    ``value_dtype`` (the scope's, filled in by ``get_variable``)."""
+    if partitioner is not None or constraint is not None:
+        raise NotImplementedError("get_variable: partitioner and constraint are not supported")
+    graph = get_default_graph()
+    dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
+    existing = graph._var_store.get(name)
+    if reuse is True and existing is None:
+        raise ValueError(f"variable {name} does not exist, or was not created with "
                          "get_variable(); did you mean reuse=None or AUTO_REUSE?")
     if existing is not None:
-        if not _is_reusing(scope.reuse):
-            raise ValueError(f"variable {full} already exists; set reuse=True or "
+        if not _is_reusing(reuse):
+            raise ValueError(f"variable {name} already exists; set reuse=True or "
                              "reuse=gf.AUTO_REUSE in variable_scope to share it")
         if shape is not None and tuple(shape) != tuple(existing.shape):
-            raise ValueError(f"variable {full} has shape {tuple(existing.shape)}, asked for "
+            raise ValueError(f"variable {name} has shape {tuple(existing.shape)}, asked for "
                              f"{tuple(shape)}")
-        if dtype is not None and dtypes.as_dtype(dtype) is not existing.dtype:
-            raise ValueError(f"variable {full} has dtype {existing.dtype.name}, asked for "
-                             f"{dtypes.as_dtype(dtype).name}")
+        if dtype is not value_dtype and dtype is not existing.dtype:
+            raise ValueError(f"variable {name} has dtype {existing.dtype.name}, asked for "
+                             f"{dtype.name}")
         return existing
-    if initializer is None:  # (an array initializer has no truth value)
-        kind = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
-        initializer = scope.initializer if scope.initializer is not None else \
-            glorot_uniform_initializer() if kind.is_floating else \
-            zeros_initializer()  # TF1: integers, bools and strings start at zero
-    if regularizer is None:
-        regularizer = scope.regularizer
-    trainable = True if trainable is None else bool(trainable)
+    if initializer is None:  # TF1: integers, bools and strings start at zero
+        initializer = glorot_uniform_initializer() if dtype.is_floating else \
+            zeros_initializer()
     with graph.name_scope(None):
         if isinstance(initializer, type) and issubclass(initializer, Initializer):
             initializer = initializer()
-        if isinstance(initializer, Initializer) or (callable(initializer) and
-                                                   not isinstance(initializer, Tensor)):
+        if is_initializer(initializer):
             if shape is None:
-                raise ValueError(f"get_variable {full}: shape is needed with an initializer")
-            var_dtype = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
-            with graph.name_scope(full + "/Initializer"):
-                value = initializer(tuple(shape), dtype=var_dtype)
+                raise ValueError(f"get_variable {name}: shape is needed with an initializer")
+            var_dtype = dtype
+            with graph.name_scope(name + "/Initializer"):
+                value = initializer(tuple(shape), dtype=dtype)
         else:
             value = convert_to_tensor(initializer, dtype=None)
-            var_dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+            var_dtype = None if dtype is value_dtype else dtype
             if shape is not None and value.shape is not None and None not in value.shape \
                     and tuple(shape) != tuple(value.shape):
-                raise ValueError(f"get_variable {full}: shape {tuple(shape)} does not match "
+                raise ValueError(f"get_variable {name}: shape {tuple(shape)} does not match "
                                  f"the initial value's {tuple(value.shape)}")
-        var = Variable(value, trainable=trainable, name=full, dtype=var_dtype,
-                       collections=collections)
-        graph._var_store[full] = var
+        var = Variable(value, trainable=True if trainable is None else bool(trainable),
+                       name=name, dtype=var_dtype, collections=collections)
+        graph._var_store[name] = var
         if regularizer is not None:
-            with graph.name_scope(full + "/Regularizer"):
+            with graph.name_scope(name + "/Regularizer"):
                 loss = regularizer(var)
             if loss is not None:
                 graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

@@ -43,6 +43,16 @@ class Backend:
         which is there already."""
         return value if dtypes.is_bytes_array(value) else self.to_numpy(value)
 
+    def check_plan(self, order) -> None:
+        """Raise if this backend cannot run the plan's nodes ``order`` (the user's nodes
+        or the graph compiler's copies), naming the first it cannot: array_api_strict's
+        half-precision tensors."""
+
+    def bound(self, node, fn):
+        """The function the plan calls for ``node``, given the op's own ``fn`` (a backend
+        may wrap it: NumPy computes ops over half-precision inputs in float32)."""
+        return fn
+
     def is_native(self, value) -> bool:
         """Whether ``value`` is already an array of this backend (fed without a copy)."""
         return False

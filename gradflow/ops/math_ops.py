@@ -331,6 +331,11 @@ def to_int64(x, name="ToInt64"):
     return cast(x, dtypes.int64, name=name)
 
 
+def to_bfloat16(x, name="ToBFloat16"):
+    """``cast(x, bfloat16)`` (TF1's deprecated ``tf.to_bfloat16``)."""
+    return cast(x, dtypes.bfloat16, name=name)
+
+
 
 # -- cumsum and cumprod --------------------------------------------------------------
 

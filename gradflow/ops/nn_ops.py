@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from gradflow import dtypes
 from gradflow.graph import user_source_line
 from gradflow.ops import candidate_sampling_ops
@@ -368,7 +366,7 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
         # [batch, num_true, 1] == [num_sampled] -> any over the true classes: [batch, sampled]
         hits = reduce_any(equal(expand_dims(labels, 2), sampled), 1)
         # -FLT_MAX as TF1, or the most negative finite float16 (-inf * 0 would be nan)
-        big = min(_FLT_MAX, float(np.finfo(dtype.as_numpy_dtype).max))
+        big = min(_FLT_MAX, dtype.max)
         sampled_logits = sampled_logits + cast(hits, dtype) * (-big)
     true_logits = true_logits - log(true_count)
     sampled_logits = sampled_logits - log(sampled_count)

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+import ml_dtypes
 import numpy as np
 
 from gradflow import dtypes
@@ -372,8 +373,8 @@ class HostValue:
 def _python_default_dtype(value):
     """TF1's dtype for a Python value: float32 for floats, int32 for ints that fit."""
     array = np.asarray(value)
-    if array.dtype.kind == "f":
-        return dtypes.float32
+    if dtypes.numpy_kind(array.dtype) == "f":
+        return dtypes.float32 if array.dtype.kind == "f" else dtypes.as_dtype(array.dtype)
     if array.dtype.kind in "iu":
         fits = array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31)
         return dtypes.int32 if fits else dtypes.int64
@@ -420,10 +421,11 @@ def constant(value, dtype=None, shape=None, name=None, *, _graph=None) -> Tensor
                 dtype = _python_default_dtype(value)
         dtype = dtypes.as_dtype(dtype)
         array = np.asarray(value)
-        if array.dtype.kind not in "biufc":
+        if dtypes.numpy_kind(array.dtype) not in "biufc":
             raise TypeError(f"constant: cannot make a tensor from {type(value).__name__} "
                             f"with NumPy dtype {array.dtype}")
-        array = array.astype(dtype.as_numpy_dtype)
+        with np.errstate(over="ignore"):  # TF1: 1e5 as float16 is inf, silently
+            array = array.astype(dtype.as_numpy_dtype)
     if shape is not None:
         array = filled_to_shape(array, shape, "constant")
     return apply("constant", [], name=name or "Const", value=HostValue(array),
@@ -521,7 +523,7 @@ def _weak_dtype(value, like):
         array = np.asarray(value)
     except Exception:  # noqa: BLE001 - constant() says what is wrong with it
         return None
-    kind = array.dtype.kind
+    kind = dtypes.numpy_kind(array.dtype)
     if isinstance(value, float):
         what = f"the Python float {value!r}"
     elif isinstance(value, (bool, int)):
@@ -551,7 +553,8 @@ def _weak_dtype(value, like):
 
 def _exact_in_float(array, dtype) -> bool:
     """Whether every integer of ``array`` is exactly representable in float ``dtype``."""
-    limit = 2 ** (np.finfo(dtype.name).nmant + 1)  # every integer up to this is exact
+    # every integer up to this is exact
+    limit = 2 ** (ml_dtypes.finfo(dtype.as_numpy_dtype).nmant + 1)
     big = array[np.abs(array.astype(np.float64)) > limit]
     to = dtype.as_numpy_dtype
     with np.errstate(over="ignore"):

@@ -26,15 +26,15 @@ from gradflow.prim.registry import register
 DATATYPES = {dtypes.float32: 1, dtypes.float64: 2, dtypes.int32: 3, dtypes.uint8: 4,
              dtypes.int16: 5, dtypes.int8: 6, dtypes.string: 7, dtypes.int64: 9,
              dtypes.bool_: 10, dtypes.uint16: 17, dtypes.float16: 19, dtypes.uint32: 22,
-             dtypes.uint64: 23}
+             dtypes.uint64: 23, dtypes.bfloat16: 14}
 _BY_NUMBER = {number: dtype for dtype, number in DATATYPES.items()}
 # the typed value fields: field number -> (wire format of a packed element, dtypes)
 _VALUE_FIELDS = {5: ("f", (dtypes.float32,)), 6: ("d", (dtypes.float64,)),
                  7: ("varint", (dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,
                                 dtypes.uint16)),
                  10: ("varint", (dtypes.int64,)), 11: ("varint", (dtypes.bool_,)),
-                 13: ("varint", (dtypes.float16,)), 16: ("varint", (dtypes.uint32,)),
-                 17: ("varint", (dtypes.uint64,))}
+                 13: ("varint", (dtypes.float16, dtypes.bfloat16)),
+                 16: ("varint", (dtypes.uint32,)), 17: ("varint", (dtypes.uint64,))}
 
 
 def _varint_field(out, number, value):
@@ -59,7 +59,8 @@ def _header(dtype, shape) -> bytearray:
 _TYPED = {dtypes.float32: (5, "f"), dtypes.float64: (6, "d"), dtypes.int32: (7, None),
           dtypes.int16: (7, None), dtypes.int8: (7, None), dtypes.uint8: (7, None),
           dtypes.uint16: (7, None), dtypes.int64: (10, None), dtypes.bool_: (11, None),
-          dtypes.float16: (13, None), dtypes.uint32: (16, None), dtypes.uint64: (17, None)}
+          dtypes.float16: (13, None), dtypes.uint32: (16, None), dtypes.uint64: (17, None),
+          dtypes.bfloat16: (13, None)}
 
 
 def typed_proto(values, dtype, shape) -> bytes:
@@ -74,8 +75,8 @@ def typed_proto(values, dtype, shape) -> bytes:
             protowire.write_bytes_field(out, 8, bytes(value))
         return bytes(out)
     number, form = _TYPED[dtype]
-    if dtype is dtypes.float16:
-        flat = flat.astype(np.float16).view(np.uint16)
+    if dtype.is_half:  # half_val holds the 16 bits of float16 and bfloat16 values
+        flat = flat.astype(dtype.as_numpy_dtype).view(np.uint16)
     if form is not None:
         packed = struct.pack(f"<{len(flat)}{form}", *flat.tolist())
     else:
@@ -149,8 +150,8 @@ def _parsed(data, error):
 
 
 def _typed_array(dtype, values):
-    if dtype is dtypes.float16:
-        return np.asarray(values, np.uint16).view(np.float16)
+    if dtype.is_half:
+        return np.asarray(values, np.uint16).view(dtype.as_numpy_dtype)
     if dtype.is_integer and dtype.min < 0:  # varints of negative numbers: 64-bit two's complement
         values = [protowire.signed(v) for v in values]
     return np.asarray(values, dtype=dtype.as_numpy_dtype)

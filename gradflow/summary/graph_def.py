@@ -17,7 +17,8 @@ from gradflow.summary import _tbx
 # than tensorboardX's copy of the proto, so the numbers are set directly.
 _DATA_TYPES = {
     "float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
-    "int64": 9, "bool": 10, "uint16": 17, "float16": 19, "variant": 21, "uint32": 22,
+    "int64": 9, "bool": 10, "bfloat16": 14, "uint16": 17, "float16": 19, "variant": 21,
+    "uint32": 22,
     "uint64": 23,
 }
 _PRODUCER = 27  # a GraphDef version TensorBoard reads without complaint

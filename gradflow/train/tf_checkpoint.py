@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 
+import ml_dtypes
 import numpy as np
 
 from gradflow import protowire
@@ -37,8 +38,8 @@ _LARGEST_INDEX = 1 << 30  # bytes: a larger .index is refused before it is read
 # TensorFlow's DataType numbers (types.proto) for the dtypes a variable can have here
 _DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
            8: "complex64", 9: "int64", 10: "bool", 17: "uint16", 18: "complex128",
-           19: "float16", 22: "uint32", 23: "uint64"}
-_DTYPE_NAMES = {7: "string", 14: "bfloat16", 20: "resource", 21: "variant"}
+           19: "float16", 14: "bfloat16", 22: "uint32", 23: "uint64"}
+_DTYPE_NAMES = {7: "string", 20: "resource", 21: "variant"}
 
 
 class TFCheckpointError(GradflowError, ValueError):
@@ -352,7 +353,8 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
     if any(d < 0 for d in shape) or not 0 <= entry["shard"] < shards:
         raise TFCheckpointError(f"tensor '{name}' has shape {shape} in data file "
                                 f"{entry['shard']} of {shards}")
-    item = np.dtype(dtype).newbyteorder(">" if big_endian else "<")
+    storage = "uint16" if dtype == "bfloat16" else dtype  # bfloat16's bits, as uint16
+    item = np.dtype(storage).newbyteorder(">" if big_endian else "<")
     count = math.prod(shape)
     if entry["size"] != count * item.itemsize or entry["offset"] < 0:
         raise TFCheckpointError(f"tensor '{name}' of shape {shape} and dtype {dtype} should "
@@ -374,7 +376,8 @@ def _read_tensor(prefix, name, entry, shards, big_endian):
     if entry["crc"] is not None and checksums.masked_crc32c(raw) != entry["crc"]:
         raise TFCheckpointError(f"tensor '{name}' in {path} fails its checksum: the data "
                                 "file is damaged")
-    return np.frombuffer(raw, item).astype(dtype).reshape(shape)
+    array = np.frombuffer(raw, item).astype(storage)
+    return (array.view(ml_dtypes.bfloat16) if dtype == "bfloat16" else array).reshape(shape)
 
 
 def _dtype_name(number):

@@ -37,7 +37,7 @@ _HANDLE_SPACE = 40  # the footer's room for two block handles, then the magic
 # TensorFlow's DataType numbers (types.proto) by NumPy dtype
 DATA_TYPES = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6,
               "complex64": 8, "int64": 9, "bool": 10, "uint16": 17, "complex128": 18,
-              "float16": 19, "uint32": 22, "uint64": 23}
+              "float16": 19, "bfloat16": 14, "uint32": 22, "uint64": 23}
 _TENSOR_BUNDLE_VERSION = 1  # VersionDef.producer of TensorFlow's bundles
 
 
@@ -74,6 +74,8 @@ def _tensor_bytes(name, value):
     if dtype is None:
         raise ValueError(f"tensor {name!r} has dtype {value.dtype}, which a checkpoint in "
                          "TensorFlow's layout does not hold here (numbers and bool only)")
+    if dtype == 14:  # bfloat16: its bits, which NumPy byte-orders as uint16
+        value = value.view(np.uint16)
     little = value.dtype.newbyteorder("<")
     return np.ascontiguousarray(value, little).tobytes(), dtype
 

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import functools
 
+import ml_dtypes
+import numpy as np
+
+from gradflow import dtypes
 from gradflow.backends.base import Backend
 from gradflow.backends.capture import CaptureGate
 from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
 from gradflow.backends.cupy import rnn as cupy_rnn
+from gradflow.backends.half import widened, widens
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
 from gradflow.prim.registry import add_lowering
+
+# CuPy 14 takes ml_dtypes.bfloat16 as its bfloat16 ("minimal support": most of cupy,
+# little of cupyx; CUDA 12.2 or later to compile it; NumPy 2.1.2 or later). Not run here
+# (no GPU): CuPy 13 has no bfloat16, and its arrays of it fail when made.
+for _namespace in ("array_api_compat.cupy", "cupy"):
+    dtypes.add_resolution(_namespace, "bfloat16", np.dtype(ml_dtypes.bfloat16))
 
 
 def _scatter_add_rows(xp, rows, indices, num_rows):
@@ -121,6 +132,15 @@ class CupyBackend(Backend):
         import cupy
 
         return isinstance(value, cupy.ndarray)
+
+    def bound(self, node, fn):
+        """Half-precision ops in float32, rounded once, but matmul (cuBLAS's own float32
+        accumulation): ``gradflow.backends.half``."""
+        if not widens(node, native=("matmul",)):
+            return fn
+        import cupy
+
+        return widened(node, fn, cupy)
 
     def to_numpy(self, array):
         import cupy

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 
 import array_api_compat.numpy as xp
+import ml_dtypes
 import numpy as np
 
+from gradflow import dtypes
 from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.cpu.numba_support import get_numba
+from gradflow.backends.half import widened, widens
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.numpy.fused import lower_fused
 from gradflow.backends.numpy.matmul import lower_matmul
@@ -156,6 +159,9 @@ class NumpyBackend(Backend):
     def asarray(self, host):
         return np.asarray(host)
 
+    def bound(self, node, fn):
+        return widened(node, fn) if widens(node) else fn
+
     def is_native(self, value):
         return isinstance(value, np.ndarray)
 
@@ -182,6 +188,10 @@ class NumpyBackend(Backend):
     def copy_into(self, array, value):
         np.copyto(array, value)
 
+
+# NumPy's bfloat16 is ml_dtypes' (the namespace has no attribute of the name)
+for _namespace in (xp.__name__, np.__name__):
+    dtypes.add_resolution(_namespace, "bfloat16", np.dtype(ml_dtypes.bfloat16))
 
 # this backend's own kernels, on the ops' records (OpDef.lowerings["numpy"])
 LOWERINGS = {

@@ -63,7 +63,10 @@ def lower_fused(program, fns, shape, in_turn):
     if len(fns) == 1 and isinstance(fns[0], np.ufunc):
         return fns[0]  # already one pass that writes into out=
     kernel = None
-    vectorizable = all(not m.opdef.transcendental or _fast_tanh(m) for m in program.members)
+    # numba would compute a half-precision program in float32 and round only its
+    # outputs; the ufuncs called in turn round after every op, as the unfused graph does
+    vectorizable = not _has_half(program) and all(
+        not m.opdef.transcendental or _fast_tanh(m) for m in program.members)
     if vectorizable and shape is not None and None not in tuple(shape) and (
             math.prod(shape) >= MIN_KERNEL_SIZE or len(fns) >= LONG_PROGRAM
             or (len(program.outputs) > 1 and program.updates)):
@@ -72,6 +75,12 @@ def lower_fused(program, fns, shape, in_turn):
         return kernel
     run = in_turn(program, [_tiled(member, fn) for member, fn in zip(program.members, fns)])
     return _blocked(program, run, shape) or run
+
+
+def _has_half(program):
+    """Whether a member or an input of ``program`` is float16 or bfloat16."""
+    return any(getattr(t.dtype, "is_half", False)
+               for t in list(program.members) + list(program_inputs(program)))
 
 
 # A ufunc sequence over a large output runs a block of rows at a time, so that its

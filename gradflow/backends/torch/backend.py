@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from gradflow.backends.base import Backend
@@ -99,6 +100,8 @@ class TorchBackend(Backend):
 
         if not host.flags.writeable or not host.flags.c_contiguous:
             host = np.array(host, copy=True, order="C")
+        if host.dtype == _BFLOAT16:  # torch.from_numpy knows no ml_dtypes: the same bits
+            return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).to(self.device)
         return torch.from_numpy(host).to(self.device)
 
     def is_native(self, value):
@@ -107,6 +110,10 @@ class TorchBackend(Backend):
         return isinstance(value, torch.Tensor)
 
     def to_numpy(self, array):
+        import torch
+
+        if array.dtype == torch.bfloat16:  # the same bits, as ml_dtypes.bfloat16
+            return array.detach().cpu().view(torch.int16).numpy().view(_BFLOAT16).copy()
         return array.detach().cpu().numpy().copy()
 
     def copy(self, array):
@@ -144,11 +151,13 @@ class _TorchDtypes(dict):
     def __missing__(self, dtype):
         import torch
 
-        self[dtype] = torch.from_numpy(np.empty(0, dtype)).dtype
+        self[dtype] = torch.bfloat16 if dtype == _BFLOAT16 else \
+            torch.from_numpy(np.empty(0, dtype)).dtype
         return self[dtype]
 
 
 _TORCH_DTYPES = _TorchDtypes()
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def unavailable_reason(device=None):
