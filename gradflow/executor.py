@@ -556,8 +556,9 @@ def _refuse_wrapping_ints(tensor, array, np_dtype):
 
 
 def _as_array(tensor, value):
-    if isinstance(value, np.ndarray) and dtypes.numpy_kind(value.dtype) in "biufc":
-        return value
+    if isinstance(value, np.ndarray) and (value.dtype.kind in "biufc"
+                                          or dtypes.numpy_kind(value.dtype) == "f"):
+        return value  # (bfloat16's own kind is "V"; the common case asks nothing more)
     try:
         array = np.asarray(value)
     except Exception as err:
