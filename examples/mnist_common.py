@@ -103,11 +103,17 @@ def load_data(args, image_shape):
         raise SystemExit(f"{err}{hint}") from None
     (x_train, y_train), (x_test, y_test) = data
     print(f"MNIST read from {data.folder} ({len(x_train)} training, {len(x_test)} test images)")
-    x_train = x_train.reshape((-1,) + image_shape).astype(np.float32) / 255.0
-    x_test = x_test.reshape((-1,) + image_shape).astype(np.float32) / 255.0
-    if args.limit:
+    if args.limit:  # before the float copy, which is then only as large as the images kept
         x_train, y_train = x_train[:args.limit], y_train[:args.limit]
+    x_train, x_test = (_scaled(x, image_shape) for x in (x_train, x_test))
     return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
+
+
+def _scaled(images, image_shape):
+    """``images`` (uint8) as float32 in [0, 1], divided in place in their one float copy."""
+    scaled = images.reshape((-1,) + image_shape).astype(np.float32)
+    scaled /= np.float32(255.0)
+    return scaled
 
 
 def finish_model(x, y, logits, args, steps_per_epoch, training=None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import pathlib
 import sys
 
@@ -11,6 +13,34 @@ import gradflow as gf
 from gradflow import backends
 
 CPU_BACKENDS = ["numpy", "array_api_strict", "torch"]
+
+
+def _glibc():
+    """The C library when it is glibc (it has ``malloc_trim``), else None."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _glibc()
+if _LIBC is not None:
+    # The suite runs thousands of graphs in one process. glibc raises its mmap threshold
+    # to the size of each large block freed (up to 32 MB), so later arrays of up to that
+    # size come from the heap, and the holes they leave are never given back: the
+    # process's memory grew by hundreds of MB with nothing alive in it. A fixed
+    # threshold (M_MMAP_THRESHOLD, -3) keeps arrays of 1 MB and more in blocks of their own.
+    _LIBC.mallopt(-3, 1 << 20)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _give_back_freed_memory():
+    """After each test file, what the heap holds free goes back to the system."""
+    yield
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def backend_params():
