@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from gradflow.graph import TensorShape
 from gradflow.passes.constant_folding import MAX_ELEMENTS, _evaluate, fold_constants
 from gradflow.passes.ir import PlanNode, specialized_shape
 from gradflow.prim.registry import REGISTRY
@@ -49,13 +50,13 @@ def unroll_while_loops(graph) -> None:
     mapping, made = {}, []
     for node in graph.nodes():
         if isinstance(node, PlanNode) and node.opdef.name == "while":
-            _unroll_one(node, readers, mapping, made)
+            _unroll_one(node, readers, mapping, made, getattr(graph, "feed_shapes", {}))
     if mapping:
         graph.replace(mapping, extra=made)
         fold_constants(graph)  # the copies' counters, and what they decide
 
 
-def _unroll_one(node, readers, mapping, made):
+def _unroll_one(node, readers, mapping, made, feed_shapes):
     """Add to ``mapping`` (and ``made``) the unrolled loop ``node`` and its gradients, or
     nothing where it cannot be unrolled."""
     info = node.attrs["info"]
@@ -71,7 +72,7 @@ def _unroll_one(node, readers, mapping, made):
             others.append(reader)
     if any(r.opdef.name != "tuple_get" or r.inputs[0] not in grads for r in others):
         return  # a picker of a gradient (it takes the gradient's inputs too) is served
-    loop = _Loop(node, info)
+    loop = _Loop(node, info, feed_shapes)
     if not loop.plain() or not loop.run():
         return
     local, local_made = {}, list(loop.made)
@@ -135,8 +136,9 @@ class _Copier:
     """Copies of sub-graph nodes into the plan graph; ``values`` holds the host values of
     the small copies computable from constants."""
 
-    def __init__(self, outside):
+    def __init__(self, outside, feed_shapes):
         self.outside = outside  # {the user's captured tensor: its plan node}
+        self.feed_shapes = feed_shapes  # {fed tensor: the shape fed}
         self.values = {}
         self.made = []
         self.made_set = set()
@@ -163,12 +165,23 @@ class _Copier:
         done["look"] = look
         return done
 
+    def _shape_stand_in(self, node):
+        """An array of ``node``'s static (or fed) shape for an op that reads only the
+        shape (``shape(x)`` in a loop's condition), or None where it is not known."""
+        shape = self.feed_shapes.get(node, node.shape)
+        if _rank_of(node) is None or shape is None or not TensorShape(shape).is_fully_defined():
+            return None
+        dtype = node.dtype.as_numpy_dtype if node.dtype is not None else np.float32
+        return np.broadcast_to(np.zeros((), dtype), tuple(int(d) for d in shape))
+
     def _evaluate(self, copy):
         shape = copy.shape
         if copy.opdef.kind != "compute" or shape is None or not shape.is_fully_defined() \
                 or math.prod(shape) > MAX_ELEMENTS or copy.dtype is None:
             return
-        args = [_known(i, self.values) for i in copy.inputs]
+        shape_only = copy.opdef.shape_only_inputs
+        args = [self._shape_stand_in(i) if k in shape_only else _known(i, self.values)
+                for k, i in enumerate(copy.inputs)]
         if any(a is None for a in args):
             return
         value = _evaluate(copy, args)
@@ -196,14 +209,14 @@ class _Loop:
     variables before iteration ``i`` (the last: the final values), ``maps[i]`` the
     copies of iteration ``i``'s body ({user node: plan node})."""
 
-    def __init__(self, node, info):
+    def __init__(self, node, info, feed_shapes):
         self.node, self.info = node, info
         user = info.node
         self.outside = dict(zip(user.inputs, node.inputs))
         stop = set(info.standins) | set(info.cond.captured) | set(info.body.captured)
         self.cond_order = _order([info.cond.outputs[0]], stop)
         self.body_order = _order(info.body.outputs, stop)
-        self.copier = _Copier(self.outside)
+        self.copier = _Copier(self.outside, feed_shapes)
         self.made = self.copier.made
         self.states, self.maps = [list(node.inputs[:len(info.standins)])], []
 
@@ -259,7 +272,7 @@ class _Backward:
         self.stop = set(loop.info.standins) | set(vjp.cots) | set(vjp.stash_nodes) \
             | set(vjp.captured)
         self.order = _order(vjp.fetches, self.stop)
-        self.copier = _Copier(outside)
+        self.copier = _Copier(outside, loop.copier.feed_shapes)
         self.made = self.copier.made
 
     def plain(self):
@@ -350,9 +363,10 @@ def _stacked_sum(parts, like, made, values):
         rows = [_new(like, "concat", [p.inputs[k] for p in parts], {"axis": 0}, None,
                      first.inputs[k].dtype, made) for k in (0, 1)]
         return _new(like, "matmul", rows, dict(first.attrs), first.shape, first.dtype, made)
+    rank, like_rank = _rank_of(first.inputs[0]), _rank_of(first.inputs[-1])
     if name == "unbroadcast" and len({p.inputs[1] for p in parts}) == 1 \
-            and all(_rank(p.inputs[0], len(first.inputs[0].shape)) for p in parts) \
-            and len(first.inputs[0].shape) > len(first.inputs[1].shape):
+            and None not in (rank, like_rank) and rank > like_rank \
+            and all(_rank(p.inputs[0], rank) for p in parts):
         rows = _new(like, "concat", [p.inputs[0] for p in parts], {"axis": 0}, None,
                     first.dtype, made)
         return _new(like, "unbroadcast", [rows, first.inputs[1]], {}, first.shape,
@@ -373,7 +387,7 @@ def _stacked_gathers(parts, like, made, values):
     scalar indices ``t`` are ``0, 1, ...`` of ``x``'s axis, each once."""
     first = parts[0]
     x, axis = first.inputs[2], first.attrs["axis"]
-    if x.shape is None or x.shape[axis] is None or len(parts) != x.shape[axis]:
+    if _rank_of(x) is None or x.shape[axis] is None or len(parts) != x.shape[axis]:
         return None
     for t, p in enumerate(parts):
         index = _known(p.inputs[1], values)
@@ -385,8 +399,13 @@ def _stacked_gathers(parts, like, made, values):
     return _new(like, "concat", rows, {"axis": axis}, x.shape, first.dtype, made)
 
 
-def _rank(node, rank):
+def _rank_of(node):
+    """The rank of ``node``'s static shape, or None where it is unknown."""
     try:
-        return node.shape is not None and len(node.shape) == rank
+        return None if node.shape is None else len(node.shape)
     except ValueError:  # a shape of unknown rank
-        return False
+        return None
+
+
+def _rank(node, rank):
+    return _rank_of(node) == rank
