@@ -154,3 +154,32 @@ def test_loops_that_stay_host_loops_give_the_host_loops_numbers(backend, monkeyp
         again = sess.run(fetches, feed)
         assert _loops(sess, fetches, feed) == 2  # the fed count and the random op stay
     _close(again, got)
+
+
+@pytest.mark.parametrize("lengths", [False, True])
+def test_bidirectional_dynamic_rnn_of_a_run_time_length(backend, lengths):
+    """Over a time axis of unknown length: two unrolled loops, the backward one over the
+    inputs reversed by ``reverse_sequence``; the numbers of the static unroll."""
+    def model(steps):
+        gf.reset_default_graph()
+        x = gf.placeholder(gf.float32, (BATCH, steps, FEATURES), name="x")
+        seq = gf.placeholder(gf.int32, (BATCH,), name="lengths") if lengths else None
+        (out_fw, out_bw), (st_fw, st_bw) = gf.nn.bidirectional_dynamic_rnn(
+            _cell("lstm"), _cell("gru"), x, sequence_length=seq, dtype=gf.float32)
+        loss = gf.reduce_sum(out_fw * out_fw) + gf.reduce_sum(out_bw * 0.5) \
+            + gf.reduce_sum(st_fw.h * st_bw)
+        names = sorted(v.name for v in gf.trainable_variables())
+        fetches = [loss, out_bw] + gf.gradients(loss, gf.trainable_variables() + [x])
+        return x, seq, fetches, names
+
+    x, seq, fetches, names = model(None)
+    feeds = [_feed(x, seq, t) for t in (5, 3)]
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        got = [sess.run(fetches, f) for f in feeds]
+        assert all(_loops(sess, fetches, f) == 0 for f in feeds)
+    for t, g in zip((5, 3), got):
+        xs, seqs, static, static_names = model(t)
+        assert static_names == names
+        (want,) = _run(static, [_feed(xs, seqs, t)], backend)
+        _close(g, want)
