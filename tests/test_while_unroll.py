@@ -183,3 +183,22 @@ def test_bidirectional_dynamic_rnn_of_a_run_time_length(backend, lengths):
         assert static_names == names
         (want,) = _run(static, [_feed(xs, seqs, t)], backend)
         _close(g, want)
+
+
+def test_unknown_batch_and_time(backend):
+    """``[None, None, n]`` inputs: the batch size and the length both come from the feed;
+    each fed pair of sizes gets an unrolled plan with the host loop's numbers."""
+    gf.reset_default_graph()
+    x = gf.placeholder(gf.float32, (None, None, FEATURES))
+    outputs, state = gf.nn.dynamic_rnn(_cell("lstm"), x, dtype=gf.float32)
+    loss = gf.reduce_sum(outputs * outputs) + gf.reduce_sum(state.c)
+    fetches = [loss] + gf.gradients(loss, gf.trainable_variables() + [x])
+    rng = np.random.default_rng(9)
+    feeds = [{x: rng.standard_normal((b, t, FEATURES)).astype(np.float32)}
+             for b, t in ((2, 4), (5, 1), (2, 7))]
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        got = [sess.run(fetches, f) for f in feeds]
+        assert all(_loops(sess, fetches, f) == 0 for f in feeds)
+    for g, h in zip(got, _run(fetches, feeds, backend, optimize=False)):
+        _close(g, h)
