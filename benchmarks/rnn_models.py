@@ -19,7 +19,9 @@ eager from the SAME initial weights (so the first losses agree; they are printed
 * ``LSTM dynamic``: ``dynamic_rnn`` of an ``LSTMCell(128)`` where the time length is
   known only at run time (ids placeholder of shape ``(None, None)``, so a
   ``while_loop``), fed 50 steps, against the static model of ``lstm_step.py`` (the goal:
-  dynamic within 1.1x of static) and ``nn.LSTM``.
+  dynamic within 1.1x of static) and ``nn.LSTM``;
+* ``biLSTM dynamic``: the ``biLSTM`` model with the time length known only at run time,
+  against the static ``biLSTM`` and ``nn.LSTM(bidirectional=True)``.
 
 TF's LSTM kernel ``[inputs + H, 4H]`` (gates i, j, f, o; ``forget_bias`` 1.0 added to
 f) maps onto PyTorch's ``weight_ih``/``weight_hh`` (gates i, f, g, o) with ``bias_ih``
@@ -178,6 +180,20 @@ def lstm2_graph(weights):
 def bilstm_graph(weights):
     ids, targets, emb = _ids_and_embedding(weights, STEPS)
     inputs = gf.nn.embedding_lookup(emb, ids)  # [batch, time, embed]
+    fw, bw = gf.nn.rnn_cell.LSTMCell(HIDDEN), gf.nn.rnn_cell.LSTMCell(HIDDEN)
+    (out_fw, out_bw), _ = gf.nn.bidirectional_dynamic_rnn(fw, bw, inputs, dtype=gf.float32)
+    outputs = gf.reshape(gf.concat([out_fw, out_bw], 2), (-1, 2 * HIDDEN))
+    loss = _softmax_loss(weights, outputs, gf.reshape(targets, (-1,)))
+    names = ("kernel_fw", "bias_fw", "kernel_bw", "bias_bw")
+    variables = fw.trainable_variables + bw.trainable_variables
+    return ids, targets, loss, list(zip(variables, (weights[k] for k in names)))
+
+
+def bilstm_dynamic_graph(weights):
+    """``bilstm_graph`` over a time axis of unknown length (ids placeholder ``(None, None)``):
+    two ``dynamic_rnn`` loops, the backward one over the inputs reversed in time."""
+    ids, targets, emb = _ids_and_embedding(weights, None)
+    inputs = gf.nn.embedding_lookup(emb, ids)  # [batch, None, embed]
     fw, bw = gf.nn.rnn_cell.LSTMCell(HIDDEN), gf.nn.rnn_cell.LSTMCell(HIDDEN)
     (out_fw, out_bw), _ = gf.nn.bidirectional_dynamic_rnn(fw, bw, inputs, dtype=gf.float32)
     outputs = gf.reshape(gf.concat([out_fw, out_bw], 2), (-1, 2 * HIDDEN))
@@ -396,6 +412,12 @@ MODELS = {
         torch_model=torch_lstm, torch_label="torch nn.LSTM", gpu_label="PyTorch nn.LSTM",
         torch_peer=None, peer_label=None,
         reference=static_lstm_step, reference_label="gradflow static (lstm_step)"),
+    "biLSTM dynamic": types.SimpleNamespace(
+        group="biLSTM dyn", init_weights=bilstm_weights,
+        gradflow_step=_stepper(bilstm_dynamic_graph),
+        torch_model=torch_bilstm, torch_label="torch nn.LSTM(bidirectional)",
+        gpu_label="PyTorch nn.LSTM bidir", torch_peer=None, peer_label=None,
+        reference=_stepper(bilstm_graph), reference_label="gradflow static (biLSTM)"),
 }
 
 

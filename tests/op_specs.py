@@ -109,6 +109,8 @@ EXEMPT = {
                      "backend's kernel pass (test_cupy_emit_on_numpy.py, test_cuda_lstm.py)",
     "lstm_step_rec_grad": "plan-only: its backward step (test_cupy_emit_on_numpy.py, "
                           "test_cuda_lstm.py)",
+    "transposed_copy": "plan-only: a row-major w^T for an RNN's backward products, the "
+                       "NumPy backend's kernel pass (test_rnn_cells_fused.py)",
     **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "
              "(test_conv_layouts.py: against the copies and the NHWC op on every backend)"
        for form in ("nchw_conv2d", "nchw_conv2d_backprop_input", "nchw_conv2d_backprop_filter")},

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 TINY = {"VOCAB": 11, "EMBED": 6, "HIDDEN": 8, "STEPS": 5, "BATCH": 3}
-MODEL_NAMES = ("GRU", "LSTM x2", "biLSTM", "LSTM dynamic")
+MODEL_NAMES = ("GRU", "LSTM x2", "biLSTM", "LSTM dynamic", "biLSTM dynamic")
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def rnn_models(benchmark_modules, monkeypatch):
 def test_the_models_are_the_ones_named(rnn_models):
     assert tuple(rnn_models.MODELS) == MODEL_NAMES
     assert [m.group for m in rnn_models.MODELS.values()] == ["GRU", "LSTM x2", "biLSTM",
-                                                             "LSTM dyn"]
+                                                             "LSTM dyn", "biLSTM dyn"]
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
@@ -83,6 +83,7 @@ def test_cpu_rows_time_every_model(rnn_models, capsys):
     for rows in table.values():
         assert all(ms is not None and ms > 0 for ms in rows.values()), table
     assert "gradflow static (lstm_step)" in table["LSTM dynamic"]
+    assert "gradflow static (biLSTM)" in table["biLSTM dynamic"]
 
 
 def test_gpu_rows_run_on_numpy(rnn_models, monkeypatch, capsys):
@@ -93,7 +94,7 @@ def test_gpu_rows_run_on_numpy(rnn_models, monkeypatch, capsys):
     rnn_models.gpu_rows(common, 0.02, compile_too=False)
     out = capsys.readouterr().out
     assert "FAILED" not in out, out
-    groups = {"GRU": 0, "LSTM x2": 0, "biLSTM": 0, "LSTM dyn": 0}
+    groups = {"GRU": 0, "LSTM x2": 0, "biLSTM": 0, "LSTM dyn": 0, "biLSTM dyn": 0}
     for line in out.splitlines():
         for group in groups:
             if line.startswith(group + " ") and "gradflow numpy" in line:

@@ -1,7 +1,8 @@
 """The unrolling functions of the recurrent cells (TF1 ``static_rnn``, ``dynamic_rnn``,
 ``static_bidirectional_rnn``, ``bidirectional_dynamic_rnn``), each honouring
 ``sequence_length`` as TF1 does. ``dynamic_rnn`` unrolls a static time axis and runs a
-``while_loop`` over one of unknown length. ``gradflow.nn.rnn_cell`` exports them too.
+``while_loop`` over one of unknown length (a plan specialized to the shapes fed unrolls
+that loop too: ``gradflow/passes/while_unroll.py``). ``gradflow.nn.rnn_cell`` exports them too.
 
 >>> outputs, state = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(128), inputs, dtype=gf.float32)
 """
@@ -16,9 +17,10 @@ from gradflow.nn.rnn_base import RNNCell, _check_state, _flat
 from gradflow.ops.array_ops import expand_dims, matmul, reshape, transpose
 from gradflow.ops.control_flow_ops import while_loop
 from gradflow.ops.index_ops import concat, gather, shape, stack, unstack
+from gradflow.ops.manip_ops import reverse_sequence
 from gradflow.ops.math_ops import cast, equal, greater, less, where, zeros_like
 from gradflow.ops.rnn_ops import batch_zeros
-from gradflow.ops.shape_ops import checked_sequence_length
+from gradflow.ops.shape_ops import checked_sequence_length, reverse
 from gradflow.prim.registry import constant, convert_to_tensor
 from gradflow.variables import get_variable_scope, variable_scope
 
@@ -162,14 +164,50 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                               initial_state_fw=None, initial_state_bw=None, dtype=None,
                               parallel_iterations=None, swap_memory=False, time_major=False,
                               scope=None):
-    """``static_bidirectional_rnn`` over a 3-D tensor with a static time axis (TF1
-    ``bidirectional_dynamic_rnn``): returns ``((output_fw, output_bw),
-    (output_state_fw, output_state_bw))``, the outputs stacked like ``inputs``."""
-    steps, axis = _time_steps("bidirectional_dynamic_rnn", inputs, time_major)
+    """A forward and a backward RNN over a 3-D tensor (TF1 ``bidirectional_dynamic_rnn``):
+    returns ``((output_fw, output_bw), (output_state_fw, output_state_bw))``, the outputs
+    stacked like ``inputs``. A static time axis is unrolled as in
+    ``static_bidirectional_rnn``; one of unknown length runs ``dynamic_rnn`` forward and
+    over the inputs reversed in time (``reverse_sequence`` by ``sequence_length``, so each
+    row from its own last step), its outputs put back in time order. The variables are
+    the same ones (same names) either way."""
+    what = "bidirectional_dynamic_rnn"
+    inputs = convert_to_tensor(inputs)
+    axis = 0 if time_major else 1
+    if inputs.shape is not None and len(inputs.shape) == 3 and inputs.shape[axis] is None:
+        return _dynamic_bidirectional(what, cell_fw, cell_bw, inputs, sequence_length,
+                                      initial_state_fw, initial_state_bw, dtype, time_major,
+                                      scope)
+    steps, axis = _time_steps(what, inputs, time_major)
     out_fw, out_bw, state_fw, state_bw = _bidirectional(
         "bidirectional_dynamic_rnn", cell_fw, cell_bw, steps, initial_state_fw,
         initial_state_bw, dtype, sequence_length, scope)
     return (stack(out_fw, axis=axis), stack(out_bw, axis=axis)), (state_fw, state_bw)
+
+
+def _dynamic_bidirectional(what, cell_fw, cell_bw, inputs, sequence_length, initial_state_fw,
+                           initial_state_bw, dtype, time_major, scope):
+    """``bidirectional_dynamic_rnn`` over a time axis of unknown length: two ``dynamic_rnn``
+    loops, the backward one over the inputs reversed in time."""
+    for cell, arg in ((cell_fw, "cell_fw"), (cell_bw, "cell_bw")):
+        if not isinstance(cell, RNNCell):
+            raise TypeError(f"{what}: {arg} must be an RNNCell, got {type(cell).__name__}")
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+
+    def reversed_in_time(x):
+        if sequence_length is None:
+            return reverse(x, [time_axis])
+        return reverse_sequence(x, sequence_length, seq_axis=time_axis, batch_axis=batch_axis)
+
+    with variable_scope(scope if scope is not None else "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = dynamic_rnn(cell_fw, inputs, sequence_length, initial_state_fw,
+                                           dtype, time_major=time_major, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            out_bw, state_bw = dynamic_rnn(cell_bw, reversed_in_time(inputs), sequence_length,
+                                           initial_state_bw, dtype, time_major=time_major,
+                                           scope=bw_scope)
+    return (out_fw, reversed_in_time(out_bw)), (state_fw, state_bw)
 
 
 def _time_steps(what, inputs, time_major):

@@ -147,11 +147,12 @@ class LSTMCell(RNNCell):
             c_prev, h_prev = state[:, :n], state[:, n:]
         gates = _input_state_matmul(inputs, h_prev, self._kernel, self.output_size) \
             + self._bias
-        plain = not self._use_peepholes and self._cell_clip is None and self._num_proj is None
-        if plain and (self._activation is None or self._activation is tanh):
-            act = lstm_gates(gates, self._forget_bias)
+        core = not self._use_peepholes and self._cell_clip is None  # the fused ops' cell
+        plain = core and self._num_proj is None
+        if core and (self._activation is None or self._activation is tanh):
+            act = lstm_gates(gates, self._forget_bias)  # a projection reads h after them
             c = lstm_c(act, c_prev)
-            h = lstm_h(act, c)
+            h = self._projected(lstm_h(act, c))
         elif plain:
             act = self._activation
             i, j, f, o = split(gates, 4, axis=1)
@@ -174,12 +175,15 @@ class LSTMCell(RNNCell):
             c = clip_by_value(c, -self._cell_clip, self._cell_clip)
         if self._use_peepholes:
             o = o + w_o * c
-        h = sigmoid(o) * act(c)
+        return c, self._projected(sigmoid(o) * act(c))
+
+    def _projected(self, h):
+        """``h`` through the projection (and its clip) where the cell has one."""
         if self._num_proj is not None:
             h = matmul(h, self._projection)
             if self._proj_clip is not None:
                 h = clip_by_value(h, -self._proj_clip, self._proj_clip)
-        return c, h
+        return h
 
 
 class BasicLSTMCell(LSTMCell):

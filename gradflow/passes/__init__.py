@@ -27,6 +27,7 @@ from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
 from gradflow.passes.shared_stacks import share_row_stacks
+from gradflow.passes.while_unroll import unroll_while_loops
 
 # Folding first makes more static shapes known (an RNN's zero state and what reads it);
 # shape no-ops go next: gradient code wraps one value in a different ``unbroadcast`` for
@@ -34,8 +35,11 @@ from gradflow.passes.shared_stacks import share_row_stacks
 # the gradient code's row stacks before the rewrites turn stacks of lookups into lookups.
 # Layout copies sink past elementwise ops before the rewrites cancel the pairs they form.
 # Row stacks share their parts once the rewrites have made the stacks they make.
-PASSES = [fold_constants, drop_shape_noops, eliminate_common_subexpressions, batch_matmuls,
-          sink_layouts, rewrite_algebra, share_row_stacks, fuse_lstm_steps, fuse_elementwise]
+# A while_loop whose trip count folding made known is unrolled next, so the passes after
+# it see the copies as they see a static unroll.
+PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
+          eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
+          share_row_stacks, fuse_lstm_steps, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 

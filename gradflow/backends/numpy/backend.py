@@ -24,6 +24,7 @@ from gradflow.backends.onednn import library as onednn
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.ops.segment_ops import bind_segments
 from gradflow.passes.conv_layouts import fold_conv_layouts
+from gradflow.passes.lstm_steps import contiguous_recurrent_transposes
 from gradflow.prim.index_checks import check_ids
 from gradflow.prim.registry import add_lowering
 
@@ -155,6 +156,8 @@ class NumpyBackend(Backend):
         # oneDNN runs them (gradflow.passes.conv_layouts)
         if numpy_windows.ONEDNN and onednn.api() is not None:
             self.kernel_passes = (fold_conv_layouts,)
+        # an unrolled RNN's backward products by w^T read one row-major copy of it
+        self.kernel_passes = tuple(self.kernel_passes) + (contiguous_recurrent_transposes,)
 
     def asarray(self, host):
         return np.asarray(host)
