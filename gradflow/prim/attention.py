@@ -49,9 +49,11 @@ def _logits(xp, q, k, b, scale, causal):
         s = s + b
     if causal:
         sq, sk = s.shape[-2], s.shape[-1]
-        rows = xp.arange(sq, dtype=xp.int64)[:, None]
-        cols = xp.arange(sk, dtype=xp.int64)[None, :]
-        s = xp.where(cols <= rows + (sk - sq), s, xp.asarray(CAUSAL_FILL, dtype=s.dtype))
+        dev = s.device
+        rows = xp.reshape(xp.arange(sq, dtype=xp.int64, device=dev), (sq, 1))
+        cols = xp.reshape(xp.arange(sk, dtype=xp.int64, device=dev), (1, sk))
+        fill = xp.asarray(CAUSAL_FILL, dtype=s.dtype, device=dev)
+        s = xp.where(cols <= rows + (sk - sq), s, fill)
     return s
 
 

@@ -1,0 +1,129 @@
+"""The attention pass (gradflow/passes/attention.py): BERT's and GPT-2's attention, as
+their TF1 code writes it, and its gradient become one ``attention_fwd``/``attention_bwd``
+pair in the plan, with the unfused graph's numbers on every backend; what the pass must
+leave alone stays unfused."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gradflow as gf
+import gradflow.passes as passes
+from gradflow.passes import optimize
+from gradflow.passes.attention import fuse_attention
+
+B, H, S, D = 2, 2, 5, 3
+
+
+def _bert(dtype, dropout=0.0, s=S, bias_grad=False):
+    """google-research/bert's attention_layer core over variables q, k, v."""
+    rng = np.random.default_rng(0)
+    q, k, v = (gf.Variable(rng.normal(size=(B, H, s, D)).astype(dtype), name=n)
+               for n in "qkv")
+    mask = gf.placeholder(dtype, [None, s], name="mask")
+    adder = gf.expand_dims(gf.expand_dims((1.0 - mask) * -10000.0, 1), 1)
+    if bias_grad:
+        adder = adder * gf.Variable(np.ones((), dtype), name="bias_scale")
+    scores = gf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(D)) + adder
+    probs = gf.nn.softmax(scores)
+    if dropout:
+        probs = gf.nn.dropout(probs, rate=dropout)
+    o = gf.matmul(probs, v)
+    return o, [q, k, v], {mask: _mask(dtype, s)}, probs
+
+
+def _gpt2(dtype):
+    """GPT-2's attn core: w * rsqrt(d), w * b - 1e10 * (1 - b), softmax, product."""
+    rng = np.random.default_rng(1)
+    q, k, v = (gf.Variable(rng.normal(size=(B, H, S, D)).astype(dtype), name=n)
+               for n in "qkv")
+    w = gf.matmul(q, k, transpose_b=True)
+    w = w * gf.rsqrt(gf.cast(D, w.dtype))
+    i = gf.range(S)[:, None]
+    j = gf.range(S)
+    b = gf.reshape(gf.cast(i >= j - S + S, w.dtype), [1, 1, S, S])
+    w = w * b - gf.cast(1e10, w.dtype) * (1 - b)
+    return gf.matmul(gf.nn.softmax(w), v), [q, k, v], {}, None
+
+
+def _mask(dtype, s):
+    m = np.ones((B, s), dtype)
+    m[:, -2:] = 0.0
+    return m
+
+
+def _run(backend, fetches, feed, fused):
+    chosen = passes.PASSES if fused else [p for p in passes.PASSES if p is not fuse_attention]
+    saved = passes.PASSES
+    passes.PASSES = chosen
+    try:
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            return sess.run(fetches, feed)
+    finally:
+        passes.PASSES = saved
+
+
+def _ops(fetches, feed):
+    graph = optimize(fetches, list(feed), passes=passes.PASSES[:-1])
+    return [n.opdef.name for n in graph.nodes()]
+
+
+def _step(build, dtype, **kw):
+    gf.set_random_seed(5)
+    o, wrt, feed, probs = build(dtype, **kw)
+    loss = gf.reduce_sum(o * o * o)
+    return [o] + gf.gradients(loss, wrt), feed, probs
+
+
+@pytest.mark.parametrize("model", ["bert", "bert_dropout", "gpt2"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_attention_and_its_gradient_fuse_with_the_unfused_numbers(backend, model, dtype):
+    build = _gpt2 if model == "gpt2" else _bert
+    kw = {"dropout": 0.25} if model == "bert_dropout" else {}
+    fetches, feed, _ = _step(build, dtype, **kw)
+    ops = _ops(fetches, feed)
+    assert ops.count("attention_fwd") == 1 and ops.count("attention_bwd") == 1
+    assert "softmax" not in ops and ops.count("matmul") == 0
+    if model == "bert_dropout":
+        assert "floor" in ops  # the dropout mask is still drawn, and read by the pair
+    got = _run(backend, fetches, feed, True)
+    want = _run(backend, fetches, feed, False)
+    rtol = 1e-12 if dtype == "float64" else 2e-5
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max())
+
+
+def test_the_fused_pair_saves_probabilities_for_full_precision():
+    fetches, feed, _ = _step(_bert, "float32")
+    graph = optimize(fetches, list(feed), passes=passes.PASSES[:-1])
+    fwd = next(n for n in graph.nodes() if n.opdef.name == "attention_fwd")
+    assert fwd.attrs["aux"] == "probs" and fwd.attrs["bias"] and not fwd.attrs["causal"]
+    assert fwd.attrs["scale"] == pytest.approx(1 / math.sqrt(D)) and fwd.attrs["keep"] is None
+
+
+def test_a_forward_alone_fuses_and_a_fetched_intermediate_stays_unfused():
+    o, _, feed, probs = _bert("float64")
+    assert "attention_fwd" in _ops([o], feed)
+    assert "attention_fwd" not in _ops([o, probs], feed)  # probs fetched: left as it is
+
+
+def test_a_differentiable_bias_leaves_the_pattern_unfused():
+    """The pair has no bias gradient: a graph that needs one keeps the unfused ops."""
+    gf.set_random_seed(5)
+    o, wrt, feed, _ = _bert("float64", bias_grad=True)
+    bias_scale = [v for v in gf.global_variables() if v.name.startswith("bias_scale")]
+    fetches = [o] + gf.gradients(gf.reduce_sum(o * o), wrt + bias_scale)
+    ops = _ops(fetches, feed)
+    assert "attention_fwd" not in ops and "attention_bwd" not in ops
+    assert "softmax" in ops
+
+
+def test_a_softmax_over_another_axis_is_not_attention():
+    rng = np.random.default_rng(0)
+    q, k, v = (gf.constant(rng.normal(size=(B, H, S, S))) for _ in range(3))
+    o = gf.matmul(gf.nn.softmax(gf.matmul(q, k, transpose_b=True), axis=2), v)
+    assert "attention_fwd" not in _ops([o], {})
