@@ -127,3 +127,27 @@ def test_a_softmax_over_another_axis_is_not_attention():
     q, k, v = (gf.constant(rng.normal(size=(B, H, S, S))) for _ in range(3))
     o = gf.matmul(gf.nn.softmax(gf.matmul(q, k, transpose_b=True), axis=2), v)
     assert "attention_fwd" not in _ops([o], {})
+
+
+def test_dropout_drawn_in_the_fed_batchs_shape_keeps_its_numbers(backend):
+    """BERT's heads come from a fed batch (``shape(x)[0]``): dropout's draw takes the
+    probabilities' shape at run time, and the fused plan draws the same numbers."""
+    gf.set_random_seed(7)
+    x = gf.placeholder(gf.float64, [None, S, H * D])
+    n = gf.shape(x)[0]
+    w = gf.Variable(np.random.default_rng(2).normal(size=(H * D, H * D)))
+
+    def heads(t):
+        return gf.transpose(gf.reshape(t, [n, S, H, D]), [0, 2, 1, 3])
+
+    q = heads(gf.reshape(gf.matmul(gf.reshape(x, [-1, H * D]), w), [n, S, H * D]))
+    probs = gf.nn.dropout(gf.nn.softmax(gf.matmul(q, q, transpose_b=True) * 0.5), rate=0.3)
+    o = gf.matmul(probs, q)
+    fetches = [o] + gf.gradients(gf.reduce_sum(o * o), [w])
+    feed = {x: np.random.default_rng(3).normal(size=(B, S, H * D))}
+    graph = optimize(fetches, [x], [(B, S, H * D)], passes=passes.PASSES[:-1])
+    assert "attention_bwd" in [node.opdef.name for node in graph.nodes()]
+    got = _run(backend, fetches, feed, True)
+    want = _run(backend, fetches, feed, False)
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-12, atol=1e-12 * np.abs(w_).max())

@@ -70,7 +70,7 @@ def fuse_attention(graph) -> None:
             continue
         found["grad"] = _backward(found, readers)
         if _closed(found, readers, fetched):
-            _rewrite(found, mapping, made)
+            _rewrite(found, mapping, made, readers)
     graph.replace(mapping, extra=made)
 
 
@@ -309,17 +309,30 @@ def _closed(f, readers, fetched):
         ends |= {grad["dq"], grad["dk"], grad["dv"]}
     free = {f["p"]} if _aux(f) == "probs" else set()  # its value is the forward's aux
     inner.add(f["p"])
-    allowed = inner | ends
+    allowed = inner | ends | set(_draws_like(f["p"], readers))
     return all(n not in fetched and (n in free or all(r in allowed for r in readers.get(n, [])))
                for n in inner)
 
 
-def _rewrite(f, mapping, made):
+def _draws_like(p, readers):
+    """The draws of ``p``'s shape (dropout's ``random_uniform(shape(p))``) whose static
+    shape is known: the rewrite makes them draws of that shape, reading nothing (read
+    from the fused forward, they would wait for it while it waits for their mask)."""
+    return [r for r in readers.get(p, []) if r.opdef.kind == "random"
+            and isinstance(r, PlanNode) and r.inputs == (p,) and not r.control_inputs
+            and r.shape is not None and r.shape.is_fully_defined()]
+
+
+def _rewrite(f, mapping, made, readers):
     aux = _aux(f)
     attrs = {"scale": f["scale"], "causal": f["causal"] is not None,
              "bias": f["bias"] is not None, "keep": f["keep"], "aux": aux}
     extra = [x for x in (f["bias"], f["mask"]) if x is not None]
     o, p = f["o"], f["p"]
+    for draw in _draws_like(p, readers):  # same user node, so the same generator
+        mapping[draw] = PlanNode.standing_for(
+            draw, draw.opdef, [], dict(draw.attrs, shape=tuple(draw.shape)))
+        made.append(mapping[draw])
     fwd = PlanNode.standing_for(o, ATTENTION_FWD, [f["q"], f["k"], f["v"]] + extra, attrs,
                                 name=o.name + "/attention")
     out = output_of(fwd, 0, o)
