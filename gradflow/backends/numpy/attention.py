@@ -1,0 +1,119 @@
+"""NumPy lowerings of the fused attention pair (``attention_fwd``, ``attention_bwd``:
+``gradflow/prim/attention.py``, made by ``gradflow/passes/attention.py``).
+
+The forward is one batched product ``q k^T`` whose result becomes the probabilities in
+place (scale, bias, causal fill, the softmax's max shift, ``exp``, sum and divide as
+in-place ufuncs over it, NumPy's vectorized ``exp``: numba's scalar ``exp`` is 5x
+slower, see ``numpy/fused.py``), the dropout's ``p / keep * mask`` into a kept array,
+and one batched product with ``v``. The backward turns ``g v^T`` into the logits'
+gradient in place and multiplies it out. The ufuncs are the unfused ops' own, in their
+order, so the numbers are the unfused graph's. Scratch arrays are kept between calls
+(``KeptArrays``): a steady step allocates only the outputs.
+
+Other dtypes than float32 and float64, and saved statistics (``aux="stats"``, the
+form for cuDNN), take the primitive's Array API implementation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradflow.backends.base import KeptArrays
+from gradflow.backends.cpu.threads import uses_blas
+from gradflow.prim.attention import CAUSAL_FILL
+from gradflow.prim.registry import REGISTRY
+
+FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _split(extra, bias, keep):
+    extra = list(extra)
+    b = extra.pop(0) if bias else None
+    m = extra.pop(0) if keep is not None else None
+    return b, m
+
+
+def _causal_fill(kept, s):
+    """Set the logits above the (offset) diagonal to GPT-2's fill, in place."""
+    sq, sk = s.shape[-2:]
+    above = kept.get(("above", sq, sk))
+    if above is None:
+        above = kept[("above", sq, sk)] = \
+            np.arange(sk)[None, :] > np.arange(sq)[:, None] + (sk - sq)
+    np.copyto(s, s.dtype.type(CAUSAL_FILL), where=above)
+
+
+def _probabilities_in_place(kept, s, b, scale, causal):
+    if scale != 1.0:
+        np.multiply(s, s.dtype.type(scale), out=s)
+    if b is not None:
+        np.add(s, b, out=s)
+    if causal:
+        _causal_fill(kept, s)
+    rows = s.shape[:-1] + (1,)
+    top = kept.get_array("top", rows, s.dtype)
+    total = kept.get_array("total", rows, s.dtype)
+    np.maximum.reduce(s, axis=-1, keepdims=True, out=top)
+    np.subtract(s, top, out=s)
+    np.exp(s, out=s)
+    np.add.reduce(s, axis=-1, keepdims=True, out=total)
+    return np.divide(s, total, out=s)
+
+
+def _dropped(kept, p, m, keep):
+    if m is None:
+        return p
+    pd = kept.get_array("dropped", p.shape, p.dtype)
+    np.divide(p, p.dtype.type(keep), out=pd)
+    return np.multiply(pd, m, out=pd)
+
+
+def lower_attention_fwd(xp, scale, causal, bias, keep, aux):
+    impl = REGISTRY["attention_fwd"].impl
+    attrs = {"scale": scale, "causal": causal, "bias": bias, "keep": keep, "aux": aux}
+    kept = KeptArrays(np.empty)
+
+    @uses_blas
+    def attention_fwd(q, k, v, *extra):
+        if aux != "probs" or q.dtype not in FAST:
+            return impl(np, q, k, v, *extra, **attrs)
+        b, m = _split(extra, bias, keep)
+        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        p = _probabilities_in_place(kept, s, b, scale, causal)
+        return np.matmul(_dropped(kept, p, m, keep), v), p
+
+    return attention_fwd
+
+
+def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
+    impl = REGISTRY["attention_bwd"].impl
+    attrs = {"scale": scale, "causal": causal, "bias": bias, "keep": keep, "aux": aux}
+    kept = KeptArrays(np.empty)
+
+    @uses_blas
+    def attention_bwd(g, q, k, v, o, p, *extra):
+        if aux != "probs" or q.dtype not in FAST:
+            return impl(np, g, q, k, v, o, p, *extra, **attrs)
+        _, m = _split(extra, bias, keep)
+        t = kept.get_array("ds", p.shape, p.dtype)
+        np.matmul(g, np.swapaxes(v, -1, -2), out=t)
+        if m is not None:
+            np.multiply(t, m, out=t)
+            np.divide(t, t.dtype.type(keep), out=t)
+        both = kept.get_array("both", p.shape, p.dtype)
+        np.multiply(t, p, out=both)
+        total = kept.get_array("total", p.shape[:-1] + (1,), p.dtype)
+        np.add.reduce(both, axis=-1, keepdims=True, out=total)
+        np.subtract(t, total, out=t)
+        np.multiply(p, t, out=t)
+        if scale != 1.0:
+            np.multiply(t, t.dtype.type(scale), out=t)
+        dq = np.matmul(t, k)
+        dk = np.matmul(np.swapaxes(t, -1, -2), q)
+        dv = np.matmul(np.swapaxes(_dropped(kept, p, m, keep), -1, -2), g)
+        return dq, dk, dv
+
+    return attention_bwd
+
+
+LOWERINGS = {"attention_fwd": lower_attention_fwd, "attention_bwd": lower_attention_bwd}
