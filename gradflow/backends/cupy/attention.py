@@ -171,7 +171,10 @@ def _handle(cudnn, device):
 
 class CudnnSdpa:
     """The cuDNN SDPA graph of one ``SdpaSpec``, built once (with its workspace), then
-    executed on the current CuPy stream with the arrays' addresses."""
+    executed on the current CuPy stream with the arrays' addresses. ``built`` counts
+    the graphs built in this process (the GPU tests check that cuDNN ran)."""
+
+    built = 0
 
     def __init__(self, spec, xp):
         import cupy  # noqa: PLC0415 - this runner exists on the CuPy backend only
@@ -202,6 +205,7 @@ class CudnnSdpa:
         graph.build_plans()
         self.graph, self.tensors = graph, made
         self.workspace = cupy.empty(max(graph.get_workspace_size(), 1), cupy.uint8)
+        CudnnSdpa.built += 1
 
     def execute(self, arrays):
         pack = {t: arrays[name].data.ptr for name, t in self.tensors.items()}
