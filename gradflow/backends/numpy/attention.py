@@ -5,10 +5,14 @@ The forward is one batched product ``q k^T`` whose result becomes the probabilit
 place (scale, bias, causal fill, the softmax's max shift, ``exp``, sum and divide as
 in-place ufuncs over it, NumPy's vectorized ``exp``: numba's scalar ``exp`` is 5x
 slower, see ``numpy/fused.py``), the dropout's ``p / keep * mask`` into a kept array,
-and one batched product with ``v``. The backward turns ``g v^T`` into the logits'
-gradient in place and multiplies it out. The ufuncs are the unfused ops' own, in their
-order, so the numbers are the unfused graph's. Scratch arrays are kept between calls
-(``KeptArrays``): a steady step allocates only the outputs.
+and one batched product with ``v``. The float32 batched products go to oneDNN's
+``matmul`` primitive over the 4-D stacks where it is installed (``_product``: it reads
+BERT's transposed heads in place; 0.67 against NumPy's 0.85 ms of CPU time for a
+[16, 2, 128, 64] x [.., 64, 128] product on one thread, the busy 2-core VM). The
+backward turns ``g v^T`` into the logits' gradient in place and multiplies it out.
+The ufuncs are the unfused ops' own, in their order, so the numbers are the unfused
+graph's (float32 products: oneDNN's sums, to float32 rounding). Scratch arrays are
+kept between calls (``KeptArrays``): a steady step allocates only the outputs.
 
 Other dtypes than float32 and float64, and saved statistics (``aux="stats"``, the
 form for cuDNN), take the primitive's Array API implementation.
@@ -20,10 +24,35 @@ import numpy as np
 
 from gradflow.backends.base import KeptArrays
 from gradflow.backends.cpu.threads import uses_blas
+from gradflow.backends.onednn import library as onednn
+from gradflow.backends.onednn import matmul as onednn_matmul
 from gradflow.prim.attention import CAUSAL_FILL
 from gradflow.prim.registry import REGISTRY
 
 FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _product(a, b, out=None):
+    """``a @ b`` over stacks of matrices into ``out`` (a new array when None): oneDNN's
+    batched product for float32 where it has a ``brg`` kernel for these layouts, else
+    NumPy's."""
+    if out is None:
+        out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
+    api = onednn.api() if out.dtype == np.float32 and a.dtype == b.dtype == out.dtype \
+        and out.flags.c_contiguous and a.size and b.size else None
+    if api is not None:
+        layouts = onednn_matmul.layout(a), onednn_matmul.layout(b), onednn_matmul.layout(out)
+        key = layouts + (api.thread_count(),)
+        found = None if None in layouts or key in _REFUSED else onednn_matmul.product(*key)
+        if found is not None and found[1].startswith("brg"):
+            try:
+                return found[0](a, b, out)
+            except onednn.OneDNNError:  # never tried again; NumPy writes all of out
+                _REFUSED.add(key)
+    return np.matmul(a, b, out=out)
+
+
+_REFUSED = set()
 
 
 def _split(extra, bias, keep):
@@ -78,9 +107,9 @@ def lower_attention_fwd(xp, scale, causal, bias, keep, aux):
         if aux != "probs" or q.dtype not in FAST:
             return impl(np, q, k, v, *extra, **attrs)
         b, m = _split(extra, bias, keep)
-        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        s = _product(q, np.swapaxes(k, -1, -2))
         p = _probabilities_in_place(kept, s, b, scale, causal)
-        return np.matmul(_dropped(kept, p, m, keep), v), p
+        return _product(_dropped(kept, p, m, keep), v), p
 
     return attention_fwd
 
@@ -96,7 +125,7 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
             return impl(np, g, q, k, v, o, p, *extra, **attrs)
         _, m = _split(extra, bias, keep)
         t = kept.get_array("ds", p.shape, p.dtype)
-        np.matmul(g, np.swapaxes(v, -1, -2), out=t)
+        _product(g, np.swapaxes(v, -1, -2), t)
         if m is not None:
             np.multiply(t, m, out=t)
             np.divide(t, t.dtype.type(keep), out=t)
@@ -108,9 +137,9 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
         np.multiply(p, t, out=t)
         if scale != 1.0:
             np.multiply(t, t.dtype.type(scale), out=t)
-        dq = np.matmul(t, k)
-        dk = np.matmul(np.swapaxes(t, -1, -2), q)
-        dv = np.matmul(np.swapaxes(_dropped(kept, p, m, keep), -1, -2), g)
+        dq = _product(t, k)
+        dk = _product(np.swapaxes(t, -1, -2), q)
+        dv = _product(np.swapaxes(_dropped(kept, p, m, keep), -1, -2), g)
         return dq, dk, dv
 
     return attention_bwd
