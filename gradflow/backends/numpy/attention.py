@@ -55,6 +55,30 @@ def _product(a, b, out=None):
 _REFUSED = set()
 
 
+def _buffers(out, count):
+    """The plan's buffer of each output (None: the lowering allocates), C-ordered only."""
+    out = out or (None,) * count
+    return tuple(o if o is not None and o.flags.c_contiguous else None for o in out)
+
+
+def _into(out, values):
+    """The Array API function's values, copied into the plan's buffers where given."""
+    return tuple(v if o is None else _copied(o, v) for o, v in zip(out or (None,) * 3, values))
+
+
+def _copied(out, value):
+    np.copyto(out, value)
+    return out
+
+
+def _writes_out(fn):
+    """``fn`` writes its outputs into ``out=`` (a tuple, one buffer or None per output),
+    never one of its inputs."""
+    fn.accepts_out = True
+    fn.reads_whole_inputs = True
+    return fn
+
+
 def _split(extra, bias, keep):
     extra = list(extra)
     b = extra.pop(0) if bias else None
@@ -103,15 +127,16 @@ def lower_attention_fwd(xp, scale, causal, bias, keep, aux):
     kept = KeptArrays(np.empty)
 
     @uses_blas
-    def attention_fwd(q, k, v, *extra):
+    def attention_fwd(q, k, v, *extra, out=None):
         if aux != "probs" or q.dtype not in FAST:
-            return impl(np, q, k, v, *extra, **attrs)
+            return _into(out, impl(np, q, k, v, *extra, **attrs))
         b, m = _split(extra, bias, keep)
-        s = _product(q, np.swapaxes(k, -1, -2))
+        o_out, p_out = _buffers(out, 2)
+        s = _product(q, np.swapaxes(k, -1, -2), p_out)
         p = _probabilities_in_place(kept, s, b, scale, causal)
-        return _product(_dropped(kept, p, m, keep), v), p
+        return _product(_dropped(kept, p, m, keep), v, o_out), p
 
-    return attention_fwd
+    return _writes_out(attention_fwd)
 
 
 def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
@@ -120,9 +145,9 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
     kept = KeptArrays(np.empty)
 
     @uses_blas
-    def attention_bwd(g, q, k, v, o, p, *extra):
+    def attention_bwd(g, q, k, v, o, p, *extra, out=None):
         if aux != "probs" or q.dtype not in FAST:
-            return impl(np, g, q, k, v, o, p, *extra, **attrs)
+            return _into(out, impl(np, g, q, k, v, o, p, *extra, **attrs))
         _, m = _split(extra, bias, keep)
         t = kept.get_array("ds", p.shape, p.dtype)
         _product(g, np.swapaxes(v, -1, -2), t)
@@ -137,12 +162,13 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
         np.multiply(p, t, out=t)
         if scale != 1.0:
             np.multiply(t, t.dtype.type(scale), out=t)
-        dq = _product(t, k)
-        dk = _product(np.swapaxes(t, -1, -2), q)
-        dv = _product(np.swapaxes(_dropped(kept, p, m, keep), -1, -2), g)
+        dq_out, dk_out, dv_out = _buffers(out, 3)
+        dq = _product(t, k, dq_out)
+        dk = _product(np.swapaxes(t, -1, -2), q, dk_out)
+        dv = _product(np.swapaxes(_dropped(kept, p, m, keep), -1, -2), g, dv_out)
         return dq, dk, dv
 
-    return attention_bwd
+    return _writes_out(attention_bwd)
 
 
 LOWERINGS = {"attention_fwd": lower_attention_fwd, "attention_bwd": lower_attention_bwd}
