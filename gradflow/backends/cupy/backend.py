@@ -11,6 +11,7 @@ from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
 from gradflow.backends.cupy import rnn as cupy_rnn
+from gradflow.backends.cupy import transformer as cupy_transformer
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
@@ -145,7 +146,7 @@ add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 add_lowering("unbroadcast", CupyBackend.name, cupy_emit.lower_unbroadcast)
 for _op, _lower in cupy_rnn.LOWERINGS.items():
     add_lowering(_op, CupyBackend.name, _lower)
-for _op, _lower in cupy_attention.LOWERINGS.items():
+for _op, _lower in {**cupy_attention.LOWERINGS, **cupy_transformer.LOWERINGS}.items():
     add_lowering(_op, CupyBackend.name, _lower)
 for _op in ("max_pool", "max_pool_grad", "max_pool_relu_grad"):
     add_lowering(_op, CupyBackend.name, getattr(cupy_emit, f"lower_{_op}"))
