@@ -57,17 +57,21 @@ def init_weights(width, layers, seq, seed=0):
     return w
 
 
-def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None):
+def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None,
+               dtype="float32", causal=False):
     """One Adam step of the encoder in TF1's graph API ``m`` (gradflow or
-    ``tensorflow.compat.v1``), as a function."""
+    ``tensorflow.compat.v1``), as a function. ``dtype``: the variables' and activations'
+    float type (the loss is taken in float32); ``causal``: GPT-2's attention mask
+    (``w * b - 1e10 * (1 - b)``, ``b`` lower-triangular) in place of BERT's padding."""
     batch, seq = ids.shape
     width = weights["word"].shape[1]
     heads = width // HEADS_WIDTH
     graph = m.Graph()
     with graph.as_default():
-        v = {k: m.Variable(a, name=k.replace("/", "_")) for k, a in weights.items()}
+        v = {k: m.Variable(a.astype(dtype), name=k.replace("/", "_"))
+             for k, a in weights.items()}
         ids_p = m.placeholder(m.int32, [None, seq])
-        mask_p = m.placeholder(m.float32, [None, seq])
+        mask_p = m.placeholder(getattr(m, dtype), [None, seq])
         labels_p = m.placeholder(m.int32, [None])
         n = m.shape(ids_p)[0]
 
@@ -89,21 +93,27 @@ def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None):
         adder = m.expand_dims(m.expand_dims((1.0 - mask_p) * -10000.0, 1), 1)
         for i in range(layers):
             q, k, val = (split_heads(dense(h, f"{i}/{p}")) for p in ("q", "k", "v"))
-            scores = m.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(HEADS_WIDTH)) + adder
+            scores = m.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(HEADS_WIDTH))
+            if causal:
+                b = m.reshape(m.cast(m.range(seq)[:, None] >= m.range(seq), scores.dtype),
+                              [1, 1, seq, seq])
+                scores = scores * b - m.cast(1e10, scores.dtype) * (1 - b)
+            else:
+                scores = scores + adder
             probs = m.nn.dropout(m.nn.softmax(scores), rate=dropout)
             context = m.reshape(m.transpose(m.matmul(probs, val), [0, 2, 1, 3]), [-1, width])
             h = layer_norm(m.nn.dropout(dense(context, f"{i}/o"), rate=dropout) + h, f"{i}/ln1")
             ff = dense(gelu(dense(h, f"{i}/ff1")), f"{i}/ff2")
             h = layer_norm(m.nn.dropout(ff, rate=dropout) + h, f"{i}/ln2")
         first = m.reshape(h, [n, seq, width])[:, 0]
-        logits = dense(m.tanh(dense(first, "pool")), "out")
+        logits = m.cast(dense(m.tanh(dense(first, "pool")), "out"), m.float32)
         loss = m.reduce_mean(m.nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels_p, logits=logits))
         train = m.train.AdamOptimizer(1e-4).minimize(loss)
         init = m.global_variables_initializer()
     sess = m.Session(graph=graph) if config is None else m.Session(graph=graph, config=config)
     sess.run(init)
-    feed = {ids_p: ids, mask_p: mask, labels_p: labels}
+    feed = {ids_p: ids, mask_p: mask.astype(dtype), labels_p: labels}
     return lambda: sess.run(train, feed)
 
 
