@@ -7,7 +7,8 @@ separate ops, and ``gf.gradients`` builds the gradient of each. In the plan grap
     s  = matmul(q, k, transpose_b=True) [* scale]        (the scale a scalar constant)
     s  = s + bias                                        BERT's (1 - mask) * -10000, or
     s  = s * b - 1e10 * (1 - b)                          GPT-2's, b lower-triangular ones
-    p  = softmax(s)                                      (over the last axis)
+    p  = softmax(s)                                      (over the last axis: the primitive,
+                                                          or GPT-2's own exp / sum)
     pd = p / keep * mask                                 (dropout; mask = floor(keep + u))
     o  = matmul(pd, v)
 
@@ -15,6 +16,7 @@ and, for an output gradient ``g`` (the unfused ops' gradient rules)::
 
     dv = matmul(pd, g, transpose_a=True)     dpd = matmul(g, v, transpose_b=True)
     dp = dpd * mask / keep                   ds  = p * (dp - reduce_sum(dp * p, -1))
+                                             (GPT-2's softmax: its ops' own gradients)
     ds = ds * b  (causal)                    dss = ds * scale
     dq = matmul(dss, k)                      dk  = matmul(dss, q, transpose_a=True)
 
@@ -63,7 +65,7 @@ def fuse_attention(graph) -> None:
     _PLAN.fed = graph.fed
     mapping, made = {}, []
     for node in graph.nodes():
-        if not _op(node, "softmax") or node in mapping:
+        if not (_op(node, "softmax") or _op(node, "divide")) or node in mapping:
             continue
         found = _forward(node, readers)
         if found is None:
@@ -156,24 +158,50 @@ def _lower_triangular(b, logits):
     return bool(np.array_equal(value.reshape(sq, sk), want.astype(value.dtype)))
 
 
+def _last_axis(node, name):
+    return _op(node, name) and bool(node.attrs.get("keepdims")) \
+        and tuple(node.attrs.get("axes", ())) in ((3,), (-1,))
+
+
+def _softmax(p):
+    """``(logits, [nodes between])`` where ``p`` is ``softmax(logits)`` over the last axis:
+    the primitive, or GPT-2's own ``exp(x - reduce_max(x)) / reduce_sum(exp(...))``."""
+    if not _rank4(p):
+        return None
+    if _op(p, "softmax"):
+        return (p.inputs[0], []) if p.attrs.get("axis") in (3, -1) else None
+    ex, total = p.inputs
+    if not (_op(ex, "exp") and _last_axis(total, "reduce_sum") and total.inputs[0] is ex
+            and _op(ex.inputs[0], "subtract")):
+        return None
+    shifted = ex.inputs[0]
+    x, top = shifted.inputs
+    if not (_last_axis(top, "reduce_max") and top.inputs[0] is x):
+        return None
+    return x, [ex, total, shifted, top]
+
+
 def _forward(p, readers):
     """The forward pattern ending in the softmax ``p`` as a dict, else None."""
-    if p.attrs.get("axis") not in (3, -1) or not _rank4(p):
+    site = _softmax(p)
+    if site is None:
         return None
-    x, bias, causal, inner = p.inputs[0], None, None, []
+    x, bias, causal, inner = site[0], None, None, list(site[1])
+    hand = list(inner)
     if _causal(x) is not None:
         x, causal, inner = _causal(x)
+        inner += hand
     else:
         pair = _split(x, "add", lambda a: _scaled(a) is not None)
         if pair is not None and not _rank4(pair[1]) and pair[1].shape is not None:
             pair = None  # a bias of another rank than 4: left to the unfused ops
         if pair is not None:
-            inner, (x, bias) = [x], pair
+            inner, (x, bias) = [x] + hand, pair
     scaled = _scaled(x)
     if scaled is None:
         return None
     mm, scale, scale_node = scaled
-    found = {"p": p, "mm": mm, "scale": scale, "scaled": scale_node is not None,
+    found = {"p": p, "hand": hand, "mm": mm, "scale": scale, "scaled": scale_node is not None,
              "bias": bias, "causal": causal,
              "q": mm.inputs[0], "k": mm.inputs[1], "keep": None, "mask": None,
              "inner": inner + [mm] + ([scale_node] if scale_node is not None else [])}
@@ -242,6 +270,13 @@ def _softmax_grad(f, readers, dpd):
     dp, inner = _dropout_grad(f, readers, dpd)
     if dp is None:
         return None
+    if f["hand"]:
+        found = _hand_softmax_grad(f, readers, dp)
+        tail = None if found is None else _to_products(f, readers, found[0])
+        if tail is not None:
+            tail["inner"] = [dpd] + inner + ([dp] if dp is not dpd else []) + found[1] \
+                + tail["inner"]
+        return tail
     prods = [r for r in readers.get(dp, []) if _split(r, "multiply", lambda a: a is dp)
              in ((dp, p),)]
     for prod in prods:
@@ -260,6 +295,44 @@ def _softmax_grad(f, readers, dpd):
                                 + [prod, rs, sub, ds] + tail["inner"]
                             return tail
     return None
+
+
+def _reader(readers, node, name, other=None, first=None):
+    """The one reader of ``node`` that is ``name(node, other)`` (``other`` None: any;
+    multiply and add in either order; ``first``: ``node`` must come first), else None."""
+    found = [r for r in readers.get(node, []) if _op(r, name) and node in r.inputs
+             and (other is None or other in r.inputs)
+             and (not first or r.inputs[0] is node)]
+    return found[0] if len(found) == 1 else None
+
+
+def _hand_softmax_grad(f, readers, dp):
+    """``(ds, [nodes])``: the gradient ops of GPT-2's own softmax (``_softmax``) from the
+    probabilities' gradient ``dp`` to the logits' (the divide's two branches, exp's,
+    and reduce_max's through its ``equal`` mask), else None."""
+    p = f["p"]
+    ex, total, _, top = f["hand"]
+    logits = top.inputs[0]
+    a = _reader(readers, dp, "divide", total, first=True)
+    neg = _reader(readers, dp, "negative")
+    m2 = neg and _reader(readers, neg, "multiply", p)
+    d1 = m2 and _reader(readers, m2, "divide", total, first=True)
+    u = d1 and _reader(readers, d1, "unbroadcast", total, first=True)
+    bl = u and _reader(readers, u, "broadcast_like", ex, first=True)
+    add1 = a and bl and _reader(readers, a, "add", bl)
+    dx = add1 and _reader(readers, add1, "multiply", ex)
+    eq = _reader(readers, top, "equal", logits)
+    cast = eq and _reader(readers, eq, "cast")
+    nneg = dx and _reader(readers, dx, "negative")
+    u1 = nneg and _reader(readers, nneg, "unbroadcast", top, first=True)
+    count = cast and _reader(readers, cast, "reduce_sum")
+    d2 = u1 and count and _reader(readers, u1, "divide", count, first=True)
+    m4 = d2 and _reader(readers, d2, "multiply", cast)
+    ds = m4 and _reader(readers, dx, "add", m4)
+    nodes = [a, neg, m2, d1, u, bl, add1, dx, eq, cast, nneg, u1, count, d2, m4]
+    if not ds or not all(nodes) or not _last_axis(count, "reduce_sum"):
+        return None
+    return ds, nodes
 
 
 def _to_products(f, readers, ds):
