@@ -164,3 +164,18 @@ def test_dropout_drawn_in_the_fed_batchs_shape_keeps_its_numbers(backend):
     want = _run(backend, fetches, feed, False)
     for g, w_ in zip(got, want):
         np.testing.assert_allclose(g, w_, rtol=1e-12, atol=1e-12 * np.abs(w_).max())
+
+
+def test_bad_shapes_are_refused_when_the_node_is_built_naming_the_tensors():
+    from gradflow.prim.registry import apply
+
+    q = gf.placeholder(gf.float32, [2, 3, 4, 5], name="queries")
+    k = gf.placeholder(gf.float32, [2, 3, 4, 6], name="keys")
+    with pytest.raises(ValueError, match=r"(?s)depths of q and k differ \(5 vs 6\).*queries"):
+        apply("attention", [q, k, k], scale=1.0, causal=False, bias=False, keep=None)
+    v = gf.placeholder(gf.float32, [2, 3, 7, 5], name="values")
+    with pytest.raises(ValueError, match="sequence lengths of k and v differ"):
+        apply("attention", [q, q, v], scale=1.0, causal=False, bias=False, keep=None)
+    flat = gf.placeholder(gf.float32, [2, 4, 5], name="flat")
+    with pytest.raises(ValueError, match=r"q must be \[batch, heads, seq, depth\], got rank 3"):
+        apply("attention", [flat, q, q], scale=1.0, causal=False, bias=False, keep=None)
