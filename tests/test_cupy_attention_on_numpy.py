@@ -77,7 +77,8 @@ def _check_specs(forward, backward, q, causal, dropout):
     names = {"q", "k", "v"} | ({"mask", "dropout_scale"} if dropout else set()) \
         | (set() if causal else {"bias"})
     assert {t[0] for t in forward.tensors} == names | {"o", "stats"}
-    assert {t[0] for t in backward.tensors} == names | {"o", "dO", "stats", "dq", "dk", "dv"}
+    assert {t[0] for t in backward.tensors} == names | {"o", "dO", "stats", "dq", "dk", "dv"} \
+        | ({"dropout_scale_inv"} if dropout else set())
     assert forward.scale == backward.scale == 0.5 and forward.causal == causal
     assert forward.dtype == "float16" and forward.dropout == dropout
     # the heads are read in place: the transposed view's strides, in elements
@@ -87,6 +88,7 @@ def _check_specs(forward, backward, q, causal, dropout):
         assert forward.tensor("bias")[1:3] == ((B, 1, SQ, SK), (SQ * SK, SQ * SK, SK, 1))
     if dropout:
         assert forward.tensor("dropout_scale")[1:] == ((1, 1, 1, 1), (1, 1, 1, 1), "float32")
+        assert backward.tensor("dropout_scale_inv")[1:] == forward.tensor("dropout_scale")[1:]
 
 
 def test_a_graph_is_built_once_per_layout_and_reused():

@@ -22,8 +22,9 @@ the same memory through the same dims and strides):
   array (cuDNN broadcasts the batch and head axes of a bias, not its rows);
 - **scale**, **causal** (GPT-2's mask: top-left diagonal alignment where sq == sk,
   bottom-right otherwise), and **dropout** as cuDNN's custom mask form ``(mask,
-  scale)``: the plan's own mask (``floor(keep + u)``) and ``1 / keep`` in a kept
-  device array, so the same draw is used (the rounding of ``p * mask / keep`` differs
+  scale)`` forward and ``(mask, scale, scale_inv)`` backward: the plan's own mask
+  (``floor(keep + u)``), ``1 / keep`` and ``keep`` in kept device arrays, so the same
+  draw is used (the rounding of ``p * mask / keep`` differs
   from the unfused ``p / keep * mask`` in the last bit of the half type);
 - **one graph per layout**, built on the first call (a plan's first run, before any
   capture), with its workspace allocated once; every later call, captured or not,
@@ -219,7 +220,7 @@ def _sdpa(cudnn, graph, spec, t):
     kw = {"attn_scale": spec.scale}
     if "bias" in t:
         kw["bias"] = t["bias"]
-    if spec.dropout:
+    if spec.dropout and spec.kind == "forward":
         kw["dropout"] = (t["mask"], t["dropout_scale"])
     if spec.causal:
         sq, sk = spec.tensor("q")[1][2], spec.tensor("k")[1][2]
@@ -230,8 +231,18 @@ def _sdpa(cudnn, graph, spec, t):
         o, stats = graph.sdpa(name="sdpa", q=t["q"], k=t["k"], v=t["v"], generate_stats=True,
                               **kw)
         return {"o": o, "stats": stats}
-    dq, dk, dv = graph.sdpa_backward(name="sdpa_backward", q=t["q"], k=t["k"], v=t["v"],
-                                     o=t["o"], dO=t["dO"], stats=t["stats"], **kw)
+    args = {"name": "sdpa_backward", "q": t["q"], "k": t["k"], "v": t["v"], "o": t["o"],
+            "dO": t["dO"], "stats": t["stats"]}
+    if not spec.dropout:
+        dq, dk, dv = graph.sdpa_backward(**args, **kw)
+        return {"dq": dq, "dk": dk, "dv": dv}
+    # the backward's custom dropout is (mask, scale, scale_inv) in cuDNN's C++ API; a
+    # frontend that takes the forward's pair instead refuses the triple with a TypeError
+    try:
+        dq, dk, dv = graph.sdpa_backward(**args, **kw, dropout=(
+            t["mask"], t["dropout_scale"], t["dropout_scale_inv"]))
+    except TypeError:
+        dq, dk, dv = graph.sdpa_backward(**args, **kw, dropout=(t["mask"], t["dropout_scale"]))
     return {"dq": dq, "dk": dk, "dv": dv}
 
 
@@ -272,20 +283,24 @@ class _Plumbing:
         full[...] = self.xp.broadcast_to(b, target)
         return full
 
-    def dropout_scale(self, keep):
-        key = ("dropout_scale", (1, 1, 1, 1), "float32")
+    def scalar(self, role, value):
+        """A kept float32 [1, 1, 1, 1] device array holding ``value`` (written once)."""
+        key = (role, (1, 1, 1, 1), "float32")
         if key not in self.kept:
-            self.kept[key] = self.xp.full((1, 1, 1, 1), 1.0 / keep, dtype=self.xp.float32)
+            self.kept[key] = self.xp.full((1, 1, 1, 1), value, dtype=self.xp.float32)
         return self.kept[key]
 
-    def inputs(self, q, k, v, b, m, keep):
+    def inputs(self, q, k, v, b, m, keep, backward=False):
+        """The arrays cuDNN's graph reads, by name (the backward's ``scale_inv`` too)."""
         arrays = {"q": self.operand("q", q), "k": self.operand("k", k),
                   "v": self.operand("v", v)}
         if b is not None:
             arrays["bias"] = self.bias(b, q.shape[:3] + (k.shape[2],))
         if m is not None:
             arrays["mask"] = self.operand("mask", m)
-            arrays["dropout_scale"] = self.dropout_scale(keep)
+            arrays["dropout_scale"] = self.scalar("dropout_scale", 1.0 / keep)
+            if backward:
+                arrays["dropout_scale_inv"] = self.scalar("dropout_scale_inv", keep)
         return arrays
 
     def run(self, kind, arrays, scale, causal):
@@ -366,7 +381,8 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux, runner=CudnnSdpa):
         if aux == "stats" and _dtype_name(q) in HALF:
             b, m = _split(extra, bias, keep)
             dq, dk, dv = _outputs(xp, out, tuple((tuple(x.shape), q.dtype) for x in (q, k, v)))
-            arrays = dict(plumbing.inputs(q, k, v, b, m, keep), o=plumbing.operand("o", o),
+            arrays = dict(plumbing.inputs(q, k, v, b, m, keep, backward=True),
+                          o=plumbing.operand("o", o),
                           dO=plumbing.operand("dO", g), stats=plumbing.operand("stats", stats),
                           dq=dq, dk=dk, dv=dv)
             if plumbing.run("backward", arrays, scale, causal):
