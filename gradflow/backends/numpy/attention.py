@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends.base import KeptArrays
+from gradflow.backends.cpu.numba_support import get_numba
 from gradflow.backends.cpu.threads import uses_blas
 from gradflow.backends.onednn import library as onednn
 from gradflow.backends.onednn import matmul as onednn_matmul
@@ -139,6 +140,41 @@ def lower_attention_fwd(xp, scale, causal, bias, keep, aux):
     return _writes_out(attention_fwd)
 
 
+def _softmax_grad(kept, t, p, m, keep, scale):
+    """``t`` (``g v^T``) in place into the scaled logits' gradient: numba's one pass per
+    row where it is there and the arrays are C-ordered, else the unfused ufuncs."""
+    jit = _jit()
+    if jit is not None and t.flags.c_contiguous and p.flags.c_contiguous \
+            and (m is None or m.flags.c_contiguous and m.dtype == t.dtype) and t.size:
+        cols = t.shape[-1]
+        rows = t.size // cols
+        jit.softmax_grad_rows(t.reshape(rows, cols), p.reshape(rows, cols),
+                              t.reshape(rows, cols) if m is None else m.reshape(rows, cols),
+                              t.dtype.type(0 if m is None else keep), t.dtype.type(scale))
+        return t
+    if m is not None:
+        np.multiply(t, m, out=t)
+        np.divide(t, t.dtype.type(keep), out=t)
+    both = kept.get_array("both", p.shape, p.dtype)
+    np.multiply(t, p, out=both)
+    total = kept.get_array("total", p.shape[:-1] + (1,), p.dtype)
+    np.add.reduce(both, axis=-1, keepdims=True, out=total)
+    np.subtract(t, total, out=t)
+    np.multiply(p, t, out=t)
+    if scale != 1.0:
+        np.multiply(t, t.dtype.type(scale), out=t)
+    return t
+
+
+def _jit():
+    """The numba kernels (``numpy/attention_jit.py``), or None without numba."""
+    if get_numba() is None:
+        return None
+    from gradflow.backends.numpy import attention_jit  # noqa: PLC0415 - only with numba
+
+    return attention_jit
+
+
 def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
     impl = REGISTRY["attention_bwd"].impl
     attrs = {"scale": scale, "causal": causal, "bias": bias, "keep": keep, "aux": aux}
@@ -151,17 +187,7 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
         _, m = _split(extra, bias, keep)
         t = kept.get_array("ds", p.shape, p.dtype)
         _product(g, np.swapaxes(v, -1, -2), t)
-        if m is not None:
-            np.multiply(t, m, out=t)
-            np.divide(t, t.dtype.type(keep), out=t)
-        both = kept.get_array("both", p.shape, p.dtype)
-        np.multiply(t, p, out=both)
-        total = kept.get_array("total", p.shape[:-1] + (1,), p.dtype)
-        np.add.reduce(both, axis=-1, keepdims=True, out=total)
-        np.subtract(t, total, out=t)
-        np.multiply(p, t, out=t)
-        if scale != 1.0:
-            np.multiply(t, t.dtype.type(scale), out=t)
+        _softmax_grad(kept, t, p, m, keep, scale)
         dq_out, dk_out, dv_out = _buffers(out, 3)
         dq = _product(t, k, dq_out)
         dk = _product(np.swapaxes(t, -1, -2), q, dk_out)
