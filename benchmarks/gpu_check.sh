@@ -9,12 +9,20 @@
 #                        GPU_TEST_TIMEOUT s (default 90); GPU_NEW_K: a pytest -k filter
 #   benchmark_gpu.log    benchmarks/gpu.py with GPU_BENCH_ARGS (default "--seconds 0.5")
 #   pytest_gpu.log       every other test marked gpu (the cupy backend's op tests)
+#   pytest_attn.log      phase "attn": fused attention through cuDNN (float16 forward and
+#                        backward against the unfused ops, a captured step) and the wide
+#                        softmax kernel (tests/test_attention_gpu.py,
+#                        tests/test_transformer_kernels_gpu.py)
+#   benchmark_attn.log   phase "attn": benchmarks/gpu_transformer.py with GPU_ATTN_BENCH_ARGS
+#                        (default "--seconds 0.3 --skip-compile"): BERT- and GPT-2-style
+#                        steps, FP32/TF32/fp16/bf16, PyTorch, JAX, tokens/s, share of peak
 #
 #   benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]
 #
-# GPU_PHASES (default "probe new bench rest") picks the phases, run in that order.
-# Limits in seconds: GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (150),
-# GPU_BENCH_TIMEOUT (150), GPU_REST_TIMEOUT (240). The op tests run in GPU_WORKERS
+# GPU_PHASES (default "probe new bench rest"; "attn" is the transformer phase, e.g.
+# GPU_PHASES="probe attn") picks the phases, run in that order. Limits in seconds:
+# GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (150), GPU_BENCH_TIMEOUT (150),
+# GPU_REST_TIMEOUT (240), GPU_ATTN_TIMEOUT (120 for the tests, the same again for the rows). The op tests run in GPU_WORKERS
 # pytest-xdist workers (default 8) when pytest-xdist is installed. WHEEL_DIR (default
 # .whl, a copy of ../shared/device-wheels carried into the checkout) holds the wheels
 # the machine lacks (array-api-compat, array-api-strict, nvmath-python,
@@ -56,6 +64,19 @@ if has new; then
   tail -3 "$LOGS/pytest_gpu_new.log"
 fi
 
+ATTN="tests/test_attention_gpu.py tests/test_transformer_kernels_gpu.py"
+if has attn; then
+  # shellcheck disable=SC2086 - ATTN and per_test are lists of arguments
+  timeout "${GPU_ATTN_TIMEOUT:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
+    $per_test -s $ATTN > "$LOGS/pytest_attn.log" 2>&1
+  note "attention GPU tests:" $?
+  tail -3 "$LOGS/pytest_attn.log"
+  # shellcheck disable=SC2086 - GPU_ATTN_BENCH_ARGS is a list of arguments
+  timeout "${GPU_ATTN_TIMEOUT:-120}" python3 benchmarks/gpu_transformer.py \
+    ${GPU_ATTN_BENCH_ARGS:---seconds 0.3 --skip-compile} > "$LOGS/benchmark_attn.log" 2>&1
+  note "benchmarks/gpu_transformer.py: $LOGS/benchmark_attn.log;" $?
+fi
+
 if has bench; then
   # shellcheck disable=SC2086 - GPU_BENCH_ARGS is a list of arguments
   timeout "${GPU_BENCH_TIMEOUT:-150}" python3 benchmarks/gpu.py ${GPU_BENCH_ARGS:---seconds 0.5} \
@@ -68,6 +89,7 @@ if has rest; then
   python3 -c "import xdist" 2>/dev/null && workers="-n ${GPU_WORKERS:-8}"
   ignore=""
   for f in $NEW; do ignore="$ignore --ignore=$f"; done
+  if has attn; then for f in $ATTN; do ignore="$ignore --ignore=$f"; done; fi
   # shellcheck disable=SC2086 - workers, per_test and ignore are lists of arguments
   timeout "${GPU_REST_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
     $workers $per_test $ignore tests > "$LOGS/pytest_gpu.log" 2>&1

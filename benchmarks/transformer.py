@@ -11,6 +11,12 @@ CPU-bound process (``conv.timed``: the best of 5 rounds quiet, the median of 9 l
 
     python benchmarks/transformer.py [--width 128] [--layers 2] [--batch 16]
                                      [--seq 128] [--seconds 2] [--skip-tf]
+                                     [--unfused-attention]
+
+``--unfused-attention`` times gradflow a second time with the attention pass off (its
+plan compiled without ``passes.attention.fuse_attention``: the product, softmax,
+dropout and product as separate ops, and their gradients) and adds the column
+``gf / unfused``: what the fused attention pair gains on the CPU, in the same run.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import numpy as np  # noqa: E402
 from conv import add_peer_arguments, load_peers, timed  # noqa: E402
 
 import gradflow as gf  # noqa: E402
+from gradflow import passes  # noqa: E402
+from gradflow.passes.attention import fuse_attention  # noqa: E402
 
 VOCAB, HEADS_WIDTH = 1000, 64
 
@@ -57,17 +65,21 @@ def init_weights(width, layers, seq, seed=0):
     return w
 
 
-def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None):
+def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None,
+               dtype="float32", causal=False):
     """One Adam step of the encoder in TF1's graph API ``m`` (gradflow or
-    ``tensorflow.compat.v1``), as a function."""
+    ``tensorflow.compat.v1``), as a function. ``dtype``: the variables' and activations'
+    float type (the loss is taken in float32); ``causal``: GPT-2's attention mask
+    (``w * b - 1e10 * (1 - b)``, ``b`` lower-triangular) in place of BERT's padding."""
     batch, seq = ids.shape
     width = weights["word"].shape[1]
     heads = width // HEADS_WIDTH
     graph = m.Graph()
     with graph.as_default():
-        v = {k: m.Variable(a, name=k.replace("/", "_")) for k, a in weights.items()}
+        v = {k: m.Variable(a.astype(dtype), name=k.replace("/", "_"))
+             for k, a in weights.items()}
         ids_p = m.placeholder(m.int32, [None, seq])
-        mask_p = m.placeholder(m.float32, [None, seq])
+        mask_p = m.placeholder(getattr(m, dtype), [None, seq])
         labels_p = m.placeholder(m.int32, [None])
         n = m.shape(ids_p)[0]
 
@@ -89,21 +101,27 @@ def graph_step(m, weights, ids, mask, labels, layers, dropout=0.1, config=None):
         adder = m.expand_dims(m.expand_dims((1.0 - mask_p) * -10000.0, 1), 1)
         for i in range(layers):
             q, k, val = (split_heads(dense(h, f"{i}/{p}")) for p in ("q", "k", "v"))
-            scores = m.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(HEADS_WIDTH)) + adder
+            scores = m.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(HEADS_WIDTH))
+            if causal:
+                b = m.reshape(m.cast(m.range(seq)[:, None] >= m.range(seq), scores.dtype),
+                              [1, 1, seq, seq])
+                scores = scores * b - m.cast(1e10, scores.dtype) * (1 - b)
+            else:
+                scores = scores + adder
             probs = m.nn.dropout(m.nn.softmax(scores), rate=dropout)
             context = m.reshape(m.transpose(m.matmul(probs, val), [0, 2, 1, 3]), [-1, width])
             h = layer_norm(m.nn.dropout(dense(context, f"{i}/o"), rate=dropout) + h, f"{i}/ln1")
             ff = dense(gelu(dense(h, f"{i}/ff1")), f"{i}/ff2")
             h = layer_norm(m.nn.dropout(ff, rate=dropout) + h, f"{i}/ln2")
         first = m.reshape(h, [n, seq, width])[:, 0]
-        logits = dense(m.tanh(dense(first, "pool")), "out")
+        logits = m.cast(dense(m.tanh(dense(first, "pool")), "out"), m.float32)
         loss = m.reduce_mean(m.nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels_p, logits=logits))
         train = m.train.AdamOptimizer(1e-4).minimize(loss)
         init = m.global_variables_initializer()
     sess = m.Session(graph=graph) if config is None else m.Session(graph=graph, config=config)
     sess.run(init)
-    feed = {ids_p: ids, mask_p: mask, labels_p: labels}
+    feed = {ids_p: ids, mask_p: mask.astype(dtype), labels_p: labels}
     return lambda: sess.run(train, feed)
 
 
@@ -146,6 +164,19 @@ def torch_step(torch, weights, ids, mask, labels, layers, dropout=0.1):
     return step
 
 
+def unfused_step(weights, ids, mask, labels, layers):
+    """gradflow's step with its plan compiled without the attention pass (run once here,
+    while the pass is off: the plan is kept for the later runs)."""
+    saved = list(passes.PASSES)
+    passes.PASSES[:] = [p for p in saved if p is not fuse_attention]
+    try:
+        step = graph_step(gf, weights, ids, mask, labels, layers)
+        step()
+    finally:
+        passes.PASSES[:] = saved
+    return step
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=128)
@@ -153,6 +184,8 @@ def main():
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per contender")
+    parser.add_argument("--unfused-attention", action="store_true",
+                        help="also time gradflow with the attention pass off")
     add_peer_arguments(parser)
     args = parse_args(parser)
     torch, tf = load_peers(args, "benchmarks/transformer.py")
@@ -166,10 +199,14 @@ def main():
              "torch": torch_step(torch, weights, ids, mask, labels, args.layers)}
     if tf is not None:
         steps["tf"] = graph_step(tf[0], weights, ids, mask, labels, args.layers, config=tf[1])
+    if args.unfused_attention:
+        steps["unfused"] = unfused_step(weights, ids, mask, labels, args.layers)
     print(f"encoder: width {args.width}, {args.layers} layers, batch {args.batch} x {args.seq}"
           f"; TensorFlow: {'not timed' if tf is None else tf[0].VERSION}\n")
-    print("| state | load | others | gradflow ms | torch ms | tf ms | gf / torch | gf / tf |")
-    print("|---|---|---|---|---|---|---|---|")
+    extra = " gf / unfused |" if args.unfused_attention else ""
+    print("| state | load | others | gradflow ms | torch ms | tf ms | gf / torch | gf / tf |"
+          + extra)
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if extra else ""))
     for load, state in ((0, "quiet"), (1, "loaded")):
         times, others, avg = timed(steps, args.seconds, load)
         ours, tf_ms = times["gradflow"], times.get("tf")
@@ -177,7 +214,8 @@ def main():
               f"| {ours:.1f} | {times['torch']:.1f} "
               f"| {'-' if tf_ms is None else f'{tf_ms:.1f}'} "
               f"| {ours / times['torch']:.2f} "
-              f"| {'-' if tf_ms is None else f'{ours / tf_ms:.2f}'} |", flush=True)
+              f"| {'-' if tf_ms is None else f'{ours / tf_ms:.2f}'} |"
+              + (f" {ours / times['unfused']:.3f} |" if extra else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -35,13 +35,38 @@ def test_the_encoder_rows_run_on_numpy(benchmark_modules, monkeypatch, capsys):
     bench.transformer_rows(0.01, compile_too=False, sizes=TINY)
     out = capsys.readouterr().out
     assert "FAILED" not in out, out
-    rows = [line.split() for line in out.splitlines() if line.startswith("BERT w=64 ")]
-    assert {" ".join(r[2:-3]) for r in rows} == set(common.gradflow_variants()), out
+    rows = []
+    for group in ("BERT w=64 ", "GPT-2 w=64 "):  # the padding and the causal mask
+        mine = [line[len(group):].split() for line in out.splitlines()
+                if line.startswith(group)]
+        assert {" ".join(r[:-3]) for r in mine} == set(common.gradflow_variants()), out
+        rows += mine
     for row in rows:
         assert float(row[-3]) > 0 and row[-2] == "-" and float(row[-1]) >= 0, row
     rates = [line.split() for line in out.splitlines() if line.endswith(" tokens/s")]
-    assert len(rates) == len(rows), out
+    assert len(rates) == len(rows), out  # no GPU: no share of a bf16 peak
     assert all(float(r[0].replace(",", "")) > 0 for r in rates), out
+
+
+def test_the_step_flops_count_the_products(benchmark_modules):
+    bench = importlib.import_module("gpu_transformer")
+    # width 2, 1 layer, batch 1 x 3 tokens: dense 2 * 3 * 12 * 4 = 288, attention
+    # 2 * 2 * 3 * 3 * 2 = 72, forward and twice that backward
+    assert bench.step_flops(2, 1, 1, 3) == 3 * (288 + 72)
+
+
+def test_the_sdpa_and_causal_torch_models_match_the_written_out_one(benchmark_modules):
+    torch = pytest.importorskip("torch")
+    bench = importlib.import_module("gpu_transformer")
+    transformer = importlib.import_module("transformer")
+    weights = transformer.init_weights(128, 1, 16)
+    ids, mask, _ = bench.inputs(2, 16)
+    ids_t = torch.from_numpy(ids.astype(np.int64))
+    for causal in (False, True):
+        written = bench.torch_model(weights, 1, mask, dropout=0.0, causal=causal).eval()
+        fused = bench.torch_model(weights, 1, mask, dropout=0.0, causal=causal, sdpa=True)
+        with torch.no_grad():
+            np.testing.assert_allclose(fused.eval()(ids_t), written(ids_t), atol=1e-6)
 
 
 def test_the_torch_rows_model_is_transformer_py_step(benchmark_modules):

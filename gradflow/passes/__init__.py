@@ -16,6 +16,7 @@ graph compiler it belongs to.
 from __future__ import annotations
 
 from gradflow.autodiff import rewrite_sums_with
+from gradflow.passes.attention import fuse_attention
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
@@ -37,9 +38,11 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # Row stacks share their parts once the rewrites have made the stacks they make.
 # A while_loop whose trip count folding made known is unrolled next, so the passes after
 # it see the copies as they see a static unroll.
+# Attention's ops (and their gradient's) become one fused pair before the elementwise
+# fusion hides them in fused groups.
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_elementwise]
+          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 

@@ -10,10 +10,12 @@ import numpy as np
 from gradflow import dtypes
 from gradflow.backends.base import Backend
 from gradflow.backends.capture import CaptureGate
+from gradflow.backends.cupy import attention as cupy_attention
 from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
 from gradflow.backends.cupy import rnn as cupy_rnn
+from gradflow.backends.cupy import transformer as cupy_transformer
 from gradflow.backends.half import widened, widens
 from gradflow.ops.index_ops import bind_gather_grad
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
@@ -163,6 +165,8 @@ add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 add_lowering("unbroadcast", CupyBackend.name, cupy_emit.lower_unbroadcast)
 for _op, _lower in cupy_rnn.LOWERINGS.items():
+    add_lowering(_op, CupyBackend.name, _lower)
+for _op, _lower in {**cupy_attention.LOWERINGS, **cupy_transformer.LOWERINGS}.items():
     add_lowering(_op, CupyBackend.name, _lower)
 for _op in ("max_pool", "max_pool_grad", "max_pool_relu_grad"):
     add_lowering(_op, CupyBackend.name, getattr(cupy_emit, f"lower_{_op}"))

@@ -13,6 +13,7 @@ from gradflow.backends.base import Backend, KeptArrays
 from gradflow.backends.cpu.numba_support import get_numba
 from gradflow.backends.half import widened, widens
 from gradflow.backends.numpy import windows as numpy_windows
+from gradflow.backends.numpy.attention import LOWERINGS as ATTENTION_LOWERINGS
 from gradflow.backends.numpy.fused import lower_fused
 from gradflow.backends.numpy.matmul import lower_matmul
 from gradflow.backends.numpy.out import LOWERINGS as OUT_LOWERINGS
@@ -203,6 +204,7 @@ LOWERINGS = {
     "matmul": lower_matmul,
     "unbroadcast": lower_unbroadcast,
     **OUT_LOWERINGS,
+    **ATTENTION_LOWERINGS,
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
     **bind_segments(segment_reducer(_scatter_add_rows)),
