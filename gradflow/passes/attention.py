@@ -64,15 +64,18 @@ def fuse_attention(graph) -> None:
     fetched = set(graph.outputs)
     _PLAN.fed = graph.fed
     mapping, made = {}, []
-    for node in graph.nodes():
-        if not (_op(node, "softmax") or _op(node, "divide")) or node in mapping:
-            continue
-        found = _forward(node, readers)
-        if found is None:
-            continue
-        found["grad"] = _backward(found, readers)
-        if _closed(found, readers, fetched):
-            _rewrite(found, mapping, made, readers)
+    try:
+        for node in graph.nodes():
+            if not (_op(node, "softmax") or _op(node, "divide")) or node in mapping:
+                continue
+            found = _forward(node, readers)
+            if found is None:
+                continue
+            found["grad"] = _backward(found, readers)
+            if _closed(found, readers, fetched):
+                _rewrite(found, mapping, made, readers)
+    finally:
+        _PLAN.fed = ()  # the user's tensors are not kept past the pass (nor their graph)
     graph.replace(mapping, extra=made)
 
 
