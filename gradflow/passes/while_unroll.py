@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from gradflow.graph import TensorShape
+from gradflow.graph import TensorShape, topological_order
 from gradflow.passes.constant_folding import MAX_ELEMENTS, _evaluate, fold_constants
 from gradflow.passes.ir import PlanNode, specialized_shape
 from gradflow.prim.registry import REGISTRY
@@ -98,21 +98,8 @@ def _unroll_one(node, readers, mapping, made, feed_shapes):
 
 def _order(fetches, stop):
     """The nodes ``fetches`` need that are not in ``stop``, inputs first."""
-    order, seen = [], set()
-    for root in fetches:
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node is None or node in seen or node in stop:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
-            stack.extend((i, False) for i in reversed(node.control_inputs) if i not in seen)
-    return order
+    return [n for n in topological_order([f for f in fetches if f is not None], stop)
+            if n not in stop]
 
 
 def _plain(nodes):

@@ -217,3 +217,12 @@ ATTENTION_FWD = register("attention_fwd", _attention_fwd_impl, _attention_fwd_in
                          grad=None, outputs=2, plan_only=True)
 ATTENTION_BWD = register("attention_bwd", _attention_bwd_impl, _attention_bwd_infer,
                          grad=None, outputs=3, plan_only=True)
+
+
+def split_extra(extra, bias, keep):
+    """``(bias or None, dropout mask or None)`` from the fused pair's inputs after q, k, v
+    (``bias``: whether a bias is there; ``keep``: the dropout's keep probability or None)."""
+    extra = list(extra)
+    b = extra.pop(0) if bias else None
+    m = extra.pop(0) if keep is not None else None
+    return b, m

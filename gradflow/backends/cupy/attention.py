@@ -45,7 +45,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from gradflow.prim.attention import backward, log_sum_exp
+from gradflow.prim.attention import backward, log_sum_exp, split_extra
 from gradflow.prim.registry import REGISTRY
 
 _log = logging.getLogger("gradflow.cupy")
@@ -321,13 +321,6 @@ class _Plumbing:
         return True
 
 
-def _split(extra, bias, keep):
-    extra = list(extra)
-    b = extra.pop(0) if bias else None
-    m = extra.pop(0) if keep is not None else None
-    return b, m
-
-
 def _outputs(xp, out, shapes):
     out = out or (None,) * len(shapes)
     return tuple(xp.empty(s, dtype=d) if o is None else o for o, (s, d) in zip(out, shapes))
@@ -358,7 +351,7 @@ def lower_attention_fwd(xp, scale, causal, bias, keep, aux, runner=CudnnSdpa):
 
     def attention_fwd(q, k, v, *extra, out=None):
         if aux == "stats" and _dtype_name(q) in HALF:
-            b, m = _split(extra, bias, keep)
+            b, m = split_extra(extra, bias, keep)
             rows = tuple(q.shape[:3])
             o, stats = _outputs(xp, out, ((rows + (v.shape[3],), q.dtype),
                                           (rows + (1,), xp.float32)))
@@ -379,7 +372,7 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux, runner=CudnnSdpa):
 
     def attention_bwd(g, q, k, v, o, stats, *extra, out=None):
         if aux == "stats" and _dtype_name(q) in HALF:
-            b, m = _split(extra, bias, keep)
+            b, m = split_extra(extra, bias, keep)
             dq, dk, dv = _outputs(xp, out, tuple((tuple(x.shape), q.dtype) for x in (q, k, v)))
             arrays = dict(plumbing.inputs(q, k, v, b, m, keep, backward=True),
                           o=plumbing.operand("o", o),

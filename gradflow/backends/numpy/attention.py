@@ -27,7 +27,7 @@ from gradflow.backends.cpu.numba_support import get_numba
 from gradflow.backends.cpu.threads import uses_blas
 from gradflow.backends.onednn import library as onednn
 from gradflow.backends.onednn import matmul as onednn_matmul
-from gradflow.prim.attention import CAUSAL_FILL
+from gradflow.prim.attention import CAUSAL_FILL, split_extra
 from gradflow.prim.registry import REGISTRY
 
 FAST = (np.dtype(np.float32), np.dtype(np.float64))
@@ -80,13 +80,6 @@ def _writes_out(fn):
     return fn
 
 
-def _split(extra, bias, keep):
-    extra = list(extra)
-    b = extra.pop(0) if bias else None
-    m = extra.pop(0) if keep is not None else None
-    return b, m
-
-
 def _causal_fill(kept, s):
     """Set the logits above the (offset) diagonal to GPT-2's fill, in place."""
     sq, sk = s.shape[-2:]
@@ -131,7 +124,7 @@ def lower_attention_fwd(xp, scale, causal, bias, keep, aux):
     def attention_fwd(q, k, v, *extra, out=None):
         if aux != "probs" or q.dtype not in FAST:
             return _into(out, impl(np, q, k, v, *extra, **attrs))
-        b, m = _split(extra, bias, keep)
+        b, m = split_extra(extra, bias, keep)
         o_out, p_out = _buffers(out, 2)
         s = _product(q, np.swapaxes(k, -1, -2), p_out)
         p = _probabilities_in_place(kept, s, b, scale, causal)
@@ -184,7 +177,7 @@ def lower_attention_bwd(xp, scale, causal, bias, keep, aux):
     def attention_bwd(g, q, k, v, o, p, *extra, out=None):
         if aux != "probs" or q.dtype not in FAST:
             return _into(out, impl(np, g, q, k, v, o, p, *extra, **attrs))
-        _, m = _split(extra, bias, keep)
+        _, m = split_extra(extra, bias, keep)
         t = kept.get_array("ds", p.shape, p.dtype)
         _product(g, np.swapaxes(v, -1, -2), t)
         _softmax_grad(kept, t, p, m, keep, scale)
