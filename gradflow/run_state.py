@@ -11,11 +11,14 @@ may use is listed here, public.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
+from gradflow import config, dtypes
 from gradflow.executor import VariableStore, compile_plan
 from gradflow.passes.ir import user_node
+from gradflow.passes.mixed_precision import low_dtype
 
 # The graph seed of a random op that has an op seed but no graph seed (as TF1's).
 DEFAULT_GRAPH_SEED = 87654321
@@ -26,7 +29,9 @@ class RunState:
 
     ``graph`` and ``backend`` are the Session's; ``seed`` seeds random ops that have
     no graph or op seed. ``optimize`` and ``check_numerics`` are read by each new
-    plan (``gradflow.executor.compile_plan``); ``capture`` says whether plans are
+    plan (``gradflow.executor.compile_plan``), as is ``mixed_precision``: the low float
+    dtype its plans run their products in (``gradflow.passes.mixed_precision``), or
+    None; ``capture`` says whether plans are
     captured and replayed (``gradflow.capture``), ``gate`` is the backend's
     ``CaptureGate`` (or None) and ``running`` the context a run happens in (a GPU
     backend's stream), or None.
@@ -40,9 +45,10 @@ class RunState:
     """
 
     def __init__(self, graph, backend, seed=None, optimize=True, check_numerics=False,
-                 capture=False):
+                 capture=False, mixed_precision=None):
         self.graph = graph
         self.backend = backend
+        self.mixed_precision = mixed_precision
         self.seed = seed
         self.optimize = optimize
         self.check_numerics = check_numerics
@@ -103,3 +109,36 @@ class RunState:
         self.resources.clear()
         self.spare_buffers.clear()
         self._constants.clear()
+
+
+def session_mixed_precision(requested, session_config, backend):
+    """The low dtype a Session's plans run in (None: float32 as built): ``requested``
+    (``Session(mixed_precision=)``: ``"bf16"``, ``"fp16"``, ``"bfloat16"``,
+    ``"float16"``, a dtype; None or False: none asked), else what ``session_config``'s
+    rewrite options or TF1's process-wide flag ask for (``gradflow.config``).
+
+    A backend without the dtype (array_api_strict has no half types) refuses an
+    explicit request (the keyword, the config) with a ``ValueError``; the process-wide
+    flag is skipped there with a warning, as TF1 skips its rewrite without a GPU, so
+    that a program which enabled it still runs on such a backend, in float32.
+    """
+    explicit = requested is not None and requested is not False
+    if explicit:
+        dtype = low_dtype(requested)
+    else:
+        name, explicit = config.requested_mixed_precision(session_config)
+        if name is None:
+            return None
+        dtype = dtypes.as_dtype(name)
+    try:
+        dtype.resolve(backend.xp)
+    except (AttributeError, TypeError):
+        if explicit:
+            raise ValueError(f"mixed precision in {dtype.name}: the {backend.name} backend "
+                             f"has no {dtype.name} arrays; run it on numpy or torch (or "
+                             "cupy)") from None
+        warnings.warn(f"the mixed-precision graph rewrite is enabled, but the "
+                      f"{backend.name} backend has no {dtype.name} arrays: this Session "
+                      "runs in float32", stacklevel=3)
+        return None
+    return dtype

@@ -22,7 +22,7 @@ from gradflow.executor import (
 from gradflow.graph import Tensor, _OpView, _state, get_default_graph, register_session_finder
 from gradflow.passes.ir import user_node
 from gradflow.prim.plan import FUSED
-from gradflow.run_state import RunState
+from gradflow.run_state import RunState, session_mixed_precision
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 
 # What adds feeds to a run from outside the feed_dict: ``source(run_state, fetches,
@@ -56,6 +56,11 @@ class Session:
     (``gradflow.capture``; ``capture=True`` on NumPy replays the recorded op calls,
     the CPU's check of the same property). ``allow_tf32=True`` lets float32
     matmuls on a GPU use TF32 tensor cores (as ``allow_tf32`` in PyTorch).
+    ``mixed_precision="bf16"`` (or ``"fp16"``, ``"bfloat16"``, ``"float16"``) runs the
+    plans' matrix products and convolutions, and the cheap ops between them, in that
+    dtype, the rest in float32 (``gradflow.passes.mixed_precision``), as TF1's
+    ``auto_mixed_precision`` rewrite, which ``config``'s rewrite options and
+    ``tf.train.experimental.enable_mixed_precision_graph_rewrite`` turn on too.
     ``Session.run`` may be called from
     several threads at once. Values of variables live here, not in the graph, so one
     graph can run in several sessions at once.
@@ -67,7 +72,7 @@ class Session:
 
     def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
                  config=None, check_numerics=False, optimize=True, capture=None,
-                 allow_tf32=False):
+                 allow_tf32=False, mixed_precision=None):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
         backend = backends.get(backend, device)
@@ -75,8 +80,10 @@ class Session:
             backend.allow_tf32 = True
         capture = getattr(backend, "captures", False) if capture is None else bool(capture)
         # everything a run needs, handed to the plan compiler, capture and call ops
+        mixed = session_mixed_precision(mixed_precision, config, backend)
         self.run_state = RunState(graph if graph is not None else get_default_graph(),
-                                  backend, seed, bool(optimize), bool(check_numerics), capture)
+                                  backend, seed, bool(optimize), bool(check_numerics), capture,
+                                  mixed)
         self._plans: dict = {}
         self._closed = False
         self._init_lock = threading.RLock()  # initializes each variable once
@@ -95,6 +102,9 @@ class Session:
                                  "assigned it (see gradflow.executor).")
     store_lock = property(lambda self: self.run_state.store_lock,
                           doc="The lock under which runs read and write the variables.")
+
+    mixed_precision = property(lambda self: self.run_state.mixed_precision,
+                               doc="The low float dtype the plans run in, or None.")
 
     @property
     def optimize(self) -> bool:
