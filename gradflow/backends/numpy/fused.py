@@ -64,6 +64,10 @@ def lower_fused(program, fns, shape, in_turn):
         return fns[0]  # already one pass that writes into out=
     kernel = None
     vectorizable = all(not m.opdef.transcendental or _fast_tanh(m) for m in program.members)
+    # numba has no 16-bit floats (mixed precision's float16 and bfloat16): ufuncs in turn
+    vectorizable = vectorizable and not any(
+        v.dtype is not None and v.dtype.kind == "f" and v.dtype.bits == 16
+        for v in list(program.members) + list(program_inputs(program)))
     if vectorizable and shape is not None and None not in tuple(shape) and (
             math.prod(shape) >= MIN_KERNEL_SIZE or len(fns) >= LONG_PROGRAM
             or (len(program.outputs) > 1 and program.updates)):
