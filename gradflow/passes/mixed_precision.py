@@ -111,11 +111,11 @@ def rewrite_mixed_precision(graph, low) -> None:
     for node in order:
         if not isinstance(node, PlanNode):
             continue  # the user's own leaves: placeholders, variables, constants
-        name = node.opdef.name
-        if node.opdef.kind == "compute" and name not in DENY and _float32_op(node):
-            if name in ALLOW and _lower(node, casts):
+        role = _role(node)
+        if node.opdef.kind == "compute" and role != "deny" and _float32_op(node):
+            if role == "allow" and _lower(node, casts):
                 continue
-            if name in INFER and node in feeding \
+            if role == "infer" and node in feeding \
                     and any(i in casts.lowered for i in _data_inputs(node)) \
                     and _lower(node, casts):
                 continue
@@ -133,11 +133,29 @@ def _feeding_products(order, readers) -> set:
     feeding: set = set()
     for node in reversed(order):
         for reader in readers.get(node, ()):
-            name = reader.opdef.name
-            if name in ALLOW or (name in INFER and reader in feeding):
+            role = _role(reader)
+            if role == "allow" or (role == "infer" and reader in feeding):
                 feeding.add(node)
                 break
     return feeding
+
+
+def _role(node) -> str:
+    """``"allow"``, ``"infer"`` or ``"deny"``: the list ``node`` is on. A shape op that
+    does nothing at the node's static shapes (the gradient code's ``unbroadcast`` to the
+    same shape, where the plan has not dropped it) is an ``INFER`` op whatever its list."""
+    name = node.opdef.name
+    if name in ALLOW:
+        return "allow"
+    if name in INFER or (node.opdef.shape_noop and _same_known_shape(node)):
+        return "infer"
+    return "deny"
+
+
+def _same_known_shape(node) -> bool:
+    source = node.inputs[0] if node.inputs else None
+    return source is not None and node.shape is not None and source.shape is not None \
+        and None not in tuple(node.shape) and tuple(node.shape) == tuple(source.shape)
 
 
 def _float32_op(node) -> bool:
