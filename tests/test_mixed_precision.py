@@ -245,6 +245,7 @@ def test_fp16_session_computes_float32_values_closely(backend_name):
             sess.run(gf.global_variables_initializer())
             got = sess.run([logits, loss], feed)
         assert got[0].dtype == np.float32
+        assert not np.array_equal(got[0], want[0])  # rounded through float16
         np.testing.assert_allclose(got[0], want[0], rtol=2e-2, atol=2e-3)
         np.testing.assert_allclose(got[1], want[1], rtol=2e-3)
 
