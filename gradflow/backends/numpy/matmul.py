@@ -57,9 +57,10 @@ def lower_matmul(xp, transpose_a, transpose_b):
         # run ~100x slower than float32's); multiply in float32 and round the result, as
         # GPU tensor cores accumulate half products in float32
         wide = product(a.astype(np.float32), b.astype(np.float32))
-        if out is None:
-            return wide.astype(a.dtype)
-        np.copyto(out, wide, casting="unsafe")
+        with np.errstate(over="ignore"):  # a value past the half's range is inf, as on a GPU
+            if out is None:
+                return wide.astype(a.dtype)
+            np.copyto(out, wide, casting="unsafe")
         return out
 
     return matmul
