@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_mixed_precision_training import half_backends
 
 import gradflow as gf
 from gradflow import config
@@ -89,6 +90,10 @@ def test_loss_scale_defaults_and_identifiers():
         experimental.MixedPrecisionLossScaleOptimizer(3, "dynamic")
     with pytest.raises(ValueError, match="at least 1"):
         experimental.FixedLossScale(0.5)
+    dynamic = experimental.MixedPrecisionLossScaleOptimizer(gf.train.AdamOptimizer(), "dynamic")
+    assert dynamic.get_name() == "Adam"  # TF's: the wrapped optimizer's name
+    assert dynamic.variables() == list(dynamic.loss_scale.weights)  # Adam's come once used
+    assert [v.name for v in dynamic.variables()] == ["current_loss_scale_1", "good_steps_1"]
     variables = {v.name: v for v in gf.global_variables()}
     assert not variables["current_loss_scale"].trainable
     assert variables["good_steps"].dtype == gf.int64
@@ -230,10 +235,8 @@ def test_rewrite_leaves_float64_and_unlisted_graphs_alone():
     assert all(n.dtype != gf.float16 for n in graph.nodes())
 
 
-@pytest.mark.parametrize("backend_name", ["numpy", "torch"])
+@pytest.mark.parametrize("backend_name", half_backends())
 def test_fp16_session_computes_float32_values_closely(backend_name):
-    if gf.backends.available()[backend_name] is not None:
-        pytest.skip(f"{backend_name}: {gf.backends.available()[backend_name]}")
     _, _, logits, loss, _, feed = _mlp()
     with gf.Session(backend=backend_name) as sess:
         sess.run(gf.global_variables_initializer())
@@ -294,3 +297,44 @@ def test_enable_and_disable_the_graph_rewrite():
     assert gf.Session(config=on).mixed_precision == gf.float16
     with pytest.raises(ValueError, match='"opt" must be an instance of Optimizer'):
         experimental.enable_mixed_precision_graph_rewrite("adam")
+
+
+def test_rewrite_casts_convolutions_and_their_gradients():
+    rng = np.random.default_rng(0)
+    images = gf.placeholder(gf.float32, [2, 8, 8, 3])
+    k1 = gf.Variable(rng.normal(size=(3, 3, 3, 4)).astype(np.float32))
+    k2 = gf.Variable(rng.normal(size=(3, 3, 4, 4)).astype(np.float32))
+    hidden = gf.nn.relu(gf.nn.conv2d(images, k1, [1, 1, 1, 1], "SAME"))
+    out = gf.reduce_mean(gf.nn.conv2d(hidden, k2, [1, 1, 1, 1], "SAME"))
+    grads = gf.gradients(out, [k1, k2])
+    graph = optimize([out, *grads], [images], passes=[], mixed_precision="float16")
+    by_op = _dtypes_by_op(graph.nodes())
+    for op in ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "relu_grad"):
+        assert by_op[op] == {"float16"}, op
+    assert [o.dtype for o in graph.outputs] == [gf.float32] * 3
+
+
+def test_fp16_overflow_in_the_products_skips_steps_and_lowers_the_scale():
+    """In a float16 Session a scale of 2**24 makes the gradient's products overflow
+    float16 (65504): those steps apply nothing and halve the scale, until one fits."""
+    x, y, _, loss, _, feed = _mlp()
+    scale = experimental.DynamicLossScale(initial_loss_scale=2 ** 24)
+    opt = experimental.MixedPrecisionLossScaleOptimizer(gf.train.AdamOptimizer(0.01), scale)
+    step_count = gf.train.get_or_create_global_step()
+    train = opt.minimize(loss, global_step=step_count)
+    weights = gf.trainable_variables()
+    with gf.Session(mixed_precision="fp16") as sess:
+        sess.run(gf.global_variables_initializer())
+        start = sess.run(weights)
+        scales = []
+        while sess.run(step_count) == 0:
+            assert len(scales) < 20
+            assert all(np.array_equal(a, b) for a, b in zip(sess.run(weights), start))
+            scales.append(float(sess.run(scale())))
+            sess.run(train, feed)
+        assert len(scales) > 1 and scales == [2.0 ** 24 / 2 ** k for k in range(len(scales))]
+        assert not all(np.array_equal(a, b) for a, b in zip(sess.run(weights), start))
+    with gf.Session() as sess:  # float32 at the same scale: no overflow, no skipped step
+        sess.run(gf.global_variables_initializer())
+        sess.run(train, feed)
+        assert sess.run(step_count) == 1

@@ -17,15 +17,6 @@ import gradflow as gf
 from gradflow.passes import optimize
 
 
-def _bf16_backends():
-    params = []
-    for name in ("numpy", "torch"):
-        reason = gf.backends.available()[name]
-        marks = [] if reason is None else [pytest.mark.skip(reason=f"{name}: {reason}")]
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
-
-
 def test_rewrite_in_bfloat16():
     x, y, logits, loss, train, _ = _mlp()
     graph = optimize([logits, loss, train], [x, y], feed_shapes=[(5, 8), (5,)], passes=[],
@@ -38,7 +29,7 @@ def test_rewrite_in_bfloat16():
     assert [o.dtype for o in graph.outputs[:2]] == [gf.float32, gf.float32]
 
 
-@pytest.mark.parametrize("backend", _bf16_backends())
+@pytest.mark.parametrize("backend", training.half_backends())
 def test_bf16_session_computes_float32_values_closely(backend):
     _, _, logits, loss, _, feed = _mlp()
     with gf.Session(backend=backend) as sess:
@@ -53,14 +44,14 @@ def test_bf16_session_computes_float32_values_closely(backend):
     np.testing.assert_allclose(got[1], want[1], rtol=2e-2)
 
 
-@pytest.mark.parametrize("backend", _bf16_backends())
+@pytest.mark.parametrize("backend", training.half_backends())
 def test_bf16_mnist_mlp_reaches_float32_loss(backend):
     reference = training.train_mlp(backend, None)
     mixed = training.train_mlp(backend, "bf16")
     assert abs(mixed - reference) <= training.MARGIN * reference, (mixed, reference)
 
 
-@pytest.mark.parametrize("backend", _bf16_backends())
+@pytest.mark.parametrize("backend", training.half_backends())
 def test_bf16_transformer_block_reaches_float32_loss(backend):
     reference = training.train_transformer(backend, None)
     mixed = training.train_transformer(backend, "bf16")

@@ -53,10 +53,13 @@ class LossScaleOptimizer(Optimizer):
         return group(applied, self._loss_scale_manager.update_loss_scale(finite))
 
     def get_slot(self, var, name):
+        """The wrapped optimizer's slot ``name`` of ``var``."""
         return self._opt.get_slot(var, name)
 
     def get_slot_names(self) -> list:
+        """The wrapped optimizer's slot names."""
         return self._opt.get_slot_names()
 
     def variables(self) -> list:
+        """The wrapped optimizer's variables."""
         return self._opt.variables()

@@ -27,7 +27,10 @@ class LossScale:
     """The base class of loss scales: ``loss_scale()`` is the scale as a float32 tensor,
     ``update(grads)`` returns ``(update_op, should_apply_gradients)``."""
 
+    weights: tuple = ()  # the variables holding its state
+
     def __call__(self):
+        """The current loss scale, a float32 scalar tensor."""
         raise NotImplementedError("a LossScale subclass defines __call__")
 
     def update(self, grads):
@@ -90,17 +93,21 @@ class DynamicLossScale(LossScale):
         self._current_loss_scale = Variable(np.float32(self._initial_loss_scale),
                                             trainable=False, name="current_loss_scale")
         self._num_good_steps = Variable(np.int64(0), trainable=False, name="good_steps")
+        self.weights = (self._current_loss_scale, self._num_good_steps)
 
     @property
     def initial_loss_scale(self) -> float:
+        """The scale the variable starts at."""
         return self._initial_loss_scale
 
     @property
     def increment_period(self) -> int:
+        """How many finite steps in a row raise the scale."""
         return self._increment_period
 
     @property
     def multiplier(self) -> float:
+        """The factor the scale is raised (and lowered) by."""
         return self._multiplier
 
     def __call__(self):

@@ -60,7 +60,7 @@ class MixedPrecisionLossScaleOptimizer(Optimizer):
 
     def __init__(self, opt, loss_scale):
         _check_optimizer(opt)
-        super().__init__(0.0, name="MixedPrecisionLossScaleOptimizer")
+        super().__init__(0.0, name=opt.get_name())  # TF's: the wrapped optimizer's name
         self._optimizer = opt
         self._loss_scale = loss_scale_module.get(loss_scale)
         if self._loss_scale is None:
@@ -94,14 +94,16 @@ class MixedPrecisionLossScaleOptimizer(Optimizer):
         return group(applied, update_scale, name=name or self.get_name())
 
     def get_slot(self, var, name):
+        """The wrapped optimizer's slot ``name`` of ``var``."""
         return self._optimizer.get_slot(var, name)
 
     def get_slot_names(self) -> list:
+        """The wrapped optimizer's slot names."""
         return self._optimizer.get_slot_names()
 
     def variables(self) -> list:
-        """The wrapped optimizer's variables (TF1's: the loss scale's are not listed)."""
-        return self._optimizer.variables()
+        """The wrapped optimizer's variables, then the loss scale's (as TF's)."""
+        return self._optimizer.variables() + list(self._loss_scale.weights)
 
 
 def enable_mixed_precision_graph_rewrite(opt, loss_scale="dynamic"):
