@@ -5,20 +5,25 @@ plan compiler (``gradflow.executor.compile_plan``), the backend's emitters and
 device random streams, the capture (``gradflow.capture``), and every op of kind
 ``"call"`` (``opdef.impl(run_state, node)``: a ``cond``'s sub-plans, a queue's state, an
 iterator's pipeline). None of them sees the Session or reaches into it; what they
-may use is listed here, public.
+may use is listed here, public. Beside it: the low dtype a Session's mixed precision
+runs in (``session_mixed_precision``) and a traced run's step statistics
+(``record_trace``), which the Session asks for here.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 
 import numpy as np
 
 from gradflow import config, dtypes
+from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.executor import VariableStore, compile_plan
 from gradflow.passes.ir import user_node
 from gradflow.passes.mixed_precision import low_dtype
+from gradflow.prim.plan import FUSED
 
 # The graph seed of a random op that has an op seed but no graph seed (as TF1's).
 DEFAULT_GRAPH_SEED = 87654321
@@ -142,3 +147,28 @@ def session_mixed_precision(requested, session_config, backend):
                       "runs in float32", stacklevel=3)
         return None
     return dtype
+
+
+def record_trace(plan, run_metadata, backend):
+    """Fill ``run_metadata.step_stats`` with the times ``plan`` recorded in its run."""
+    epoch = time.time() - time.perf_counter()
+    stats = []
+    for node, start, end in plan.trace:
+        if node.opdef is FUSED:
+            program = node.attrs["program"]
+            name = "+".join(user_node(m).name for m in program.members)
+            label = f"fused = fused({program.describe()})"
+        else:
+            origin = user_node(node)
+            name = origin.name
+            inputs = ", ".join(user_node(i).name for i in node.inputs)
+            label = f"{name} = {node.opdef.name}({inputs}) at {origin.source}"
+        begin = int((epoch + start) * 1e6)
+        took = max(int((end - start) * 1e6), 0)
+        stats.append(NodeExecStats(node_name=name, all_start_micros=begin,
+                                   op_start_rel_micros=0, op_end_rel_micros=took,
+                                   all_end_rel_micros=took, timeline_label=label,
+                                   thread_id=threading.get_ident() & 0x7FFFFFFF))
+    device = f"/job:localhost/replica:0/task:0/device:{backend.name}:0"
+    run_metadata.step_stats = StepStats(dev_stats=[DeviceStepStats(device=device,
+                                                                   node_stats=stats)])
