@@ -338,3 +338,26 @@ def test_fp16_overflow_in_the_products_skips_steps_and_lowers_the_scale():
         sess.run(gf.global_variables_initializer())
         sess.run(train, feed)
         assert sess.run(step_count) == 1
+
+
+def test_a_lookup_gradient_stays_sparse_through_unscaling(backend):
+    """RMSProp updates only the rows looked up (TF1's sparse kernel: the other rows'
+    mean squares stay 1, where a dense zero gradient would decay them); wrapped, too."""
+    ids = gf.placeholder(gf.int64, [None])
+    table = gf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
+    loss = gf.reduce_sum(gf.square(gf.nn.embedding_lookup(table, ids)))
+    plain = gf.train.RMSPropOptimizer(0.1)
+    wrapped_inner = gf.train.RMSPropOptimizer(0.1, name="Wrapped")
+    wrapped = experimental.MixedPrecisionLossScaleOptimizer(wrapped_inner, 256)
+    steps = [plain.minimize(loss, var_list=[table]), wrapped.minimize(loss, var_list=[table])]
+    with gf.Session(backend=backend) as sess:
+        sess.run(gf.global_variables_initializer())
+        results = []
+        for step, opt in zip(steps, (plain, wrapped_inner)):
+            sess.run(table.initializer)
+            for feed in ([0, 2, 2], [5]):
+                sess.run(step, {ids: feed})
+            results.append(sess.run([table, opt.get_slot(table, "rms")]))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+    assert np.all(results[1][1][[1, 3, 4]] == 1.0)  # never looked up: slot untouched

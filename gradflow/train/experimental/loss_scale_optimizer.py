@@ -15,7 +15,7 @@ from gradflow import config, dtypes
 from gradflow.ops.control_flow_ops import cond
 from gradflow.ops.math_ops import cast
 from gradflow.ops.state_ops import group, no_op
-from gradflow.prim.registry import convert_to_tensor
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.tf_logging import warning
 from gradflow.train.experimental import loss_scale as loss_scale_module
 from gradflow.train.optimizers import Optimizer
@@ -30,8 +30,19 @@ def scale_loss(loss, scale):
 def unscale_grads(grads_and_vars, scale):
     """Each gradient of ``grads_and_vars`` times ``1 / scale`` (None stays None)."""
     reciprocal = 1.0 / convert_to_tensor(scale)
-    return [(None if g is None else g * cast(reciprocal, convert_to_tensor(g).dtype), v)
+    return [(None if g is None else _scaled(convert_to_tensor(g), reciprocal), v)
             for g, v in grads_and_vars]
+
+
+def _scaled(grad, factor):
+    """``grad * factor``; the gradient of a lookup (``gather_grad``, TF's ``IndexedSlices``)
+    keeps its form with its rows scaled, so that an optimizer still updates only the rows
+    looked up (TF scales an ``IndexedSlices``' values the same way)."""
+    factor = cast(factor, grad.dtype)
+    if grad.opdef.name != "gather_grad":
+        return grad * factor
+    rows, indices, params = grad.inputs
+    return apply("gather_grad", [rows * factor, indices, params], **grad.attrs)
 
 
 def make_shared_outside_cond(opt, grads_and_vars):
