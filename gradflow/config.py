@@ -429,7 +429,7 @@ def requested_mixed_precision(config):
     turned ON wins, ``auto_mixed_precision=OFF`` turns the process flag off, else the
     flag. ``(None, False)`` when off (and the Session is then counted as plain, as TF1's
     session counts it)."""
-    options = config.graph_options.rewrite_options if config is not None else None
+    options = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
     if options is not None:
         for field, name in _CONFIG_MIXED:
             if getattr(options, field) == RewriterConfig.ON:
