@@ -184,7 +184,7 @@ def _lower(node, casts) -> bool:
         return False
     if dtype != casts.low:
         return False
-    # inputs already low were read as float32 through a cast back; read them directly
+    # its low inputs are read as they are; float32 ones through their (shared) cast down
     node.inputs = tuple(inputs)
     node.dtype = casts.low
     casts.lowered.add(node)
