@@ -182,7 +182,7 @@ def lower_cast(xp, dtype):
 
     def cast(x, out=None):
         if out is None or x.dtype.kind == "c":
-            result = impl(np, x, dtype=dtype)
+            result = impl(xp, x, dtype=dtype)
             if out is None:
                 return result
             x = result
