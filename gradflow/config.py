@@ -4,9 +4,13 @@
 ``RunOptions`` and ``RunMetadata`` take TF1's field names, in the constructor
 or as attributes (``config.gpu_options.allow_growth = True``), and reject
 unknown ones as a protocol buffer does. gradflow accepts them so TF1 programs
-run, but no field changes what a Session does: the backend and device come
+run, but no field changes what a Session does but one: the backend and device come
 from ``Session(backend=, device=)``, memory is the array library's, and
-thread counts are the BLAS library's.
+thread counts are the BLAS library's; ``graph_options.rewrite_options``'s
+``auto_mixed_precision`` (``RewriterConfig``) turns on the mixed-precision rewrite,
+as does TF1's process-wide flag that
+``tf.train.experimental.enable_mixed_precision_graph_rewrite`` sets here
+(``set_mixed_precision_graph_rewrite``).
 
 ``device("/gpu:0")`` checks the device string the way TF1 parses it and
 records it for the graph while the block runs (``current_device()``); the
@@ -23,7 +27,8 @@ from gradflow.errors import DataLossError, InvalidArgumentError, UnimplementedEr
 from gradflow.graph import get_default_graph
 
 __all__ = ["ConfigProto", "DeviceSpec", "DeviceStepStats", "GPUOptions", "GraphOptions",
-           "NodeExecStats", "OptimizerOptions", "RunMetadata", "RunOptions", "StepStats",
+           "NodeExecStats", "OptimizerOptions", "RewriterConfig", "RunMetadata", "RunOptions",
+           "StepStats",
            "current_device", "device"]
 
 
@@ -267,18 +272,47 @@ class OptimizerOptions(_Message):
                "opt_level": 0, "global_jit_level": 0}
 
 
+class RewriterConfig(_Message):
+    """TF1's graph rewriter options (``rewriter_config_pb2.RewriterConfig``), accepted;
+    one changes what a Session does: ``auto_mixed_precision=RewriterConfig.ON`` runs its
+    plans in float16 (``gradflow.passes.mixed_precision``), and
+    ``auto_mixed_precision_mkl`` or ``auto_mixed_precision_onednn_bfloat16`` ON in
+    bfloat16 (TF's CPU rewrite); ``auto_mixed_precision_cpu`` is float16 too."""
+
+    DEFAULT, ON, OFF, AGGRESSIVE = 0, 1, 2, 3
+    NO_MEM_OPT, MANUAL, SWAPPING_HEURISTICS, RECOMPUTATION_HEURISTICS = 1, 2, 4, 5
+    SCHEDULING_HEURISTICS, HEURISTICS = 6, 3
+    _FIELDS = {"layout_optimizer": 0, "constant_folding": 0, "shape_optimization": 0,
+               "remapping": 0, "common_subgraph_elimination": 0,
+               "arithmetic_optimization": 0, "dependency_optimization": 0,
+               "loop_optimization": 0, "function_optimization": 0, "debug_stripper": 0,
+               "disable_model_pruning": False, "scoped_allocator_optimization": 0,
+               "pin_to_host_optimization": 0, "implementation_selector": 0,
+               "auto_mixed_precision": 0, "auto_mixed_precision_mkl": 0,
+               "auto_mixed_precision_onednn_bfloat16": 0, "auto_mixed_precision_cpu": 0,
+               "disable_meta_optimizer": False, "meta_optimizer_iterations": 0,
+               "min_graph_nodes": 0, "memory_optimization": 0,
+               "memory_optimizer_target_node_name_scope": "", "meta_optimizer_timeout_ms": 0,
+               "auto_parallel": None, "fail_on_optimizer_errors": False,
+               "scoped_allocator_opts": None, "optimizers": [], "custom_optimizers": [],
+               "inter_optimizer_verifier_config": None,
+               "post_optimization_verifier_config": None}
+
+
 class GraphOptions(_Message):
-    """TF1's graph options (accepted)."""
+    """TF1's graph options (accepted; ``rewrite_options.auto_mixed_precision`` is read,
+    see ``RewriterConfig``)."""
 
     _FIELDS = {"enable_recv_scheduling": False, "optimizer_options": OptimizerOptions,
                "build_cost_model": 0, "build_cost_model_after": 0, "infer_shapes": False,
                "place_pruned_graph": False, "enable_bfloat16_sendrecv": False,
-               "timeline_step": 0, "rewrite_options": None}
+               "timeline_step": 0, "rewrite_options": RewriterConfig}
 
 
 class ConfigProto(_Message):
     """TF1's session configuration (accepted by ``Session(config=)``; see the module
-    docstring: no field changes what the session does).
+    docstring: no field changes what the session does but
+    ``graph_options.rewrite_options.auto_mixed_precision``).
 
     >>> config = gf.ConfigProto(allow_soft_placement=True)
     >>> config.gpu_options.allow_growth = True
@@ -364,6 +398,48 @@ class RunMetadata(_Message):
 _ITEM_TYPES = {("DeviceStepStats", "node_stats"): NodeExecStats,
                ("StepStats", "dev_stats"): DeviceStepStats,
                ("RunMetadata", "step_stats"): StepStats}
+
+
+# -- TF1's process-wide mixed-precision flag ----------------------------------------------
+
+# the low dtype's name that Sessions made from now on run their plans in (None: off), and
+# whether a Session without mixed precision was made (TF1 warns about those on enabling)
+_MIXED_PRECISION = {"rewrite": None, "plain_session_made": False}
+_CONFIG_MIXED = (("auto_mixed_precision", "float16"), ("auto_mixed_precision_cpu", "float16"),
+                 ("auto_mixed_precision_mkl", "bfloat16"),
+                 ("auto_mixed_precision_onednn_bfloat16", "bfloat16"))
+
+
+def set_mixed_precision_graph_rewrite(dtype_name) -> bool:
+    """Set the process-wide flag (``"float16"``, ``"bfloat16"`` or None for off) that
+    ``enable_mixed_precision_graph_rewrite`` sets; returns whether a Session without
+    mixed precision was made before (TF1 warns that it is not affected)."""
+    _MIXED_PRECISION["rewrite"] = dtype_name
+    return _MIXED_PRECISION["plain_session_made"]
+
+
+def mixed_precision_graph_rewrite():
+    """The low dtype's name the process-wide flag asks for, or None."""
+    return _MIXED_PRECISION["rewrite"]
+
+
+def requested_mixed_precision(config):
+    """The low dtype's name a Session made with ``config`` (a ``ConfigProto`` or None)
+    runs in, and whether the request is explicit (the config's): a rewrite option
+    turned ON wins, ``auto_mixed_precision=OFF`` turns the process flag off, else the
+    flag. ``(None, False)`` when off (and the Session is then counted as plain, as TF1's
+    session counts it)."""
+    options = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
+    if options is not None:
+        for field, name in _CONFIG_MIXED:
+            if getattr(options, field) == RewriterConfig.ON:
+                return name, True
+    flag = _MIXED_PRECISION["rewrite"]
+    if flag is not None and (options is None
+                             or options.auto_mixed_precision != RewriterConfig.OFF):
+        return flag, False
+    _MIXED_PRECISION["plain_session_made"] = True
+    return None, False
 
 
 # -- devices ----------------------------------------------------------------------------

@@ -190,6 +190,9 @@ def compile_plan(run, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     """Build the plan that computes ``fetches`` with the tensors ``fed`` given, for the
     runs of ``run`` (a Session's ``gradflow.run_state.RunState``).
 
+    With ``run.mixed_precision`` (a low float dtype, or None), the mixed-precision
+    rewrite runs over that copy too, even with ``optimize`` off or ``check_numerics`` on
+    (``gradflow.passes.mixed_precision``).
     With ``run.optimize``, the graph compiler's passes rewrite a private copy
     of the graph first (``gradflow.passes``), its static shapes specialized to
     ``feed_shapes`` (the shapes of the values fed, one per tensor of ``fed``) when
@@ -200,8 +203,11 @@ def compile_plan(run, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     # check_numerics names the op that made a NaN: it runs the graph as built
     checking = run.check_numerics
     targets = list(fetches)
+    mixed = run.mixed_precision
     if run.optimize and not checking:
-        targets = _optimized_targets(run.backend, fetches, fed, feed_shapes)
+        targets = _optimized_targets(run.backend, fetches, fed, feed_shapes, mixed)
+    elif mixed is not None:  # the rewrite alone: it changes the numbers, not the layout
+        targets = optimize(fetches, fed, feed_shapes, passes=[], mixed_precision=mixed).outputs
     order, commit_start = run_order(targets, fed_set)
     fns = _bind_steps(run, order, fed_set)
     schedule = build_schedule(order, commit_start, fed_set, targets, _Bound(fns, run.backend))
@@ -213,10 +219,10 @@ def compile_plan(run, fetches, fed, feed_shapes=None, trace=False) -> Plan:
     return plan
 
 
-def _optimized_targets(backend, fetches, fed, feed_shapes):
+def _optimized_targets(backend, fetches, fed, feed_shapes, mixed_precision=None):
     """The outputs of the graph compiler's private copy of the graph (``gradflow.passes``),
     with the backend's kernel passes run over it too."""
-    graph = optimize(fetches, fed, feed_shapes)
+    graph = optimize(fetches, fed, feed_shapes, mixed_precision=mixed_precision)
     for widen in backend.kernel_passes:
         widen(graph)
     return graph.outputs

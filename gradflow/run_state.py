@@ -5,17 +5,25 @@ plan compiler (``gradflow.executor.compile_plan``), the backend's emitters and
 device random streams, the capture (``gradflow.capture``), and every op of kind
 ``"call"`` (``opdef.impl(run_state, node)``: a ``cond``'s sub-plans, a queue's state, an
 iterator's pipeline). None of them sees the Session or reaches into it; what they
-may use is listed here, public.
+may use is listed here, public. Beside it: the low dtype a Session's mixed precision
+runs in (``session_mixed_precision``) and a traced run's step statistics
+(``record_trace``), which the Session asks for here.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+import warnings
 
 import numpy as np
 
+from gradflow import config, dtypes
+from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.executor import VariableStore, compile_plan
 from gradflow.passes.ir import user_node
+from gradflow.passes.mixed_precision import low_dtype
+from gradflow.prim.plan import FUSED
 
 # The graph seed of a random op that has an op seed but no graph seed (as TF1's).
 DEFAULT_GRAPH_SEED = 87654321
@@ -26,7 +34,9 @@ class RunState:
 
     ``graph`` and ``backend`` are the Session's; ``seed`` seeds random ops that have
     no graph or op seed. ``optimize`` and ``check_numerics`` are read by each new
-    plan (``gradflow.executor.compile_plan``); ``capture`` says whether plans are
+    plan (``gradflow.executor.compile_plan``), as is ``mixed_precision``: the low float
+    dtype its plans run their products in (``gradflow.passes.mixed_precision``), or
+    None; ``capture`` says whether plans are
     captured and replayed (``gradflow.capture``), ``gate`` is the backend's
     ``CaptureGate`` (or None) and ``running`` the context a run happens in (a GPU
     backend's stream), or None.
@@ -40,9 +50,10 @@ class RunState:
     """
 
     def __init__(self, graph, backend, seed=None, optimize=True, check_numerics=False,
-                 capture=False):
+                 capture=False, mixed_precision=None):
         self.graph = graph
         self.backend = backend
+        self.mixed_precision = mixed_precision
         self.seed = seed
         self.optimize = optimize
         self.check_numerics = check_numerics
@@ -103,3 +114,61 @@ class RunState:
         self.resources.clear()
         self.spare_buffers.clear()
         self._constants.clear()
+
+
+def session_mixed_precision(requested, session_config, backend):
+    """The low dtype a Session's plans run in (None: float32 as built): ``requested``
+    (``Session(mixed_precision=)``: ``"bf16"``, ``"fp16"``, ``"bfloat16"``,
+    ``"float16"``, a dtype; None or False: none asked), else what ``session_config``'s
+    rewrite options or TF1's process-wide flag ask for (``gradflow.config``).
+
+    A backend without the dtype (array_api_strict has no half types) refuses an
+    explicit request (the keyword, the config) with a ``ValueError``; the process-wide
+    flag is skipped there with a warning, as TF1 skips its rewrite without a GPU, so
+    that a program which enabled it still runs on such a backend, in float32.
+    """
+    explicit = requested is not None and requested is not False
+    if explicit:
+        dtype = low_dtype(requested)
+    else:
+        name, explicit = config.requested_mixed_precision(session_config)
+        if name is None:
+            return None
+        dtype = dtypes.as_dtype(name)
+    try:
+        dtype.resolve(backend.xp)
+    except (AttributeError, TypeError):
+        if explicit:
+            raise ValueError(f"mixed precision in {dtype.name}: the {backend.name} backend "
+                             f"has no {dtype.name} arrays; run it on numpy or torch (or "
+                             "cupy)") from None
+        warnings.warn(f"the mixed-precision graph rewrite is enabled, but the "
+                      f"{backend.name} backend has no {dtype.name} arrays: this Session "
+                      "runs in float32", stacklevel=3)
+        return None
+    return dtype
+
+
+def record_trace(plan, run_metadata, backend):
+    """Fill ``run_metadata.step_stats`` with the times ``plan`` recorded in its run."""
+    epoch = time.time() - time.perf_counter()
+    stats = []
+    for node, start, end in plan.trace:
+        if node.opdef is FUSED:
+            program = node.attrs["program"]
+            name = "+".join(user_node(m).name for m in program.members)
+            label = f"fused = fused({program.describe()})"
+        else:
+            origin = user_node(node)
+            name = origin.name
+            inputs = ", ".join(user_node(i).name for i in node.inputs)
+            label = f"{name} = {node.opdef.name}({inputs}) at {origin.source}"
+        begin = int((epoch + start) * 1e6)
+        took = max(int((end - start) * 1e6), 0)
+        stats.append(NodeExecStats(node_name=name, all_start_micros=begin,
+                                   op_start_rel_micros=0, op_end_rel_micros=took,
+                                   all_end_rel_micros=took, timeline_label=label,
+                                   thread_id=threading.get_ident() & 0x7FFFFFFF))
+    device = f"/job:localhost/replica:0/task:0/device:{backend.name}:0"
+    run_metadata.step_stats = StepStats(dev_stats=[DeviceStepStats(device=device,
+                                                                   node_stats=stats)])

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 
 from gradflow import backends
 from gradflow.capture import run_captured
-from gradflow.config import DeviceStepStats, NodeExecStats, StepStats
 from gradflow.errors import GradflowError, InvalidArgumentError, ResourceExhaustedError
 from gradflow.executor import (
     check_feed,
@@ -20,9 +18,7 @@ from gradflow.executor import (
     raise_closed,
 )
 from gradflow.graph import Tensor, _OpView, _state, get_default_graph, register_session_finder
-from gradflow.passes.ir import user_node
-from gradflow.prim.plan import FUSED
-from gradflow.run_state import RunState
+from gradflow.run_state import RunState, record_trace, session_mixed_precision
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, expand_feeds
 
 # What adds feeds to a run from outside the feed_dict: ``source(run_state, fetches,
@@ -56,6 +52,11 @@ class Session:
     (``gradflow.capture``; ``capture=True`` on NumPy replays the recorded op calls,
     the CPU's check of the same property). ``allow_tf32=True`` lets float32
     matmuls on a GPU use TF32 tensor cores (as ``allow_tf32`` in PyTorch).
+    ``mixed_precision="bf16"`` (``"fp16"``, ``"bfloat16"``, ``"float16"``) runs the
+    products and the cheap ops between them in that dtype, the rest in float32, as TF1's
+    ``auto_mixed_precision`` rewrite (``gradflow.passes.mixed_precision``), which
+    ``config``'s rewrite options and TF1's ``enable_mixed_precision_graph_rewrite`` turn
+    on too.
     ``Session.run`` may be called from
     several threads at once. Values of variables live here, not in the graph, so one
     graph can run in several sessions at once.
@@ -67,7 +68,7 @@ class Session:
 
     def __init__(self, graph=None, backend=None, device=None, seed=None, target=None,
                  config=None, check_numerics=False, optimize=True, capture=None,
-                 allow_tf32=False):
+                 allow_tf32=False, mixed_precision=None):
         if isinstance(graph, str):  # TF1's Session(target): no remote targets here
             graph = None
         backend = backends.get(backend, device)
@@ -76,7 +77,8 @@ class Session:
         capture = getattr(backend, "captures", False) if capture is None else bool(capture)
         # everything a run needs, handed to the plan compiler, capture and call ops
         self.run_state = RunState(graph if graph is not None else get_default_graph(),
-                                  backend, seed, bool(optimize), bool(check_numerics), capture)
+                                  backend, seed, bool(optimize), bool(check_numerics), capture,
+                                  session_mixed_precision(mixed_precision, config, backend))
         self._plans: dict = {}
         self._closed = False
         self._init_lock = threading.RLock()  # initializes each variable once
@@ -95,6 +97,8 @@ class Session:
                                  "assigned it (see gradflow.executor).")
     store_lock = property(lambda self: self.run_state.store_lock,
                           doc="The lock under which runs read and write the variables.")
+    mixed_precision = property(lambda self: self.run_state.mixed_precision,
+                               doc="The low float dtype the plans run in, or None.")
 
     @property
     def optimize(self) -> bool:
@@ -218,7 +222,7 @@ class Session:
             else:
                 values = self._execute(plan, feeds, tracing)
             if tracing and run_metadata is not None:
-                _record_trace(plan, run_metadata, state.backend)
+                record_trace(plan, run_metadata, state.backend)
         finally:
             plan.lock.release()
         if output == "numpy":
@@ -489,31 +493,6 @@ class Session:
             if self._closed:
                 raise_closed()
             self.run_state.store[var] = value
-
-
-def _record_trace(plan, run_metadata, backend):
-    """Fill ``run_metadata.step_stats`` with the times ``plan`` recorded in its run."""
-    epoch = time.time() - time.perf_counter()
-    stats = []
-    for node, start, end in plan.trace:
-        if node.opdef is FUSED:
-            program = node.attrs["program"]
-            name = "+".join(user_node(m).name for m in program.members)
-            label = f"fused = fused({program.describe()})"
-        else:
-            origin = user_node(node)
-            name = origin.name
-            inputs = ", ".join(user_node(i).name for i in node.inputs)
-            label = f"{name} = {node.opdef.name}({inputs}) at {origin.source}"
-        begin = int((epoch + start) * 1e6)
-        took = max(int((end - start) * 1e6), 0)
-        stats.append(NodeExecStats(node_name=name, all_start_micros=begin,
-                                   op_start_rel_micros=0, op_end_rel_micros=took,
-                                   all_end_rel_micros=took, timeline_label=label,
-                                   thread_id=threading.get_ident() & 0x7FFFFFFF))
-    device = f"/job:localhost/replica:0/task:0/device:{backend.name}:0"
-    run_metadata.step_stats = StepStats(dev_stats=[DeviceStepStats(device=device,
-                                                                   node_stats=stats)])
 
 
 class _Specializing:

@@ -25,6 +25,7 @@ from gradflow.passes.gradient_sums import stack_gradient_sums
 from gradflow.passes.ir import PlanGraph, PlanNode
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
+from gradflow.passes.mixed_precision import mixed_precision_pass
 from gradflow.passes.rewrites import rewrite_algebra
 from gradflow.passes.shape_noops import drop_shape_noops
 from gradflow.passes.shared_stacks import share_row_stacks
@@ -47,10 +48,16 @@ PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
 rewrite_sums_with(stack_gradient_sums)
 
 
-def optimize(fetches, fed, feed_shapes=None, passes=None) -> PlanGraph:
-    """The plan graph computing ``fetches`` from ``fed`` after ``passes`` (default all)."""
+def optimize(fetches, fed, feed_shapes=None, passes=None, mixed_precision=None) -> PlanGraph:
+    """The plan graph computing ``fetches`` from ``fed`` after ``passes`` (default all);
+    with ``mixed_precision`` (a low float dtype), its rewrite runs too, before the fusion
+    pass (``gradflow.passes.mixed_precision``), so that its casts fuse."""
     graph = PlanGraph(fetches, fed, feed_shapes)
-    for run_pass in PASSES if passes is None else passes:
+    passes = list(PASSES if passes is None else passes)
+    if mixed_precision is not None:
+        at = passes.index(fuse_elementwise) if fuse_elementwise in passes else len(passes)
+        passes.insert(at, mixed_precision_pass(mixed_precision))
+    for run_pass in passes:
         run_pass(graph)
     return graph
 

@@ -187,3 +187,7 @@ from gradflow.train.warm_starting import VocabInfo, warm_start  # noqa: E402
 
 __all__ += ["match_filenames_once", "noisy_linear_cosine_decay", "summary_iterator",
             "AdagradDAOptimizer", "VocabInfo", "warm_start"]
+
+from gradflow.train import experimental  # noqa: E402 - tf.train.experimental: loss scaling
+
+__all__ += ["experimental"]

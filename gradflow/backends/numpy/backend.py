@@ -164,7 +164,9 @@ class NumpyBackend(Backend):
         return np.asarray(host)
 
     def bound(self, node, fn):
-        return widened(node, fn) if widens(node) else fn
+        # matmul keeps its half operands: its lowering multiplies them in float32 buffers
+        # of its own (gradflow.backends.numpy.matmul), allocating nothing per step
+        return widened(node, fn) if widens(node, native=("matmul",)) else fn
 
     def is_native(self, value):
         return isinstance(value, np.ndarray)

@@ -47,6 +47,38 @@ def _product(a, b, out):
 
 
 def lower_matmul(xp, transpose_a, transpose_b):
+    product = _lower_matmul(transpose_a, transpose_b)
+    kept = KeptArrays(np.empty)  # the float32 copies of half operands and their product
+
+    @_writes_out
+    def matmul(a, b, out=None):
+        if a.dtype.itemsize != 2 or a.dtype.kind in "iub":
+            return product(a, b, out)
+        # 16-bit floats (mixed precision): NumPy has no BLAS for them (float16 products
+        # run ~100x slower than float32's); multiply in float32 and round the result, as
+        # GPU tensor cores accumulate half products in float32
+        wide_a = kept.get_array("a", a.shape, np.float32)
+        wide_b = kept.get_array("b", b.shape, np.float32)
+        np.copyto(wide_a, a)
+        np.copyto(wide_b, b)
+        if out is None:
+            out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                           + _product_shape(a, b, transpose_a, transpose_b), a.dtype)
+        wide = product(wide_a, wide_b, kept.get_array("out", out.shape, np.float32))
+        with np.errstate(over="ignore"):  # a value past the half's range is inf, as on a GPU
+            np.copyto(out, wide, casting="unsafe")
+        return out
+
+    return matmul
+
+
+def _product_shape(a, b, transpose_a, transpose_b):
+    rows = a.shape[-1] if transpose_a else a.shape[-2]
+    cols = b.shape[-2] if transpose_b else b.shape[-1]
+    return (rows, cols)
+
+
+def _lower_matmul(transpose_a, transpose_b):
     if not transpose_a and not transpose_b:
         @_writes_out
         def matmul(a, b, out=None):

@@ -1,5 +1,5 @@
 """NumPy lowerings that write into the plan's buffers (``out=``) where the ops' own
-implementations do not: ``log_softmax``, ``one_hot``, ``where``, ``concat``,
+implementations do not: ``cast``, ``log_softmax``, ``one_hot``, ``where``, ``concat``,
 ``zeros_like``, ``ones_like``, ``reshape`` of a strided view,
 ``gather`` (``embedding_lookup``) and the sums, maxima and minima over axes.
 
@@ -174,7 +174,26 @@ def _sum(x, axis, keepdims, out):  # np.sum's own reduction, without its argumen
     return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype, out=out)
 
 
+def lower_cast(xp, dtype):
+    """``cast`` into ``out=`` (the mixed-precision rewrite's casts, between a product and
+    what reads it); a complex value, whose cast drops the imaginary part, goes through
+    the op's own implementation."""
+    impl = REGISTRY["cast"].impl
+
+    def cast(x, out=None):
+        if out is None or x.dtype.kind == "c":
+            result = impl(xp, x, dtype=dtype)
+            if out is None:
+                return result
+            x = result
+        np.copyto(out, x, casting="unsafe")
+        return out
+
+    return _writes_out(cast)
+
+
 LOWERINGS = {
+    "cast": lower_cast,
     "reshape": _lower_reshape(REGISTRY["reshape"].impl),
     "reshape_like": _lower_reshape(REGISTRY["reshape_like"].impl),
     "zeros_like": _lower_filled(0),
