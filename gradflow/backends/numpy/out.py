@@ -1,6 +1,6 @@
 """NumPy lowerings that write into the plan's buffers (``out=``) where the ops' own
-implementations do not: ``cast``, ``log_softmax``, ``one_hot``, ``where``, ``concat``,
-``zeros_like``, ``ones_like``, ``reshape`` of a strided view,
+implementations do not: ``cast``, ``transposed_copy``, ``log_softmax``, ``one_hot``,
+``where``, ``concat``, ``zeros_like``, ``ones_like``, ``reshape`` of a strided view,
 ``gather`` (``embedding_lookup``) and the sums, maxima and minima over axes.
 
 Each keeps the scratch arrays it needs between calls (one set per input shape and
@@ -192,8 +192,20 @@ def lower_cast(xp, dtype):
     return _writes_out(cast)
 
 
+def lower_transposed_copy(xp):
+    """``transposed_copy`` (a matrix's transpose, row-major) into ``out=``."""
+    def transposed_copy(w, out=None):
+        if out is None:
+            return np.ascontiguousarray(np.swapaxes(w, -1, -2))
+        np.copyto(out, np.swapaxes(w, -1, -2))
+        return out
+
+    return _writes_out(transposed_copy, reads_whole=True)
+
+
 LOWERINGS = {
     "cast": lower_cast,
+    "transposed_copy": lower_transposed_copy,
     "reshape": _lower_reshape(REGISTRY["reshape"].impl),
     "reshape_like": _lower_reshape(REGISTRY["reshape_like"].impl),
     "zeros_like": _lower_filled(0),
