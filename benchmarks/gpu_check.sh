@@ -5,7 +5,8 @@
 #   probe.log            benchmarks/cudnn_sdpa_probe.py: cuDNN's fused attention through
 #                        its Python frontend (import, forward, backward, capture, timing)
 #   pytest_gpu_new.log   the GPU-only test files (capture, generated kernels, random
-#                        numbers, nvmath matmuls, the benchmark script), one test at most
+#                        numbers, nvmath matmuls, the benchmark script, half types,
+#                        mixed precision, run-time-length loops), one test at most
 #                        GPU_TEST_TIMEOUT s (default 90); GPU_NEW_K: a pytest -k filter
 #   benchmark_gpu.log    benchmarks/gpu.py with GPU_BENCH_ARGS (default "--seconds 0.5")
 #   pytest_gpu.log       every other test marked gpu (the cupy backend's op tests)
@@ -21,7 +22,7 @@
 #
 # GPU_PHASES (default "probe new bench rest"; "attn" is the transformer phase, e.g.
 # GPU_PHASES="probe attn") picks the phases, run in that order. Limits in seconds:
-# GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (150), GPU_BENCH_TIMEOUT (150),
+# GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (240), GPU_BENCH_TIMEOUT (150),
 # GPU_REST_TIMEOUT (240), GPU_ATTN_TIMEOUT (120 for the tests, the same again for the rows). The op tests run in GPU_WORKERS
 # pytest-xdist workers (default 8) when pytest-xdist is installed. WHEEL_DIR (default
 # .whl, a copy of ../shared/device-wheels carried into the checkout) holds the wheels
@@ -55,10 +56,12 @@ fi
 per_test=""
 python3 -c "import pytest_timeout" 2>/dev/null && per_test="--timeout=${GPU_TEST_TIMEOUT:-90}"
 NEW="tests/test_capture_gpu.py tests/test_cuda_kernels_gpu.py tests/test_cupy_random_gpu.py \
-tests/test_nvmath_matmul_gpu.py tests/test_gpu_benchmark.py"
+tests/test_nvmath_matmul_gpu.py tests/test_gpu_benchmark.py tests/test_half_precision_gpu.py \
+tests/test_half_precision.py tests/test_mixed_precision.py tests/test_mixed_precision_training.py \
+tests/test_mixed_precision_bf16.py tests/test_while_unroll_gpu.py tests/test_while_unroll.py"
 if has new; then
   # shellcheck disable=SC2086 - NEW and per_test are lists of arguments
-  timeout "${GPU_NEW_TIMEOUT:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
+  timeout "${GPU_NEW_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
     $per_test -s -k "${GPU_NEW_K:-}" $NEW > "$LOGS/pytest_gpu_new.log" 2>&1
   note "GPU-only tests:" $?
   tail -3 "$LOGS/pytest_gpu_new.log"
