@@ -20,6 +20,7 @@ from gradflow import timeline  # TF1's tensorflow.python.client.timeline
 from gradflow import gfile, io  # TF1's tf.gfile and tf.io.gfile
 from gradflow.io import read_file  # TF1's tf.read_file
 from gradflow import sparse  # TF1's tf.sparse
+from gradflow import mixed_precision  # TF1's tf.mixed_precision (loss scaling, the rewrite)
 from gradflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder
 from gradflow.ops.sparse_ops import (
     sparse_retain, sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense,
