@@ -40,6 +40,23 @@ def test_a_reshape_to_a_folded_shape_reads_no_shape_at_run_time(backend):
     _assert_same(got, want)
 
 
+def test_a_reshape_by_another_tensors_size_claims_no_size_it_cannot_know(backend):
+    """``reshape(flat, [shape(inputs)[0], -1, n])`` of a ``flat`` of unknown rows: the -1
+    is rows / batch, not 1. The shape rule once took the batch for ``flat``'s own unknown
+    size, and the gradient of a CTC speech model then summed to a (1, 8, 4) it believed."""
+    inputs = gf.placeholder(gf.float32, (None, None, 4))
+    flat = gf.reshape(inputs, [-1, 4])
+    y = gf.reshape(flat, [gf.shape(inputs)[0], -1, 4])
+    assert y.shape.as_list() == [None, None, 4]
+    own = gf.reshape(flat, [gf.shape(flat)[0], -1])  # its own unknown size: as TF1
+    assert own.shape.as_list() == [None, 4]
+    graph = optimize_plan([y * 2.0], [inputs], [(3, 5, 4)])
+    assert [tuple(n.shape) for n in _computed(graph, "reshape")][-1] == (3, 5, 4)
+    feed = {inputs: np.arange(60, dtype=np.float32).reshape(3, 5, 4)}
+    got, want = _both(backend, [gf.reduce_sum(y, 0) * 2.0], feed)
+    _assert_same(got, want)
+
+
 def test_the_gradient_of_an_rnn_reads_its_states_from_the_outputs_stack(backend):
     """The recurrent kernel's gradient stacks ``h_0 .. h_(T-1)``, the layer above stacks
     ``h_1 .. h_T``: the first is the zero state and a slice of the second, two parts

@@ -211,7 +211,29 @@ def reshape(tensor, shape, name=None):
     dims, hint = int_vector(shape, "reshape: shape")
     if dims.opdef.name == "shape":  # gf.reshape(g, gf.shape(x)): x's static shape
         hint = dims.inputs[0].shape
+    elif hint is not None and -1 in hint and None in hint and not _own_sizes(x, shape):
+        # the -1 is known only from sizes of the run: the shape rule may take the hint's
+        # unknown entry for x's unknown size only where it is that size (_own_sizes)
+        hint = tuple(None if d == -1 else d for d in hint)
     return apply("reshape", [x, dims], name=name, shape=hint)
+
+
+def _own_sizes(x, shape):
+    """Whether every tensor entry of the list ``shape`` is ``gf.shape(x)[i]`` for an axis
+    ``i`` of ``x`` whose size is unknown (``[gf.shape(x)[0], -1]``), so that the unknown
+    entries of the new shape stand for unknown sizes of ``x`` itself."""
+    if not isinstance(shape, (list, tuple)) or x.shape is None:
+        return False
+    for entry in shape:
+        if not isinstance(entry, Tensor):
+            continue
+        key = entry.attrs.get("key") if entry.opdef.name == "getitem" else None
+        source = entry.inputs[0] if entry.inputs else None
+        if key is None or len(key) != 1 or not isinstance(key[0], int) \
+                or source.opdef.name != "shape" or source.inputs[0] is not x \
+                or not -len(x.shape) <= key[0] < len(x.shape) or x.shape[key[0]] is not None:
+            return False
+    return True
 
 
 def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
