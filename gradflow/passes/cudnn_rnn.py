@@ -41,12 +41,14 @@ from gradflow.prim.rnn_seq import LSTM_SEQ, LSTM_SEQ_GRAD
 class SequenceLink:
     """Shared by a layer's two sequence nodes (their ``link`` attribute): where a
     backend's kernels keep what the forward saves for the backward (cuDNN's reserve
-    space). Compared by identity."""
+    space), and the layer's sizes ``(steps, batch, units, NumPy dtype)``. Compared by
+    identity."""
 
-    __slots__ = ("state",)
+    __slots__ = ("state", "sizes")
 
-    def __init__(self):
+    def __init__(self, sizes=None):
         self.state = None
+        self.sizes = sizes
 
     def __repr__(self):
         return "SequenceLink()"
@@ -229,7 +231,7 @@ def _replace(layer, mapping, made):
     batch, units = c0.shape
     total = batch * len(steps)
     attrs = {"forget_bias": first.attrs["forget_bias"], "steps": len(steps),
-             "link": SequenceLink()}
+             "link": SequenceLink((len(steps), batch, units, c0.dtype.as_numpy_dtype))}
     seq = PlanNode.standing_for(last, LSTM_SEQ, [x, h0, w, row, c0], attrs,
                                 shape=(total, units), name=last.name + "/sequence")
     y = _output(seq, 0, (total, units))
