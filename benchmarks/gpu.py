@@ -197,6 +197,11 @@ def lstm_rows(seconds, compile_too):
         common.report(group, f"gradflow {common.BACKEND} steps op by op",
                       lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd,
                                                                 common.BACKEND)), seconds)
+        for cudnn in (True, False):
+            common.report(group, "gradflow.cupy cuDNN RNN" if cudnn else
+                          "gradflow.cupy step kernels", lambda cudnn=cudnn: _cudnn_rnn(
+                              lstm_step.gradflow_step(weights, xd, yd, common.BACKEND), cudnn),
+                          seconds)
     torch = common._torch_cuda()
     if torch is None:
         return
@@ -220,6 +225,19 @@ def _op_by_op(made):
     step kernels (the path before ``passes/lstm_recurrence.py``)."""
     step, _, sess, _, _ = made
     sess.backend.lstm_recurrence = False
+    return step
+
+
+def _cudnn_rnn(made, on):
+    """The step of ``gradflow_step``'s result with whole LSTM layers on cuDNN's RNN
+    (``passes/cudnn_rnn.py``; None where libcudnn 9 does not load) or on the per-step
+    kernels (``on=False``)."""
+    from gradflow.backends.cupy import cudnn_rnn
+
+    step, _, sess, _, _ = made
+    if on and not cudnn_rnn.available():
+        return None
+    sess.backend.cudnn_rnn = on
     return step
 
 
