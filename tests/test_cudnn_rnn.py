@@ -55,7 +55,7 @@ def _cudnn_backward(parts, saved, dys):
         dzs.append(dz)
         dh_next = sum(dz[k] @ parts["R", k] for k in range(4))
         dc_next = dc * f
-    return grads, dxs[::-1], dzs[::-1]
+    return grads, dxs[::-1], dzs[::-1], (dh_next, dc_next)
 
 
 def test_the_expected_offsets_are_the_documented_packing():
@@ -108,7 +108,7 @@ def test_a_cudnn_lstm_of_the_packed_tf_weights_gives_tf1s_numbers():
     zeros = np.zeros((batch, units))
     saved = _cudnn_forward(parts, xs, zeros, zeros)
     np.testing.assert_allclose([s[-1] for s in saved], want_h, rtol=1e-12, atol=1e-12)
-    grads, dxs, _ = _cudnn_backward(parts, saved, dys)
+    grads, dxs, _, _ = _cudnn_backward(parts, saved, dys)
     dflat = np.zeros(total)
     for key, g in grads.items():
         layout.views(dflat, offsets)[key][...] = g
@@ -140,7 +140,7 @@ def test_the_runtime_conversion_makes_cudnn_compute_lstm_seq():
     y, c_last = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, forget_bias, steps)
     np.testing.assert_allclose(np.concatenate([s[-1] for s in saved]), y, rtol=1e-12)
     np.testing.assert_allclose(saved[-1][-2], c_last, rtol=1e-12)
-    _, dxs, _ = _cudnn_backward(parts, saved, [dy[t * batch:(t + 1) * batch]
+    _, dxs, _, _ = _cudnn_backward(parts, saved, [dy[t * batch:(t + 1) * batch]
                                                for t in range(steps)])
     dz, _ = rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, y, forget_bias, steps)
     np.testing.assert_allclose(np.concatenate(dxs), dz, rtol=1e-10, atol=1e-12)
@@ -202,6 +202,19 @@ def test_the_pass_finds_the_whole_layer_of_a_char_lstm():
                 "lstm_h_grad", "lstm_c_grad"} & set(ops), ops
     seq = next(n for n in plan.nodes() if n.type == "lstm_seq")
     assert seq.attrs["link"].sizes == (4, 3, 5, np.float64)
+    grad = next(n for n in plan.nodes() if n.type == "lstm_seq_grad")
+    assert grad.attrs["link"] is seq.attrs["link"]
+
+
+def test_a_layer_the_library_refuses_keeps_its_steps():
+    from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
+
+    plan = _plan(4, 3)
+    asked = []
+    fuse_lstm_sequences(plan, accepts=lambda link: asked.append(link.sizes) and False)
+    assert asked == [(4, 3, 5, np.float64)]
+    ops = [n.type for n in plan.nodes()]
+    assert "lstm_seq" not in ops and ops.count("lstm_step_rec") == 4
 
 
 def test_the_pass_leaves_a_layer_whose_inner_state_is_read_elsewhere():

@@ -55,8 +55,9 @@ def _losses(backend, dtype=gf.float32, steps=STEPS, **options):
 
 
 def test_the_binding_builds_the_char_lstm_layer():
-    layer = cudnn_rnn.CudnnLstm(50, 32, 128, np.float32)  # checks the weight layout
+    layer = cudnn_rnn.CudnnLstm(50, 32, 128, np.float32)
     assert cudnn_rnn.load().cudnnGetVersion() // 10000 == 9
+    assert layer.layout_matches  # cudnnGetRNNWeightParams agrees with expected_offsets
     assert layer.reserve.nbytes > 1 and layer.weights.size == 4 * 128 * (512 + 128) + 8 * 128
     print("cuDNN", cudnn_rnn.load().cudnnGetVersion(), "work", layer.work.nbytes,
           "reserve", layer.reserve.nbytes)

@@ -54,11 +54,17 @@ class SequenceLink:
         return "SequenceLink()"
 
 
-def fuse_lstm_sequences(graph) -> None:
-    """Replace each whole LSTM layer of ``graph`` (a PlanGraph) by ``lstm_seq`` nodes."""
+def fuse_lstm_sequences(graph, accepts=None) -> None:
+    """Replace each whole LSTM layer of ``graph`` (a PlanGraph) by ``lstm_seq`` nodes;
+    with ``accepts``, only the layers for whose ``SequenceLink`` it says True (a
+    backend's library taking those sizes: it may keep its state in the link)."""
     mapping, made = {}, []
     for layer in find_lstm_layers(graph):
-        _replace(layer, mapping, made)
+        c0 = layer["steps"][0].inputs[4]
+        link = SequenceLink((len(layer["steps"]), *(int(d) for d in c0.shape),
+                             c0.dtype.as_numpy_dtype))
+        if accepts is None or accepts(link):
+            _replace(layer, link, mapping, made)
     graph.replace(mapping, extra=made)
 
 
@@ -224,14 +230,14 @@ def _backward(layer, readers):
     return {"dy": dys[::-1], "dz": dzs[::-1], "dc0": dc}
 
 
-def _replace(layer, mapping, made):
+def _replace(layer, link, mapping, made):
     steps, outs, x = layer["steps"], layer["outs"], layer["x"]
     first, last = steps[0], steps[-1]
     _, h0, w, row, c0 = first.inputs
     batch, units = c0.shape
     total = batch * len(steps)
     attrs = {"forget_bias": first.attrs["forget_bias"], "steps": len(steps),
-             "link": SequenceLink((len(steps), batch, units, c0.dtype.as_numpy_dtype))}
+             "link": link}
     seq = PlanNode.standing_for(last, LSTM_SEQ, [x, h0, w, row, c0], attrs,
                                 shape=(total, units), name=last.name + "/sequence")
     y = _output(seq, 0, (total, units))

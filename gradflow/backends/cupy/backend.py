@@ -131,7 +131,8 @@ class CupyBackend(Backend):
         if not self.lstm_recurrence:
             return passes
         cudnn = self.cudnn_rnn and cupy_cudnn_rnn.available()
-        return passes + (fuse_lstm_recurrence,) + ((fuse_lstm_sequences,) if cudnn else ())
+        sequences = functools.partial(fuse_lstm_sequences, accepts=cupy_cudnn_rnn.accepts)
+        return passes + (fuse_lstm_recurrence,) + ((sequences,) if cudnn else ())
 
     def asarray(self, host):
         import cupy

@@ -45,7 +45,7 @@ from gradflow.prim.registry import REGISTRY
 # enum values of cudnn_adv.h / cudnn_graph.h (cuDNN 9)
 RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS, UNIDIRECTIONAL, LINEAR_INPUT = 0, 2, 2, 0, 0
 DATA_FLOAT, DATA_DOUBLE = 0, 1
-FMA_MATH = 3  # no tensor-core (TF32) rounding: float32 numbers as the other backends
+DEFAULT_MATH, FMA_MATH = 0, 3  # FMA: no TF32 rounding of float32 (PyTorch's choice too)
 FWD_TRAINING = 1
 SEQ_MAJOR_PACKED = 1
 PADDED_IO_DISABLED = 0
@@ -202,7 +202,8 @@ class CudnnLstm:
         self.rnn = _made(lib, "cudnnCreateRNNDescriptor")
         inputs = 4 * units
         call(lib, "cudnnSetRNNDescriptor_v8", self.rnn, RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS,
-             UNIDIRECTIONAL, LINEAR_INPUT, kind, kind, FMA_MATH, inputs, units, units, 1,
+             UNIDIRECTIONAL, LINEAR_INPUT, kind, kind,
+             FMA_MATH if kind == DATA_FLOAT else DEFAULT_MATH, inputs, units, units, 1,
              dropout, PADDED_IO_DISABLED)
         self._dropout = dropout  # the RNN descriptor refers to it
         lengths = _ints([steps] * batch)
@@ -226,7 +227,8 @@ class CudnnLstm:
         return desc
 
     def _weight_space(self, cupy, inputs):
-        """The weight space, its parts as views, checked against ``expected_offsets``."""
+        """The weight space and its parts as views, where ``cudnnGetRNNWeightParams``
+        puts them (``layout_matches``: whether that is ``expected_offsets``)."""
         lib, size = self.lib, ctypes.c_size_t()
         call(lib, "cudnnGetRNNWeightSpaceSize", self.handle, self.rnn, ctypes.byref(size))
         offsets, total = expected_offsets(inputs, self.units)
@@ -237,17 +239,17 @@ class CudnnLstm:
         flat = cupy.zeros(total, dtype=self.dtype)
         base = flat.data.ptr
         m_desc, b_desc = (_made(lib, "cudnnCreateTensorDescriptor") for _ in range(2))
+        found = {}
         for layer_id in range(8):
             m, b = ctypes.c_void_p(), ctypes.c_void_p()
             call(lib, "cudnnGetRNNWeightParams", self.handle, self.rnn, 0, size.value, base,
                  layer_id, m_desc, ctypes.byref(m), b_desc, ctypes.byref(b))
             kind, gate = ("W" if layer_id < 4 else "R"), layer_id % 4
-            got = ((m.value - base) // item, (b.value - base) // item)
-            want = (offsets[kind, gate][0], offsets["b" + kind, gate][0])
-            if got != want:
-                raise CudnnError(f"cudnnGetRNNWeightParams put linLayerID {layer_id} at "
-                                 f"{got} (elements), the layout at {want}")
-        self.parts = views(flat, offsets)
+            for key, ptr in (((kind, gate), m.value), (("b" + kind, gate), b.value)):
+                found[key] = ((ptr - base) // item, offsets[key][1])
+        # the library's own offsets are used; the documented packing is checked on the GPU
+        self.layout_matches = found == offsets
+        self.parts = views(flat, found)
         fill_input_selection(self.parts, self.units, cupy)
         return flat
 
@@ -289,11 +291,18 @@ def _layer(link, x=None, c0=None):
         sizes = link.sizes or (x.shape[0] // c0.shape[0], *c0.shape, x.dtype)
         try:
             link.state = CudnnLstm(*sizes)
-        except (CudnnUnavailable, CudnnError) as err:
+        except (CudnnUnavailable, CudnnError, ctypes.ArgumentError) as err:
             warnings.warn(f"cuDNN's LSTM refused ({err}); the layer runs step by step",
                           RuntimeWarning, stacklevel=2)
             link.state = False
     return link.state or None
+
+
+def accepts(link):
+    """Whether cuDNN takes the layer of ``link`` (``passes.cudnn_rnn.SequenceLink``, its
+    sizes set): its ``CudnnLstm`` is made now, at plan compile time, and kept in the
+    link; where cuDNN refuses (a warning says why) the pass leaves the layer's steps."""
+    return _layer(link) is not None
 
 
 def _fits(layer, arrays, shapes):
