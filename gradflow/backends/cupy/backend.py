@@ -131,7 +131,8 @@ class CupyBackend(Backend):
         if not self.lstm_recurrence:
             return passes
         cudnn = self.cudnn_rnn and cupy_cudnn_rnn.available()
-        sequences = functools.partial(fuse_lstm_sequences, accepts=cupy_cudnn_rnn.accepts)
+        sequences = functools.partial(fuse_lstm_sequences, accepts=functools.partial(
+            cupy_cudnn_rnn.accepts, tf32=self.allow_tf32))
         return passes + (fuse_lstm_recurrence,) + ((sequences,) if cudnn else ())
 
     def asarray(self, host):

@@ -45,7 +45,8 @@ from gradflow.prim.registry import REGISTRY
 # enum values of cudnn_adv.h / cudnn_graph.h (cuDNN 9)
 RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS, UNIDIRECTIONAL, LINEAR_INPUT = 0, 2, 2, 0, 0
 DATA_FLOAT, DATA_DOUBLE = 0, 1
-DEFAULT_MATH, FMA_MATH = 0, 3  # FMA: no TF32 rounding of float32 (PyTorch's choice too)
+# FMA: no TF32 rounding of float32 (PyTorch's choice too unless allow_tf32)
+DEFAULT_MATH, FMA_MATH = 0, 3
 FWD_TRAINING = 1
 SEQ_MAJOR_PACKED = 1
 PADDED_IO_DISABLED = 0
@@ -187,7 +188,7 @@ class CudnnLstm:
     pointers): the descriptors, the weight space (its input matrices set once), and the
     work space, reserve space and sequence lengths of ``steps`` x ``batch``."""
 
-    def __init__(self, steps, batch, units, dtype):
+    def __init__(self, steps, batch, units, dtype, tf32=False):
         import cupy
 
         self.lib = lib = load()
@@ -203,7 +204,8 @@ class CudnnLstm:
         inputs = 4 * units
         call(lib, "cudnnSetRNNDescriptor_v8", self.rnn, RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS,
              UNIDIRECTIONAL, LINEAR_INPUT, kind, kind,
-             FMA_MATH if kind == DATA_FLOAT else DEFAULT_MATH, inputs, units, units, 1,
+             FMA_MATH if kind == DATA_FLOAT and not tf32 else DEFAULT_MATH, inputs, units,
+             units, 1,
              dropout, PADDED_IO_DISABLED)
         self._dropout = dropout  # the RNN descriptor refers to it
         lengths = _ints([steps] * batch)
@@ -281,7 +283,7 @@ class CudnnLstm:
              c0.data.ptr, None, dc0.data.ptr, *self._sizes())
 
 
-def _layer(link, x=None, c0=None):
+def _layer(link, x=None, c0=None, tf32=False):
     """``link``'s ``CudnnLstm`` (made when first asked for: at plan compile time from the
     sizes the pass left, else from the first arrays), or None where cuDNN refused: the
     op's own function runs then."""
@@ -290,7 +292,7 @@ def _layer(link, x=None, c0=None):
     if link.state is None:
         sizes = link.sizes or (x.shape[0] // c0.shape[0], *c0.shape, x.dtype)
         try:
-            link.state = CudnnLstm(*sizes)
+            link.state = CudnnLstm(*sizes, tf32=tf32)
         except (CudnnUnavailable, CudnnError, ctypes.ArgumentError) as err:
             warnings.warn(f"cuDNN's LSTM refused ({err}); the layer runs step by step",
                           RuntimeWarning, stacklevel=2)
@@ -298,11 +300,13 @@ def _layer(link, x=None, c0=None):
     return link.state or None
 
 
-def accepts(link):
+def accepts(link, tf32=False):
     """Whether cuDNN takes the layer of ``link`` (``passes.cudnn_rnn.SequenceLink``, its
     sizes set): its ``CudnnLstm`` is made now, at plan compile time, and kept in the
-    link; where cuDNN refuses (a warning says why) the pass leaves the layer's steps."""
-    return _layer(link) is not None
+    link; where cuDNN refuses (a warning says why) the pass leaves the layer's steps.
+    ``tf32``: float32 products may round to TF32 (``Session(allow_tf32=True)``; cuDNN's
+    default math), else FMA only."""
+    return _layer(link, tf32=tf32) is not None
 
 
 def _fits(layer, arrays, shapes):
