@@ -6,6 +6,7 @@ the ctypes binding's refusals (``backends/cupy/cudnn_rnn.py``). The GPU half is
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -149,7 +150,7 @@ def test_the_runtime_conversion_makes_cudnn_compute_lstm_seq():
 # -- the sequence pass on NumPy plans -------------------------------------------------
 
 
-def _char_lstm(steps, units, seed=0, fetch_mid_state=False):
+def _char_lstm(steps, units, seed=0, fetch_mid_state=False, cell=None):
     """A small char-LSTM training graph (as ``test_cupy_emit_on_numpy``'s)."""
     import gradflow as gf
 
@@ -159,7 +160,7 @@ def _char_lstm(steps, units, seed=0, fetch_mid_state=False):
         ids = gf.placeholder(gf.int32, [None, steps])
         emb = gf.get_variable("emb", [11, 6], dtype=gf.float64)
         inputs = [gf.nn.embedding_lookup(emb, ids[:, t]) for t in range(steps)]
-        cell = gf.nn.rnn_cell.LSTMCell(units)
+        cell = (cell or gf.nn.rnn_cell.LSTMCell)(units)
         outputs, state = gf.nn.static_rnn(cell, inputs, dtype=gf.float64)
         logits = gf.layers.dense(gf.concat(outputs, 0), 11)
         labels = gf.reshape(gf.transpose(ids), [-1])
@@ -224,9 +225,12 @@ def test_the_pass_leaves_a_layer_whose_inner_state_is_read_elsewhere():
     assert all(len(layer["steps"]) != 4 for layer in find_lstm_layers(plan))
 
 
-def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch):
+@pytest.mark.parametrize("cell, layers", [("LSTMCell", 1), ("BasicLSTMCell", 1),
+                                          ("peepholes", 0)])
+def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch, cell, layers):
     """The CuPy backend's kernel passes (the step pass, then the sequence pass) in a
-    NumPy session: the reference ``lstm_seq`` ops train to the plain session's numbers."""
+    NumPy session: the reference ``lstm_seq`` ops train to the plain session's numbers
+    (an LSTMCell with peepholes has no ``lstm_step_rec``: its steps stay as they are)."""
     import gradflow as gf
     from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
     from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
@@ -241,8 +245,11 @@ def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch):
 
         return run
 
+    cells = {"peepholes": functools.partial(gf.nn.rnn_cell.LSTMCell, use_peepholes=True)}
+    make = cells.get(cell) or getattr(gf.nn.rnn_cell, cell)
+
     def train(sequences):
-        graph, ids, loss, step, init, _ = _char_lstm(6, 7)
+        graph, ids, loss, step, init, _ = _char_lstm(6, 7, cell=make)
         with gf.Session(graph=graph) as sess:
             if sequences:
                 monkeypatch.setattr(sess.backend, "kernel_passes",
@@ -253,7 +260,7 @@ def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch):
 
     want = train(False)
     got = train(True)
-    assert len(calls) == 5
+    assert len(calls) == 5 * layers
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
@@ -320,3 +327,44 @@ def test_the_lowerings_run_the_reference_where_cudnn_refused():
     for g, v in zip(got, rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, y, 1.0,
                                                        steps)):
         np.testing.assert_array_equal(g, v)
+
+
+def test_a_run_time_length_dynamic_rnn_with_the_sequence_pass_trains_the_same(monkeypatch):
+    """``dynamic_rnn`` over a length known at run time (unrolled in the plan of each fed
+    length): the sequence pass replaces the layer of each plan, and training gives the
+    plain session's numbers."""
+    import gradflow as gf
+    from gradflow.passes.cudnn_rnn import find_lstm_layers, fuse_lstm_sequences
+    from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
+
+    rng = np.random.default_rng(4)
+    feeds = [rng.integers(0, 11, (4, t)).astype(np.int32) for t in (5, 3)]
+    found = []
+
+    def sequences(graph):
+        found.append(len(find_lstm_layers(graph)))
+        fuse_lstm_sequences(graph)
+
+    def train(passes):
+        graph = gf.Graph()
+        with graph.as_default():
+            gf.set_random_seed(2)
+            ids = gf.placeholder(gf.int32, (None, None))
+            emb = gf.get_variable("emb", (11, 5), dtype=gf.float64)
+            outputs, _ = gf.nn.dynamic_rnn(gf.nn.rnn_cell.LSTMCell(9),
+                                           gf.nn.embedding_lookup(emb, ids), dtype=gf.float64)
+            logits = gf.layers.dense(gf.reshape(outputs, (-1, 9)), 11)
+            loss = gf.reduce_mean(gf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=gf.reshape(ids, (-1,)), logits=logits))
+            step = gf.train.AdamOptimizer(1e-2).minimize(loss)
+            init = gf.global_variables_initializer()
+        with gf.Session(graph=graph) as sess:
+            if passes:
+                monkeypatch.setattr(sess.backend, "kernel_passes", passes)
+            sess.run(init)
+            return [sess.run([loss, step], {ids: f})[0] for f in feeds for _ in range(2)]
+
+    want = train(())
+    got = train((fuse_lstm_recurrence, sequences))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert found.count(1) == 2, found  # the plan of each length has its layer replaced
