@@ -35,6 +35,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -197,11 +198,11 @@ def lstm_rows(seconds, compile_too):
         common.report(group, f"gradflow {common.BACKEND} steps op by op",
                       lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd,
                                                                 common.BACKEND)), seconds)
-        for cudnn in (True, False):
-            common.report(group, "gradflow.cupy cuDNN RNN" if cudnn else
-                          "gradflow.cupy step kernels", lambda cudnn=cudnn: _cudnn_rnn(
-                              lstm_step.gradflow_step(weights, xd, yd, common.BACKEND), cudnn),
-                          seconds)
+        for name, algo in (("gradflow.cupy cuDNN RNN", "standard"),
+                           ("gradflow.cupy cuDNN RNN persistent", "persist_static"),
+                           ("gradflow.cupy step kernels", None)):
+            common.report(group, name, lambda algo=algo: _cudnn_rnn(
+                lstm_step.gradflow_step(weights, xd, yd, common.BACKEND), algo), seconds)
     torch = common._torch_cuda()
     if torch is None:
         return
@@ -228,16 +229,17 @@ def _op_by_op(made):
     return step
 
 
-def _cudnn_rnn(made, on):
-    """The step of ``gradflow_step``'s result with whole LSTM layers on cuDNN's RNN
-    (``passes/cudnn_rnn.py``; None where libcudnn 9 does not load) or on the per-step
-    kernels (``on=False``)."""
+def _cudnn_rnn(made, algo):
+    """The step of ``gradflow_step``'s result with whole LSTM layers on cuDNN's RNN with
+    algorithm ``algo`` (``passes/cudnn_rnn.py``; None where libcudnn 9 does not load) or,
+    with ``algo`` None, on the per-step kernels."""
     from gradflow.backends.cupy import cudnn_rnn
 
     step, _, sess, _, _ = made
-    if on and not cudnn_rnn.available():
+    if algo is not None and not cudnn_rnn.available():
         return None
-    sess.backend.cudnn_rnn = on
+    sess.backend.cudnn_rnn = algo is not None
+    sess.backend.cudnn_rnn_algo = algo or "standard"
     return step
 
 
@@ -326,6 +328,8 @@ def main(argv=None):
                         help="only the rows whose names match one of these in full")
     args = parser.parse_args(argv)
     common.TOP, common.ROWS = args.top, tuple(args.rows)
+    # a layer cuDNN refuses would time the step kernels under a cuDNN row's name: fail it
+    warnings.filterwarnings("error", message="cuDNN's LSTM refused")
     status = common.begin("benchmarks/gpu.py")
     if status is not None:
         return status

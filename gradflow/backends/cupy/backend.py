@@ -56,6 +56,7 @@ class CupyBackend(Backend):
     # a whole unrolled LSTM layer as cuDNN's RNN each way (passes/cudnn_rnn.py), where
     # libcudnn 9 loads (backends/cupy/cudnn_rnn.py); the benchmark compares it off and on
     cudnn_rnn = True
+    cudnn_rnn_algo = "standard"  # or "persist_static", ... (cupy/cudnn_rnn.py's ALGOS)
 
     def __init__(self, xp, device=None, overrides=None):
         super().__init__(xp, device, overrides)
@@ -132,7 +133,7 @@ class CupyBackend(Backend):
             return passes
         cudnn = self.cudnn_rnn and cupy_cudnn_rnn.available()
         sequences = functools.partial(fuse_lstm_sequences, accepts=functools.partial(
-            cupy_cudnn_rnn.accepts, tf32=self.allow_tf32))
+            cupy_cudnn_rnn.accepts, tf32=self.allow_tf32, algo=self.cudnn_rnn_algo))
         return passes + (fuse_lstm_recurrence,) + ((sequences,) if cudnn else ())
 
     def asarray(self, host):

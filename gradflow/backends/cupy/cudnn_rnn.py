@@ -43,7 +43,10 @@ from gradflow.backends.cupy.emit import _contiguous, _into, _outputs
 from gradflow.prim.registry import REGISTRY
 
 # enum values of cudnn_adv.h / cudnn_graph.h (cuDNN 9)
-RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS, UNIDIRECTIONAL, LINEAR_INPUT = 0, 2, 2, 0, 0
+LSTM, DOUBLE_BIAS, UNIDIRECTIONAL, LINEAR_INPUT = 2, 2, 0, 0
+# cudnnRNNAlgo_t; the persistent kernels keep the recurrent weights on chip (cuDNN's
+# "Persistent RNNs"); PERSIST_DYNAMIC needs cudnnBuildRNNDynamic, not bound here
+ALGOS = {"standard": 0, "persist_static": 1, "persist_static_small_h": 3}
 DATA_FLOAT, DATA_DOUBLE = 0, 1
 # FMA: no TF32 rounding of float32 (PyTorch's choice too unless allow_tf32)
 DEFAULT_MATH, FMA_MATH = 0, 3
@@ -188,7 +191,7 @@ class CudnnLstm:
     pointers): the descriptors, the weight space (its input matrices set once), and the
     work space, reserve space and sequence lengths of ``steps`` x ``batch``."""
 
-    def __init__(self, steps, batch, units, dtype, tf32=False):
+    def __init__(self, steps, batch, units, dtype, tf32=False, algo="standard"):
         import cupy
 
         self.lib = lib = load()
@@ -202,7 +205,9 @@ class CudnnLstm:
         call(lib, "cudnnSetDropoutDescriptor", dropout, self.handle, 0.0, None, 0, 0)
         self.rnn = _made(lib, "cudnnCreateRNNDescriptor")
         inputs = 4 * units
-        call(lib, "cudnnSetRNNDescriptor_v8", self.rnn, RNN_ALGO_STANDARD, LSTM, DOUBLE_BIAS,
+        if algo not in ALGOS:
+            raise CudnnError(f"unknown cuDNN RNN algorithm {algo!r} (one of {sorted(ALGOS)})")
+        call(lib, "cudnnSetRNNDescriptor_v8", self.rnn, ALGOS[algo], LSTM, DOUBLE_BIAS,
              UNIDIRECTIONAL, LINEAR_INPUT, kind, kind,
              FMA_MATH if kind == DATA_FLOAT and not tf32 else DEFAULT_MATH, inputs, units,
              units, 1,
@@ -283,7 +288,7 @@ class CudnnLstm:
              c0.data.ptr, None, dc0.data.ptr, *self._sizes())
 
 
-def _layer(link, x=None, c0=None, tf32=False):
+def _layer(link, x=None, c0=None, tf32=False, algo="standard"):
     """``link``'s ``CudnnLstm`` (made when first asked for: at plan compile time from the
     sizes the pass left, else from the first arrays), or None where cuDNN refused: the
     op's own function runs then."""
@@ -292,7 +297,7 @@ def _layer(link, x=None, c0=None, tf32=False):
     if link.state is None:
         sizes = link.sizes or (x.shape[0] // c0.shape[0], *c0.shape, x.dtype)
         try:
-            link.state = CudnnLstm(*sizes, tf32=tf32)
+            link.state = CudnnLstm(*sizes, tf32=tf32, algo=algo)
         except (CudnnUnavailable, CudnnError, ctypes.ArgumentError) as err:
             warnings.warn(f"cuDNN's LSTM refused ({err}); the layer runs step by step",
                           RuntimeWarning, stacklevel=2)
@@ -300,13 +305,13 @@ def _layer(link, x=None, c0=None, tf32=False):
     return link.state or None
 
 
-def accepts(link, tf32=False):
+def accepts(link, tf32=False, algo="standard"):
     """Whether cuDNN takes the layer of ``link`` (``passes.cudnn_rnn.SequenceLink``, its
     sizes set): its ``CudnnLstm`` is made now, at plan compile time, and kept in the
     link; where cuDNN refuses (a warning says why) the pass leaves the layer's steps.
     ``tf32``: float32 products may round to TF32 (``Session(allow_tf32=True)``; cuDNN's
-    default math), else FMA only."""
-    return _layer(link, tf32=tf32) is not None
+    default math), else FMA only; ``algo`` one of ``ALGOS``."""
+    return _layer(link, tf32=tf32, algo=algo) is not None
 
 
 def _fits(layer, arrays, shapes):
