@@ -16,7 +16,10 @@ batch 128, the last partial batch dropped so the step keeps one shape). Columns:
 
 The gradflow rows: the cupy backend with its compiler passes (``optimize=True``), with
 ``capture=False`` and with TF32 matmuls when the Session takes those options (read
-from its signature), and with ``optimize=False`` (today's per-op path). The PyTorch
+from its signature), and with ``optimize=False`` (today's per-op path). The char-LSTM
+also runs with its layer on cuDNN's RNN (``gradflow.cupy cuDNN RNN``, the default where
+libcudnn 9 loads; ``... persistent``: cuDNN's persistent kernel) and on the per-step
+kernels (``gradflow.cupy step kernels``). The PyTorch
 rows: eager (foreach Adam), fused Adam, the whole step replayed as a CUDA graph, and
 ``torch.compile``; JAX ``jit`` for the MLP when JAX sees a GPU.
 
