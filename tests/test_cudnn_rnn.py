@@ -226,11 +226,12 @@ def test_the_pass_leaves_a_layer_whose_inner_state_is_read_elsewhere():
 
 
 @pytest.mark.parametrize("cell, layers", [("LSTMCell", 1), ("BasicLSTMCell", 1),
-                                          ("peepholes", 0)])
+                                          ("peepholes", 0), ("stack", 2)])
 def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch, cell, layers):
     """The CuPy backend's kernel passes (the step pass, then the sequence pass) in a
     NumPy session: the reference ``lstm_seq`` ops train to the plain session's numbers
-    (an LSTMCell with peepholes has no ``lstm_step_rec``: its steps stay as they are)."""
+    (an LSTMCell with peepholes has no ``lstm_step_rec``: its steps stay as they are; a
+    2-layer ``MultiRNNCell`` is two layers)."""
     import gradflow as gf
     from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
     from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
@@ -245,7 +246,9 @@ def test_a_numpy_session_given_the_sequence_pass_trains_the_same(monkeypatch, ce
 
         return run
 
-    cells = {"peepholes": functools.partial(gf.nn.rnn_cell.LSTMCell, use_peepholes=True)}
+    cells = {"peepholes": functools.partial(gf.nn.rnn_cell.LSTMCell, use_peepholes=True),
+             "stack": lambda units: gf.nn.rnn_cell.MultiRNNCell(
+                 [gf.nn.rnn_cell.LSTMCell(units) for _ in range(2)])}
     make = cells.get(cell) or getattr(gf.nn.rnn_cell, cell)
 
     def train(sequences):
