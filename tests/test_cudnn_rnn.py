@@ -136,6 +136,25 @@ def test_the_runtime_conversion_makes_cudnn_compute_lstm_seq():
     layout.fill_input_selection(parts, units, np)
     layout.fill_recurrent(parts, w, row, forget_bias, np)
     assert not np.isnan(flat).any()
+    # the four-copy filler the lowering runs writes the same numbers
+    again = np.full(total, np.nan)
+    again_parts = layout.views(again, offsets)
+    layout.fill_input_selection(again_parts, units, np)
+    filler = layout.RecurrentFiller(again, offsets, again_parts, units, forget_bias, np)
+    assert filler.r is not None and filler.b is not None
+    filler(w, row)
+    np.testing.assert_array_equal(again, flat)
+    # parts out of gate order: the filler writes them one by one
+    shuffled = dict(offsets)
+    shuffled["R", 0], shuffled["R", 1] = offsets["R", 1], offsets["R", 0]
+    third = np.zeros(total)
+    layout.fill_input_selection(layout.views(third, shuffled), units, np)
+    filler = layout.RecurrentFiller(third, shuffled, layout.views(third, shuffled), units,
+                                    forget_bias, np)
+    assert filler.r is None
+    filler(w, row)
+    for key, part in layout.views(third, shuffled).items():
+        np.testing.assert_array_equal(part, parts[key])
     xs = [x[t * batch:(t + 1) * batch] for t in range(steps)]
     saved = _cudnn_forward(parts, xs, h0, c0)
     y, c_last = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, forget_bias, steps)

@@ -18,7 +18,8 @@ cuDNN's input matrices ``W_g`` pick each gate's block of it (a 0/1 matrix, set o
 cuDNN's input gradient is exactly each step's pre-activation gradient ``dz_t`` in TF's
 order, from which the plan's own products make the weight and bias gradients. The
 recurrent matrices ``R_g`` and the bias are converted from TF's layout before each
-forward (``fill_recurrent``; ``layout`` has the packing for a whole TF kernel too).
+forward (``RecurrentFiller``: four copies; ``cudnn_layout`` has the packing for a whole
+TF kernel too).
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ import warnings
 import numpy as np
 
 from gradflow.backends.cupy.cudnn_layout import (
+    RecurrentFiller,
     expected_offsets,
     fill_input_selection,
-    fill_recurrent,
     views,
 )
 from gradflow.backends.cupy.emit import _contiguous, _into, _outputs
@@ -256,7 +257,7 @@ class CudnnLstm:
                 found[key] = ((ptr - base) // item, offsets[key][1])
         # the library's own offsets are used; the documented packing is checked on the GPU
         self.layout_matches = found == offsets
-        self.parts = views(flat, found)
+        self.parts, self._found, self._fillers = views(flat, found), found, {}
         fill_input_selection(self.parts, self.units, cupy)
         return flat
 
@@ -264,13 +265,22 @@ class CudnnLstm:
         return (self.weights.nbytes, self.weights.data.ptr, self.work.nbytes,
                 self.work.data.ptr, self.reserve.nbytes, self.reserve.data.ptr)
 
+    def _filler(self, forget_bias):
+        import cupy
+
+        filler = self._fillers.get(forget_bias)
+        if filler is None:
+            filler = self._fillers[forget_bias] = RecurrentFiller(
+                self.weights, self._found, self.parts, self.units, forget_bias, cupy)
+        return filler
+
     def forward(self, x, h0, w, row, c0, forget_bias, y, cy):
         """``y`` (every step's h) and ``cy`` (the last c) of the layer; the reserve space
         keeps what ``backward`` needs."""
         import cupy
 
         call(self.lib, "cudnnSetStream", self.handle, cupy.cuda.get_current_stream().ptr)
-        fill_recurrent(self.parts, w, row, forget_bias, cupy)
+        self._filler(forget_bias)(w, row)
         call(self.lib, "cudnnRNNForward", self.handle, self.rnn, FWD_TRAINING,
              self.seq_lengths.data.ptr, self.x_desc, x.data.ptr, self.y_desc, y.data.ptr,
              self.h_desc, h0.data.ptr, None, self.h_desc, c0.data.ptr, cy.data.ptr,
@@ -329,7 +339,8 @@ def lower_lstm_seq(xp, forget_bias, steps, link=None):
     """``lstm_seq``: one ``cudnnRNNForward`` (training mode) where the arrays are C-ordered
     float32/float64 of the layer's sizes; else the op's Array API function."""
     impl = REGISTRY["lstm_seq"].impl
-    _layer(link)  # the descriptors and the spaces now, at plan compile time
+    if _layer(link) is not None:  # the descriptors and the spaces now, at plan compile time
+        link.state._filler(forget_bias)
 
     def seq(x, h0, w, row, c0, out=None):
         layer = _layer(link, x, c0)
