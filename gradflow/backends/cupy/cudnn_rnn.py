@@ -226,7 +226,8 @@ class CudnnLstm:
         self.work = cupy.empty(max(work.value, 1), dtype=np.uint8)
         self.reserve = cupy.empty(max(reserve.value, 1), dtype=np.uint8)
         self.seq_lengths = cupy.full(batch, steps, dtype=np.int32)
-        self.dhx = cupy.empty((batch, units), dtype=dtype)
+        # outputs no node reads (cuDNN writes them anyway): no allocation per run
+        self.dhx, self.spare_c = (cupy.empty((batch, units), dtype=dtype) for _ in range(2))
 
     def _data(self, kind, lengths, size):
         desc = _made(self.lib, "cudnnCreateRNNDataDescriptor")
@@ -329,6 +330,12 @@ def _fits(layer, arrays, shapes):
                                      for a, s in zip(arrays, shapes)) and _contiguous(arrays)
 
 
+def _spare(out, layer):
+    """``out`` with the layer's spare state array for an unread second output."""
+    first, second = out or (None, None)
+    return first, layer.spare_c if second is None else second
+
+
 def _marked(fn):
     fn.accepts_out = True
     fn.reads_whole_inputs = True
@@ -351,7 +358,7 @@ def lower_lstm_seq(xp, forget_bias, steps, link=None):
         if layer is None or not ok:
             return _into(out, impl(xp, x, h0, w, row, c0, forget_bias=forget_bias,
                                    steps=steps))
-        y, cy = _outputs(out, ((t * b, u), (b, u)), x.dtype)
+        y, cy = _outputs(_spare(out, layer), ((t * b, u), (b, u)), x.dtype)
         if not _contiguous((y, cy)):
             return _into(out, impl(xp, x, h0, w, row, c0, forget_bias=forget_bias,
                                    steps=steps))
@@ -375,7 +382,7 @@ def lower_lstm_seq_grad(xp, forget_bias, steps, link=None):
         if layer is None or not ok:
             return _into(out, impl(xp, dy, x, h0, w, row, c0, y, forget_bias=forget_bias,
                                    steps=steps))
-        dx, dc0 = _outputs(out, ((t * b, 4 * u), (b, u)), x.dtype)
+        dx, dc0 = _outputs(_spare(out, layer), ((t * b, 4 * u), (b, u)), x.dtype)
         if not _contiguous((dx, dc0)):
             return _into(out, impl(xp, dy, x, h0, w, row, c0, y, forget_bias=forget_bias,
                                    steps=steps))
