@@ -390,3 +390,37 @@ def test_a_run_time_length_dynamic_rnn_with_the_sequence_pass_trains_the_same(mo
     got = train((fuse_lstm_recurrence, sequences))
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert found.count(1) == 2, found  # the plan of each length has its layer replaced
+
+
+def test_an_inference_plan_runs_the_forward_sequence_alone(monkeypatch):
+    """Without a backward (no gradient reads the gates) the layer's forward alone
+    becomes ``lstm_seq``; the outputs and the last state are the plain session's."""
+    import gradflow as gf
+    from gradflow.passes.cudnn_rnn import find_lstm_layers, fuse_lstm_sequences
+    from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
+
+    graph = gf.Graph()
+    with graph.as_default():
+        gf.set_random_seed(5)
+        x = gf.placeholder(gf.float64, [3, 4, 6])
+        outs, state = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(5), gf.unstack(x, axis=1),
+                                       dtype=gf.float64)
+        fetches = [gf.stack(outs), state.c, state.h]
+        init = gf.global_variables_initializer()
+    feed = {x: np.random.default_rng(6).standard_normal((3, 4, 6))}
+    found = []
+
+    def sequences(plan):
+        found.extend(find_lstm_layers(plan))
+        fuse_lstm_sequences(plan)
+
+    with gf.Session(graph=graph) as sess:
+        sess.run(init)
+        want = sess.run(fetches, feed)
+    with gf.Session(graph=graph) as sess:
+        monkeypatch.setattr(sess.backend, "kernel_passes", (fuse_lstm_recurrence, sequences))
+        sess.run(init)
+        got = sess.run(fetches, feed)
+    assert [(len(layer["steps"]), layer["grads"]) for layer in found] == [(4, None)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
