@@ -145,15 +145,38 @@ def available() -> bool:
     return True
 
 
-def _load(path):
-    folder = os.path.dirname(path)
+def _load_parts(folder):
+    """Load cuDNN 9's sub-libraries beside the shim (it opens them by name, which finds
+    them loaded); the names of those that failed."""
+    failed = []
     for part in _PARTS:
         full = os.path.join(folder, part)
         if os.path.exists(full):
             try:
                 ctypes.CDLL(full, mode=ctypes.RTLD_GLOBAL)
-            except OSError:  # noqa: PERF203 - the shim reports what is missing when used
+            except OSError:  # noqa: PERF203 - tried again after the dependencies
+                failed.append(part)
+    return failed
+
+
+def _load_dependencies(folder):
+    """The NVIDIA wheels' libraries cuDNN needs (cuBLAS, NVRTC...), from the wheels beside
+    its own (``nvidia/*/lib``), as PyTorch loads them: only where a sub-library did not
+    load, and without their symbols in the global scope (CuPy has its own)."""
+    nvidia = os.path.dirname(os.path.dirname(folder))
+    for pattern in ("libcudart.so.*", "libnvrtc.so.*", "libcublasLt.so.*", "libcublas.so.*"):
+        for full in sorted(glob.glob(os.path.join(nvidia, "*", "lib", pattern))):
+            try:
+                ctypes.CDLL(full)
+            except OSError:  # noqa: PERF203 - the sub-library's error says what is missing
                 pass
+
+
+def _load(path):
+    folder = os.path.dirname(path)
+    if _load_parts(folder):
+        _load_dependencies(folder)
+        _load_parts(folder)
     try:
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError as err:
