@@ -16,7 +16,10 @@ batch 128, the last partial batch dropped so the step keeps one shape). Columns:
 
 The gradflow rows: the cupy backend with its compiler passes (``optimize=True``), with
 ``capture=False`` and with TF32 matmuls when the Session takes those options (read
-from its signature), and with ``optimize=False`` (today's per-op path). The PyTorch
+from its signature), and with ``optimize=False`` (today's per-op path). The char-LSTM
+also runs with its layer on cuDNN's RNN (``gradflow.cupy cuDNN RNN``, the default where
+libcudnn 9 loads; ``... persistent``: cuDNN's persistent kernel) and on the per-step
+kernels (``gradflow.cupy step kernels``). The PyTorch
 rows: eager (foreach Adam), fused Adam, the whole step replayed as a CUDA graph, and
 ``torch.compile``; JAX ``jit`` for the MLP when JAX sees a GPU.
 
@@ -35,6 +38,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -197,6 +201,11 @@ def lstm_rows(seconds, compile_too):
         common.report(group, f"gradflow {common.BACKEND} steps op by op",
                       lambda: _op_by_op(lstm_step.gradflow_step(weights, xd, yd,
                                                                 common.BACKEND)), seconds)
+        for name, algo in (("gradflow.cupy cuDNN RNN", "standard"),
+                           ("gradflow.cupy cuDNN RNN persistent", "persist_static"),
+                           ("gradflow.cupy step kernels", None)):
+            common.report(group, name, lambda algo=algo: _cudnn_rnn(
+                lstm_step.gradflow_step(weights, xd, yd, common.BACKEND), algo), seconds)
     torch = common._torch_cuda()
     if torch is None:
         return
@@ -220,6 +229,20 @@ def _op_by_op(made):
     step kernels (the path before ``passes/lstm_recurrence.py``)."""
     step, _, sess, _, _ = made
     sess.backend.lstm_recurrence = False
+    return step
+
+
+def _cudnn_rnn(made, algo):
+    """The step of ``gradflow_step``'s result with whole LSTM layers on cuDNN's RNN with
+    algorithm ``algo`` (``passes/cudnn_rnn.py``; None where libcudnn 9 does not load) or,
+    with ``algo`` None, on the per-step kernels."""
+    from gradflow.backends.cupy import cudnn_rnn
+
+    step, _, sess, _, _ = made
+    if algo is not None and not cudnn_rnn.available():
+        return None
+    sess.backend.cudnn_rnn = algo is not None
+    sess.backend.cudnn_rnn_algo = algo or "standard"
     return step
 
 
@@ -308,6 +331,8 @@ def main(argv=None):
                         help="only the rows whose names match one of these in full")
     args = parser.parse_args(argv)
     common.TOP, common.ROWS = args.top, tuple(args.rows)
+    # a layer cuDNN refuses would time the step kernels under a cuDNN row's name: fail it
+    warnings.filterwarnings("error", message="cuDNN's LSTM refused")
     status = common.begin("benchmarks/gpu.py")
     if status is not None:
         return status

@@ -14,6 +14,13 @@
 #                        backward against the unfused ops, a captured step) and the wide
 #                        softmax kernel (tests/test_attention_gpu.py,
 #                        tests/test_transformer_kernels_gpu.py)
+#   pytest_cudnn.log     phase "cudnn": whole LSTM layers on cuDNN's RNN through ctypes
+#                        (tests/test_cudnn_rnn_gpu.py: the layer builds, the char-LSTM
+#                        trains as NumPy, one captured graph, kernels per step) and the
+#                        CPU tests of its layout and pass (tests/test_cudnn_rnn.py)
+#   benchmark_cudnn.log  phase "cudnn": benchmarks/gpu.py --only lstm rnn with
+#                        GPU_CUDNN_BENCH_ARGS (default "--seconds 0.5 --skip-compile"):
+#                        the rows "gradflow.cupy cuDNN RNN" and "... step kernels"
 #   benchmark_attn.log   phase "attn": benchmarks/gpu_transformer.py with GPU_ATTN_BENCH_ARGS
 #                        (default "--seconds 0.3 --skip-compile"): BERT- and GPT-2-style
 #                        steps, FP32/TF32/fp16/bf16, PyTorch, JAX, tokens/s, share of peak
@@ -21,7 +28,8 @@
 #   benchmarks/gpu_check.sh LOG_DIR [WHEEL_DIR]
 #
 # GPU_PHASES (default "probe new bench rest"; "attn" is the transformer phase, e.g.
-# GPU_PHASES="probe attn") picks the phases, run in that order. Limits in seconds:
+# GPU_PHASES="probe attn"; "cudnn" the cuDNN RNN phase, GPU_CUDNN_TIMEOUT (180) for its
+# tests, the same again for its rows) picks the phases, run in that order. Limits in seconds:
 # GPU_PROBE_TIMEOUT (default 90), GPU_NEW_TIMEOUT (240), GPU_BENCH_TIMEOUT (150),
 # GPU_REST_TIMEOUT (240), GPU_ATTN_TIMEOUT (120 for the tests, the same again for the rows). The op tests run in GPU_WORKERS
 # pytest-xdist workers (default 8) when pytest-xdist is installed. WHEEL_DIR (default
@@ -78,6 +86,19 @@ if has attn; then
   timeout "${GPU_ATTN_TIMEOUT:-120}" python3 benchmarks/gpu_transformer.py \
     ${GPU_ATTN_BENCH_ARGS:---seconds 0.3 --skip-compile} > "$LOGS/benchmark_attn.log" 2>&1
   note "benchmarks/gpu_transformer.py: $LOGS/benchmark_attn.log;" $?
+fi
+
+if has cudnn; then
+  # shellcheck disable=SC2086 - per_test is a list of arguments
+  timeout "${GPU_CUDNN_TIMEOUT:-180}" python3 -m pytest -q -p no:cacheprovider -rs \
+    $per_test -s tests/test_cudnn_rnn_gpu.py tests/test_cudnn_rnn.py \
+    > "$LOGS/pytest_cudnn.log" 2>&1
+  note "cuDNN RNN tests:" $?
+  tail -3 "$LOGS/pytest_cudnn.log"
+  # shellcheck disable=SC2086 - GPU_CUDNN_BENCH_ARGS is a list of arguments
+  timeout "${GPU_CUDNN_TIMEOUT:-180}" python3 benchmarks/gpu.py --only lstm rnn \
+    ${GPU_CUDNN_BENCH_ARGS:---seconds 0.5 --skip-compile} > "$LOGS/benchmark_cudnn.log" 2>&1
+  note "benchmarks/gpu.py --only lstm rnn: $LOGS/benchmark_cudnn.log;" $?
 fi
 
 if has bench; then

@@ -11,6 +11,7 @@ from gradflow import dtypes
 from gradflow.backends.base import Backend
 from gradflow.backends.capture import CaptureGate
 from gradflow.backends.cupy import attention as cupy_attention
+from gradflow.backends.cupy import cudnn_rnn as cupy_cudnn_rnn
 from gradflow.backends.cupy import emit as cupy_emit
 from gradflow.backends.cupy import matmul as cupy_matmul
 from gradflow.backends.cupy import random as cupy_random
@@ -18,6 +19,7 @@ from gradflow.backends.cupy import rnn as cupy_rnn
 from gradflow.backends.cupy import transformer as cupy_transformer
 from gradflow.backends.half import widened, widens
 from gradflow.ops.index_ops import bind_gather_grad
+from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
 from gradflow.passes.fusion import absorb_draws, absorb_row_sums
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence
 from gradflow.prim.registry import add_lowering
@@ -51,6 +53,10 @@ class CupyBackend(Backend):
     # LSTM steps with their recurrent products inside (passes/lstm_recurrence.py); the
     # benchmark turns it off on a session's backend to time the op-by-op steps
     lstm_recurrence = True
+    # a whole unrolled LSTM layer as cuDNN's RNN each way (passes/cudnn_rnn.py), where
+    # libcudnn 9 loads (backends/cupy/cudnn_rnn.py); the benchmark compares it off and on
+    cudnn_rnn = True
+    cudnn_rnn_algo = "standard"  # or "persist_static", ... (cupy/cudnn_rnn.py's ALGOS)
 
     def __init__(self, xp, device=None, overrides=None):
         super().__init__(xp, device, overrides)
@@ -119,10 +125,16 @@ class CupyBackend(Backend):
         """Passes after the graph compiler's, for what this backend's printed kernels do:
         row sums (``cuda_kernels.print_row_kernel``) and draws (``print_draw_kernel``)
         inside fused kernels, and LSTM steps with their recurrent products inside
-        (``cupy_rnn``)."""
+        (``cupy_rnn``), then whole LSTM layers as cuDNN's RNN where libcudnn 9 loads
+        (``cupy_cudnn_rnn``; the steps stay the fallback)."""
         passes = (absorb_row_sums,
                   functools.partial(absorb_draws, draws_in_kernel=cupy_random.draws_on_device))
-        return passes + ((fuse_lstm_recurrence,) if self.lstm_recurrence else ())
+        if not self.lstm_recurrence:
+            return passes
+        cudnn = self.cudnn_rnn and cupy_cudnn_rnn.available()
+        sequences = functools.partial(fuse_lstm_sequences, accepts=functools.partial(
+            cupy_cudnn_rnn.accepts, tf32=self.allow_tf32, algo=self.cudnn_rnn_algo))
+        return passes + (fuse_lstm_recurrence,) + ((sequences,) if cudnn else ())
 
     def asarray(self, host):
         import cupy
@@ -164,7 +176,7 @@ add_lowering("gather_grad", CupyBackend.name, bind_gather_grad(_scatter_add_rows
 add_lowering("log_softmax", CupyBackend.name, cupy_emit.lower_log_softmax)
 add_lowering("concat", CupyBackend.name, cupy_emit.lower_concat)
 add_lowering("unbroadcast", CupyBackend.name, cupy_emit.lower_unbroadcast)
-for _op, _lower in cupy_rnn.LOWERINGS.items():
+for _op, _lower in {**cupy_rnn.LOWERINGS, **cupy_cudnn_rnn.LOWERINGS}.items():
     add_lowering(_op, CupyBackend.name, _lower)
 for _op, _lower in {**cupy_attention.LOWERINGS, **cupy_transformer.LOWERINGS}.items():
     add_lowering(_op, CupyBackend.name, _lower)
