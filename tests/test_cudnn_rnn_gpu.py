@@ -31,6 +31,14 @@ except cudnn_rnn.CudnnUnavailable as _err:
 STEPS = 5
 
 
+@pytest.fixture(autouse=True)
+def _cudnn_on(monkeypatch):
+    """The path under test: off by default until a GPU has run it (GRADFLOW_CUDNN_RNN)."""
+    from gradflow.backends.cupy.backend import CupyBackend
+
+    monkeypatch.setattr(CupyBackend, "cudnn_rnn", True)
+
+
 @pytest.fixture
 def forwards(monkeypatch):
     """The number of cuDNN forwards run (a list, one entry each)."""
