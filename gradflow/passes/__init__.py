@@ -23,6 +23,7 @@ from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.gradient_sums import stack_gradient_sums
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.layer_norm import fuse_layer_norm
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.mixed_precision import mixed_precision_pass
@@ -40,10 +41,11 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # A while_loop whose trip count folding made known is unrolled next, so the passes after
 # it see the copies as they see a static unroll.
 # Attention's ops (and their gradient's) become one fused pair before the elementwise
-# fusion hides them in fused groups.
+# fusion hides them in fused groups; so do layer norm's (contrib's and GPT-2's).
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_elementwise]
+          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_layer_norm,
+          fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 
