@@ -96,6 +96,23 @@ def test_unknown_leading_shapes_fuse_once_fed(backend, norm):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12 * np.abs(w).max())
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])  # array_api_strict has no float16
+def test_gpt2s_float16_norm_fuses_and_contribs_float32_moments_stay(backend):
+    """GPT-2's norm in float16 fuses (half rows, float32 statistics); contrib's float16
+    layer norm takes its moments in float32 between casts, a pattern the pass leaves."""
+    fetches, feed = _model(_gpt2_norm, "float16", rows=(2, 3), residual=True)
+    assert _ops(fetches, feed).count("layer_norm_bwd") == 1
+    got = _run(backend, fetches, feed, True)
+    want = _run(backend, fetches, feed, False)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == np.float16
+        np.testing.assert_allclose(g.astype(np.float64), w, rtol=3e-3,
+                                   atol=3e-3 * np.abs(w.astype(np.float64)).max())
+    gf.reset_default_graph()
+    fetches, feed = _model(_contrib, "float16")
+    assert "layer_norm_fwd" not in _ops(fetches, feed)
+
+
 def test_the_statistics_and_the_epsilon_are_contribs():
     fetches, feed = _model(_contrib, "float32")
     graph = optimize(fetches, list(feed), passes=passes.PASSES[:-1])
