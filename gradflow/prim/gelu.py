@@ -1,0 +1,84 @@
+"""GELU in its tanh form as one elementwise primitive and its gradient as another.
+
+``gelu_tanh(x, c, k)`` is GPT-2's (and google-research/bert's benchmark-style)
+``0.5 * x * (1 + tanh(c * (x + k * x^3)))`` with ``c = sqrt(2 / pi)`` and
+``k = 0.044715``, the unfused ops' arithmetic in their order (``x^3`` as
+``x * square(x)``, as the algebraic rewrites leave ``pow(x, 3)``);
+``gelu_tanh_grad(dy, x, c, k)`` is the sum the unfused gradient ops build, in their
+order::
+
+    t   = tanh(c * (x + k * x * x^2))
+    ds  = dy * (0.5 * x) * (1 - t^2) * c           (through the tanh)
+    dx  = (ds + ds * k * 3 * x^2) + dy * (1 + t) * 0.5
+
+Both carry a scalar expression, so the elementwise fusion puts each in one kernel with
+its neighbours (numba on the CPU, printed CUDA C on CuPy): the forward kernel then saves
+only ``x`` for the backward where the unfused ops save four of their intermediates, and
+the backward reads ``dy`` and ``x``. ``passes/gelu.py`` makes them from the unfused ops
+and their gradient.
+"""
+
+from __future__ import annotations
+
+from gradflow.prim import call, rules
+from gradflow.prim import scalar as sx
+from gradflow.prim.registry import register
+
+
+def _inner(xp, x, c, k, dtype):
+    lit = (lambda v: xp.asarray(v, dtype=dtype, device=x.device))
+    return xp.tanh(lit(c) * (x + lit(k) * (x * (x * x)))), lit
+
+
+def _gelu_impl(xp, x, *, c, k):
+    t, lit = _inner(xp, x, c, k, x.dtype)
+    return (lit(0.5) * x) * (lit(1.0) + t)
+
+
+def _gelu_grad_impl(xp, dy, x, *, c, k):
+    t, lit = _inner(xp, x, c, k, x.dtype)
+    ds = ((dy * (lit(0.5) * x)) * (lit(1.0) - t * t)) * lit(c)
+    return (ds + ((ds * lit(k)) * lit(3.0)) * (x * x)) + (dy * (lit(1.0) + t)) * lit(0.5)
+
+
+def _scalar_t(a, c, k, ty):
+    return f"np.tanh({ty}({c!r}) * ({a} + {ty}({k!r}) * ({a} * ({a} * {a}))))"
+
+
+def _gelu_scalar(args, node):
+    if not sx.floating(node):
+        return None
+    ty, (a,) = sx.scalar_type(node), args
+    t = _scalar_t(a, node.attrs["c"], node.attrs["k"], ty)
+    return f"(({ty}(0.5) * {a}) * ({ty}(1.0) + {t}))"
+
+
+def _gelu_grad_scalar(args, node):
+    if not sx.floating(node):
+        return None
+    ty, (g, a) = sx.scalar_type(node), args
+    c, k = node.attrs["c"], node.attrs["k"]
+    t = _scalar_t(a, c, k, ty)
+    ds = f"((({g} * ({ty}(0.5) * {a})) * ({ty}(1.0) - {t} * {t})) * {ty}({c!r}))"
+    return (f"(({ds} + (({ds} * {ty}({k!r})) * {ty}(3.0)) * ({a} * {a}))"
+            f" + ({g} * ({ty}(1.0) + {t})) * {ty}(0.5))")
+
+
+def _gelu_infer(shapes, dtypes, c, k):
+    rules.require_floating(dtypes[0], "x")
+    return shapes[0], dtypes[0]
+
+
+def _gelu_grad_infer(shapes, dtypes, c, k):
+    dtype = rules.same_dtype(dtypes)
+    return rules.broadcast_shapes(shapes[0], shapes[1]), dtype
+
+
+def _gelu_grad(node, g):
+    return [call.gelu_tanh_grad(g, node.inputs[0], **node.attrs)]
+
+
+register("gelu_tanh", _gelu_impl, _gelu_infer, grad=_gelu_grad, scalar=_gelu_scalar,
+         transcendental=True)
+register("gelu_tanh_grad", _gelu_grad_impl, _gelu_grad_infer, grad=None,
+         scalar=_gelu_grad_scalar, transcendental=True)
