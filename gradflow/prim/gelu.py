@@ -78,7 +78,10 @@ def _gelu_grad(node, g):
     return [call.gelu_tanh_grad(g, node.inputs[0], **node.attrs)]
 
 
+# worth_alone: a kernel even alone (the gradient reads a product's output, which no
+# elementwise op precedes); on the CPU, float32 kernels take numba_fused's own tanh
+# (backends/numpy/fused.py), the others the Array API functions in turn
 register("gelu_tanh", _gelu_impl, _gelu_infer, grad=_gelu_grad, scalar=_gelu_scalar,
-         transcendental=True)
+         transcendental=True, worth_alone=True)
 register("gelu_tanh_grad", _gelu_grad_impl, _gelu_grad_infer, grad=None,
-         scalar=_gelu_grad_scalar, transcendental=True)
+         scalar=_gelu_grad_scalar, transcendental=True, worth_alone=True)
