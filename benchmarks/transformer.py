@@ -12,16 +12,18 @@ CPU-bound process (``conv.timed``: the best of 5 rounds quiet, the median of 9 l
     python benchmarks/transformer.py [--width 128] [--layers 2] [--batch 16]
                                      [--seq 128] [--seconds 2] [--skip-tf]
                                      [--unfused-attention] [--unfused-layer-norm]
-    python benchmarks/transformer.py --profile [--unfused-layer-norm]   # ms per op
+    python benchmarks/transformer.py --profile [--unfused-layer-norm] [--unfused-gelu]
 
 ``--unfused-attention`` times gradflow a second time with the attention pass off (its
 plan compiled without ``passes.attention.fuse_attention``: the product, softmax,
 dropout and product as separate ops, and their gradients) and adds the column
 ``gf / unfused``: what the fused attention pair gains on the CPU, in the same run.
 ``--unfused-layer-norm`` does the same for the layer-norm pass
-(``passes.layer_norm.fuse_layer_norm``), in the column ``gf / no ln``.
+(``passes.layer_norm.fuse_layer_norm``), in the column ``gf / no ln``, and
+``--unfused-gelu`` for the GELU pass (``passes.gelu.fuse_gelu``), ``gf / no gelu``;
+with both, ``gf / neither`` compares with the plan without either pass.
 ``--profile`` prints the milliseconds per step in each kind of op of gradflow's step
-(with ``--unfused-layer-norm``: of the step without the layer-norm pass) and nothing else.
+(with ``--unfused-layer-norm``/``--unfused-gelu``: without those passes), nothing else.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from conv import add_peer_arguments, load_peers, timed  # noqa: E402
 import gradflow as gf  # noqa: E402
 from gradflow import passes  # noqa: E402
 from gradflow.passes.attention import fuse_attention  # noqa: E402
+from gradflow.passes.gelu import fuse_gelu  # noqa: E402
 from gradflow.passes.layer_norm import fuse_layer_norm  # noqa: E402
 
 VOCAB, HEADS_WIDTH = 1000, 64
@@ -173,10 +176,11 @@ def torch_step(torch, weights, ids, mask, labels, layers, dropout=0.1):
 
 
 def unfused_step(weights, ids, mask, labels, layers, without=fuse_attention):
-    """gradflow's step with its plan compiled without the pass ``without`` (run once here,
-    while the pass is off: the plan is kept for the later runs)."""
+    """gradflow's step with its plan compiled without the pass ``without`` (or a tuple of
+    passes; run once here, while they are off: the plan is kept for the later runs)."""
     saved = list(passes.PASSES)
-    passes.PASSES[:] = [p for p in saved if p is not without]
+    off = without if isinstance(without, tuple) else (without,)
+    passes.PASSES[:] = [p for p in saved if p not in off]
     try:
         step = graph_step(gf, weights, ids, mask, labels, layers)
         step()
@@ -196,6 +200,8 @@ def main():
                         help="also time gradflow with the attention pass off")
     parser.add_argument("--unfused-layer-norm", action="store_true",
                         help="also time gradflow with the layer-norm pass off")
+    parser.add_argument("--unfused-gelu", action="store_true",
+                        help="also time gradflow with the GELU pass off")
     parser.add_argument("--profile", action="store_true",
                         help="only print the time per op of gradflow's step")
     add_peer_arguments(parser)
@@ -208,7 +214,7 @@ def main():
     labels = rng.integers(0, 2, args.batch).astype(np.int32)
     weights = init_weights(args.width, args.layers, args.seq)
     if args.profile:
-        without = fuse_layer_norm if args.unfused_layer_norm else None
+        without = (fuse_layer_norm,) * args.unfused_layer_norm + (fuse_gelu,) * args.unfused_gelu
         print_profile(*profile_ops(lambda: unfused_step(weights, ids, mask, labels,
                                                         args.layers, without)))
         return
@@ -221,9 +227,14 @@ def main():
     if args.unfused_layer_norm:
         steps["no ln"] = unfused_step(weights, ids, mask, labels, args.layers,
                                       fuse_layer_norm)
+    if args.unfused_gelu:
+        steps["no gelu"] = unfused_step(weights, ids, mask, labels, args.layers, fuse_gelu)
+    if args.unfused_gelu and args.unfused_layer_norm:
+        steps["neither"] = unfused_step(weights, ids, mask, labels, args.layers,
+                                        (fuse_layer_norm, fuse_gelu))
     print(f"encoder: width {args.width}, {args.layers} layers, batch {args.batch} x {args.seq}"
           f"; TensorFlow: {'not timed' if tf is None else tf[0].VERSION}\n")
-    extra = [k for k in ("unfused", "no ln") if k in steps]
+    extra = [k for k in ("unfused", "no ln", "no gelu", "neither") if k in steps]
     print("| state | load | others | gradflow ms | torch ms | tf ms | gf / torch | gf / tf |"
           + "".join(f" gf / {k} |" for k in extra))
     print("|---|---|---|---|---|---|---|---|" + "---|" * len(extra))

@@ -1,7 +1,7 @@
 """GELU in its tanh form as one elementwise primitive and its gradient as another.
 
-``gelu_tanh(x, c, k)`` is GPT-2's (and google-research/bert's benchmark-style)
-``0.5 * x * (1 + tanh(c * (x + k * x^3)))`` with ``c = sqrt(2 / pi)`` and
+``gelu_tanh(x, c, k)`` is GPT-2's ``gelu`` (and ``benchmarks/transformer.py``'s),
+``0.5 * x * (1 + tanh(c * (x + k * x^3)))``, with ``c = sqrt(2 / pi)`` and
 ``k = 0.044715``, the unfused ops' arithmetic in their order (``x^3`` as
 ``x * square(x)``, as the algebraic rewrites leave ``pow(x, 3)``);
 ``gelu_tanh_grad(dy, x, c, k)`` is the sum the unfused gradient ops build, in their

@@ -13,10 +13,12 @@ take the primitive's CuPy functions. The kernels compute ``y`` in GPT-2's order,
 ``(x - mean) * rstd * gamma + beta``, for contrib's form too (``x * k + (beta - mean *
 k)``): the same value to rounding.
 
-GELU is not lowered: the elementwise fusion already makes its forward one printed
-kernel and its backward another (with the products' bias add and the gradient sums
-around them), as on the CPU, so ``cuda/transformer.py``'s GELU kernels would save no
-pass over memory.
+GELU is not lowered to ``cuda/transformer.py``'s GELU kernels: the elementwise fusion
+already makes its forward one printed kernel and its backward another, as on the CPU,
+and with ``passes/gelu.py`` (GPT-2's tanh form to ``gelu_tanh``/``gelu_tanh_grad``,
+``prim/gelu.py``) the forward kernel (with the product's bias add) saves only its input
+for the backward, which reads that and ``dy``: what the standalone kernels would do,
+without a pass of their own over the bias add.
 """
 
 from __future__ import annotations
