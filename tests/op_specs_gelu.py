@@ -25,9 +25,11 @@ def np_gelu_grad(dy, x):
 
 
 _TOL = {"float32": (1e-5, 1e-6), "float16": (2e-2, 2e-2)}
-spec("gelu_tanh", "gelu_tanh", lambda x: apply("gelu_tanh", [x], c=C, k=K),
-     [uniform(3, 4, lo=-4.0, hi=4.0)], np_gelu, tol=_TOL, second_order=False)
-spec("gelu_tanh_grad", "gelu_tanh_grad",
-     lambda dy, x: apply("gelu_tanh_grad", [dy, x], c=C, k=K),
-     [uniform(3, 4), uniform(3, 4, lo=-4.0, hi=4.0)], np_gelu_grad, grad=(), tol=_TOL,
-     second_order=False)
+for _form in ("gpt2", "bert"):
+    spec(f"gelu_tanh_{_form}", "gelu_tanh",
+         lambda x, f=_form: apply("gelu_tanh", [x], c=C, k=K, form=f),
+         [uniform(3, 4, lo=-4.0, hi=4.0)], np_gelu, tol=_TOL, second_order=False)
+    spec(f"gelu_tanh_grad_{_form}", "gelu_tanh_grad",
+         lambda dy, x, f=_form: apply("gelu_tanh_grad", [dy, x], c=C, k=K, form=f),
+         [uniform(3, 4), uniform(3, 4, lo=-4.0, hi=4.0)], np_gelu_grad, grad=(), tol=_TOL,
+         second_order=False)

@@ -26,7 +26,7 @@ def gelu(x):
 
 
 def bert_gelu(x):
-    """google-research/bert's ``gelu`` (modeling.py): ``x * cdf``."""
+    """google-research/bert's ``gelu`` (modeling.py), as written there."""
     cdf = 0.5 * (1.0 + gf.tanh((np.sqrt(2 / np.pi) * (x + 0.044715 * gf.pow(x, 3)))))
     return x * cdf
 
@@ -63,9 +63,10 @@ def _ops(fetches, feed, shapes=((64, 32),)):
 
 
 @pytest.mark.parametrize("residual", [False, True], ids=["alone", "residual"])
+@pytest.mark.parametrize("act", [gelu, bert_gelu], ids=["gpt2", "bert"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_gelu_and_its_gradient_fuse_with_the_unfused_numbers(backend, dtype, residual):
-    fetches, feed = _model(dtype, residual=residual)
+def test_gelu_and_its_gradient_fuse_with_the_unfused_numbers(backend, dtype, act, residual):
+    fetches, feed = _model(dtype, act=act, residual=residual)
     ops = _ops(fetches, feed)
     assert ops.count("gelu_tanh") == 1 and ops.count("gelu_tanh_grad") == 1
     assert "tanh" not in ops
@@ -109,12 +110,15 @@ def test_a_forward_alone_fuses_and_a_fetched_intermediate_stays_unfused():
     assert "gelu_tanh" not in _ops([y, t_names[0]], feed, [(4, 8)])
 
 
-def test_berts_x_times_cdf_form_stays_unfused():
-    """google-research/bert writes ``x * cdf`` (the 0.5 inside): a form this pass does not
-    take; the fusion's own kernels run it, as before."""
-    fetches, feed = _model("float64", act=bert_gelu)
-    ops = _ops(fetches, feed)
-    assert "gelu_tanh" not in ops and "tanh" in ops
+@pytest.mark.parametrize("act,form", [(gelu, "gpt2"), (bert_gelu, "bert")])
+def test_each_form_keeps_its_order(act, form):
+    """GPT-2's ``(0.5 * x) * (1 + t)`` and google-research/bert's ``x * (0.5 * (1 + t))``
+    keep their own order of operations (``form``), so each gives its unfused numbers."""
+    fetches, feed = _model("float64", act=act)
+    graph = optimize(fetches, list(feed), [(64, 32)], passes=passes.PASSES[:-1])
+    found = [n for n in graph.nodes() if n.opdef.name.startswith("gelu_tanh")]
+    assert [n.attrs["form"] for n in found] == [form, form]
+    assert found[0].attrs["c"] == pytest.approx(math.sqrt(2 / math.pi), rel=1e-15)
 
 
 def test_other_constants_are_not_gelu():
@@ -127,12 +131,13 @@ def test_other_constants_are_not_gelu():
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed: the CUDA C text is compiled "
                                         "on the host with it")
+@pytest.mark.parametrize("act", [gelu, bert_gelu], ids=["gpt2", "bert"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_fused_kernels_print_as_cuda_c_with_the_same_numbers(dtype, tmp_path):
+def test_the_fused_kernels_print_as_cuda_c_with_the_same_numbers(dtype, act, tmp_path):
     """What the CuPy backend compiles: the fused forward and backward kernels printed from
     ``gelu_tanh``'s and ``gelu_tanh_grad``'s scalar expressions, run by g++, against each
     member's Array API function (tanh's last bits may differ: a few ulps)."""
-    fetches, feed = _model(dtype)
+    fetches, feed = _model(dtype, act=act)
     fetches = fetches[:1] + fetches[2:]
     graph = optimize(fetches, list(feed), [(64, 32)])
     nodes = [n for n in graph.nodes() if n.opdef.name == "fused"]

@@ -1,7 +1,8 @@
 """GELU's tanh form as TF1 programs write it, and its gradient, as two elementwise ops.
 
 GPT-2's ``gelu`` (and ``benchmarks/transformer.py``'s) is
-``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3))))``; in the plan graph
+``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3))))``, google-research/
+bert's ``x * (0.5 * (1 + tanh(...)))``; in the plan graph
 (after the rewrites turn ``pow(x, 3)`` into ``x * square(x)``, before the elementwise
 fusion) it is eight ops, and its gradient a dozen whose contributions to ``x``'s
 gradient meet in a chain of ``add`` nodes (with those of ``x``'s other readers). The
@@ -84,13 +85,19 @@ def _rest(readers, t, h, m1, p3, inner):
     if not (_op(sq, "square") and sq.inputs[0] is h):
         return None
     a3 = _find(readers, t, "add", _is(1.0))
-    half = _find(readers, h, "multiply", _is(0.5))
-    y = a3 and half and _find(readers, a3, "multiply", lambda o: o is half)
-    if not y or h.dtype is None or h.dtype.name not in ("float16", "float32", "float64") \
-            or len({n.dtype for n in (h, t, y)}) != 1 or not _same_shape(h, y):
+    if not a3 or h.dtype is None or h.dtype.name not in ("float16", "float32", "float64"):
         return None
-    return {"h": h, "t": t, "y": y, "half": half, "a3": a3,
-            "inner": inner + [sq, p3, t, a3, half]}
+    half = _find(readers, h, "multiply", _is(0.5))  # GPT-2's (0.5 * x) * (1 + t)
+    y = half and _find(readers, a3, "multiply", lambda o: o is half)
+    form, scaled = "gpt2", half
+    if not y:  # BERT's x * (0.5 * (1 + t))
+        scaled = _find(readers, a3, "multiply", _is(0.5))
+        y = scaled and _find(readers, scaled, "multiply", lambda o: o is h)
+        form = "bert"
+    if not y or len({n.dtype for n in (h, t, y)}) != 1 or not _same_shape(h, y):
+        return None
+    return {"h": h, "t": t, "y": y, "scaled": scaled, "a3": a3, "form": form,
+            "inner": inner + [sq, p3, t, a3, scaled]}
 
 
 def _same_shape(h, y):
@@ -103,31 +110,39 @@ def _same_shape(h, y):
 
 def _backward(f, readers):
     """The gradient ops of the pattern ``f`` as a dict, or None where not all are found."""
-    half, a3, t, h, y = f["half"], f["a3"], f["t"], f["h"], f["y"]
-    m2s = [r for r in readers.get(half, []) if r is not y and _op(r, "multiply")]
-    if len(m2s) != 1:
+    scaled, a3, t, h, y = f["scaled"], f["a3"], f["t"], f["h"], f["y"]
+    if f["form"] == "gpt2":  # dy * half, then dy * (1 + t) * 0.5
+        m2s = [r for r in readers.get(scaled, []) if r is not y and _op(r, "multiply")]
+        dy = _other(m2s[0], scaled) if len(m2s) == 1 else None
+        m2 = m2s[0] if len(m2s) == 1 else None
+        m1 = dy is not None and _find(readers, dy, "multiply", lambda o: o is a3)
+        direct = m1 and _find(readers, m1, "multiply", _is(0.5))
+        to_tanh, nodes = m2, [m2, m1]
+    else:  # dy * cdf, then dy * x * 0.5
+        m1s = [r for r in readers.get(scaled, []) if r is not y and _op(r, "multiply")]
+        direct = m1s[0] if len(m1s) == 1 else None
+        dy = _other(direct, scaled) if direct else None
+        m2 = dy is not None and _find(readers, dy, "multiply", lambda o: o is h)
+        to_tanh = m2 and _find(readers, m2, "multiply", _is(0.5))
+        nodes = [m2]
+    if not direct or not to_tanh:
         return None
-    m2 = m2s[0]
-    dy = _other(m2, half)
-    m1 = _find(readers, dy, "multiply", lambda o: o is a3)
-    m13 = m1 and _find(readers, m1, "multiply", _is(0.5))
     sq = _square_of(readers, t)
     sub = sq and _find(readers, sq, "subtract", _is(1.0))
-    m3 = sub and sub.inputs[1] is sq and _find(readers, m2, "multiply", lambda o: o is sub)
+    m3 = sub and sub.inputs[1] is sq and _find(readers, to_tanh, "multiply",
+                                               lambda o: o is sub)
     m5 = m3 and _find(readers, m3, "multiply", lambda o: _near(_scalar(o), C))
     m7 = m5 and _find(readers, m5, "multiply", lambda o: _near(_scalar(o), K))
     m8 = m7 and _find(readers, m7, "multiply", _is(3.0))
     m9 = m8 and _find(readers, m8, "multiply",
                       lambda o: _op(o, "square") and o.inputs[0] is h)
-    if not (m13 and m9):
-        return None
-    dx = _sum_of(readers, [m5, m9, m13], allow_others=True)
-    if dx is None:
+    dx = m9 and _sum_of(readers, [m5, m9, direct], allow_others=True)
+    if not dx:
         return None
     hsq = _other(m9, m8)
-    nodes = [m2, m1, m13, sq, sub, m3, m5, m7, m8, m9] + dx[1]
+    nodes += [direct, to_tanh, sq, sub, m3, m5, m7, m8, m9] + dx[1]
     nodes += [hsq] if hsq not in f["inner"] else []
-    return {"dy": dy, "dx": dx[0], "others": dx[2], "inner": nodes}
+    return {"dy": dy, "dx": dx[0], "others": dx[2], "inner": list(dict.fromkeys(nodes))}
 
 
 def _square_of(readers, t):
@@ -149,7 +164,7 @@ def _closed(f, readers, fetched):
 
 
 def _rewrite(f, mapping, made):
-    attrs = {"c": f["c"], "k": f["k"]}
+    attrs = {"c": f["c"], "k": f["k"], "form": f["form"]}
     y, h = f["y"], f["h"]
     mapping[y] = PlanNode.standing_for(y, REGISTRY["gelu_tanh"], [h], attrs,
                                        name=y.name + "/gelu")
