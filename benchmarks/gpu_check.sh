@@ -13,7 +13,10 @@
 #   pytest_attn.log      phase "attn": fused attention through cuDNN (float16 forward and
 #                        backward against the unfused ops, a captured step) and the wide
 #                        softmax kernel (tests/test_attention_gpu.py,
-#                        tests/test_transformer_kernels_gpu.py)
+#                        tests/test_transformer_kernels_gpu.py), the layer-norm pair's
+#                        kernels and the GELU ops' printed kernels against NumPy and the
+#                        unfused ops (tests/test_layer_norm_gpu.py, the cupy cases of
+#                        tests/test_layer_norm_pass.py and tests/test_gelu_pass.py)
 #   benchmark_attn.log   phase "attn": benchmarks/gpu_transformer.py with GPU_ATTN_BENCH_ARGS
 #                        (default "--seconds 0.3 --skip-compile"): BERT- and GPT-2-style
 #                        steps, FP32/TF32/fp16/bf16, PyTorch, JAX, tokens/s, share of peak
@@ -67,7 +70,8 @@ if has new; then
   tail -3 "$LOGS/pytest_gpu_new.log"
 fi
 
-ATTN="tests/test_attention_gpu.py tests/test_transformer_kernels_gpu.py"
+ATTN="tests/test_attention_gpu.py tests/test_transformer_kernels_gpu.py \
+tests/test_layer_norm_gpu.py tests/test_layer_norm_pass.py tests/test_gelu_pass.py"
 if has attn; then
   # shellcheck disable=SC2086 - ATTN and per_test are lists of arguments
   timeout "${GPU_ATTN_TIMEOUT:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
