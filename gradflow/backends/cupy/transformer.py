@@ -73,7 +73,7 @@ def _out(xp, out, index, shape, dtype):
     o = None if out is None else out[index]
     if o is None or not o.flags.c_contiguous or tuple(o.shape) != tuple(shape) \
             or o.dtype != dtype:
-        return xp.empty(shape, dtype)
+        return xp.empty(tuple(shape), dtype=dtype)
     return o
 
 
