@@ -13,7 +13,10 @@
 #   pytest_attn.log      phase "attn": fused attention through cuDNN (float16 forward and
 #                        backward against the unfused ops, a captured step) and the wide
 #                        softmax kernel (tests/test_attention_gpu.py,
-#                        tests/test_transformer_kernels_gpu.py)
+#                        tests/test_transformer_kernels_gpu.py), the layer-norm pair's
+#                        kernels and the GELU ops' printed kernels against NumPy and the
+#                        unfused ops (tests/test_layer_norm_gpu.py, the cupy cases of
+#                        tests/test_layer_norm_pass.py and tests/test_gelu_pass.py)
 #   pytest_cudnn.log     phase "cudnn": whole LSTM layers on cuDNN's RNN through ctypes
 #                        (tests/test_cudnn_rnn_gpu.py: the layer builds, the char-LSTM
 #                        trains as NumPy, one captured graph, kernels per step) and the
@@ -75,7 +78,8 @@ if has new; then
   tail -3 "$LOGS/pytest_gpu_new.log"
 fi
 
-ATTN="tests/test_attention_gpu.py tests/test_transformer_kernels_gpu.py"
+ATTN="tests/test_attention_gpu.py tests/test_transformer_kernels_gpu.py \
+tests/test_layer_norm_gpu.py tests/test_layer_norm_pass.py tests/test_gelu_pass.py"
 if has attn; then
   # shellcheck disable=SC2086 - ATTN and per_test are lists of arguments
   timeout "${GPU_ATTN_TIMEOUT:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \

@@ -11,20 +11,29 @@ CPU-bound process (``conv.timed``: the best of 5 rounds quiet, the median of 9 l
 
     python benchmarks/transformer.py [--width 128] [--layers 2] [--batch 16]
                                      [--seq 128] [--seconds 2] [--skip-tf]
-                                     [--unfused-attention]
+                                     [--unfused-attention] [--unfused-layer-norm]
+    python benchmarks/transformer.py --profile [--unfused-layer-norm] [--unfused-gelu]
 
 ``--unfused-attention`` times gradflow a second time with the attention pass off (its
 plan compiled without ``passes.attention.fuse_attention``: the product, softmax,
 dropout and product as separate ops, and their gradients) and adds the column
 ``gf / unfused``: what the fused attention pair gains on the CPU, in the same run.
+``--unfused-layer-norm`` does the same for the layer-norm pass
+(``passes.layer_norm.fuse_layer_norm``), in the column ``gf / no ln``, and
+``--unfused-gelu`` for the GELU pass (``passes.gelu.fuse_gelu``), ``gf / no gelu``;
+with both, ``gf / neither`` compares with the plan without either pass.
+``--profile`` prints the milliseconds per step in each kind of op of gradflow's step
+(with ``--unfused-layer-norm``/``--unfused-gelu``: without those passes), nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import math
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,6 +47,8 @@ from conv import add_peer_arguments, load_peers, timed  # noqa: E402
 import gradflow as gf  # noqa: E402
 from gradflow import passes  # noqa: E402
 from gradflow.passes.attention import fuse_attention  # noqa: E402
+from gradflow.passes.gelu import fuse_gelu  # noqa: E402
+from gradflow.passes.layer_norm import fuse_layer_norm  # noqa: E402
 
 VOCAB, HEADS_WIDTH = 1000, 64
 
@@ -164,11 +175,12 @@ def torch_step(torch, weights, ids, mask, labels, layers, dropout=0.1):
     return step
 
 
-def unfused_step(weights, ids, mask, labels, layers):
-    """gradflow's step with its plan compiled without the attention pass (run once here,
-    while the pass is off: the plan is kept for the later runs)."""
+def unfused_step(weights, ids, mask, labels, layers, without=fuse_attention):
+    """gradflow's step with its plan compiled without the pass ``without`` (or a tuple of
+    passes; run once here, while they are off: the plan is kept for the later runs)."""
     saved = list(passes.PASSES)
-    passes.PASSES[:] = [p for p in saved if p is not fuse_attention]
+    off = without if isinstance(without, tuple) else (without,)
+    passes.PASSES[:] = [p for p in saved if p not in off]
     try:
         step = graph_step(gf, weights, ids, mask, labels, layers)
         step()
@@ -186,6 +198,12 @@ def main():
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per contender")
     parser.add_argument("--unfused-attention", action="store_true",
                         help="also time gradflow with the attention pass off")
+    parser.add_argument("--unfused-layer-norm", action="store_true",
+                        help="also time gradflow with the layer-norm pass off")
+    parser.add_argument("--unfused-gelu", action="store_true",
+                        help="also time gradflow with the GELU pass off")
+    parser.add_argument("--profile", action="store_true",
+                        help="only print the time per op of gradflow's step")
     add_peer_arguments(parser)
     args = parse_args(parser)
     torch, tf = load_peers(args, "benchmarks/transformer.py")
@@ -195,18 +213,31 @@ def main():
     mask[:, args.seq * 3 // 4:] = 0.0  # padding at the end of every row
     labels = rng.integers(0, 2, args.batch).astype(np.int32)
     weights = init_weights(args.width, args.layers, args.seq)
+    if args.profile:
+        without = (fuse_layer_norm,) * args.unfused_layer_norm + (fuse_gelu,) * args.unfused_gelu
+        print_profile(*profile_ops(lambda: unfused_step(weights, ids, mask, labels,
+                                                        args.layers, without)))
+        return
     steps = {"gradflow": graph_step(gf, weights, ids, mask, labels, args.layers),
              "torch": torch_step(torch, weights, ids, mask, labels, args.layers)}
     if tf is not None:
         steps["tf"] = graph_step(tf[0], weights, ids, mask, labels, args.layers, config=tf[1])
     if args.unfused_attention:
         steps["unfused"] = unfused_step(weights, ids, mask, labels, args.layers)
+    if args.unfused_layer_norm:
+        steps["no ln"] = unfused_step(weights, ids, mask, labels, args.layers,
+                                      fuse_layer_norm)
+    if args.unfused_gelu:
+        steps["no gelu"] = unfused_step(weights, ids, mask, labels, args.layers, fuse_gelu)
+    if args.unfused_gelu and args.unfused_layer_norm:
+        steps["neither"] = unfused_step(weights, ids, mask, labels, args.layers,
+                                        (fuse_layer_norm, fuse_gelu))
     print(f"encoder: width {args.width}, {args.layers} layers, batch {args.batch} x {args.seq}"
           f"; TensorFlow: {'not timed' if tf is None else tf[0].VERSION}\n")
-    extra = " gf / unfused |" if args.unfused_attention else ""
+    extra = [k for k in ("unfused", "no ln", "no gelu", "neither") if k in steps]
     print("| state | load | others | gradflow ms | torch ms | tf ms | gf / torch | gf / tf |"
-          + extra)
-    print("|---|---|---|---|---|---|---|---|" + ("---|" if extra else ""))
+          + "".join(f" gf / {k} |" for k in extra))
+    print("|---|---|---|---|---|---|---|---|" + "---|" * len(extra))
     for load, state in ((0, "quiet"), (1, "loaded")):
         times, others, avg = timed(steps, args.seconds, load)
         ours, tf_ms = times["gradflow"], times.get("tf")
@@ -215,7 +246,81 @@ def main():
               f"| {'-' if tf_ms is None else f'{tf_ms:.1f}'} "
               f"| {ours / times['torch']:.2f} "
               f"| {'-' if tf_ms is None else f'{ours / tf_ms:.2f}'} |"
-              + (f" {ours / times['unfused']:.3f} |" if extra else ""), flush=True)
+              + "".join(f" {ours / times[k]:.3f} |" for k in extra), flush=True)
+
+
+def profile_ops(make_step, steps=10):
+    """Milliseconds per training step spent in each kind of op of the gradflow step
+    ``make_step()`` builds (``(wall ms, {op: (ms, calls per step)})``, medians over
+    ``steps`` runs), from timers wrapped around every bound op function, as
+    ``benchmarks/lstm_step.py --profile`` takes them."""
+    from gradflow import executor
+
+    totals, counts = collections.defaultdict(float), collections.Counter()
+    bind, depth = executor.bind, [0]
+
+    def timed_bind(backend_, node, attrs=None, draw=None):
+        if depth[0]:  # a fused node's members: timed as the node
+            return bind(backend_, node, attrs, draw)
+        depth[0] += 1
+        try:
+            fn = bind(backend_, node, attrs, draw)
+        finally:
+            depth[0] -= 1
+        name = _profile_name(node)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            result = fn(*args, **kwargs)
+            totals[name] += time.perf_counter() - start
+            counts[name] += 1
+            return result
+
+        timed.__dict__.update(getattr(fn, "__dict__", {}))  # accepts_out and the like
+        timed.inner = fn
+        return timed
+
+    backend = gf.backends.get(None)
+    accepts_out = backend.accepts_out
+    backend.accepts_out = lambda fn: accepts_out(getattr(fn, "inner", fn))
+    executor.bind = timed_bind
+    try:
+        step = make_step()
+        step()
+    finally:
+        executor.bind = bind
+        backend.accepts_out = accepts_out
+    per_run, walls = [], []
+    for _ in range(steps):
+        totals.clear()
+        counts.clear()
+        start = time.perf_counter()
+        step()
+        walls.append(time.perf_counter() - start)
+        per_run.append((dict(totals), dict(counts)))
+    ops = {k: (float(np.median([t.get(k, 0.0) for t, _ in per_run])) * 1e3, per_run[0][1][k])
+           for k in per_run[0][0]}
+    return float(np.median(walls)) * 1e3, ops
+
+
+def _profile_name(node):
+    name = node.opdef.name
+    if "wrt" in node.attrs:
+        name += "/" + node.attrs["wrt"]
+    if name == "fused":
+        name += "[" + " ".join(m.type for m in node.attrs["program"].members) + "]"
+    if name in ("matmul", "add") or name.startswith(("fused", "layer_norm")):
+        name += str(tuple(node.shape)) if node.shape is not None else ""
+    return name
+
+
+def print_profile(wall, ops):
+    """The table of ``profile_ops``, slowest first."""
+    inside = sum(ms for ms, _ in ops.values())
+    print(f"gradflow step {wall:.2f} ms with timers: {inside:.2f} ms in ops, "
+          f"{wall - inside:.2f} ms outside them")
+    for name, (ms, calls) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name[:90]:90s} {ms:7.3f} ms {calls:4d} calls")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,11 @@ def _ops(tree):
 
 _UNARY = {"negative", "exp", "log", "log1p", "sqrt", "square", "abs", "tanh", "floor", "ceil",
           "sin", "cos", "expm1", "sigmoid", "relu", "cast", "zeros_like", "ones_like",
-          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}
+          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+          "gelu_tanh"}
+# the attributes an op's expression reads (GELU's constants and order of operations)
+_ATTRS = {"gelu_tanh": {"c": 0.7978845608028654, "k": 0.044715, "form": "gpt2"},
+          "gelu_tanh_grad": {"c": 0.7978845608028654, "k": 0.044715, "form": "bert"}}
 _BOOL_RESULT = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                 "logical_and", "logical_or", "logical_not"}
 
@@ -31,6 +35,7 @@ class _Node:
 
     def __init__(self, opdef, in_dtypes, dtype):
         self.opdef, self.dtype = opdef, dtype
+        self.attrs = _ATTRS.get(getattr(opdef, "name", None), {})
         self.inputs = [_Node(None, (), d) for d in in_dtypes] if opdef is not None else []
 
 

@@ -21,8 +21,10 @@ from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
+from gradflow.passes.gelu import fuse_gelu
 from gradflow.passes.gradient_sums import stack_gradient_sums
 from gradflow.passes.ir import PlanGraph, PlanNode
+from gradflow.passes.layer_norm import fuse_layer_norm
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
 from gradflow.passes.mixed_precision import mixed_precision_pass
@@ -40,10 +42,12 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # A while_loop whose trip count folding made known is unrolled next, so the passes after
 # it see the copies as they see a static unroll.
 # Attention's ops (and their gradient's) become one fused pair before the elementwise
-# fusion hides them in fused groups.
+# fusion hides them in fused groups; so do layer norm's (contrib's and GPT-2's), and GELU's
+# tanh form becomes two elementwise ops that the fusion then takes in.
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_elementwise]
+          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_layer_norm,
+          fuse_gelu, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 

@@ -15,6 +15,7 @@ from gradflow.backends.half import widened, widens
 from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.numpy.attention import LOWERINGS as ATTENTION_LOWERINGS
 from gradflow.backends.numpy.fused import lower_fused
+from gradflow.backends.numpy.layer_norm import LOWERINGS as LAYER_NORM_LOWERINGS
 from gradflow.backends.numpy.matmul import lower_matmul
 from gradflow.backends.numpy.out import LOWERINGS as OUT_LOWERINGS
 from gradflow.backends.numpy.reduce import lower_unbroadcast
@@ -207,6 +208,7 @@ LOWERINGS = {
     "unbroadcast": lower_unbroadcast,
     **OUT_LOWERINGS,
     **ATTENTION_LOWERINGS,
+    **LAYER_NORM_LOWERINGS,
     **RNN_LOWERINGS,
     **WINDOW_LOWERINGS,
     **bind_segments(segment_reducer(_scatter_add_rows)),

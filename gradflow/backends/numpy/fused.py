@@ -213,9 +213,12 @@ FAST_TANH = ("from gradflow.backends.numpy.lstm_jit import _tanh as tanh32"
              "  # numpy_lstm_jit._tanh, version 1\n")
 
 
+_TANH_OPS = ("tanh", "gelu_tanh", "gelu_tanh_grad")  # ops whose only libm call is np.tanh
+
+
 def _fast_tanh(member):
     """Whether ``member`` is a transcendental op that kernels compute without libm."""
-    return member.opdef.name == "tanh" and member.dtype is not None \
+    return member.opdef.name in _TANH_OPS and member.dtype is not None \
         and member.dtype.as_numpy_dtype == np.float32
 
 
