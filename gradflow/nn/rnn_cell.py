@@ -29,7 +29,8 @@ from gradflow.ops.conv_ops import dropout
 from gradflow.ops.index_ops import concat, split
 from gradflow.ops.math_ops import clip_by_value, sigmoid, tanh
 from gradflow.ops.rnn_ops import lstm_c, lstm_gates, lstm_h
-from gradflow.prim.registry import convert_to_tensor
+from gradflow.prim import gru as _gru  # noqa: F401 - registers the GRU step's primitives
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.variables import constant_initializer, variable_scope, zeros_initializer
 
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
@@ -289,12 +290,30 @@ class GRUCell(RNNCell):
         n = self._num_units
         gates = sigmoid(_input_state_matmul(inputs, state, self._gate_kernel, n) +
                         self._gate_bias)
+        if self._activation is tanh and _fusible(inputs, state, gates):
+            # the same numbers as below, in two fused nodes (gradflow/prim/gru.py)
+            rh = apply("gru_rh", [gates, state])
+            zc = _input_state_matmul(inputs, rh, self._candidate_kernel, n) + \
+                self._candidate_bias
+            new_h = apply("gru_h", [gates, zc, state])
+            return new_h, new_h
         r, u = split(gates, 2, axis=1)
         candidate = self._activation(
             _input_state_matmul(inputs, r * state, self._candidate_kernel, n) +
             self._candidate_bias)
         new_h = u * state + (1.0 - u) * candidate
         return new_h, new_h
+
+
+def _fusible(inputs, state, gates):
+    """Whether a GRU step of these tensors can be the fused ``gru_rh``/``gru_h`` nodes:
+    floating 2-D gates and state of one dtype (anything else takes the elementary ops,
+    which broadcast and check as TF1's do)."""
+    shapes = [t.shape for t in (state, gates)]
+    if not all(s is not None and s.ndims == 2 for s in shapes):
+        return False
+    batches = {s[0] for s in shapes} - {None}
+    return len(batches) <= 1 and state.dtype == gates.dtype and gates.dtype.is_floating
 
 
 def _keeps_all(keep_prob):
