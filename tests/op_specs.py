@@ -109,6 +109,10 @@ EXEMPT = {
                      "backend's kernel pass (test_cupy_emit_on_numpy.py, test_cuda_lstm.py)",
     "lstm_step_rec_grad": "plan-only: its backward step (test_cupy_emit_on_numpy.py, "
                           "test_cuda_lstm.py)",
+    "gru_rh_grads": "plan-only: gru_rh's two gradients in one node (test_gru_fused.py, "
+                    "test_gru_kernels.py)",
+    "gru_h_grads": "plan-only: gru_h's three gradients in one node (test_gru_fused.py, "
+                   "test_gru_kernels.py)",
     "transposed_copy": "plan-only: a row-major w^T for an RNN's backward products, the "
                        "NumPy backend's kernel pass (test_rnn_cells_fused.py)",
     **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "
@@ -787,6 +791,26 @@ spec("lstm_cell_grad", "lstm_cell_grad",
      lambda dc, dh, a, c, c_prev: apply("lstm_cell_grad", [dc, dh, a, c, c_prev]),
      [uniform(3, 4), uniform(3, 4), uniform(3, 16, lo=-0.95, hi=0.95), uniform(3, 4),
       uniform(3, 4)], np_lstm_cell_grad, grad=())
+# the GRU step's fused nodes (gradflow/prim/gru.py; gates r, u)
+def np_gru_rh(gates, h):
+    return np.split(gates, 2, axis=-1)[0] * h
+
+
+def np_gru_h(gates, zc, h):
+    u = np.split(gates, 2, axis=-1)[1]
+    return u * h + (1 - u) * np.tanh(zc)
+
+
+spec("gru_rh", ("gru_rh", "gru_rh_grad"), lambda g, h: apply("gru_rh", [g, h]),
+     [uniform(2, 6, lo=0.05, hi=0.95), uniform(2, 3)], np_gru_rh)
+spec("gru_rh_batch_known", ("gru_rh", "gru_rh_grad"), lambda g, h: apply("gru_rh", [g, h]),
+     [uniform(3, 4, lo=0.05, hi=0.95), uniform(3, 2)], np_gru_rh, dynamic=keep(1, 0, 1))
+spec("gru_h", ("gru_h", "gru_h_grad"), lambda g, zc, h: apply("gru_h", [g, zc, h]),
+     [uniform(2, 6, lo=0.05, hi=0.95), uniform(2, 3), uniform(2, 3)], np_gru_h)
+spec("gru_h_units_known", ("gru_h", "gru_h_grad"), lambda g, zc, h: apply("gru_h", [g, zc, h]),
+     [uniform(3, 4, lo=0.05, hi=0.95), uniform(3, 2), uniform(3, 2)], np_gru_h,
+     dynamic=keep(0, 1))
+
 spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.float64),
      [lambda rng: np.array(3, np.int32)], lambda b: np.zeros((3, 2, 3)), dtypes=("int32",),
      grad=(), value_shaped=True)
