@@ -109,6 +109,12 @@ EXEMPT = {
                      "backend's kernel pass (test_cupy_emit_on_numpy.py, test_cuda_lstm.py)",
     "lstm_step_rec_grad": "plan-only: its backward step (test_cupy_emit_on_numpy.py, "
                           "test_cuda_lstm.py)",
+    "gru_gates_step": "plan-only: a GRU step's gates and r * h in one node "
+                      "(test_gru_fused.py, test_gru_kernels.py)",
+    "gru_h_step": "plan-only: a GRU step's candidate sum and new state in one node "
+                  "(test_gru_fused.py, test_gru_kernels.py)",
+    "gru_gates_grad": "plan-only: a GRU step's gate gradient in one node (test_gru_fused.py, "
+                      "test_gru_kernels.py)",
     "gru_rh_grads": "plan-only: gru_rh's two gradients in one node (test_gru_fused.py, "
                     "test_gru_kernels.py)",
     "gru_h_grads": "plan-only: gru_h's three gradients in one node (test_gru_fused.py, "

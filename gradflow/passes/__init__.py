@@ -22,7 +22,7 @@ from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.gradient_sums import stack_gradient_sums
-from gradflow.passes.gru_steps import fuse_gru_grads
+from gradflow.passes.gru_steps import fuse_gru_steps
 from gradflow.passes.ir import PlanGraph, PlanNode
 from gradflow.passes.layouts import sink_layouts
 from gradflow.passes.lstm_steps import fuse_lstm_steps
@@ -44,7 +44,7 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # fusion hides them in fused groups.
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_gru_grads, fuse_attention, fuse_elementwise]
+          share_row_stacks, fuse_lstm_steps, fuse_gru_steps, fuse_attention, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 

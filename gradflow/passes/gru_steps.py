@@ -1,60 +1,199 @@
-"""One node for all the gradients of each GRU step node.
+"""Each GRU time step as four nodes around its products, two forward and two backward.
 
-Autodiff gives each input of ``gru_rh(gates, h)`` and ``gru_h(gates, zc, h)``
-(``gradflow/prim/gru.py``) its own gradient node, ``gru_rh_grad(g, gates, h,
-wrt=...)`` and ``gru_h_grad(g, gates, zc, h, wrt=...)``, all reading the same
-arrays. This pass replaces the nodes of one op that read the same inputs by one
-``gru_rh_grads`` (outputs: the gates', the state's) or ``gru_h_grads`` (the
-gates', the candidate's, the state's) node, read through ``fused_output`` nodes:
-one pass over the step's arrays instead of two or three. An output no node reads
-(the state's gradient of the first step) is computed and dropped.
+After the rewrites, a forward step of ``GRUCell`` (``gradflow/prim/gru.py``) is
 
-The nodes must have fully known 2-D shapes of one batch and one dtype and no
-control inputs.
+    gates = sigmoid((x_g + y_g) + b_g)        rh = gru_rh(gates, h)
+    zc    = (x_c + y_c) + b_c                 h_new = gru_h(gates, zc, h)
+
+with ``y_g = h @ W_gh`` and ``y_c = rh @ W_ch``. This pass makes them
+``gates, rh = gru_gates_step(x_g, y_g, b_g, h)`` and ``zc, h_new =
+gru_h_step(x_c, y_c, b_c, gates, h)`` (each read through ``fused_output`` nodes):
+one kernel each, the sums never stored but ``zc``, which the backward reads.
+
+Backward, autodiff gives each input of ``gru_rh`` and ``gru_h`` its own gradient
+node (``gru_rh_grad``/``gru_h_grad`` with ``wrt``), all reading the same arrays. The
+nodes of one op that read the same inputs become one ``gru_rh_grads`` (outputs: the
+gates', the state's) or ``gru_h_grads`` (the gates', the candidate's, the state's);
+``gru_h_grads`` also takes the terms of its output gradient, a sum of at most four
+(the loss's gradient of the step's output and the three parts coming back from the
+next step) when nothing else reads the sum. Then the gates' gradient,
+``sigmoid'(dgh + drg)`` as autodiff writes it (``(g * s) * (1 - s)``, ``g`` the sum of
+the two ``gates`` outputs), and ``gru_rh``'s state gradient are one
+``gru_gates_grad(drh, dgh, gates, h)``. A step's backward is then two kernels and two
+products.
+
+Every node involved must have a fully known 2-D shape (the bias 1-D), one dtype and
+no control inputs; anything else is left as it is.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from gradflow.passes.fusion import output_of
 from gradflow.passes.ir import PlanNode
-from gradflow.prim.gru import GRU_H_GRADS, GRU_RH_GRADS
+from gradflow.prim.gru import (
+    GRU_GATES_GRAD,
+    GRU_GATES_STEP,
+    GRU_H_GRADS,
+    GRU_H_STEP,
+    GRU_RH_GRADS,
+)
 
 _GROUPS = {"gru_rh_grad": (GRU_RH_GRADS, ("gates", "state")),
            "gru_h_grad": (GRU_H_GRADS, ("gates", "candidate", "state"))}
+MAX_TERMS = 4  # of a gradient sum gru_h_grads takes in (its kernels take that many)
 
 
-def fuse_gru_grads(graph) -> None:
-    """Join the ``gru_rh_grad`` and ``gru_h_grad`` nodes of ``graph`` (a PlanGraph) that
-    read the same inputs into one multi-output node each (see the module docstring)."""
+def fuse_gru_steps(graph) -> None:
+    """Make each GRU step's nodes of ``graph`` (a PlanGraph) the fused step nodes of the
+    module docstring, in three rounds (each reads the last one's nodes)."""
+    for round_ in (_forward, _gradient_groups, _gates_grads):
+        mapping, made = {}, []
+        round_(graph, graph.consumers(), mapping, made)
+        graph.replace(mapping, extra=made)
+
+
+def _outputs(fused, olds, mapping, made):
+    for index, old in enumerate(olds):
+        if old is not None:
+            mapping[old] = output_of(fused, index, old)
+            made.append(mapping[old])
+
+
+def _known(node):
+    return node.shape is not None and node.shape.is_fully_defined()
+
+
+def _plain(node, op=None):
+    return isinstance(node, PlanNode) and (op is None or node.opdef.name == op) \
+        and node.opdef.kind == "compute" and not node.control_inputs and _known(node) \
+        and len(node.shape) == 2
+
+
+def _terms(node, readers, limit, row=True):
+    """The leaves of the sum ``node`` (``add`` nodes, each inner one read only by the
+    next), left to right, shaped like ``node`` but for a last row [width] when ``row``;
+    None when ``node`` is no such sum of at most ``limit`` leaves."""
+    leaves, inner = [node], True
+    while inner:
+        inner = False
+        for k, leaf in enumerate(leaves):
+            if _plain(leaf, "add") and (leaf is node or len(readers.get(leaf, [])) == 1) \
+                    and leaf.dtype == node.dtype:
+                leaves[k:k + 1] = list(leaf.inputs)
+                inner = True
+                break
+    if leaves == [node] or len(leaves) > limit:
+        return None
+    full = leaves[:-1] if row else leaves
+    if row and not (leaves[-1].shape is not None and tuple(leaves[-1].shape)
+                    == tuple(node.shape[1:]) and leaves[-1].dtype == node.dtype):
+        return None
+    if not all(_known(t) and tuple(t.shape) == tuple(node.shape) and t.dtype == node.dtype
+               for t in full):
+        return None
+    return leaves
+
+
+def _forward(graph, readers, mapping, made):
+    for node in graph.nodes():
+        if _plain(node, "gru_rh"):
+            gates, h = node.inputs
+            if _plain(gates, "sigmoid") and gates not in mapping:
+                terms = _terms(gates.inputs[0], readers, 3)
+                if terms is not None and _same(node, gates, h):
+                    fused = PlanNode.standing_for(gates, GRU_GATES_STEP, terms + [h], {})
+                    made.append(fused)
+                    _outputs(fused, (gates, node), mapping, made)
+        elif _plain(node, "gru_h"):
+            gates, zc, h = node.inputs
+            terms = _terms(zc, readers, 3) if _plain(zc, "add") else None
+            if terms is not None and _same(node, gates, zc, h):
+                fused = PlanNode.standing_for(node, GRU_H_STEP, terms + [gates, h], {})
+                made.append(fused)
+                _outputs(fused, (zc, node), mapping, made)
+
+
+def _same(*nodes):
+    return all(_known(n) and len(n.shape) == 2 for n in nodes) \
+        and len({n.dtype for n in nodes}) == 1 and len({n.shape[0] for n in nodes}) == 1
+
+
+def _gradient_groups(graph, readers, mapping, made):
     groups: dict = {}
     for node in graph.nodes():
-        if _plain(node):
+        if any(_plain(node, op) for op in _GROUPS) and _same(node, *node.inputs[1:]):
             key = (node.opdef.name,) + tuple(id(x) for x in node.inputs)
             groups.setdefault(key, {})[node.attrs["wrt"]] = node
-    mapping, made = {}, []
     for key, by_wrt in groups.items():
         opdef, order = _GROUPS[key[0]]
-        if len(by_wrt) < 2 or not _one_dtype(by_wrt):
-            continue
         first = next(iter(by_wrt.values()))
-        fused = PlanNode.standing_for(by_wrt.get("gates", first), opdef, list(first.inputs),
-                                      {})
+        if len(by_wrt) < 2 or first.inputs[0].dtype != first.dtype:
+            continue
+        g, *rest = first.inputs
+        terms = [g]
+        if opdef is GRU_H_GRADS and _plain(g, "add") \
+                and set(readers.get(g, [])) <= set(by_wrt.values()):
+            terms = _terms(g, readers, MAX_TERMS, row=False) or [g]
+        fused = PlanNode.standing_for(by_wrt.get("gates", first), opdef, terms + rest, {})
         made.append(fused)
-        for index, wrt in enumerate(order):
-            old = by_wrt.get(wrt)
-            if old is not None:
-                mapping[old] = output_of(fused, index, old)
-                made.append(mapping[old])
-    graph.replace(mapping, extra=made)
+        _outputs(fused, [by_wrt.get(w) for w in order], mapping, made)
 
 
-def _one_dtype(by_wrt):
-    nodes = list(by_wrt.values())
-    return len({n.dtype for n in nodes} | {x.dtype for x in nodes[0].inputs}) == 1
+def _gates_grads(graph, readers, mapping, made):
+    for node in graph.nodes():
+        parts = _sigmoid_grad(node, readers, graph)
+        if parts is None:
+            continue
+        s, dgh, drg = parts
+        rh_grads = drg.inputs[0] if _output_of(drg) == "gru_rh_grads" else drg
+        drh, gates, h = rh_grads.inputs
+        dh_r = [r for r in readers.get(rh_grads, []) if r is not drg]
+        if gates is not s or len(dh_r) > 1 or not _same(node, drh, h):
+            continue
+        fused = PlanNode.standing_for(node, GRU_GATES_GRAD, [drh, dgh, gates, h], {})
+        made.append(fused)
+        _outputs(fused, (node, dh_r[0] if dh_r else None), mapping, made)
 
 
-def _plain(node):
-    return isinstance(node, PlanNode) and node.opdef.name in _GROUPS \
-        and node.opdef.kind == "compute" and not node.control_inputs \
-        and all(t.shape is not None and len(t.shape) == 2 and t.shape.is_fully_defined()
-                for t in [node] + list(node.inputs))
+def _sigmoid_grad(node, readers, graph):
+    """``(s, dgh, drg)`` if ``node`` is ``(g * s) * (1 - s)`` (a sigmoid's gradient) with
+    ``g = dgh + drg`` the gates' gradients of a ``gru_h_grads`` and of a ``gru_rh_grads``
+    (or a lone ``gru_rh_grad``), each read nowhere else, else None."""
+    if not _plain(node, "multiply"):
+        return None
+    left, right = node.inputs
+    if not (_plain(left, "multiply") and _plain(right, "subtract")
+            and len(readers.get(left, [])) == 1 and len(readers.get(right, [])) == 1):
+        return None
+    g, s = left.inputs
+    one, s2 = right.inputs
+    if s2 is not s or not _is_one(one, graph) or not _plain(g, "add") \
+            or len(readers.get(g, [])) != 1:
+        return None
+    dgh, drg = g.inputs
+    lone = _plain(drg, "gru_rh_grad") and drg.attrs.get("wrt") == "gates"
+    if _output_of(dgh) != "gru_h_grads" or not (lone or _output_of(drg) == "gru_rh_grads") \
+            or len(readers.get(drg, [])) != 1 or len(readers.get(dgh, [])) != 1:
+        return None
+    return s, dgh, drg
+
+
+def _output_of(node):
+    """The op of the multi-output node whose output 0 ``node`` reads, else None."""
+    if isinstance(node, PlanNode) and node.opdef.name == "fused_output" \
+            and node.attrs.get("index") == 0 and isinstance(node.inputs[0], PlanNode):
+        return node.inputs[0].opdef.name
+    return None
+
+
+def _is_one(node, graph):
+    """Whether ``node`` is a constant (not fed) whose elements are all exactly 1."""
+    if node in graph.fed or node.opdef.kind != "constant" or node.control_inputs:
+        return False
+    array = getattr(node.attrs.get("value"), "array", None)
+    if array is None or np.ndim(array) > 2:
+        return False
+    array = np.asarray(array)
+    return array.dtype.kind in "iuf" and array.size > 0 and bool(np.all(array == 1))

@@ -159,7 +159,36 @@ register("gru_h_grad", _gru_h_grad_impl, _grad_infer,
          grad=_second_order(composite_gru_h, _H_INPUTS), transcendental=True)
 
 
-# -- all the gradients of one node in one call, made by the graph compiler -----------
+# -- whole steps, made by the graph compiler (``passes/gru_steps.py``) --------------------
+
+
+def _sum(terms):
+    """``terms[0] + terms[1] + ...``, left to right (the order of the add nodes replaced)."""
+    z = terms[0]
+    for t in terms[1:]:
+        z = z + t
+    return z
+
+
+def _sigmoid(xp, z):
+    return 0.5 * xp.tanh(0.5 * z) + 0.5  # as the ``sigmoid`` primitive computes it
+
+
+def _gru_gates_step_impl(xp, *inputs):
+    """``(gates, rh)``: ``gates = sigmoid(terms[0] + terms[1] + ...)`` (the step's input
+    and state products and the bias) and ``rh = gru_rh(gates, h)``; ``h`` is the last
+    input."""
+    *terms, h = inputs
+    gates = _sigmoid(xp, _sum(terms))
+    return gates, _gru_rh_impl(xp, gates, h)
+
+
+def _gru_h_step_impl(xp, *inputs):
+    """``(zc, h_new)``: ``zc = terms[0] + ...`` and ``h_new = gru_h(gates, zc, h)``; the
+    last two inputs are ``gates, h``."""
+    *terms, gates, h = inputs
+    zc = _sum(terms)
+    return zc, _gru_h_impl(xp, gates, zc, h)
 
 
 def _gru_rh_grads_impl(xp, g, gates, h):
@@ -167,17 +196,39 @@ def _gru_rh_grads_impl(xp, g, gates, h):
     return tuple(_gru_rh_grad_impl(xp, g, gates, h, w) for w in _RH_INPUTS)
 
 
-def _gru_h_grads_impl(xp, g, gates, zc, h):
-    """``(d gates, d zc, d h)`` of ``gru_h``: its three ``gru_h_grad`` nodes in one."""
+def _gru_h_grads_impl(xp, *inputs):
+    """``(d gates, d zc, d h)`` of ``gru_h``: its three ``gru_h_grad`` nodes in one, their
+    output gradient the sum of the leading inputs (the gradients of a step's output from
+    the loss and from the next step); the last three are ``gates, zc, h``."""
+    *terms, gates, zc, h = inputs
+    g = _sum(terms)
     return tuple(_gru_h_grad_impl(xp, g, gates, zc, h, w) for w in _H_INPUTS)
 
 
-def _grads_infer(shapes, in_dtypes):
-    return shapes[1], rules.same_dtype(in_dtypes)
+def _gru_gates_grad_impl(xp, drh, dgh, gates, h):
+    """``(dz, dh)`` of a step's gates: ``dz = sigmoid'(dgh + gru_rh_grad(drh, gates, h,
+    "gates"))`` (``dgh``: ``gru_h``'s gradient for the gates) and ``dh =
+    gru_rh_grad(drh, gates, h, "state")``, in the order the replaced nodes compute."""
+    total = dgh + _gru_rh_grad_impl(xp, drh, gates, h, "gates")
+    return (total * gates) * (1.0 - gates), _gru_rh_grad_impl(xp, drh, gates, h, "state")
 
 
-# Plan nodes only (``passes/gru_steps.py``); plans are never differentiated.
-GRU_RH_GRADS = register("gru_rh_grads", _gru_rh_grads_impl, _grads_infer, grad=None,
+def _first_infer(index):
+    def infer(shapes, in_dtypes):
+        return shapes[index], rules.same_dtype(in_dtypes)
+
+    return infer
+
+
+# Plan nodes only; plans are never differentiated. Each output's shape is that of the
+# node it stands for.
+GRU_GATES_STEP = register("gru_gates_step", _gru_gates_step_impl, _first_infer(0), grad=None,
+                          outputs=2, plan_only=True, transcendental=True)
+GRU_H_STEP = register("gru_h_step", _gru_h_step_impl, _first_infer(-1), grad=None, outputs=2,
+                      plan_only=True, transcendental=True)
+GRU_RH_GRADS = register("gru_rh_grads", _gru_rh_grads_impl, _first_infer(1), grad=None,
                         outputs=2, plan_only=True)
-GRU_H_GRADS = register("gru_h_grads", _gru_h_grads_impl, _grads_infer, grad=None,
+GRU_H_GRADS = register("gru_h_grads", _gru_h_grads_impl, _first_infer(-3), grad=None,
                        outputs=3, plan_only=True, transcendental=True)
+GRU_GATES_GRAD = register("gru_gates_grad", _gru_gates_grad_impl, _first_infer(2), grad=None,
+                          outputs=2, plan_only=True)

@@ -14,6 +14,7 @@ import numpy as np
 
 from gradflow.backends.cpu.numba_support import get_numba
 from gradflow.backends.numpy.lstm_kernels import OutputBuffer
+from gradflow.passes.gru_steps import MAX_TERMS
 from gradflow.prim import gru as prim_gru
 
 _F32 = np.dtype(np.float32)
@@ -103,20 +104,94 @@ def gru_rh_grads(xp):
 
 
 def gru_h_grads(xp):
-    """``(d gates, d zc, d h)`` of ``gru_h`` in one pass."""
+    """``(d gates, d zc, d h)`` of ``gru_h``, its output gradient the sum of the leading
+    inputs (up to ``MAX_TERMS``), in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer(), OutputBuffer())
 
     @_writes_out
-    def grads(g, gates, zc, h, out=None):
-        if jit is None or not _fast(gates, g, zc, h):
-            values = prim_gru._gru_h_grads_impl(xp, g, gates, zc, h)
+    def grads(*inputs, out=None):
+        *terms, gates, zc, h = inputs
+        if jit is None or not 1 <= len(terms) <= MAX_TERMS or not _fast(gates, zc, h, *terms):
+            values = prim_gru._gru_h_grads_impl(xp, *inputs)
             return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
         out = _outs(out, buffers, (gates.shape, h.shape, h.shape), h.dtype)
-        jit.h_grads(g, gates, zc, h, *out)
+        padded = terms + [terms[0]] * (MAX_TERMS - len(terms))
+        jit.h_grads(*padded, len(terms), gates, zc, h, *out)
+        return out
+
+    return grads
+
+
+def _row_terms(inputs, like):
+    """``(x, y, row, count)`` of a step's sum ``x + y + row`` or ``x + row``, or None for
+    anything else (the reference takes it)."""
+    if len(inputs) == 3:
+        x, y, row = inputs
+    elif len(inputs) == 2:
+        (x, row), y = inputs, inputs[0]
+    else:
+        return None
+    if row.shape != x.shape[1:] or row.dtype != _F32 or x.shape != like or y.shape != like \
+            or x.dtype != _F32 or y.dtype != _F32:
+        return None
+    return x, y, row, len(inputs)
+
+
+def gru_gates_step(xp):
+    """``(gates, rh)`` of a step: the gates of its sum and ``r h``, in one pass."""
+    jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
+
+    @_writes_out
+    def step(*inputs, out=None):
+        *terms, h = inputs
+        sums = None
+        if jit is not None and h.ndim == 2 and h.dtype == _F32:
+            sums = _row_terms(terms, (h.shape[0], 2 * h.shape[1]))
+        if sums is None:
+            values = prim_gru._gru_gates_step_impl(xp, *inputs)
+            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+        out = _outs(out, buffers, ((h.shape[0], 2 * h.shape[1]), h.shape), h.dtype)
+        jit.gates_step(*sums, h, *out)
+        return out
+
+    return step
+
+
+def gru_h_step(xp):
+    """``(zc, h_new)`` of a step: the candidate's sum and the new state, in one pass."""
+    jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
+
+    @_writes_out
+    def step(*inputs, out=None):
+        *terms, gates, h = inputs
+        sums = _row_terms(terms, h.shape) if jit is not None and _fast(gates, h) else None
+        if sums is None:
+            values = prim_gru._gru_h_step_impl(xp, *inputs)
+            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+        out = _outs(out, buffers, (h.shape, h.shape), h.dtype)
+        jit.h_step(*sums, gates, h, *out)
+        return out
+
+    return step
+
+
+def gru_gates_grad(xp):
+    """``(dz, dh)`` of a step's gates in one pass."""
+    jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
+
+    @_writes_out
+    def grads(drh, dgh, gates, h, out=None):
+        if jit is None or not _fast(gates, drh, h) or dgh.shape != gates.shape \
+                or dgh.dtype != _F32:
+            values = prim_gru._gru_gates_grad_impl(xp, drh, dgh, gates, h)
+            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+        out = _outs(out, buffers, (gates.shape, h.shape), h.dtype)
+        jit.gates_grad(drh, dgh, gates, h, *out)
         return out
 
     return grads
 
 
 LOWERINGS = {"gru_rh": gru_rh, "gru_h": gru_h, "gru_rh_grads": gru_rh_grads,
-             "gru_h_grads": gru_h_grads}
+             "gru_h_grads": gru_h_grads, "gru_gates_step": gru_gates_step,
+             "gru_h_step": gru_h_step, "gru_gates_grad": gru_gates_grad}
