@@ -30,6 +30,7 @@ from gradflow.ops.index_ops import concat, split
 from gradflow.ops.math_ops import clip_by_value, sigmoid, tanh
 from gradflow.ops.rnn_ops import lstm_c, lstm_gates, lstm_h
 from gradflow.prim import gru as _gru  # noqa: F401 - registers the GRU step's primitives
+from gradflow.prim import lstm_peephole as _peephole  # noqa: F401 - and the peephole cell's
 from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.variables import constant_initializer, variable_scope, zeros_initializer
 
@@ -159,9 +160,22 @@ class LSTMCell(RNNCell):
             i, j, f, o = split(gates, 4, axis=1)
             c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
             h = sigmoid(o) * act(c)
+        elif (self._activation is None or self._activation is tanh) \
+                and _fusible(inputs, c_prev, gates):
+            c, h = self._fused_options(gates, c_prev)
         else:
             c, h = self._with_options(gates, c_prev)
         return h, (LSTMStateTuple(c, h) if self._state_is_tuple else concat([c, h], 1))
+
+    def _fused_options(self, gates, c_prev):
+        """``(c, h)`` with peepholes or clipping as the fused ``lstm_peep_c``/``lstm_peep_h``
+        nodes (gradflow/prim/lstm_peephole.py): the numbers of ``_with_options``."""
+        w_i = w_f = w_o = []
+        if self._use_peepholes:
+            w_f, w_i, w_o = ([w] for w in self._peepholes)
+        c = apply("lstm_peep_c", [gates, c_prev] + w_i + w_f, forget_bias=self._forget_bias,
+                  cell_clip=self._cell_clip)
+        return c, self._projected(apply("lstm_peep_h", [gates, c] + w_o))
 
     def _with_options(self, gates, c_prev):
         """``(c, h)`` with peepholes, clipping or a projection (TF1's order)."""
@@ -306,7 +320,7 @@ class GRUCell(RNNCell):
 
 
 def _fusible(inputs, state, gates):
-    """Whether a GRU step of these tensors can be the fused ``gru_rh``/``gru_h`` nodes:
+    """Whether a GRU (or peephole LSTM) step of these tensors can be its fused nodes:
     floating 2-D gates and state of one dtype (anything else takes the elementary ops,
     which broadcast and check as TF1's do)."""
     shapes = [t.shape for t in (state, gates)]
