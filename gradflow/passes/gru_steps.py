@@ -39,9 +39,12 @@ from gradflow.prim.gru import (
     GRU_H_STEP,
     GRU_RH_GRADS,
 )
+from gradflow.prim.lstm_peephole import C_INPUTS, H_INPUTS, LSTM_PEEP_C_GRADS, LSTM_PEEP_H_GRADS
 
 _GROUPS = {"gru_rh_grad": (GRU_RH_GRADS, ("gates", "state")),
-           "gru_h_grad": (GRU_H_GRADS, ("gates", "candidate", "state"))}
+           "gru_h_grad": (GRU_H_GRADS, ("gates", "candidate", "state")),
+           "lstm_peep_c_grad": (LSTM_PEEP_C_GRADS, C_INPUTS),
+           "lstm_peep_h_grad": (LSTM_PEEP_H_GRADS, H_INPUTS)}
 MAX_TERMS = 4  # of a gradient sum gru_h_grads takes in (its kernels take that many)
 
 
@@ -120,23 +123,41 @@ def _same(*nodes):
         and len({n.dtype for n in nodes}) == 1 and len({n.shape[0] for n in nodes}) == 1
 
 
+def _groupable(node):
+    """Whether ``node`` is a gradient node this pass joins with its siblings: fully known
+    shapes, 2-D but for peephole weights (1-D), one batch and one dtype."""
+    if not (isinstance(node, PlanNode) and node.opdef.name in _GROUPS
+            and node.opdef.kind == "compute" and not node.control_inputs):
+        return False
+    _, order = _GROUPS[node.opdef.name]
+    tensors = [node] + list(node.inputs)
+    if len(node.inputs) != len(order) + 1 and node.opdef.name.startswith("lstm_peep") \
+            or not all(_known(t) and len(t.shape) in (1, 2) for t in tensors):
+        return False
+    rows = {t.shape[0] for t in tensors if len(t.shape) == 2}
+    return len(node.inputs[1].shape) == 2 and len(rows) == 1 \
+        and len({t.dtype for t in tensors}) == 1
+
+
 def _gradient_groups(graph, readers, mapping, made):
     groups: dict = {}
     for node in graph.nodes():
-        if any(_plain(node, op) for op in _GROUPS) and _same(node, *node.inputs[1:]):
-            key = (node.opdef.name,) + tuple(id(x) for x in node.inputs)
+        if _groupable(node):
+            attrs = tuple(sorted((k, v) for k, v in node.attrs.items() if k != "wrt"))
+            key = (node.opdef.name, attrs) + tuple(id(x) for x in node.inputs)
             groups.setdefault(key, {})[node.attrs["wrt"]] = node
     for key, by_wrt in groups.items():
         opdef, order = _GROUPS[key[0]]
-        first = next(iter(by_wrt.values()))
-        if len(by_wrt) < 2 or first.inputs[0].dtype != first.dtype:
+        if len(by_wrt) < 2:
             continue
+        first = next(iter(by_wrt.values()))
         g, *rest = first.inputs
         terms = [g]
         if opdef is GRU_H_GRADS and _plain(g, "add") \
                 and set(readers.get(g, [])) <= set(by_wrt.values()):
             terms = _terms(g, readers, MAX_TERMS, row=False) or [g]
-        fused = PlanNode.standing_for(by_wrt.get("gates", first), opdef, terms + rest, {})
+        fused = PlanNode.standing_for(by_wrt.get("gates", first), opdef, terms + rest,
+                                      dict(key[1]), shape=first.inputs[1].shape)
         made.append(fused)
         _outputs(fused, [by_wrt.get(w) for w in order], mapping, made)
 
