@@ -1,0 +1,119 @@
+"""numba kernels of the peephole LSTM cell's ops for float32 on NumPy
+(``gradflow/prim/lstm_peephole.py``; lowerings in ``peephole.py``).
+
+As the LSTM kernels (``lstm_jit``): one pass per op over the batch rows, 1-D views of
+each row's gate blocks ``i, j, f, o``, the same rational ``tanh``, only FMA contraction
+allowed. The weight gradients are summed over the batch rows in order.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from gradflow.backends.numpy.lstm_jit import _tanh
+
+_OPTIONS = dict(cache=True, error_model="numpy", fastmath={"contract"})
+_ZERO = np.float32(0.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _sigmoid(x):
+    return _HALF * _tanh(_HALF * x) + _HALF
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _clipped(c, clip, has_clip):
+    if has_clip:
+        if c < -clip:
+            c = -clip
+        if c > clip:
+            c = clip
+    return c
+
+
+@numba.njit(**_OPTIONS)
+def c_forward(z, c_prev, w_i, w_f, forget_bias, clip, has_clip, out):
+    """``out = clip(sigmoid((f + fb) + w_f cp) cp + sigmoid(i + w_i cp) tanh(j))``."""
+    n = out.shape[1]
+    for b in range(out.shape[0]):
+        zi, zj, zf, cp, o = z[b, :n], z[b, n:2 * n], z[b, 2 * n:3 * n], c_prev[b], out[b]
+        for k in range(n):
+            c = _cell_value(zi[k], zj[k], zf[k], cp[k], w_i[k], w_f[k], forget_bias)
+            o[k] = _clipped(c, clip, has_clip)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _cell_value(zi, zj, zf, cp, wi, wf, forget_bias):
+    si = _sigmoid(zi + wi * cp)
+    sf = _sigmoid((zf + forget_bias) + wf * cp)
+    return sf * cp + si * _tanh(zj)
+
+
+@numba.njit(**_OPTIONS)
+def h_forward(z, c, w_o, out):
+    """``out = sigmoid(o + w_o c) tanh(c)``."""
+    n = out.shape[1]
+    for b in range(out.shape[0]):
+        zo, cr, o = z[b, 3 * n:], c[b], out[b]
+        for k in range(n):
+            ck = cr[k]
+            o[k] = _sigmoid(zo[k] + w_o[k] * ck) * _tanh(ck)
+
+
+@numba.njit(**_OPTIONS)
+def c_grads(g, z, c_prev, w_i, w_f, forget_bias, clip, has_clip, dz, dc_prev, dw_i, dw_f):
+    """Every gradient of ``c_forward``: the gates' ``[dai, dj, daf, 0]``, the state's
+    ``g sf + dai w_i + daf w_f`` and the weights' ``sum_b dai cp``, ``sum_b daf cp``
+    (``g`` zero where the clip held ``c``)."""
+    n = c_prev.shape[1]
+    for k in range(n):
+        dw_i[k] = _ZERO
+        dw_f[k] = _ZERO
+    for b in range(c_prev.shape[0]):
+        zi, zj, zf, cp, gr = z[b, :n], z[b, n:2 * n], z[b, 2 * n:3 * n], c_prev[b], g[b]
+        di, dj, df, do, dcp = dz[b, :n], dz[b, n:2 * n], dz[b, 2 * n:3 * n], dz[b, 3 * n:], \
+            dc_prev[b]
+        for k in range(n):
+            c = cp[k]
+            si = _sigmoid(zi[k] + w_i[k] * c)
+            sf = _sigmoid((zf[k] + forget_bias) + w_f[k] * c)
+            tj = _tanh(zj[k])
+            gk = gr[k]
+            if has_clip:
+                raw = sf * c + si * tj
+                if raw < -clip or raw > clip:
+                    gk = _ZERO
+            dai = gk * tj * (_ONE - si) * si
+            daf = gk * c * (_ONE - sf) * sf
+            di[k] = dai
+            dj[k] = gk * si * (_ONE - tj * tj)
+            df[k] = daf
+            do[k] = _ZERO
+            dcp[k] = (gk * sf + dai * w_i[k]) + daf * w_f[k]
+            dw_i[k] += dai * c
+            dw_f[k] += daf * c
+
+
+@numba.njit(**_OPTIONS)
+def h_grads(g, z, c, w_o, dz, dc, dw_o):
+    """Every gradient of ``h_forward``: the gates' ``[0, 0, 0, dao]``, the state's
+    ``g so (1 - tanh(c)^2) + dao w_o``, the weight's ``sum_b dao c``."""
+    n = c.shape[1]
+    for k in range(n):
+        dw_o[k] = _ZERO
+    for b in range(c.shape[0]):
+        zo, cr, gr, dr, dzr = z[b, 3 * n:], c[b], g[b], dc[b], dz[b]
+        for k in range(3 * n):
+            dzr[k] = _ZERO
+        do = dz[b, 3 * n:]
+        for k in range(n):
+            ck, gk = cr[k], gr[k]
+            so = _sigmoid(zo[k] + w_o[k] * ck)
+            tc = _tanh(ck)
+            dao = gk * tc * (_ONE - so) * so
+            do[k] = dao
+            dr[k] = gk * so * (_ONE - tc * tc) + dao * w_o[k]
+            dw_o[k] += dao * ck
