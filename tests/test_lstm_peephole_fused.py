@@ -85,3 +85,20 @@ def test_float32_numbers_match_within_float32(backend):
     plain = _numbers(backend, gf.float32, options, lambda v: gf.tanh(v))
     for got, want in zip(fused, plain):
         np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-6)
+
+
+@pytest.mark.parametrize("options", OPTIONS[:3])
+def test_the_fused_cell_exports_to_onnx(tmp_path, options):
+    pytest.importorskip("onnx", reason="ONNX export needs the onnx package (pip install onnx)")
+    pytest.importorskip("onnxruntime", reason="the check runs the model in ONNX Runtime")
+    from test_onnx_export import _check
+
+    gf.reset_default_graph()
+    x = gf.placeholder(gf.float32, (None, 3, 4), name="x")
+    outs, state = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(5, **options),
+                                   gf.unstack(x, axis=1), dtype=gf.float32)
+    rng = np.random.default_rng(4)
+    with gf.Session(backend="numpy") as sess:
+        sess.run(gf.global_variables_initializer())
+        _check(sess, tmp_path / "peep.onnx", {"x": x}, {"c": state.c, "last": outs[-1]},
+               lambda b: {"x": 3 * rng.random((b, 3, 4), dtype=np.float32)})
