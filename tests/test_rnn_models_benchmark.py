@@ -105,3 +105,16 @@ def test_gpu_rows_run_on_numpy(rnn_models, monkeypatch, capsys):
                 assert float(line.split()[-3]) > 0, line
     assert all(groups.values()), out
     assert "gradflow numpy static" in out, out
+
+
+def test_the_fused_cells_benchmark_runs(rnn_models, capsys):
+    """benchmarks/rnn_fused_cells.py: the fused and elementary-op cells give one first loss
+    each pair and are timed."""
+    fused_cells = importlib.import_module("rnn_fused_cells")
+    ms = fused_cells.main(0.02)
+    out = capsys.readouterr().out
+    assert set(ms) == set(fused_cells.ROWS) and all(t > 0 for t in ms.values())
+    firsts = dict(part.rsplit(" ", 1) for part in
+                  out.split("first losses: ")[1].splitlines()[0].split(", "))
+    assert firsts["GRU fused"] == firsts["GRU elementary ops"]
+    assert firsts["LSTM peephole fused"] == firsts["LSTM peephole elementary ops"]
