@@ -85,3 +85,30 @@ def test_another_activation_takes_the_elementary_ops():
     _gru_graph(gf.float32, gf.nn.relu)
     ops = {n.type for n in gf.get_default_graph().get_operations()}
     assert not ops & {"gru_rh", "gru_h"}
+
+
+def test_a_step_whose_gates_are_read_elsewhere_keeps_the_unfused_gradient(backend):
+    """The loss also reads each step's gates: their gradient is then a sum of three, not
+    the pattern ``gru_gates_grad`` stands for; the plan keeps those nodes, and the
+    numbers stay the elementary-op cell's."""
+    def numbers(activation, dtype=gf.float64):
+        gf.reset_default_graph()
+        gf.set_random_seed(7)
+        x = gf.placeholder(dtype, (None, STEPS, FEATURES))
+        cell = gf.nn.rnn_cell.GRUCell(UNITS, activation=activation)
+        outputs, _ = gf.nn.static_rnn(cell, gf.unstack(x, axis=1), dtype=dtype)
+        gates = [op for op in gf.get_default_graph().get_operations() if op.type == "sigmoid"]
+        loss = gf.reduce_sum(gf.square(gf.concat(outputs, 0))) + \
+            gf.add_n([gf.reduce_sum(gf.square(g)) for g in gates])
+        fetches = [loss] + gf.gradients(loss, cell.trainable_variables + [x])
+        if activation is None:
+            plan = optimize_plan(fetches, [x], [(BATCH, STEPS, FEATURES)])
+            assert _count(plan, "gru_gates_grad") == 0
+            assert _count(plan, "gru_gates_step") == _count(plan, "gru_h_step") == STEPS
+        feed = {x: np.random.default_rng(5).standard_normal((BATCH, STEPS, FEATURES))}
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            return [np.asarray(v) for v in sess.run(fetches, feed)]
+
+    for got, want in zip(numbers(None), numbers(_plain_tanh)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)

@@ -168,9 +168,11 @@ def _gates_grads(graph, readers, mapping, made):
         if parts is None:
             continue
         s, dgh, drg = parts
-        rh_grads = drg.inputs[0] if _output_of(drg) == "gru_rh_grads" else drg
+        grouped = _output_of(drg) == "gru_rh_grads"
+        rh_grads = drg.inputs[0] if grouped else drg
         drh, gates, h = rh_grads.inputs
-        dh_r = [r for r in readers.get(rh_grads, []) if r is not drg]
+        # the state's gradient: the group's other output (a lone gates' gradient has none)
+        dh_r = [r for r in readers.get(rh_grads, []) if r is not drg] if grouped else []
         if gates is not s or len(dh_r) > 1 or not _same(node, drh, h):
             continue
         fused = PlanNode.standing_for(node, GRU_GATES_GRAD, [drh, dgh, gates, h], {})
