@@ -75,3 +75,34 @@ def test_float32_goes_through_the_compiled_kernels(monkeypatch):
     fn = numpy_peep.LOWERINGS["lstm_peep_c_grads"](np, forget_bias=1.0, cell_clip=None)
     fn(v["g"], v["z"], v["c"], *v["w"][:2])
     assert called
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cell_clip", [None, 0.4])
+def test_the_step_lowerings_match_the_impls(dtype, cell_clip):
+    v = _arrays(dtype, seed=5)
+    rng = np.random.default_rng(6)
+    z, c, g, (w_i, w_f, w_o) = v["z"], v["c"], v["g"], v["w"]
+    attrs = dict(forget_bias=0.7, cell_clip=cell_clip)
+    tol = dict(rtol=3e-6, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-15)
+    row = rng.uniform(-1, 1, 4 * UNITS).astype(dtype)
+    step = numpy_peep.LOWERINGS["lstm_peep_step"](np, **attrs)
+    for terms in ([z, z[::-1].copy(), row], [z, row]):
+        inputs = terms + [c, w_i, w_f, w_o]
+        want = prim_peep._peep_step_impl(np, *inputs, **attrs)
+        for got, w in zip(step(*inputs), want):
+            np.testing.assert_allclose(got, w, **tol)
+    _, c_new, _ = step(z, row, c, w_i, w_f, w_o)
+    for count in (1, 2, 4):
+        for carry in (False, True):
+            parts = [rng.uniform(-1, 1, c.shape).astype(dtype) for _ in range(count)]
+            inputs = parts + ([g] if carry else []) + [z, c, c_new, w_i, w_f, w_o]
+            grad = numpy_peep.LOWERINGS["lstm_peep_step_grad"](np, **attrs, terms=count,
+                                                               carry=carry)
+            want = prim_peep._peep_step_grad_impl(np, *inputs, **attrs, terms=count,
+                                                  carry=carry)
+            out = tuple(np.full_like(w, np.nan) for w in want)
+            got = grad(*inputs, out=out)
+            assert all(a is b for a, b in zip(got, out))
+            for a, w in zip(got, want):
+                np.testing.assert_allclose(a, w, **tol)

@@ -22,8 +22,16 @@ the two ``gates`` outputs), and ``gru_rh``'s state gradient are one
 ``gru_gates_grad(drh, dgh, gates, h)``. A step's backward is then two kernels and two
 products.
 
-Every node involved must have a fully known 2-D shape (the bias 1-D), one dtype and
-no control inputs; anything else is left as it is.
+The peephole LSTM cell (``gradflow/prim/lstm_peephole.py``) is fused the same way:
+``lstm_peep_c(z, c_prev, w_i, w_f)`` and ``lstm_peep_h(z, c, w_o)`` of ``z = (x + y) +
+b`` become one ``z, c, h = lstm_peep_step(x, y, b, c_prev, w_i, w_f, w_o)``, and a
+step's ``lstm_peep_h_grads``, ``lstm_peep_c_grads`` (of the state gradient plus the
+next step's ``dc_next``) and the sum of their gates' gradients one
+``lstm_peep_step_grad`` (outputs ``dz, dc_prev, dw_i, dw_f, dw_o``), which also sums
+the output's gradient: one kernel and one product a step each way.
+
+Every node involved must have a fully known shape (2-D, biases and peephole weights
+1-D), one dtype and no control inputs; anything else is left as it is.
 """
 
 from __future__ import annotations
@@ -39,7 +47,14 @@ from gradflow.prim.gru import (
     GRU_H_STEP,
     GRU_RH_GRADS,
 )
-from gradflow.prim.lstm_peephole import C_INPUTS, H_INPUTS, LSTM_PEEP_C_GRADS, LSTM_PEEP_H_GRADS
+from gradflow.prim.lstm_peephole import (
+    C_INPUTS,
+    H_INPUTS,
+    LSTM_PEEP_C_GRADS,
+    LSTM_PEEP_H_GRADS,
+    LSTM_PEEP_STEP,
+    LSTM_PEEP_STEP_GRAD,
+)
 
 _GROUPS = {"gru_rh_grad": (GRU_RH_GRADS, ("gates", "state")),
            "gru_h_grad": (GRU_H_GRADS, ("gates", "candidate", "state")),
@@ -51,7 +66,8 @@ MAX_TERMS = 4  # of a gradient sum gru_h_grads takes in (its kernels take that m
 def fuse_gru_steps(graph) -> None:
     """Make each GRU step's nodes of ``graph`` (a PlanGraph) the fused step nodes of the
     module docstring, in three rounds (each reads the last one's nodes)."""
-    for round_ in (_forward, _gradient_groups, _gates_grads):
+    for round_ in (_forward, _gradient_groups, _gates_grads, _peephole_steps,
+                   _peephole_step_grads):
         mapping, made = {}, []
         round_(graph, graph.consumers(), mapping, made)
         graph.replace(mapping, extra=made)
@@ -220,3 +236,86 @@ def _is_one(node, graph):
         return False
     array = np.asarray(array)
     return array.dtype.kind in "iuf" and array.size > 0 and bool(np.all(array == 1))
+
+
+def _peephole_steps(graph, readers, mapping, made):
+    for node in graph.nodes():
+        if not _plain(node, "lstm_peep_h") or len(node.inputs) != 3:
+            continue
+        z, c, w_o = node.inputs
+        if not (_plain(c, "lstm_peep_c") and len(c.inputs) == 4 and c.inputs[0] is z
+                and _plain(z, "add")) or c in mapping:
+            continue
+        terms = _terms(z, readers, 3)
+        c_prev, w_i, w_f = c.inputs[1:]
+        if terms is None or not _same(node, c, c_prev, z) \
+                or not all(_known(w) and w.dtype == c.dtype for w in (w_i, w_f, w_o)):
+            continue
+        fused = PlanNode.standing_for(c, LSTM_PEEP_STEP, terms + [c_prev, w_i, w_f, w_o],
+                                      dict(c.attrs), shape=z.shape)
+        made.append(fused)
+        _outputs(fused, (z, c, node), mapping, made)
+
+
+def _peephole_step_grads(graph, readers, mapping, made):
+    for node in graph.nodes():
+        found = _peephole_grad(node, readers)
+        if found is None:
+            continue
+        h_grads, c_grads, dc_next, outs = found
+        g, z, c, w_o = h_grads.inputs
+        _, _, c_prev, w_i, w_f = c_grads.inputs
+        terms = [g]
+        if _plain(g, "add") and readers.get(g, []) == [h_grads]:
+            terms = _terms(g, readers, MAX_TERMS, row=False) or [g]
+        carry = [dc_next] if dc_next is not None else []
+        attrs = dict(c_grads.attrs, terms=len(terms), carry=bool(carry))
+        fused = PlanNode.standing_for(node, LSTM_PEEP_STEP_GRAD, terms + carry +
+                                      [z, c_prev, c, w_i, w_f, w_o], attrs)
+        made.append(fused)
+        _outputs(fused, outs, mapping, made)
+
+
+def _peephole_grad(node, readers):
+    """``(h_grads, c_grads, dc_next or None, the five nodes the step's outputs stand
+    for)`` if ``node`` is the sum of the gates' gradients of a peephole step's
+    ``lstm_peep_h_grads`` and ``lstm_peep_c_grads``, else None."""
+    if not _plain(node, "add"):
+        return None
+    parts = {_output_of(x): x for x in node.inputs}
+    dzh, dzc = parts.get("lstm_peep_h_grads"), parts.get("lstm_peep_c_grads")
+    if dzh is None or dzc is None or any(readers.get(x, []) != [node] for x in (dzh, dzc)):
+        return None
+    h_grads, c_grads = dzh.inputs[0], dzc.inputs[0]
+    if h_grads.inputs[1] is not c_grads.inputs[1] or len(h_grads.inputs) != 4 \
+            or len(c_grads.inputs) != 5:
+        return None
+    h_outs = _outputs_of(h_grads, readers, 3)
+    c_outs = _outputs_of(c_grads, readers, 4)
+    if h_outs is None or c_outs is None or h_outs[1] is None:
+        return None
+    gc, dch, dc_next = c_grads.inputs[0], h_outs[1], None
+    if gc is not dch:
+        if not _plain(gc, "add") or readers.get(gc, []) != [c_grads] or dch not in gc.inputs:
+            return None
+        dc_next = gc.inputs[1] if gc.inputs[0] is dch else gc.inputs[0]
+        if not _known(dc_next) or tuple(dc_next.shape) != tuple(dch.shape) \
+                or dc_next.dtype != dch.dtype:
+            return None
+    if readers.get(dch, []) != [gc]:
+        return None
+    return h_grads, c_grads, dc_next, (node, c_outs[1], c_outs[2], c_outs[3], h_outs[2])
+
+
+def _outputs_of(multi, readers, count):
+    """The ``fused_output`` node of each output of ``multi`` (None: unread), or None if
+    an output has several."""
+    outs = [None] * count
+    for reader in readers.get(multi, []):
+        if not (isinstance(reader, PlanNode) and reader.opdef.name == "fused_output"):
+            return None
+        index = reader.attrs.get("index")
+        if outs[index] is not None:
+            return None
+        outs[index] = reader
+    return outs

@@ -226,3 +226,48 @@ LSTM_PEEP_C_GRADS = register("lstm_peep_c_grads", _peep_c_grads_impl, _first_inf
                              grad=None, outputs=4, plan_only=True, transcendental=True)
 LSTM_PEEP_H_GRADS = register("lstm_peep_h_grads", _peep_h_grads_impl, _first_infer,
                              grad=None, outputs=3, plan_only=True, transcendental=True)
+
+
+# -- whole steps, made by the graph compiler (``passes/gru_steps.py``) --------------------
+
+
+def _sum(terms):
+    z = terms[0]
+    for t in terms[1:]:
+        z = z + t
+    return z
+
+
+def _peep_step_impl(xp, *inputs, forget_bias, cell_clip):
+    """``(z, c, h)`` of a step from the gates' terms ``x [, y], row`` (summed left to
+    right) and ``c_prev, w_i, w_f, w_o`` (the last four inputs)."""
+    *terms, c_prev, w_i, w_f, w_o = inputs
+    z = _sum(terms)
+    c = _peep_c_impl(xp, z, c_prev, w_i, w_f, forget_bias=forget_bias, cell_clip=cell_clip)
+    return z, c, _peep_h_impl(xp, z, c, w_o)
+
+
+def _peep_step_grad_impl(xp, *inputs, forget_bias, cell_clip, terms, carry):
+    """``(dz, dc_prev, dw_i, dw_f, dw_o)`` of a step: ``lstm_peep_h_grads`` of the output's
+    gradient (the sum of the first ``terms`` inputs), its state gradient plus ``dc_next``
+    (the next input, where ``carry``) into ``lstm_peep_c_grads``, and the two gates'
+    gradients summed; then ``z, c_prev, c, w_i, w_f, w_o``."""
+    g = _sum(inputs[:terms])
+    rest = inputs[terms:]
+    dc_next, rest = (rest[0], rest[1:]) if carry else (None, rest)
+    z, c_prev, c, w_i, w_f, w_o = rest
+    dzh, dch, dwo = _peep_h_grads_impl(xp, g, z, c, w_o)
+    gc = dch + dc_next if carry else dch
+    dzc, dcp, dwi, dwf = _peep_c_grads_impl(xp, gc, z, c_prev, w_i, w_f,
+                                            forget_bias=forget_bias, cell_clip=cell_clip)
+    return dzc + dzh, dcp, dwi, dwf, dwo
+
+
+def _step_infer(shapes, in_dtypes, **attrs):
+    return shapes[0], rules.same_dtype(in_dtypes)
+
+
+LSTM_PEEP_STEP = register("lstm_peep_step", _peep_step_impl, _step_infer, grad=None,
+                          outputs=3, plan_only=True, transcendental=True)
+LSTM_PEEP_STEP_GRAD = register("lstm_peep_step_grad", _peep_step_grad_impl, _step_infer,
+                               grad=None, outputs=5, plan_only=True, transcendental=True)

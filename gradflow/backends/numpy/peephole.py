@@ -133,3 +133,62 @@ def lstm_peep_h_grads(xp):
 
 LOWERINGS = {"lstm_peep_c": lstm_peep_c, "lstm_peep_h": lstm_peep_h,
              "lstm_peep_c_grads": lstm_peep_c_grads, "lstm_peep_h_grads": lstm_peep_h_grads}
+
+
+def lstm_peep_step(xp, forget_bias, cell_clip):
+    """``(z, c, h) = lstm_peep_step(x, [y,] row, c_prev, w_i, w_f, w_o)`` in one pass."""
+    jit, buffers = _jit(), tuple(OutputBuffer() for _ in range(3))
+    clip, has_clip = _clip_args(cell_clip)
+    bias = _F32.type(forget_bias)
+
+    @_writes_out
+    def step(*inputs, out=None):
+        *terms, c_prev, w_i, w_f, w_o = inputs
+        ok = jit is not None and len(terms) in (2, 3) and c_prev.ndim == 2
+        if ok:
+            x, row = terms[0], terms[-1]
+            gates = (c_prev.shape[0], 4 * c_prev.shape[1])
+            ok = _fast(x, c_prev, (w_i, w_f, w_o), *()) and row.shape == gates[1:] \
+                and row.dtype == _F32 and all(t.shape == gates and t.dtype == _F32
+                                              for t in terms[:-1])
+        if not ok:
+            values = prim_peep._peep_step_impl(xp, *inputs, forget_bias=forget_bias,
+                                               cell_clip=cell_clip)
+            return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+        out = _outs(out, buffers, (x.shape, c_prev.shape, c_prev.shape))
+        jit.step_forward(x, terms[1] if len(terms) == 3 else x, row, len(terms), c_prev,
+                         w_i, w_f, w_o, bias, clip, has_clip, *out)
+        return out
+
+    return step
+
+
+def lstm_peep_step_grad(xp, forget_bias, cell_clip, terms, carry):
+    """``(dz, dc_prev, dw_i, dw_f, dw_o)`` of a step in one pass."""
+    jit, buffers = _jit(), tuple(OutputBuffer() for _ in range(5))
+    clip, has_clip = _clip_args(cell_clip)
+    bias = _F32.type(forget_bias)
+
+    @_writes_out
+    def step_grad(*inputs, out=None):
+        sums = list(inputs[:terms])
+        dc_next = inputs[terms] if carry else None
+        z, c_prev, c, w_i, w_f, w_o = inputs[terms + bool(carry):]
+        states = sums + [c] + ([dc_next] if carry else [])
+        if jit is None or not 1 <= terms <= 4 or not _fast(z, c_prev, (w_i, w_f, w_o),
+                                                           *states):
+            values = prim_peep._peep_step_grad_impl(xp, *inputs, forget_bias=forget_bias,
+                                                    cell_clip=cell_clip, terms=terms,
+                                                    carry=carry)
+            return tuple(_into(o, v) for o, v in zip(out or (None,) * 5, values))
+        units = (c.shape[1],)
+        out = _outs(out, buffers, (z.shape, c.shape, units, units, units))
+        padded = sums + [sums[0]] * (4 - terms)
+        jit.step_backward(*padded, terms, dc_next if carry else sums[0], bool(carry), z, c_prev,
+                          c, w_i, w_f, w_o, bias, clip, has_clip, *out)
+        return out
+
+    return step_grad
+
+
+LOWERINGS.update({"lstm_peep_step": lstm_peep_step, "lstm_peep_step_grad": lstm_peep_step_grad})

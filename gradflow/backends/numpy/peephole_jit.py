@@ -117,3 +117,79 @@ def h_grads(g, z, c, w_o, dz, dc, dw_o):
             do[k] = dao
             dr[k] = gk * so * (_ONE - tc * tc) + dao * w_o[k]
             dw_o[k] += dao * ck
+
+
+@numba.njit(**_OPTIONS)
+def step_forward(x, y, row, terms, c_prev, w_i, w_f, w_o, forget_bias, clip, has_clip, z, c,
+                 h):
+    """A whole step: ``z = (x + y) + row`` (``x + row`` when ``terms`` is 2), then
+    ``c_forward`` and ``h_forward`` of it, row by row."""
+    n = c.shape[1]
+    for b in range(c.shape[0]):
+        xr, yr, zr = x[b], y[b], z[b]
+        if terms == 3:
+            for k in range(4 * n):
+                zr[k] = (xr[k] + yr[k]) + row[k]
+        else:
+            for k in range(4 * n):
+                zr[k] = xr[k] + row[k]
+        cp, cr, hr = c_prev[b], c[b], h[b]
+        for k in range(n):
+            ck = _clipped(_cell_value(zr[k], zr[n + k], zr[2 * n + k], cp[k], w_i[k], w_f[k],
+                                      forget_bias), clip, has_clip)
+            cr[k] = ck
+            hr[k] = _sigmoid(zr[3 * n + k] + w_o[k] * ck) * _tanh(ck)
+
+
+@numba.njit(**_OPTIONS)
+def step_backward(t0, t1, t2, t3, terms, dc_next, carry, z, c_prev, c, w_i, w_f, w_o,
+                  forget_bias, clip, has_clip, dz, dc_prev, dw_i, dw_f, dw_o):
+    """A whole backward step: the output's gradient ``g`` (the first ``terms`` of ``t0..t3``
+    summed left to right; ``dc_prev`` holds it meanwhile), ``h_grads`` of it, its state
+    gradient plus ``dc_next`` (where ``carry``) into ``c_grads``, the gates' gradients in
+    one ``dz``."""
+    n = c.shape[1]
+    for k in range(n):
+        dw_i[k] = _ZERO
+        dw_f[k] = _ZERO
+        dw_o[k] = _ZERO
+    for b in range(c.shape[0]):
+        dcp = dc_prev[b]
+        for k in range(n):
+            dcp[k] = t0[b, k]
+        if terms > 1:
+            for k in range(n):
+                dcp[k] = dcp[k] + t1[b, k]
+        if terms > 2:
+            for k in range(n):
+                dcp[k] = dcp[k] + t2[b, k]
+        if terms > 3:
+            for k in range(n):
+                dcp[k] = dcp[k] + t3[b, k]
+        zr, cp, cr, dzr = z[b], c_prev[b], c[b], dz[b]
+        for k in range(n):
+            gk, ck = dcp[k], cr[k]
+            so = _sigmoid(zr[3 * n + k] + w_o[k] * ck)
+            tc = _tanh(ck)
+            dao = gk * tc * (_ONE - so) * so
+            dzr[3 * n + k] = dao
+            gc = gk * so * (_ONE - tc * tc) + dao * w_o[k]
+            dw_o[k] += dao * ck
+            if carry:
+                gc = gc + dc_next[b, k]
+            pk = cp[k]
+            si = _sigmoid(zr[k] + w_i[k] * pk)
+            sf = _sigmoid((zr[2 * n + k] + forget_bias) + w_f[k] * pk)
+            tj = _tanh(zr[n + k])
+            if has_clip:
+                raw = sf * pk + si * tj
+                if raw < -clip or raw > clip:
+                    gc = _ZERO
+            dai = gc * tj * (_ONE - si) * si
+            daf = gc * pk * (_ONE - sf) * sf
+            dzr[k] = dai
+            dzr[n + k] = gc * si * (_ONE - tj * tj)
+            dzr[2 * n + k] = daf
+            dcp[k] = (gc * sf + dai * w_i[k]) + daf * w_f[k]
+            dw_i[k] += dai * pk
+            dw_f[k] += daf * pk
