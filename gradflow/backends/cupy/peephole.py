@@ -114,6 +114,64 @@ def lower_lstm_peep_h_grads(xp):
     return _marked(grads)
 
 
+def lower_lstm_peep_step(xp, forget_bias, cell_clip):
+    """``lstm_peep_step(x, [y,] row, c_prev, w_i, w_f, w_o) -> (z, c, h)``: one kernel."""
+    impl = REGISTRY["lstm_peep_step"].impl
+
+    def step(*inputs, out=None):
+        *terms, c_prev, w_i, w_f, w_o = inputs
+        kernels = None
+        if len(terms) in (2, 3):
+            x, row = terms[0], terms[-1]
+            kernels = _takes(x, c_prev, (w_i, w_f, w_o), 3, ())
+            if kernels is not None and not (
+                    row.shape == x.shape[1:] and row.dtype == x.dtype
+                    and all(t.shape == x.shape and t.dtype == x.dtype for t in terms[1:-1])
+                    and _contiguous(terms)):
+                kernels = None
+        if kernels is None:
+            return _into(out, impl(xp, *inputs, forget_bias=forget_bias, cell_clip=cell_clip))
+        batch, units = c_prev.shape
+        outs = _outputs(out, (x.shape, c_prev.shape, c_prev.shape), x.dtype)
+        y = terms[1] if len(terms) == 3 else x
+        kernels["step"](*_grid(batch * units),
+                        (x, y, row, np.int32(len(terms)), c_prev, w_i, w_f, w_o, *outs,
+                         np.int64(batch), np.int64(units), x.dtype.type(forget_bias),
+                         *_clip_args(x.dtype, cell_clip)))
+        return outs
+
+    return _marked(step)
+
+
+def lower_lstm_peep_step_grad(xp, forget_bias, cell_clip, terms, carry):
+    """``lstm_peep_step_grad(t0, ..., [dc_next,] z, c_prev, c, w_i, w_f, w_o) -> (dz,
+    dc_prev, dw_i, dw_f, dw_o)``: one kernel for one to four terms."""
+    impl = REGISTRY["lstm_peep_step_grad"].impl
+
+    def step_grad(*inputs, out=None):
+        sums = list(inputs[:terms])
+        dc_next = inputs[terms] if carry else None
+        z, c_prev, c, w_i, w_f, w_o = inputs[terms + bool(carry):]
+        states = sums + [c] + ([dc_next] if carry else [])
+        kernels = _takes(z, c_prev, (w_i, w_f, w_o), 3, states) if 1 <= terms <= 4 else None
+        if kernels is None:
+            return _into(out, impl(xp, *inputs, forget_bias=forget_bias, cell_clip=cell_clip,
+                                   terms=terms, carry=carry))
+        batch, units = c.shape
+        outs = _outputs(out, (z.shape, c.shape, (units,), (units,), (units,)), z.dtype)
+        padded = sums + [sums[0]] * (4 - terms)
+        kernels["step_grad"](*_grid(units),
+                             (*padded, np.int32(terms), dc_next if carry else sums[0],
+                              np.int32(bool(carry)), z, c_prev, c, w_i, w_f, w_o, *outs,
+                              np.int64(batch), np.int64(units), z.dtype.type(forget_bias),
+                              *_clip_args(z.dtype, cell_clip)))
+        return outs
+
+    return _marked(step_grad)
+
+
 LOWERINGS = {"lstm_peep_c": lower_lstm_peep_c, "lstm_peep_h": lower_lstm_peep_h,
              "lstm_peep_c_grads": lower_lstm_peep_c_grads,
-             "lstm_peep_h_grads": lower_lstm_peep_h_grads}
+             "lstm_peep_h_grads": lower_lstm_peep_h_grads,
+             "lstm_peep_step": lower_lstm_peep_step,
+             "lstm_peep_step_grad": lower_lstm_peep_step_grad}
