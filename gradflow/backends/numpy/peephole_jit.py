@@ -145,9 +145,10 @@ def step_forward(x, y, row, terms, c_prev, w_i, w_f, w_o, forget_bias, clip, has
 def step_backward(t0, t1, t2, t3, terms, dc_next, carry, z, c_prev, c, w_i, w_f, w_o,
                   forget_bias, clip, has_clip, dz, dc_prev, dw_i, dw_f, dw_o):
     """A whole backward step: the output's gradient ``g`` (the first ``terms`` of ``t0..t3``
-    summed left to right; ``dc_prev`` holds it meanwhile), ``h_grads`` of it, its state
-    gradient plus ``dc_next`` (where ``carry``) into ``c_grads``, the gates' gradients in
-    one ``dz``."""
+    summed left to right; ``dc_prev`` holds it, then the cell state's gradient), ``h_grads``
+    of it, plus ``dc_next`` (where ``carry``), ``c_grads`` of that, the gates' gradients in
+    one ``dz``. Several loops a row, each over few enough arrays for LLVM to vectorize (one
+    loop over all of them was slower than the four kernels it stands for)."""
     n = c.shape[1]
     for k in range(n):
         dw_i[k] = _ZERO
@@ -155,41 +156,51 @@ def step_backward(t0, t1, t2, t3, terms, dc_next, carry, z, c_prev, c, w_i, w_f,
         dw_o[k] = _ZERO
     for b in range(c.shape[0]):
         dcp = dc_prev[b]
-        for k in range(n):
-            dcp[k] = t0[b, k]
-        if terms > 1:
-            for k in range(n):
-                dcp[k] = dcp[k] + t1[b, k]
-        if terms > 2:
-            for k in range(n):
-                dcp[k] = dcp[k] + t2[b, k]
-        if terms > 3:
-            for k in range(n):
-                dcp[k] = dcp[k] + t3[b, k]
-        zr, cp, cr, dzr = z[b], c_prev[b], c[b], dz[b]
+        _sum_row(t0[b], t1[b], t2[b], t3[b], terms, dcp, n)
+        zi, zj, zf, zo = z[b, :n], z[b, n:2 * n], z[b, 2 * n:3 * n], z[b, 3 * n:]
+        di, dj, df, do = dz[b, :n], dz[b, n:2 * n], dz[b, 2 * n:3 * n], dz[b, 3 * n:]
+        cr, cp = c[b], c_prev[b]
         for k in range(n):
             gk, ck = dcp[k], cr[k]
-            so = _sigmoid(zr[3 * n + k] + w_o[k] * ck)
+            so = _sigmoid(zo[k] + w_o[k] * ck)
             tc = _tanh(ck)
             dao = gk * tc * (_ONE - so) * so
-            dzr[3 * n + k] = dao
-            gc = gk * so * (_ONE - tc * tc) + dao * w_o[k]
+            do[k] = dao
+            dcp[k] = gk * so * (_ONE - tc * tc) + dao * w_o[k]
             dw_o[k] += dao * ck
-            if carry:
-                gc = gc + dc_next[b, k]
-            pk = cp[k]
-            si = _sigmoid(zr[k] + w_i[k] * pk)
-            sf = _sigmoid((zr[2 * n + k] + forget_bias) + w_f[k] * pk)
-            tj = _tanh(zr[n + k])
+        if carry:
+            dn = dc_next[b]
+            for k in range(n):
+                dcp[k] = dcp[k] + dn[k]
+        for k in range(n):
+            gc, pk = dcp[k], cp[k]
+            si = _sigmoid(zi[k] + w_i[k] * pk)
+            sf = _sigmoid((zf[k] + forget_bias) + w_f[k] * pk)
+            tj = _tanh(zj[k])
             if has_clip:
                 raw = sf * pk + si * tj
                 if raw < -clip or raw > clip:
                     gc = _ZERO
             dai = gc * tj * (_ONE - si) * si
             daf = gc * pk * (_ONE - sf) * sf
-            dzr[k] = dai
-            dzr[n + k] = gc * si * (_ONE - tj * tj)
-            dzr[2 * n + k] = daf
+            di[k] = dai
+            dj[k] = gc * si * (_ONE - tj * tj)
+            df[k] = daf
             dcp[k] = (gc * sf + dai * w_i[k]) + daf * w_f[k]
             dw_i[k] += dai * pk
             dw_f[k] += daf * pk
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _sum_row(t0, t1, t2, t3, terms, out, n):
+    for k in range(n):
+        out[k] = t0[k]
+    if terms > 1:
+        for k in range(n):
+            out[k] = out[k] + t1[k]
+    if terms > 2:
+        for k in range(n):
+            out[k] = out[k] + t2[k]
+    if terms > 3:
+        for k in range(n):
+            out[k] = out[k] + t3[k]
