@@ -115,6 +115,12 @@ EXEMPT = {
                   "(test_gru_fused.py, test_gru_kernels.py)",
     "gru_gates_grad": "plan-only: a GRU step's gate gradient in one node (test_gru_fused.py, "
                       "test_gru_kernels.py)",
+    "lstm_peep_step": "plan-only: a peephole LSTM step forward, three outputs "
+                      "(test_lstm_peephole_fused.py, test_lstm_peephole_kernels.py, "
+                      "test_cuda_lstm_peephole.py)",
+    "lstm_peep_step_grad": "plan-only: its backward step, five outputs "
+                           "(test_lstm_peephole_fused.py, test_lstm_peephole_kernels.py, "
+                           "test_cuda_lstm_peephole.py)",
     "lstm_peep_c_grads": "plan-only: lstm_peep_c's four gradients in one node "
                          "(test_lstm_peephole_fused.py)",
     "lstm_peep_h_grads": "plan-only: lstm_peep_h's three gradients in one node "
