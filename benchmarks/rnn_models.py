@@ -20,6 +20,10 @@ eager from the SAME initial weights (so the first losses agree; they are printed
   known only at run time (ids placeholder of shape ``(None, None)``, so a
   ``while_loop``), fed 50 steps, against the static model of ``lstm_step.py`` (the goal:
   dynamic within 1.1x of static) and ``nn.LSTM``;
+* ``LSTM peephole``: ``LSTMCell(128, use_peepholes=True)`` under ``static_rnn``, its
+  peephole weights starting at 0 (so its first loss is the plain LSTM's), against the
+  plain static LSTM of ``lstm_step.py`` and ``nn.LSTM``, which has no peepholes (the
+  nearest cuDNN/ATen kernel: a speed peer, the same function only at the first step);
 * ``biLSTM dynamic``: the ``biLSTM`` model with the time length known only at run time,
   against the static ``biLSTM`` and ``nn.LSTM(bidirectional=True)``.
 
@@ -213,6 +217,16 @@ def lstm_dynamic_graph(weights):
                          gf.reshape(targets, (-1,)))
     return ids, targets, loss, list(zip(cell.trainable_variables,
                                         (weights["kernel"], weights["bias"])))
+
+
+def lstm_peephole_graph(weights):
+    """``LSTMCell(128, use_peepholes=True)`` under ``static_rnn``, its peephole weights
+    starting at 0: the first loss is the plain LSTM's (``lstm_step.py``, ``nn.LSTM``)."""
+    cell = gf.nn.rnn_cell.LSTMCell(HIDDEN, use_peepholes=True)
+    ids, targets, loss = _static_rnn_graph(weights, cell)
+    zeros = np.zeros(HIDDEN, np.float32)
+    values = (weights["kernel"], weights["bias"], zeros, zeros, zeros)
+    return ids, targets, loss, list(zip(cell.trainable_variables, values))
 
 
 def _stepper(graph_fn):
@@ -412,6 +426,13 @@ MODELS = {
         torch_model=torch_lstm, torch_label="torch nn.LSTM", gpu_label="PyTorch nn.LSTM",
         torch_peer=None, peer_label=None,
         reference=static_lstm_step, reference_label="gradflow static (lstm_step)"),
+    "LSTM peephole": types.SimpleNamespace(
+        group="LSTM peep", init_weights=lstm_weights,
+        gradflow_step=_stepper(lstm_peephole_graph),
+        torch_model=torch_lstm, torch_label="torch nn.LSTM (no peepholes)",
+        gpu_label="PyTorch nn.LSTM (no peepholes)", torch_peer=None, peer_label=None,
+        reference=static_lstm_step, reference_label="gradflow LSTM (no peepholes)",
+        same_after_steps=False),
     "biLSTM dynamic": types.SimpleNamespace(
         group="biLSTM dyn", init_weights=bilstm_weights,
         gradflow_step=_stepper(bilstm_dynamic_graph),

@@ -109,6 +109,26 @@ EXEMPT = {
                      "backend's kernel pass (test_cupy_emit_on_numpy.py, test_cuda_lstm.py)",
     "lstm_step_rec_grad": "plan-only: its backward step (test_cupy_emit_on_numpy.py, "
                           "test_cuda_lstm.py)",
+    "gru_gates_step": "plan-only: a GRU step's gates and r * h in one node "
+                      "(test_gru_fused.py, test_gru_kernels.py)",
+    "gru_h_step": "plan-only: a GRU step's candidate sum and new state in one node "
+                  "(test_gru_fused.py, test_gru_kernels.py)",
+    "gru_gates_grad": "plan-only: a GRU step's gate gradient in one node (test_gru_fused.py, "
+                      "test_gru_kernels.py)",
+    "lstm_peep_step": "plan-only: a peephole LSTM step forward, three outputs "
+                      "(test_lstm_peephole_fused.py, test_lstm_peephole_kernels.py, "
+                      "test_cuda_lstm_peephole.py)",
+    "lstm_peep_step_grad": "plan-only: its backward step, five outputs "
+                           "(test_lstm_peephole_fused.py, test_lstm_peephole_kernels.py, "
+                           "test_cuda_lstm_peephole.py)",
+    "lstm_peep_c_grads": "plan-only: lstm_peep_c's four gradients in one node "
+                         "(test_lstm_peephole_fused.py)",
+    "lstm_peep_h_grads": "plan-only: lstm_peep_h's three gradients in one node "
+                         "(test_lstm_peephole_fused.py)",
+    "gru_rh_grads": "plan-only: gru_rh's two gradients in one node (test_gru_fused.py, "
+                    "test_gru_kernels.py)",
+    "gru_h_grads": "plan-only: gru_h's three gradients in one node (test_gru_fused.py, "
+                   "test_gru_kernels.py)",
     "transposed_copy": "plan-only: a row-major w^T for an RNN's backward products, the "
                        "NumPy backend's kernel pass (test_rnn_cells_fused.py)",
     **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "
@@ -787,6 +807,75 @@ spec("lstm_cell_grad", "lstm_cell_grad",
      lambda dc, dh, a, c, c_prev: apply("lstm_cell_grad", [dc, dh, a, c, c_prev]),
      [uniform(3, 4), uniform(3, 4), uniform(3, 16, lo=-0.95, hi=0.95), uniform(3, 4),
       uniform(3, 4)], np_lstm_cell_grad, grad=())
+# the GRU step's fused nodes (gradflow/prim/gru.py; gates r, u)
+def np_gru_rh(gates, h):
+    return np.split(gates, 2, axis=-1)[0] * h
+
+
+def np_gru_h(gates, zc, h):
+    u = np.split(gates, 2, axis=-1)[1]
+    return u * h + (1 - u) * np.tanh(zc)
+
+
+spec("gru_rh", ("gru_rh", "gru_rh_grad"), lambda g, h: apply("gru_rh", [g, h]),
+     [uniform(2, 6, lo=0.05, hi=0.95), uniform(2, 3)], np_gru_rh)
+spec("gru_rh_batch_known", ("gru_rh", "gru_rh_grad"), lambda g, h: apply("gru_rh", [g, h]),
+     [uniform(3, 4, lo=0.05, hi=0.95), uniform(3, 2)], np_gru_rh, dynamic=keep(1, 0, 1))
+spec("gru_h", ("gru_h", "gru_h_grad"), lambda g, zc, h: apply("gru_h", [g, zc, h]),
+     [uniform(2, 6, lo=0.05, hi=0.95), uniform(2, 3), uniform(2, 3)], np_gru_h)
+spec("gru_h_units_known", ("gru_h", "gru_h_grad"), lambda g, zc, h: apply("gru_h", [g, zc, h]),
+     [uniform(3, 4, lo=0.05, hi=0.95), uniform(3, 2), uniform(3, 2)], np_gru_h,
+     dynamic=keep(0, 1))
+
+# LSTMCell's peephole/clipped cell (gradflow/prim/lstm_peephole.py; gates i, j, f, o)
+def np_peep_c(z, c_prev, w_i=None, w_f=None, forget_bias=1.0, cell_clip=None):
+    i, j, f, _ = np.split(z, 4, axis=-1)
+    if w_i is not None:
+        i, f = i + w_i * c_prev, f + forget_bias + w_f * c_prev
+    else:
+        f = f + forget_bias
+    c = np_sigmoid(f) * c_prev + np_sigmoid(i) * np.tanh(j)
+    return c if cell_clip is None else np.clip(c, -cell_clip, cell_clip)
+
+
+def np_peep_h(z, c, w_o=None):
+    o = np.split(z, 4, axis=-1)[3]
+    return np_sigmoid(o if w_o is None else o + w_o * c) * np.tanh(c)
+
+
+def _peep_c(*inputs, forget_bias=1.0, cell_clip=None):
+    return apply("lstm_peep_c", list(inputs), forget_bias=forget_bias, cell_clip=cell_clip)
+
+
+spec("lstm_peep_c", ("lstm_peep_c", "lstm_peep_c_grad"), _peep_c,
+     [uniform(2, 8), uniform(2, 2), uniform(2), uniform(2)], np_peep_c)
+spec("lstm_peep_c_units_known", ("lstm_peep_c", "lstm_peep_c_grad"),
+     lambda z, c, wi, wf: _peep_c(z, c, wi, wf, forget_bias=-0.5),
+     [uniform(3, 12), uniform(3, 3), uniform(3), uniform(3)],
+     lambda z, c, wi, wf: np_peep_c(z, c, wi, wf, forget_bias=-0.5), dynamic=keep(0, 1))
+# the clipped cells' values keep away from the clip's kinks (|c| near 0.6 is avoided:
+# the inputs give |c| below 0.45 or above 0.75)
+spec("lstm_peep_c_clipped", ("lstm_peep_c", "lstm_peep_c_grad"),
+     lambda z, c, wi, wf: _peep_c(z, c, wi, wf, cell_clip=0.6),
+     lambda rng: [np.array([[0.3, -0.2, 2.0, 1.5, 0.4, -0.3, 1.0, 0.2],
+                            [-1.0, 0.5, 1.5, -2.0, 0.8, 1.2, -0.5, 0.7]]),
+                  np.array([[1.5, -0.1], [0.2, -1.4]]), np.array([0.3, -0.2]),
+                  np.array([0.1, 0.4])],
+     lambda z, c, wi, wf: np_peep_c(z, c, wi, wf, cell_clip=0.6))
+spec("lstm_peep_c_clip_only", ("lstm_peep_c", "lstm_peep_c_grad"),
+     lambda z, c: _peep_c(z, c, cell_clip=0.6),
+     lambda rng: [np.array([[0.3, -0.2, 2.0, 1.5, 0.4, -0.3, 1.0, 0.2],
+                            [-1.0, 0.5, 1.5, -2.0, 0.8, 1.2, -0.5, 0.7]]),
+                  np.array([[1.5, -0.1], [0.2, -1.4]])],
+     lambda z, c: np_peep_c(z, c, cell_clip=0.6))
+spec("lstm_peep_h", ("lstm_peep_h", "lstm_peep_h_grad"),
+     lambda z, c, w: apply("lstm_peep_h", [z, c, w]),
+     [uniform(2, 8), uniform(2, 2), uniform(2)], np_peep_h)
+spec("lstm_peep_h_no_peephole", ("lstm_peep_h", "lstm_peep_h_grad"),
+     lambda z, c: apply("lstm_peep_h", [z, c]), [uniform(3, 8), uniform(3, 2)], np_peep_h,
+     dynamic=keep(1, 0, 1))
+
+
 spec("batch_zeros", "batch_zeros", lambda b: rnn_ops.batch_zeros(b, (2, 3), gf.float64),
      [lambda rng: np.array(3, np.int32)], lambda b: np.zeros((3, 2, 3)), dtypes=("int32",),
      grad=(), value_shaped=True)

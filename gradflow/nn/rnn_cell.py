@@ -29,7 +29,9 @@ from gradflow.ops.conv_ops import dropout
 from gradflow.ops.index_ops import concat, split
 from gradflow.ops.math_ops import clip_by_value, sigmoid, tanh
 from gradflow.ops.rnn_ops import lstm_c, lstm_gates, lstm_h
-from gradflow.prim.registry import convert_to_tensor
+from gradflow.prim import gru as _gru  # noqa: F401 - registers the GRU step's primitives
+from gradflow.prim import lstm_peephole as _peephole  # noqa: F401 - and the peephole cell's
+from gradflow.prim.registry import apply, convert_to_tensor
 from gradflow.variables import constant_initializer, variable_scope, zeros_initializer
 
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
@@ -158,9 +160,22 @@ class LSTMCell(RNNCell):
             i, j, f, o = split(gates, 4, axis=1)
             c = sigmoid(f + self._forget_bias) * c_prev + sigmoid(i) * act(j)
             h = sigmoid(o) * act(c)
+        elif (self._activation is None or self._activation is tanh) \
+                and _fusible(inputs, c_prev, gates):
+            c, h = self._fused_options(gates, c_prev)
         else:
             c, h = self._with_options(gates, c_prev)
         return h, (LSTMStateTuple(c, h) if self._state_is_tuple else concat([c, h], 1))
+
+    def _fused_options(self, gates, c_prev):
+        """``(c, h)`` with peepholes or clipping as the fused ``lstm_peep_c``/``lstm_peep_h``
+        nodes (gradflow/prim/lstm_peephole.py): the numbers of ``_with_options``."""
+        w_i = w_f = w_o = []
+        if self._use_peepholes:
+            w_f, w_i, w_o = ([w] for w in self._peepholes)
+        c = apply("lstm_peep_c", [gates, c_prev] + w_i + w_f, forget_bias=self._forget_bias,
+                  cell_clip=self._cell_clip)
+        return c, self._projected(apply("lstm_peep_h", [gates, c] + w_o))
 
     def _with_options(self, gates, c_prev):
         """``(c, h)`` with peepholes, clipping or a projection (TF1's order)."""
@@ -289,12 +304,30 @@ class GRUCell(RNNCell):
         n = self._num_units
         gates = sigmoid(_input_state_matmul(inputs, state, self._gate_kernel, n) +
                         self._gate_bias)
+        if self._activation is tanh and _fusible(inputs, state, gates):
+            # the same numbers as below, in two fused nodes (gradflow/prim/gru.py)
+            rh = apply("gru_rh", [gates, state])
+            zc = _input_state_matmul(inputs, rh, self._candidate_kernel, n) + \
+                self._candidate_bias
+            new_h = apply("gru_h", [gates, zc, state])
+            return new_h, new_h
         r, u = split(gates, 2, axis=1)
         candidate = self._activation(
             _input_state_matmul(inputs, r * state, self._candidate_kernel, n) +
             self._candidate_bias)
         new_h = u * state + (1.0 - u) * candidate
         return new_h, new_h
+
+
+def _fusible(inputs, state, gates):
+    """Whether a GRU (or peephole LSTM) step of these tensors can be its fused nodes:
+    floating 2-D gates and state of one dtype (anything else takes the elementary ops,
+    which broadcast and check as TF1's do)."""
+    shapes = [t.shape for t in (state, gates)]
+    if not all(s is not None and s.ndims == 2 for s in shapes):
+        return False
+    batches = {s[0] for s in shapes} - {None}
+    return len(batches) <= 1 and state.dtype == gates.dtype and gates.dtype.is_floating
 
 
 def _keeps_all(keep_prob):

@@ -117,6 +117,65 @@ def _lstm_h(m, node, ins):
     return m.add("Mul", [o, m.add("Tanh", [c], node.name + "/tanh")], node.name)
 
 
+@converts("gru_rh")
+def _gru_rh(m, node, ins):
+    """``r * h``: the first half of the gates (``gradflow/prim/gru.py``)."""
+    gates, h = ins
+    r = _gate(m, gates, node.inputs[0].shape[-1] // 2, 0, node.name)
+    return m.add("Mul", [r, h], node.name)
+
+
+@converts("gru_h")
+def _gru_h(m, node, ins):
+    """``u * h + (1 - u) * tanh(zc)``, ``u`` the second half of the gates."""
+    gates, zc, h = ins
+    u = _gate(m, gates, node.inputs[0].shape[-1] // 2, 1, node.name)
+    one = m.const(1.0, node.dtype.as_numpy_dtype)
+    keep = m.add("Mul", [u, h], node.name + "/kept")
+    new = m.add("Mul", [m.add("Sub", [one, u], node.name + "/1-u"),
+                        m.add("Tanh", [zc], node.name + "/tanh")], node.name + "/new")
+    return m.add("Add", [keep, new], node.name)
+
+
+def _sigmoid_of(m, x, name, dt):
+    """``tanh(x / 2) / 2 + 1/2``, as gradflow computes a sigmoid."""
+    half = m.const(0.5, dt)
+    t = m.add("Tanh", [m.add("Mul", [x, half], name + "/half")], name + "/tanh")
+    return m.add("Add", [m.add("Mul", [t, half], name + "/scaled"), half], name)
+
+
+@converts("lstm_peep_c")
+def _lstm_peep_c(m, node, ins):
+    """The peephole/clipped cell state (``gradflow/prim/lstm_peephole.py``)."""
+    z, c_prev, *w = ins
+    dt, name = node.dtype.as_numpy_dtype, node.name
+    i, j, f = (_gate(m, z, node.inputs[0].shape[-1] // 4, k, name) for k in range(3))
+    f = m.add("Add", [f, m.const(node.attrs["forget_bias"], dt)], name + "/fb")
+    if w:
+        i = m.add("Add", [i, m.add("Mul", [w[0], c_prev], name + "/wi")], name + "/ip")
+        f = m.add("Add", [f, m.add("Mul", [w[1], c_prev], name + "/wf")], name + "/fp")
+    kept = m.add("Mul", [_sigmoid_of(m, f, name + "/sf", dt), c_prev], name + "/kept")
+    new = m.add("Mul", [_sigmoid_of(m, i, name + "/si", dt),
+                        m.add("Tanh", [j], name + "/tj")], name + "/new")
+    clip = node.attrs["cell_clip"]
+    if clip is None:
+        return m.add("Add", [kept, new], name)
+    c = m.add("Add", [kept, new], name + "/raw")
+    return m.add("Min", [m.add("Max", [c, m.const(-clip, dt)], name + "/lo"),
+                         m.const(clip, dt)], name)
+
+
+@converts("lstm_peep_h")
+def _lstm_peep_h(m, node, ins):
+    z, c, *w = ins
+    dt, name = node.dtype.as_numpy_dtype, node.name
+    o = _gate(m, z, node.inputs[0].shape[-1] // 4, 3, name)
+    if w:
+        o = m.add("Add", [o, m.add("Mul", [w[0], c], name + "/wo")], name + "/op")
+    return m.add("Mul", [_sigmoid_of(m, o, name + "/so", dt), m.add("Tanh", [c], name + "/tc")],
+                 name)
+
+
 @converts("batch_zeros")
 def _batch_zeros(m, node, ins):
     from onnx import numpy_helper

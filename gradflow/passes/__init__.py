@@ -23,6 +23,7 @@ from gradflow.passes.cse import eliminate_common_subexpressions
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.gelu import fuse_gelu
 from gradflow.passes.gradient_sums import stack_gradient_sums
+from gradflow.passes.gru_steps import fuse_gru_steps
 from gradflow.passes.ir import PlanGraph, PlanNode
 from gradflow.passes.layer_norm import fuse_layer_norm
 from gradflow.passes.layouts import sink_layouts
@@ -46,8 +47,8 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # tanh form becomes two elementwise ops that the fusion then takes in.
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_attention, fuse_layer_norm,
-          fuse_gelu, fuse_elementwise]
+          share_row_stacks, fuse_lstm_steps, fuse_gru_steps, fuse_attention,
+          fuse_layer_norm, fuse_gelu, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
 

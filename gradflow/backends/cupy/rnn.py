@@ -19,6 +19,8 @@ import numpy as np
 
 from gradflow.backends.cuda import lstm as cuda_lstm
 from gradflow.backends.cupy.emit import _Compiled, _contiguous, _grid, _into, _outputs
+from gradflow.backends.cupy.gru import LOWERINGS as GRU_LOWERINGS
+from gradflow.backends.cupy.peephole import LOWERINGS as PEEPHOLE_LOWERINGS
 from gradflow.prim.registry import REGISTRY
 
 _STEP_KERNELS = _Compiled(cuda_lstm.step_sources, "the LSTM steps run op by op")
@@ -155,4 +157,5 @@ def lower_lstm_step_rec_grad(xp):
 
 LOWERINGS = {"lstm_step": lower_lstm_step, "lstm_step_grad": lower_lstm_step_grad,
              "lstm_step_rec": lower_lstm_step_rec,
-             "lstm_step_rec_grad": lower_lstm_step_rec_grad}
+             "lstm_step_rec_grad": lower_lstm_step_rec_grad, **GRU_LOWERINGS,
+             **PEEPHOLE_LOWERINGS}

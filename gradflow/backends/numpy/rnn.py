@@ -15,7 +15,9 @@ allocates nothing for these ops either way.
 
 from __future__ import annotations
 
+from gradflow.backends.numpy.gru import LOWERINGS as GRU_LOWERINGS
 from gradflow.backends.numpy.lstm_kernels import OutputBuffer, picker
+from gradflow.backends.numpy.peephole import LOWERINGS as PEEPHOLE_LOWERINGS
 from gradflow.prim import rnn as prim_rnn
 
 
@@ -279,4 +281,6 @@ LOWERINGS = {
     "lstm_h": lstm_h,
     "lstm_c_grad": lstm_c_grad,
     "lstm_h_grad": lstm_h_grad,
+    **GRU_LOWERINGS,
+    **PEEPHOLE_LOWERINGS,
 }
