@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends.cpu.numba_support import get_numba
-from gradflow.backends.numpy.lstm_kernels import OutputBuffer
+from gradflow.backends.numpy.lstm_kernels import OutputBuffer, into, writes_out
 from gradflow.passes.gru_steps import MAX_TERMS
 from gradflow.prim import gru as prim_gru
 
@@ -30,17 +30,6 @@ def _jit():
     return gru_jit
 
 
-def _writes_out(fn):
-    fn.accepts_out = True
-    fn.reads_whole_inputs = True
-    return fn
-
-
-def _into(out, value):
-    if out is None:
-        return value
-    out[...] = value
-    return out
 
 
 def _fast(gates, *states):
@@ -61,10 +50,10 @@ def gru_rh(xp):
     """``rh = r * h`` in one pass."""
     jit, buffer = _jit(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def rh(gates, h, out=None):
         if jit is None or not _fast(gates, h):
-            return _into(out, prim_gru._gru_rh_impl(xp, gates, h))
+            return into(out, prim_gru._gru_rh_impl(xp, gates, h))
         out = buffer.get(h.shape, h.dtype) if out is None else out
         jit.rh_forward(gates, h, out)
         return out
@@ -76,10 +65,10 @@ def gru_h(xp):
     """``h_new = u * h + (1 - u) * tanh(zc)`` in one pass."""
     jit, buffer = _jit(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def h_new(gates, zc, h, out=None):
         if jit is None or not _fast(gates, zc, h):
-            return _into(out, prim_gru._gru_h_impl(xp, gates, zc, h))
+            return into(out, prim_gru._gru_h_impl(xp, gates, zc, h))
         out = buffer.get(h.shape, h.dtype) if out is None else out
         jit.h_forward(gates, zc, h, out)
         return out
@@ -91,11 +80,11 @@ def gru_rh_grads(xp):
     """``(d gates, d h)`` of ``gru_rh`` in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def grads(g, gates, h, out=None):
         if jit is None or not _fast(gates, g, h):
             values = prim_gru._gru_rh_grads_impl(xp, g, gates, h)
-            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+            return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         out = _outs(out, buffers, (gates.shape, h.shape), h.dtype)
         jit.rh_grads(g, gates, h, *out)
         return out
@@ -108,12 +97,12 @@ def gru_h_grads(xp):
     inputs (up to ``MAX_TERMS``), in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def grads(*inputs, out=None):
         *terms, gates, zc, h = inputs
         if jit is None or not 1 <= len(terms) <= MAX_TERMS or not _fast(gates, zc, h, *terms):
             values = prim_gru._gru_h_grads_impl(xp, *inputs)
-            return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+            return tuple(into(o, v) for o, v in zip(out or (None,) * 3, values))
         out = _outs(out, buffers, (gates.shape, h.shape, h.shape), h.dtype)
         padded = terms + [terms[0]] * (MAX_TERMS - len(terms))
         jit.h_grads(*padded, len(terms), gates, zc, h, *out)
@@ -141,7 +130,7 @@ def gru_gates_step(xp):
     """``(gates, rh)`` of a step: the gates of its sum and ``r h``, in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def step(*inputs, out=None):
         *terms, h = inputs
         sums = None
@@ -149,7 +138,7 @@ def gru_gates_step(xp):
             sums = _row_terms(terms, (h.shape[0], 2 * h.shape[1]))
         if sums is None:
             values = prim_gru._gru_gates_step_impl(xp, *inputs)
-            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+            return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         out = _outs(out, buffers, ((h.shape[0], 2 * h.shape[1]), h.shape), h.dtype)
         jit.gates_step(*sums, h, *out)
         return out
@@ -161,13 +150,13 @@ def gru_h_step(xp):
     """``(zc, h_new)`` of a step: the candidate's sum and the new state, in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def step(*inputs, out=None):
         *terms, gates, h = inputs
         sums = _row_terms(terms, h.shape) if jit is not None and _fast(gates, h) else None
         if sums is None:
             values = prim_gru._gru_h_step_impl(xp, *inputs)
-            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+            return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         out = _outs(out, buffers, (h.shape, h.shape), h.dtype)
         jit.h_step(*sums, gates, h, *out)
         return out
@@ -179,12 +168,12 @@ def gru_gates_grad(xp):
     """``(dz, dh)`` of a step's gates in one pass."""
     jit, buffers = _jit(), (OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def grads(drh, dgh, gates, h, out=None):
         if jit is None or not _fast(gates, drh, h) or dgh.shape != gates.shape \
                 or dgh.dtype != _F32:
             values = prim_gru._gru_gates_grad_impl(xp, drh, dgh, gates, h)
-            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+            return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         out = _outs(out, buffers, (gates.shape, h.shape), h.dtype)
         jit.gates_grad(drh, dgh, gates, h, *out)
         return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradflow.backends.cpu.numba_support import get_numba
-from gradflow.backends.numpy.lstm_kernels import OutputBuffer
+from gradflow.backends.numpy.lstm_kernels import OutputBuffer, into, writes_out
 from gradflow.prim import lstm_peephole as prim_peep
 
 _F32 = np.dtype(np.float32)
@@ -29,17 +29,6 @@ def _jit():
     return peephole_jit
 
 
-def _writes_out(fn):
-    fn.accepts_out = True
-    fn.reads_whole_inputs = True
-    return fn
-
-
-def _into(out, value):
-    if out is None:
-        return value
-    out[...] = value
-    return out
 
 
 def _fast(z, state, weights, *others):
@@ -68,10 +57,10 @@ def lstm_peep_c(xp, forget_bias, cell_clip):
     clip, has_clip = _clip_args(cell_clip)
     bias = _F32.type(forget_bias)
 
-    @_writes_out
+    @writes_out
     def c_new(z, c_prev, *w, out=None):
         if jit is None or len(w) != 2 or not _fast(z, c_prev, w):
-            return _into(out, prim_peep._peep_c_impl(xp, z, c_prev, *w, forget_bias=forget_bias,
+            return into(out, prim_peep._peep_c_impl(xp, z, c_prev, *w, forget_bias=forget_bias,
                                                      cell_clip=cell_clip))
         out = buffer.get(c_prev.shape, _F32) if out is None else out
         jit.c_forward(z, c_prev, *w, bias, clip, has_clip, out)
@@ -84,10 +73,10 @@ def lstm_peep_h(xp):
     """``h = lstm_peep_h(z, c, w_o)`` in one pass."""
     jit, buffer = _jit(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def h_new(z, c, *w, out=None):
         if jit is None or len(w) != 1 or not _fast(z, c, w):
-            return _into(out, prim_peep._peep_h_impl(xp, z, c, *w))
+            return into(out, prim_peep._peep_h_impl(xp, z, c, *w))
         out = buffer.get(c.shape, _F32) if out is None else out
         jit.h_forward(z, c, w[0], out)
         return out
@@ -101,12 +90,12 @@ def lstm_peep_c_grads(xp, forget_bias, cell_clip):
     clip, has_clip = _clip_args(cell_clip)
     bias = _F32.type(forget_bias)
 
-    @_writes_out
+    @writes_out
     def grads(g, z, c_prev, *w, out=None):
         if jit is None or len(w) != 2 or not _fast(z, c_prev, w, g):
             values = prim_peep._peep_c_grads_impl(xp, g, z, c_prev, *w, forget_bias=forget_bias,
                                                   cell_clip=cell_clip)
-            return tuple(_into(o, v) for o, v in zip(out or (None,) * 4, values))
+            return tuple(into(o, v) for o, v in zip(out or (None,) * 4, values))
         units = (c_prev.shape[1],)
         out = _outs(out, buffers, (z.shape, c_prev.shape, units, units))
         jit.c_grads(g, z, c_prev, *w, bias, clip, has_clip, *out)
@@ -119,11 +108,11 @@ def lstm_peep_h_grads(xp):
     """``(d z, d c, d w_o)`` of ``lstm_peep_h`` in one pass."""
     jit, buffers = _jit(), tuple(OutputBuffer() for _ in range(3))
 
-    @_writes_out
+    @writes_out
     def grads(g, z, c, *w, out=None):
         if jit is None or len(w) != 1 or not _fast(z, c, w, g):
             values = prim_peep._peep_h_grads_impl(xp, g, z, c, *w)
-            return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+            return tuple(into(o, v) for o, v in zip(out or (None,) * 3, values))
         out = _outs(out, buffers, (z.shape, c.shape, (c.shape[1],)))
         jit.h_grads(g, z, c, w[0], *out)
         return out
@@ -141,7 +130,7 @@ def lstm_peep_step(xp, forget_bias, cell_clip):
     clip, has_clip = _clip_args(cell_clip)
     bias = _F32.type(forget_bias)
 
-    @_writes_out
+    @writes_out
     def step(*inputs, out=None):
         *terms, c_prev, w_i, w_f, w_o = inputs
         ok = jit is not None and len(terms) in (2, 3) and c_prev.ndim == 2
@@ -154,7 +143,7 @@ def lstm_peep_step(xp, forget_bias, cell_clip):
         if not ok:
             values = prim_peep._peep_step_impl(xp, *inputs, forget_bias=forget_bias,
                                                cell_clip=cell_clip)
-            return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+            return tuple(into(o, v) for o, v in zip(out or (None,) * 3, values))
         out = _outs(out, buffers, (x.shape, c_prev.shape, c_prev.shape))
         jit.step_forward(x, terms[1] if len(terms) == 3 else x, row, len(terms), c_prev,
                          w_i, w_f, w_o, bias, clip, has_clip, *out)
@@ -169,7 +158,7 @@ def lstm_peep_step_grad(xp, forget_bias, cell_clip, terms, carry):
     clip, has_clip = _clip_args(cell_clip)
     bias = _F32.type(forget_bias)
 
-    @_writes_out
+    @writes_out
     def step_grad(*inputs, out=None):
         sums = list(inputs[:terms])
         dc_next = inputs[terms] if carry else None
@@ -180,7 +169,7 @@ def lstm_peep_step_grad(xp, forget_bias, cell_clip, terms, carry):
             values = prim_peep._peep_step_grad_impl(xp, *inputs, forget_bias=forget_bias,
                                                     cell_clip=cell_clip, terms=terms,
                                                     carry=carry)
-            return tuple(_into(o, v) for o, v in zip(out or (None,) * 5, values))
+            return tuple(into(o, v) for o, v in zip(out or (None,) * 5, values))
         units = (c.shape[1],)
         out = _outs(out, buffers, (z.shape, c.shape, units, units, units))
         padded = sums + [sums[0]] * (4 - terms)

@@ -16,27 +16,9 @@ allocates nothing for these ops either way.
 from __future__ import annotations
 
 from gradflow.backends.numpy.gru import LOWERINGS as GRU_LOWERINGS
-from gradflow.backends.numpy.lstm_kernels import OutputBuffer, picker
+from gradflow.backends.numpy.lstm_kernels import OutputBuffer, into, picker, writes_out
 from gradflow.backends.numpy.peephole import LOWERINGS as PEEPHOLE_LOWERINGS
 from gradflow.prim import rnn as prim_rnn
-
-
-def _writes_out(fn):
-    """Mark ``fn(*inputs, out=None)`` as writing its result into ``out`` when given one,
-    never one of its inputs (``reads_whole_inputs``): the kernels give the right numbers
-    in place too, but an ``out`` that overlaps an input stops LLVM from vectorizing
-    them (its runtime overlap check sends the loop down the scalar path, 5x slower)."""
-    fn.accepts_out = True
-    fn.reads_whole_inputs = True
-    return fn
-
-
-def _into(out, value):
-    """``value`` (from a reference impl) in ``out`` when there is one."""
-    if out is None:
-        return value
-    out[...] = value
-    return out
 
 
 def _same_batch(gates, state):
@@ -51,10 +33,10 @@ def lstm_gates(xp, forget_bias):
     pick, buffer = picker(), OutputBuffer()
     half_bias = {}
 
-    @_writes_out
+    @writes_out
     def gates(z, out=None):
         if z.ndim != 2 or z.shape[1] % 4:
-            return _into(out, prim_rnn._lstm_gates_impl(xp, z, forget_bias))
+            return into(out, prim_rnn._lstm_gates_impl(xp, z, forget_bias))
         if z.dtype not in half_bias:
             half_bias[z.dtype] = z.dtype.type(0.5 * forget_bias)
         if out is None:
@@ -69,10 +51,10 @@ def lstm_gates_grad(xp):
     """``lstm_gates_grad(g, a) = g (1 - a)(a + m)`` in one pass."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def gates_grad(g, a, out=None):
         if g.shape != a.shape or a.ndim != 2 or a.shape[1] % 4 or g.dtype != a.dtype:
-            return _into(out, prim_rnn._lstm_gates_grad_impl(xp, g, a))
+            return into(out, prim_rnn._lstm_gates_grad_impl(xp, g, a))
         if out is None:
             out = buffer.get(a.shape, a.dtype)
         pick(a.dtype).gates_backward(g, a, out)
@@ -85,10 +67,10 @@ def lstm_c(xp):
     """``c = lstm_c(a, c_prev) = f * c_prev + i * j`` in one pass."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def c_new(a, c_prev, out=None):
         if not _same_batch(a, c_prev):
-            return _into(out, prim_rnn._lstm_c_impl(xp, a, c_prev))
+            return into(out, prim_rnn._lstm_c_impl(xp, a, c_prev))
         if out is None:
             out = buffer.get(c_prev.shape, c_prev.dtype)
         pick(a.dtype).c_forward(a, c_prev, out)
@@ -101,10 +83,10 @@ def lstm_h(xp):
     """``h = lstm_h(a, c) = o * tanh(c)`` in one pass."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def h_new(a, c, out=None):
         if not _same_batch(a, c):
-            return _into(out, prim_rnn._lstm_h_impl(xp, a, c))
+            return into(out, prim_rnn._lstm_h_impl(xp, a, c))
         if out is None:
             out = buffer.get(c.shape, c.dtype)
         pick(a.dtype).h_forward(a, c, out)
@@ -118,10 +100,10 @@ def lstm_c_grad(xp, wrt):
     for the gates, in one pass."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def c_grad(g, a, c_prev, out=None):
         if not (_same_batch(a, c_prev) and g.shape == c_prev.shape and g.dtype == a.dtype):
-            return _into(out, prim_rnn._lstm_c_grad_impl(xp, g, a, c_prev, wrt))
+            return into(out, prim_rnn._lstm_c_grad_impl(xp, g, a, c_prev, wrt))
         if wrt == "state":
             if out is None:
                 out = buffer.get(g.shape, g.dtype)
@@ -140,10 +122,10 @@ def lstm_h_grad(xp, wrt):
     ``[0, 0, 0, g tanh(c)]`` for the gates, in one pass."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def h_grad(g, a, c, out=None):
         if not (_same_batch(a, c) and g.shape == c.shape and g.dtype == a.dtype):
-            return _into(out, prim_rnn._lstm_h_grad_impl(xp, g, a, c, wrt))
+            return into(out, prim_rnn._lstm_h_grad_impl(xp, g, a, c, wrt))
         if wrt == "state":
             if out is None:
                 out = buffer.get(g.shape, g.dtype)
@@ -163,14 +145,14 @@ def lstm_gates_sum(xp, forget_bias):
     pick, buffer = picker(), OutputBuffer()
     half_bias = {}
 
-    @_writes_out
+    @writes_out
     def gates_sum(*terms, out=None):
         *full, row = terms
         x = full[0]
         if not (x.ndim == 2 and x.shape[1] % 4 == 0 and row.shape == x.shape[1:]
                 and len(full) <= 2 and all(t.shape == x.shape for t in full)
                 and all(t.dtype == x.dtype for t in terms)):
-            return _into(out, prim_rnn._lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias))
+            return into(out, prim_rnn._lstm_gates_sum_impl(xp, *terms, forget_bias=forget_bias))
         if x.dtype not in half_bias:
             half_bias[x.dtype] = x.dtype.type(0.5 * forget_bias)
         if out is None:
@@ -195,9 +177,9 @@ def lstm_step(xp, forget_bias):
 
     def reference(inputs, out):
         values = prim_rnn._lstm_step_impl(xp, *inputs, forget_bias=forget_bias)
-        return tuple(_into(o, v) for o, v in zip(out or (None,) * 3, values))
+        return tuple(into(o, v) for o, v in zip(out or (None,) * 3, values))
 
-    @_writes_out
+    @writes_out
     def step(*inputs, out=None):
         if len(inputs) == 4:
             x, y, row, c_prev = inputs
@@ -233,14 +215,14 @@ def lstm_step_grad(xp):
     pick = picker()
     buffers = (OutputBuffer(), OutputBuffer())
 
-    @_writes_out
+    @writes_out
     def step_grad(dh, dc_next, a, c, c_prev, out=None):
         shape = c.shape
         if not (_same_batch(a, c) and _same_batch(a, c_prev) and dh.shape == shape
                 and dc_next.shape == shape and dh.dtype == a.dtype
                 and dc_next.dtype == a.dtype):
             values = prim_rnn._lstm_step_grad_impl(xp, dh, dc_next, a, c, c_prev)
-            return tuple(_into(o, v) for o, v in zip(out or (None, None), values))
+            return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         if out is None or out[0] is None or out[1] is None:
             out = out or (None, None)
             out = (out[0] if out[0] is not None else buffers[0].get(a.shape, a.dtype),
@@ -257,11 +239,11 @@ def lstm_cell_grad(xp):
     ``lstm_gates_grad`` compute in four)."""
     pick, buffer = picker(), OutputBuffer()
 
-    @_writes_out
+    @writes_out
     def cell_grad(dc, dh, a, c, c_prev, out=None):
         if not (_same_batch(a, c) and _same_batch(a, c_prev) and dc.shape == c.shape
                 and dh.shape == c.shape and dc.dtype == dh.dtype == a.dtype):
-            return _into(out, prim_rnn._lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev))
+            return into(out, prim_rnn._lstm_cell_grad_impl(xp, dc, dh, a, c, c_prev))
         if out is None:
             out = buffer.get(a.shape, a.dtype)
         pick(a.dtype).cell_backward(dc, dh, a, c, c_prev, out)
