@@ -47,7 +47,7 @@ import numpy as np
 
 from gradflow import dtypes
 from gradflow.passes.fusion import output_of
-from gradflow.passes.ir import PlanNode
+from gradflow.passes.ir import PlanNode, rewrite_patterns
 from gradflow.prim.attention import ATTENTION_BWD, ATTENTION_FWD, CAUSAL_FILL
 from gradflow.prim.plan import FUSED_OUTPUT
 
@@ -60,23 +60,12 @@ _PLAN = threading.local()
 def fuse_attention(graph) -> None:
     """Replace each attention pattern of ``graph`` (a PlanGraph) and its gradient by an
     ``attention_fwd``/``attention_bwd`` pair (see the module docstring)."""
-    readers = graph.consumers()
-    fetched = set(graph.outputs)
     _PLAN.fed = graph.fed
-    mapping, made = {}, []
     try:
-        for node in graph.nodes():
-            if not (_op(node, "softmax") or _op(node, "divide")) or node in mapping:
-                continue
-            found = _forward(node, readers)
-            if found is None:
-                continue
-            found["grad"] = _backward(found, readers)
-            if _closed(found, readers, fetched):
-                _rewrite(found, mapping, made, readers)
+        rewrite_patterns(graph, lambda n: _op(n, "softmax") or _op(n, "divide"), _forward,
+                         _backward, _closed, _rewrite)
     finally:
         _PLAN.fed = ()  # the user's tensors are not kept past the pass (nor their graph)
-    graph.replace(mapping, extra=made)
 
 
 def _op(node, name, **flags):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from gradflow.passes.attention import _op, _scalar
-from gradflow.passes.ir import PlanNode
+from gradflow.passes.ir import PlanNode, rewrite_patterns
 from gradflow.passes.layer_norm import _find, _other, _sum_of
 from gradflow.prim import gelu as _registers  # noqa: F401 (gelu_tanh's records)
 from gradflow.prim.registry import REGISTRY
@@ -34,19 +34,8 @@ K = 0.044715
 def fuse_gelu(graph) -> None:
     """Replace each tanh-form GELU of ``graph`` (a PlanGraph) and its gradient by
     ``gelu_tanh`` and ``gelu_tanh_grad`` (see the module docstring)."""
-    readers = graph.consumers()
-    fetched = set(graph.outputs)
-    mapping, made = {}, []
-    for node in graph.nodes():
-        if not _op(node, "tanh") or node in mapping:
-            continue
-        found = _forward(node, readers)
-        if found is None:
-            continue
-        found["grad"] = _backward(found, readers)
-        if _closed(found, readers, fetched):
-            _rewrite(found, mapping, made)
-    graph.replace(mapping, extra=made)
+    rewrite_patterns(graph, lambda n: _op(n, "tanh"), _forward, _backward, _closed,
+                     lambda found, mapping, made, _: _rewrite(found, mapping, made))
 
 
 def _near(value, want):

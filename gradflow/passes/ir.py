@@ -141,6 +141,29 @@ class PlanGraph:
         self.outputs = [final(o) for o in self.outputs]
 
 
+def rewrite_patterns(graph, starts, forward, backward, closed, rewrite) -> None:
+    """The driver of the passes that replace a pattern and its gradient by a fused pair
+    (attention, layer norm, GELU): for each node of ``graph`` that ``starts(node)`` and no
+    earlier match took, ``forward(node, readers)`` finds the pattern (a dict, or None),
+    ``backward(found, readers)`` its gradient (``found["grad"]``), and where
+    ``closed(found, readers, fetched)`` (nothing outside reads its inner values),
+    ``rewrite(found, mapping, made, readers)`` adds the replacements; then the graph
+    takes them all at once."""
+    readers = graph.consumers()
+    fetched = set(graph.outputs)
+    mapping, made = {}, []
+    for node in graph.nodes():
+        if node in mapping or not starts(node):
+            continue
+        found = forward(node, readers)
+        if found is None:
+            continue
+        found["grad"] = backward(found, readers)
+        if closed(found, readers, fetched):
+            rewrite(found, mapping, made, readers)
+    graph.replace(mapping, extra=made)
+
+
 def specialized_shape(node, shapes):
     """The static shape of ``node`` re-inferred from the fed shapes, or its own shape
     where the rule cannot say more (a refinement never contradicts the graph's)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from gradflow import dtypes
 from gradflow.passes.attention import _op, _scalar
 from gradflow.passes.fusion import output_of
-from gradflow.passes.ir import PlanNode
+from gradflow.passes.ir import PlanNode, rewrite_patterns
 from gradflow.prim.layer_norm import LAYER_NORM_BWD, LAYER_NORM_FWD
 from gradflow.prim.plan import FUSED_OUTPUT
 from gradflow.prim.registry import REGISTRY
@@ -35,19 +35,8 @@ from gradflow.prim.registry import REGISTRY
 def fuse_layer_norm(graph) -> None:
     """Replace each layer-norm pattern of ``graph`` (a PlanGraph) and its gradient by a
     ``layer_norm_fwd``/``layer_norm_bwd`` pair (see the module docstring)."""
-    readers = graph.consumers()
-    fetched = set(graph.outputs)
-    mapping, made = {}, []
-    for node in graph.nodes():
-        if not _last_axis_sum(node) or node in mapping:
-            continue
-        found = _forward(node, readers)
-        if found is None:
-            continue
-        found["grad"] = _backward(found, readers)
-        if _closed(found, readers, fetched):
-            _rewrite(found, mapping, made)
-    graph.replace(mapping, extra=made)
+    rewrite_patterns(graph, _last_axis_sum, _forward, _backward, _closed,
+                     lambda found, mapping, made, _: _rewrite(found, mapping, made))
 
 
 def _last_axis_sum(node):
