@@ -15,6 +15,9 @@
   table, one lookup per time step) is one ``gather`` of the indices concatenated.
 - A ``concat`` along the rows of consecutive columns of one matrix, in either order
   (an RNN's ids of each time step), is a slice of its transpose, reshaped: one copy.
+- A ``stack`` of per-step values (a ``concat`` of ``expand_dims``) is a row stack seen
+  through a reshape and a transpose, and ``reshape_like`` of a length-1 slice that drops
+  its axis is an index of that axis (``passes/time_stacks.py``).
 - ``reshape(x, dims)`` with ``dims`` a constant after folding is a ``reshape`` of that
   static shape, so that no run reads ``dims`` back from a GPU.
 - ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
@@ -58,6 +61,7 @@ import numpy as np
 
 from gradflow.graph import TensorShape
 from gradflow.passes.ir import PlanNode
+from gradflow.passes.time_stacks import stacked_steps, step_of_stack
 from gradflow.prim.registry import REGISTRY, HostValue
 
 # constants larger than this are not scanned for all-ones or all-zeros
@@ -308,6 +312,9 @@ def _columns_stacked(node, parts, graph):
 
 
 def _concat(node, inputs, graph):
+    steps = stacked_steps(node, inputs, graph)
+    if steps is not None:
+        return steps
     if node.attrs.get("axis") != 0 or len(inputs) < 2:
         return None
     if not all(map(_row_gather, inputs)):
@@ -459,4 +466,5 @@ RULES = {
     "divide": _divide,
     "pow": _pow,
     "relu_grad": _relu_grad,
+    "reshape_like": step_of_stack,
 }

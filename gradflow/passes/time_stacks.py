@@ -1,0 +1,90 @@
+"""Rules of ``rewrite_algebra`` for the per-step stacks of an unrolled RNN along a new axis.
+
+``stack(outputs, axis)`` (``dynamic_rnn`` and ``bidirectional_dynamic_rnn`` over a static
+time axis, ``stack``'s gradient of ``unstack``) is a ``concat`` of one ``expand_dims`` per
+step, and its gradient one ``getitem`` of a length-1 slice and one ``reshape_like`` per
+step. Each is a step of the plan (a biLSTM of 50 steps had 150 ``expand_dims`` and 100
+``reshape_like``), and a concat along an inner axis cannot have its parts written
+straight into its rows. These rules make them
+
+    concat([expand_dims(p_k, a) for k], a)  ->  transpose(reshape(concat(p_k, 0), [n, *p]))
+    reshape_like(x[..., t:t+1, ...], p)     ->  x[..., t, ...]
+
+the first a row stack (``schedule.row_stacks``: each step's op writes its output into
+its rows) seen through a reshape and, for ``a > 0``, a transpose (both views), the second
+a view. Both only move values: the numbers are the same. Only nodes of fully known
+static shapes, without control inputs, are rewritten.
+"""
+
+from __future__ import annotations
+
+from gradflow.passes.ir import PlanNode
+from gradflow.prim.registry import REGISTRY
+
+MIN_STEPS = 2
+_FULL = ("slice", None, None, None)
+
+
+def _known(node):
+    return node.shape is not None and node.shape.is_fully_defined()
+
+
+def _expanded_part(t, axis):
+    """``t``'s input if ``t`` is ``expand_dims(p, axis)`` of a fully known ``p``."""
+    if not isinstance(t, PlanNode) or t.opdef.name != "expand_dims" \
+            or t.opdef.kind != "compute" or t.control_inputs \
+            or tuple(t.attrs.get("axes", ())) != (axis,) or not _known(t.inputs[0]):
+        return None
+    return t.inputs[0]
+
+
+def stacked_steps(node, inputs, graph):
+    """``concat([expand_dims(p_k, a)...], a)`` as ``reshape(concat(p_k, 0))``, transposed
+    to put the new axis at ``a``; None where it does not apply."""
+    axis = node.attrs.get("axis")
+    if len(inputs) < MIN_STEPS or not isinstance(axis, int) or axis < 0 \
+            or node.control_inputs or not _known(node):
+        return None
+    parts = [_expanded_part(t, axis) for t in inputs]
+    if any(p is None for p in parts):
+        return None
+    shape = tuple(int(d) for d in parts[0].shape)
+    if not shape or axis > len(shape) \
+            or any(tuple(p.shape) != shape or p.dtype != node.dtype for p in parts):
+        return None
+    n = len(parts)
+    rows = PlanNode.standing_for(node, REGISTRY["concat"], parts, {"axis": 0},
+                                 shape=(n * shape[0],) + shape[1:],
+                                 name=node.name + "/rows")
+    stacked = PlanNode.standing_for(node, REGISTRY["reshape"], [rows],
+                                    {"shape": (n,) + shape}, shape=(n,) + shape,
+                                    name=node.name + "/steps" if axis else None)
+    if axis == 0:
+        return stacked
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape) + 1))
+    return PlanNode.standing_for(node, REGISTRY["transpose"], [stacked], {"perm": perm})
+
+
+def step_of_stack(node, inputs, graph):
+    """``reshape_like(x[..., t:t+1, ...], p)`` dropping that axis as ``x[..., t, ...]``."""
+    x = inputs[0]
+    if not isinstance(x, PlanNode) or x.opdef.name != "getitem" \
+            or x.opdef.kind != "compute" or x.control_inputs or node.control_inputs \
+            or not _known(node) or not _known(x.inputs[0]):
+        return None
+    key, whole = x.attrs.get("key"), tuple(int(d) for d in x.inputs[0].shape)
+    if not isinstance(key, tuple) or len(key) != len(whole):
+        return None
+    picked = [(a, k) for a, k in enumerate(key) if k != _FULL]
+    if len(picked) != 1 or not isinstance(picked[0][1], tuple) or len(picked[0][1]) != 4:
+        return None
+    axis, (kind, start, stop, step) = picked[0]
+    if kind != "slice" or step not in (None, 1) or not isinstance(start, int) \
+            or not isinstance(stop, int) or not 0 <= start < whole[axis] \
+            or stop != start + 1:
+        return None
+    if tuple(node.shape) != whole[:axis] + whole[axis + 1:]:
+        return None
+    new_key = key[:axis] + (start,) + key[axis + 1:]
+    return PlanNode.standing_for(node, REGISTRY["getitem"], [x.inputs[0]], {"key": new_key},
+                                 control_inputs=node.control_inputs)
