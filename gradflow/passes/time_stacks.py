@@ -53,16 +53,88 @@ def stacked_steps(node, inputs, graph):
             or any(tuple(p.shape) != shape or p.dtype != node.dtype for p in parts):
         return None
     n = len(parts)
+    stacked = _summed_blocks(node, parts, n, shape)
+    if stacked is None:
+        stacked = _rows_reshaped(node, parts, n, shape, axis)
+    if axis == 0:
+        return stacked
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape) + 1))
+    return PlanNode.standing_for(node, REGISTRY["transpose"], [stacked], {"perm": perm})
+
+
+def _rows_reshaped(node, parts, n, shape, axis):
+    """``reshape(concat(parts, 0), [n, *shape])``: a row stack as ``[n, *shape]``."""
     rows = PlanNode.standing_for(node, REGISTRY["concat"], parts, {"axis": 0},
                                  shape=(n * shape[0],) + shape[1:],
                                  name=node.name + "/rows")
     stacked = PlanNode.standing_for(node, REGISTRY["reshape"], [rows],
                                     {"shape": (n,) + shape}, shape=(n,) + shape,
                                     name=node.name + "/steps" if axis else None)
-    if axis == 0:
-        return stacked
-    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape) + 1))
-    return PlanNode.standing_for(node, REGISTRY["transpose"], [stacked], {"perm": perm})
+    return stacked
+
+
+def _row_blocks(parts):
+    """``(m, start, direction)`` if ``parts`` are consecutive blocks of rows of one
+    matrix ``m``, ``m[start + k * d * rows : ...]`` for the ``k``-th part (``d`` of 1 or
+    -1, ``rows`` the parts' own row count), else None."""
+    found = []
+    for p in parts:
+        if not isinstance(p, PlanNode) or p.opdef.name != "getitem" \
+                or p.opdef.kind != "compute" or p.control_inputs or not _known(p) \
+                or len(p.shape) != 2 or not _known(p.inputs[0]) or len(p.inputs[0].shape) != 2:
+            return None
+        key = p.attrs.get("key")
+        if not isinstance(key, tuple) or len(key) != 2 or key[1] != _FULL \
+                or not isinstance(key[0], tuple) or key[0][0] != "slice" \
+                or key[0][3] not in (None, 1) or not isinstance(key[0][1], int) \
+                or key[0][1] < 0 or key[0][2] != key[0][1] + int(p.shape[0]):
+            return None
+        found.append((p.inputs[0], key[0][1]))
+    m, start = found[0]
+    rows = int(parts[0].shape[0])
+    if len(found) < 2 or any(f[0] is not m for f in found):
+        return None
+    d = (found[1][1] - start) // rows if rows else 0
+    if d not in (1, -1) or any(f[1] != start + k * d * rows for k, f in enumerate(found)):
+        return None
+    return m, start, d
+
+
+def _blocks(node, parts, n, shape, tag):
+    """The ``[n, *shape]`` view of ``parts`` (row blocks of one matrix, ``_row_blocks``),
+    or None."""
+    found = _row_blocks(parts)
+    if found is None:
+        return None
+    m, start, d = found
+    low = start if d == 1 else start - (n - 1) * shape[0]
+    key = (("slice", low, low + n * shape[0], None), _FULL)
+    rows = PlanNode.standing_for(node, REGISTRY["getitem"], [m], {"key": key},
+                                 shape=(n * shape[0], shape[1]), name=f"{node.name}/{tag}")
+    view = PlanNode.standing_for(node, REGISTRY["reshape"], [rows], {"shape": (n,) + shape},
+                                 shape=(n,) + shape, name=f"{node.name}/{tag}_steps")
+    if d == 1:
+        return view
+    return PlanNode.standing_for(node, REGISTRY["getitem"], [view],
+                                 {"key": (("slice", None, None, -1), _FULL, _FULL)},
+                                 shape=(n,) + shape, name=f"{node.name}/{tag}_reversed")
+
+
+def _summed_blocks(node, parts, n, shape):
+    """Parts ``a_k + b_k`` where the ``a_k`` and the ``b_k`` are row blocks of one matrix
+    each (the input gradient of a bidirectional RNN: the forward direction's per-step
+    gradients and the backward one's, in reverse order) as one ``add`` of two
+    ``[n, *shape]`` views, or None."""
+    if len(shape) != 2 or any(
+            not isinstance(p, PlanNode) or p.opdef.name != "add" or p.opdef.kind != "compute"
+            or p.control_inputs or len(p.inputs) != 2 for p in parts):
+        return None
+    left = _blocks(node, [p.inputs[0] for p in parts], n, shape, "left")
+    right = _blocks(node, [p.inputs[1] for p in parts], n, shape, "right")
+    if left is None or right is None:
+        return None
+    return PlanNode.standing_for(node, REGISTRY["add"], [left, right], dict(parts[0].attrs),
+                                 shape=(n,) + shape, name=node.name + "/steps")
 
 
 def step_of_stack(node, inputs, graph):
