@@ -17,7 +17,9 @@
   (an RNN's ids of each time step), is a slice of its transpose, reshaped: one copy.
 - A ``stack`` of per-step values (a ``concat`` of ``expand_dims``) is a row stack seen
   through a reshape and a transpose, and ``reshape_like`` of a length-1 slice that drops
-  its axis is an index of that axis (``passes/time_stacks.py``).
+  its axis is an index of that axis; a ``concat`` along the rows of consecutive indices
+  of one axis of one tensor is a slice of it (that axis first), reshaped: one copy
+  (``passes/time_stacks.py``).
 - ``reshape(x, dims)`` with ``dims`` a constant after folding is a ``reshape`` of that
   static shape, so that no run reads ``dims`` back from a GPU.
 - ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
@@ -61,7 +63,7 @@ import numpy as np
 
 from gradflow.graph import TensorShape
 from gradflow.passes.ir import PlanNode
-from gradflow.passes.time_stacks import stacked_steps, step_of_stack
+from gradflow.passes.time_stacks import stacked_slices, stacked_steps, step_of_stack
 from gradflow.prim.registry import REGISTRY, HostValue
 
 # constants larger than this are not scanned for all-ones or all-zeros
@@ -312,7 +314,7 @@ def _columns_stacked(node, parts, graph):
 
 
 def _concat(node, inputs, graph):
-    steps = stacked_steps(node, inputs, graph)
+    steps = _first(stacked_steps(node, inputs, graph), stacked_slices(node, inputs, graph))
     if steps is not None:
         return steps
     if node.attrs.get("axis") != 0 or len(inputs) < 2:

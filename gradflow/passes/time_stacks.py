@@ -160,3 +160,52 @@ def step_of_stack(node, inputs, graph):
     new_key = key[:axis] + (start,) + key[axis + 1:]
     return PlanNode.standing_for(node, REGISTRY["getitem"], [x.inputs[0]], {"key": new_key},
                                  control_inputs=node.control_inputs)
+
+
+def _picked_index(t):
+    """``(x, axis, i)`` if ``t`` is ``x[..., i, ...]``: one int index on one axis of a fully
+    known ``x``, every other axis whole."""
+    if not isinstance(t, PlanNode) or t.opdef.name != "getitem" or t.opdef.kind != "compute" \
+            or t.control_inputs or not _known(t.inputs[0]):
+        return None
+    key, x = t.attrs.get("key"), t.inputs[0]
+    if not isinstance(key, tuple) or len(key) != len(x.shape):
+        return None
+    picked = [(a, k) for a, k in enumerate(key) if k != _FULL]
+    if len(picked) != 1 or type(picked[0][1]) is not int \
+            or not 0 <= picked[0][1] < int(x.shape[picked[0][0]]):
+        return None
+    return x, picked[0][0], picked[0][1]
+
+
+def stacked_slices(node, inputs, graph):
+    """``concat([x[:, i0], x[:, i0 + d], ...], 0)`` (``d`` of 1 or -1; an RNN's inputs of
+    each time step, batch-major, stacked for one product over all steps, either direction)
+    as ``reshape(transpose(x)[i0::d][:n], rows)``: one copy instead of one step per index
+    and a concat. Any axis of ``x`` works the same; None where it does not apply."""
+    if node.attrs.get("axis") != 0 or len(inputs) < MIN_STEPS or node.control_inputs \
+            or not _known(node):
+        return None
+    found = [_picked_index(t) for t in inputs]
+    if any(f is None for f in found) or any(f[0] is not found[0][0] or f[1] != found[0][1]
+                                            for f in found):
+        return None
+    x, axis, first = found[0]
+    step = found[1][2] - first
+    if step not in (1, -1) or any(f[2] != first + k * step for k, f in enumerate(found)):
+        return None
+    rank, n = len(x.shape), len(found)
+    moved = x
+    if axis:
+        perm = (axis,) + tuple(a for a in range(rank) if a != axis)
+        moved = PlanNode.standing_for(node, REGISTRY["transpose"], [x], {"perm": perm},
+                                      shape=tuple(int(x.shape[a]) for a in perm),
+                                      name=node.name + "/steps")
+    last = first + (n - 1) * step
+    stop = last + step if last + step >= 0 else None
+    key = (("slice", first, stop, step),) + (_FULL,) * (rank - 1)
+    picked = PlanNode.standing_for(node, REGISTRY["getitem"], [moved], {"key": key},
+                                   shape=(n,) + tuple(moved.shape[1:]),
+                                   name=node.name + "/picked")
+    return PlanNode.standing_for(node, REGISTRY["reshape"], [picked],
+                                 {"shape": tuple(int(d) for d in node.shape)})
