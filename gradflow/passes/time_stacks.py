@@ -18,6 +18,8 @@ static shapes, without control inputs, are rewritten.
 
 from __future__ import annotations
 
+import numpy as np
+
 from gradflow.passes.ir import PlanNode
 from gradflow.prim.registry import REGISTRY
 
@@ -27,6 +29,12 @@ _FULL = ("slice", None, None, None)
 
 def _known(node):
     return node.shape is not None and node.shape.is_fully_defined()
+
+
+def _empty_along(t, axis):
+    """Whether ``t`` is a constant of known shape with no elements along ``axis``."""
+    return isinstance(t, PlanNode) and t.opdef.kind == "constant" and not t.control_inputs \
+        and _known(t) and len(t.shape) > axis and int(t.shape[axis]) == 0
 
 
 def _expanded_part(t, axis):
@@ -45,8 +53,9 @@ def stacked_steps(node, inputs, graph):
     if len(inputs) < MIN_STEPS or not isinstance(axis, int) or axis < 0 \
             or node.control_inputs or not _known(node):
         return None
+    inputs = [t for t in inputs if not _empty_along(t, axis)]  # a while_loop's start
     parts = [_expanded_part(t, axis) for t in inputs]
-    if any(p is None for p in parts):
+    if len(parts) < MIN_STEPS or any(p is None for p in parts):
         return None
     shape = tuple(int(d) for d in parts[0].shape)
     if not shape or axis > len(shape) \
@@ -162,12 +171,15 @@ def step_of_stack(node, inputs, graph):
                                  control_inputs=node.control_inputs)
 
 
-def _picked_index(t):
+def _picked_index(t, graph):
     """``(x, axis, i)`` if ``t`` is ``x[..., i, ...]``: one int index on one axis of a fully
-    known ``x``, every other axis whole."""
-    if not isinstance(t, PlanNode) or t.opdef.name != "getitem" or t.opdef.kind != "compute" \
-            or t.control_inputs or not _known(t.inputs[0]):
+    known ``x``, every other axis whole; or ``gather(x, i, axis)`` of a constant scalar ``i``
+    in range (a ``while_loop``'s step ``t`` reading its inputs, unrolled)."""
+    if not isinstance(t, PlanNode) or t.opdef.kind != "compute" or t.control_inputs \
+            or t.opdef.name not in ("getitem", "gather") or not _known(t.inputs[0]):
         return None
+    if t.opdef.name == "gather":
+        return _gathered_index(t, graph)
     key, x = t.attrs.get("key"), t.inputs[0]
     if not isinstance(key, tuple) or len(key) != len(x.shape):
         return None
@@ -178,6 +190,20 @@ def _picked_index(t):
     return x, picked[0][0], picked[0][1]
 
 
+def _gathered_index(t, graph):
+    x, index = t.inputs[0], t.inputs[1]
+    axis = t.attrs.get("axis")
+    if set(t.attrs) - {"axis", "validate", "batch_dims"} or t.attrs.get("batch_dims", 0) \
+            or len(t.inputs) != 2 or type(axis) is not int or not 0 <= axis < len(x.shape) \
+            or index in graph.fed or index.opdef.kind != "constant" or index.control_inputs:
+        return None
+    value = getattr(index.attrs.get("value"), "array", None)
+    if not isinstance(value, np.ndarray) or value.shape != () or value.dtype.kind not in "iu" \
+            or not 0 <= int(value) < int(x.shape[axis]):
+        return None
+    return x, axis, int(value)
+
+
 def stacked_slices(node, inputs, graph):
     """``concat([x[:, i0], x[:, i0 + d], ...], 0)`` (``d`` of 1 or -1; an RNN's inputs of
     each time step, batch-major, stacked for one product over all steps, either direction)
@@ -186,7 +212,7 @@ def stacked_slices(node, inputs, graph):
     if node.attrs.get("axis") != 0 or len(inputs) < MIN_STEPS or node.control_inputs \
             or not _known(node):
         return None
-    found = [_picked_index(t) for t in inputs]
+    found = [_picked_index(t, graph) for t in inputs]
     if any(f is None for f in found) or any(f[0] is not found[0][0] or f[1] != found[0][1]
                                             for f in found):
         return None
