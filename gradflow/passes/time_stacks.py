@@ -235,3 +235,46 @@ def stacked_slices(node, inputs, graph):
                                    name=node.name + "/picked")
     return PlanNode.standing_for(node, REGISTRY["reshape"], [picked],
                                  {"shape": tuple(int(d) for d in node.shape)})
+
+
+def _plain_slice(k, size):
+    """``(start, stop)`` of ``k``, a unit-step slice key of non-negative (or no) bounds
+    over an axis of ``size``, else None."""
+    if not isinstance(k, tuple) or len(k) != 4 or k[0] != "slice" or k[3] not in (None, 1):
+        return None
+    start, stop = k[1] or 0, size if k[2] is None else k[2]
+    if type(start) is not int or type(stop) is not int or not 0 <= start <= stop:
+        return None
+    return start, min(stop, size)
+
+
+def sliced_slice(node, inputs, graph):
+    """``x[a:b][i]`` or ``x[a:b][c:d]`` (unit-step slices, on any axes) as one ``getitem``
+    of ``x``: the gradient of an unrolled ``while_loop``'s output stack takes its
+    gradient for step ``t`` from the rows of the steps before ``t + 1``, one slice of a
+    slice per step. None where it does not apply."""
+    inner = inputs[0]
+    if len(inputs) != 1 or node.control_inputs or not isinstance(inner, PlanNode) \
+            or inner.opdef.name != "getitem" or inner.opdef.kind != "compute" \
+            or inner.control_inputs or not _known(inner) or not _known(inner.inputs[0]):
+        return None
+    x, outer_key, inner_key = inner.inputs[0], node.attrs.get("key"), inner.attrs.get("key")
+    if not isinstance(outer_key, tuple) or not isinstance(inner_key, tuple) \
+            or len(inner_key) != len(x.shape) or len(outer_key) != len(x.shape):
+        return None
+    key = []
+    for k_in, k_out, size, part in zip(inner_key, outer_key, x.shape, inner.shape):
+        bounds = _plain_slice(k_in, int(size))
+        if bounds is None:
+            return None
+        if type(k_out) is int:
+            if not 0 <= k_out < int(part):
+                return None
+            key.append(bounds[0] + k_out)
+            continue
+        inner_bounds = _plain_slice(k_out, int(part))
+        if inner_bounds is None:
+            return None
+        start, stop = (bounds[0] + b for b in inner_bounds)
+        key.append(_FULL if (start, stop) == (0, int(size)) else ("slice", start, stop, None))
+    return PlanNode.standing_for(node, REGISTRY["getitem"], [x], {"key": tuple(key)})
