@@ -63,6 +63,8 @@ def stacked_steps(node, inputs, graph):
         return None
     n = len(parts)
     stacked = _summed_blocks(node, parts, n, shape)
+    if stacked is None and len(shape) == 2:  # rows of one product, of every step in turn
+        stacked = _blocks(node, parts, n, shape, "rows")
     if stacked is None:
         stacked = _rows_reshaped(node, parts, n, shape, axis)
     if axis == 0:
@@ -147,61 +149,72 @@ def _summed_blocks(node, parts, n, shape):
 
 
 def step_of_stack(node, inputs, graph):
-    """``reshape_like(x[..., t:t+1, ...], p)`` dropping that axis as ``x[..., t, ...]``."""
+    """``reshape_like(x[..., t:t+1, ...], p)`` dropping that axis as ``x[..., t, ...]`` (the
+    other axes of the key unit-step slices, kept as they are)."""
     x = inputs[0]
     if not isinstance(x, PlanNode) or x.opdef.name != "getitem" \
             or x.opdef.kind != "compute" or x.control_inputs or node.control_inputs \
-            or not _known(node) or not _known(x.inputs[0]):
+            or not _known(node) or not _known(x):
         return None
-    key, whole = x.attrs.get("key"), tuple(int(d) for d in x.inputs[0].shape)
-    if not isinstance(key, tuple) or len(key) != len(whole):
+    key, whole = x.attrs.get("key"), _fed_or_known(x.inputs[0], graph)
+    if whole is None or not isinstance(key, tuple) or len(key) != len(whole) \
+            or len(x.shape) != len(whole) \
+            or any(_plain_slice(k, size) is None for k, size in zip(key, whole)):
         return None
-    picked = [(a, k) for a, k in enumerate(key) if k != _FULL]
-    if len(picked) != 1 or not isinstance(picked[0][1], tuple) or len(picked[0][1]) != 4:
+    sliced = tuple(int(d) for d in x.shape)
+    for axis, k in enumerate(key):
+        start, stop = _plain_slice(k, whole[axis])
+        if stop == start + 1 and sliced[:axis] + sliced[axis + 1:] == tuple(node.shape):
+            new_key = key[:axis] + (start,) + key[axis + 1:]
+            return PlanNode.standing_for(node, REGISTRY["getitem"], [x.inputs[0]],
+                                         {"key": new_key})
+    return None
+
+
+def _fed_or_known(node, graph):
+    """The fully known shape of ``node`` (of a fed tensor: the shape fed), or None."""
+    shape = getattr(graph, "feed_shapes", {}).get(node, node.shape)
+    if shape is None or not shape.is_fully_defined():
         return None
-    axis, (kind, start, stop, step) = picked[0]
-    if kind != "slice" or step not in (None, 1) or not isinstance(start, int) \
-            or not isinstance(stop, int) or not 0 <= start < whole[axis] \
-            or stop != start + 1:
-        return None
-    if tuple(node.shape) != whole[:axis] + whole[axis + 1:]:
-        return None
-    new_key = key[:axis] + (start,) + key[axis + 1:]
-    return PlanNode.standing_for(node, REGISTRY["getitem"], [x.inputs[0]], {"key": new_key},
-                                 control_inputs=node.control_inputs)
+    return tuple(int(d) for d in shape)
 
 
 def _picked_index(t, graph):
-    """``(x, axis, i)`` if ``t`` is ``x[..., i, ...]``: one int index on one axis of a fully
-    known ``x``, every other axis whole; or ``gather(x, i, axis)`` of a constant scalar ``i``
-    in range (a ``while_loop``'s step ``t`` reading its inputs, unrolled)."""
+    """``(x, axis, i, shape of x)`` if ``t`` is ``x[..., i, ...]``: one int index on one
+    axis of an ``x`` of known (or fed) shape, every other axis whole; or ``gather(x, i,
+    axis)`` of a constant scalar ``i`` in range (a ``while_loop``'s step ``t`` reading its
+    inputs, unrolled)."""
     if not isinstance(t, PlanNode) or t.opdef.kind != "compute" or t.control_inputs \
-            or t.opdef.name not in ("getitem", "gather") or not _known(t.inputs[0]):
+            or t.opdef.name not in ("getitem", "gather"):
+        return None
+    x = t.inputs[0]
+    shape = _fed_or_known(x, graph)
+    if shape is None:
         return None
     if t.opdef.name == "gather":
-        return _gathered_index(t, graph)
-    key, x = t.attrs.get("key"), t.inputs[0]
-    if not isinstance(key, tuple) or len(key) != len(x.shape):
+        return _gathered_index(t, shape, graph)
+    key = t.attrs.get("key")
+    if not isinstance(key, tuple) or len(key) != len(shape):
         return None
     picked = [(a, k) for a, k in enumerate(key) if k != _FULL]
     if len(picked) != 1 or type(picked[0][1]) is not int \
-            or not 0 <= picked[0][1] < int(x.shape[picked[0][0]]):
+            or not 0 <= picked[0][1] < shape[picked[0][0]]:
         return None
-    return x, picked[0][0], picked[0][1]
+    return x, picked[0][0], picked[0][1], shape
 
 
-def _gathered_index(t, graph):
+def _gathered_index(t, shape, graph):
     x, index = t.inputs[0], t.inputs[1]
     axis = t.attrs.get("axis")
     if set(t.attrs) - {"axis", "validate", "batch_dims"} or t.attrs.get("batch_dims", 0) \
-            or len(t.inputs) != 2 or type(axis) is not int or not 0 <= axis < len(x.shape) \
+            or len(t.inputs) != 2 or type(axis) is not int or not 0 <= axis < len(shape) \
             or index in graph.fed or index.opdef.kind != "constant" or index.control_inputs:
         return None
     value = getattr(index.attrs.get("value"), "array", None)
     if not isinstance(value, np.ndarray) or value.shape != () or value.dtype.kind not in "iu" \
-            or not 0 <= int(value) < int(x.shape[axis]):
+            or not 0 <= int(value) < shape[axis]:
         return None
-    return x, axis, int(value)
+    return x, axis, int(value), shape
 
 
 def stacked_slices(node, inputs, graph):
@@ -216,22 +229,22 @@ def stacked_slices(node, inputs, graph):
     if any(f is None for f in found) or any(f[0] is not found[0][0] or f[1] != found[0][1]
                                             for f in found):
         return None
-    x, axis, first = found[0]
+    x, axis, first, shape = found[0]
     step = found[1][2] - first
     if step not in (1, -1) or any(f[2] != first + k * step for k, f in enumerate(found)):
         return None
-    rank, n = len(x.shape), len(found)
-    moved = x
+    rank, n = len(shape), len(found)
+    moved, moved_shape = x, shape
     if axis:
         perm = (axis,) + tuple(a for a in range(rank) if a != axis)
+        moved_shape = tuple(shape[a] for a in perm)
         moved = PlanNode.standing_for(node, REGISTRY["transpose"], [x], {"perm": perm},
-                                      shape=tuple(int(x.shape[a]) for a in perm),
-                                      name=node.name + "/steps")
+                                      shape=moved_shape, name=node.name + "/steps")
     last = first + (n - 1) * step
     stop = last + step if last + step >= 0 else None
     key = (("slice", first, stop, step),) + (_FULL,) * (rank - 1)
     picked = PlanNode.standing_for(node, REGISTRY["getitem"], [moved], {"key": key},
-                                   shape=(n,) + tuple(moved.shape[1:]),
+                                   shape=(n,) + moved_shape[1:],
                                    name=node.name + "/picked")
     return PlanNode.standing_for(node, REGISTRY["reshape"], [picked],
                                  {"shape": tuple(int(d) for d in node.shape)})
@@ -256,14 +269,15 @@ def sliced_slice(node, inputs, graph):
     inner = inputs[0]
     if len(inputs) != 1 or node.control_inputs or not isinstance(inner, PlanNode) \
             or inner.opdef.name != "getitem" or inner.opdef.kind != "compute" \
-            or inner.control_inputs or not _known(inner) or not _known(inner.inputs[0]):
+            or inner.control_inputs or not _known(inner):
         return None
     x, outer_key, inner_key = inner.inputs[0], node.attrs.get("key"), inner.attrs.get("key")
-    if not isinstance(outer_key, tuple) or not isinstance(inner_key, tuple) \
-            or len(inner_key) != len(x.shape) or len(outer_key) != len(x.shape):
+    shape = _fed_or_known(x, graph)
+    if shape is None or not isinstance(outer_key, tuple) or not isinstance(inner_key, tuple) \
+            or len(inner_key) != len(shape) or len(outer_key) != len(shape):
         return None
     key = []
-    for k_in, k_out, size, part in zip(inner_key, outer_key, x.shape, inner.shape):
+    for k_in, k_out, size, part in zip(inner_key, outer_key, shape, inner.shape):
         bounds = _plain_slice(k_in, int(size))
         if bounds is None:
             return None
