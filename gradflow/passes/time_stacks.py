@@ -1,19 +1,32 @@
-"""Rules of ``rewrite_algebra`` for the per-step stacks of an unrolled RNN along a new axis.
+"""Rules of ``rewrite_algebra`` for the per-step stacks of an unrolled RNN.
 
 ``stack(outputs, axis)`` (``dynamic_rnn`` and ``bidirectional_dynamic_rnn`` over a static
-time axis, ``stack``'s gradient of ``unstack``) is a ``concat`` of one ``expand_dims`` per
-step, and its gradient one ``getitem`` of a length-1 slice and one ``reshape_like`` per
-step. Each is a step of the plan (a biLSTM of 50 steps had 150 ``expand_dims`` and 100
-``reshape_like``), and a concat along an inner axis cannot have its parts written
-straight into its rows. These rules make them
+time axis, ``stack``'s gradient of ``unstack``, an unrolled ``while_loop``'s output stack)
+is a ``concat`` of one ``expand_dims`` per step, and its gradient one ``getitem`` of a
+length-1 slice and one ``reshape_like`` per step. Each is a step of the plan (a biLSTM of
+50 steps had 150 ``expand_dims`` and 100 ``reshape_like``), and a concat along an inner
+axis cannot have its parts written straight into its rows. These rules make
 
     concat([expand_dims(p_k, a) for k], a)  ->  transpose(reshape(concat(p_k, 0), [n, *p]))
     reshape_like(x[..., t:t+1, ...], p)     ->  x[..., t, ...]
 
 the first a row stack (``schedule.row_stacks``: each step's op writes its output into
 its rows) seen through a reshape and, for ``a > 0``, a transpose (both views), the second
-a view. Both only move values: the numbers are the same. Only nodes of fully known
-static shapes, without control inputs, are rewritten.
+a view. Where the stacked parts are consecutive row blocks of one matrix (one product
+of every step's rows), the stack is a view of it; where each part is ``a_k + b_k`` of
+two such sequences (a bidirectional RNN's input gradient: the forward direction's rows
+in order, the backward one's in reverse), it is one ``add`` of two views instead of one
+per step. Further:
+
+    concat([x[:, t0], x[:, t0 + d], ...], 0)   ->  reshape(transpose(x)[t0::d][:n], rows)
+    x[a:b][c]  (unit-step slices)              ->  x[a + c]
+
+the first (a batch-major RNN's inputs of every step, either direction, stacked for one
+product; also ``gather(x, t, axis)`` of a constant ``t``, as an unrolled ``while_loop``
+reads them) one copy instead of one step per index and a concat, the second (the
+gradient of an unrolled ``while_loop``'s output stack) one view instead of two. All of
+them only move values: the numbers are the same. Only nodes of fully known static (or
+fed) shapes, without control inputs, are rewritten.
 """
 
 from __future__ import annotations
