@@ -32,7 +32,7 @@ f) maps onto PyTorch's ``weight_ih``/``weight_hh`` (gates i, f, g, o) with ``bia
 = TF's bias (plus 1.0 on f) and ``bias_hh`` = 0. The biases start small and random,
 so the loss check covers their mapping.
 
-    python benchmarks/rnn_models.py [--seconds 1] [--threads N] [--only GRU biLSTM ...]
+    python benchmarks/rnn_models.py [--seconds 1] [--threads N] [--only GRU biLSTM ...] [--plan]
     python benchmarks/rnn_models.py --gpu [--seconds 1] [--skip-compile]   # CUDA rows
 
 On a small machine give ``--threads 1``: with their default threads, a PyTorch step
@@ -58,6 +58,7 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import plan_steps  # noqa: E402
 from timing import (  # noqa: E402
     OtherLoad,
     parse_args,
@@ -579,14 +580,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--seconds", type=float, default=1.0, help="timing per row")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS threads for NumPy and PyTorch (default: their own)")
+    parser.add_argument("--threads", type=int, default=None, help="BLAS threads (NumPy, torch)")
     parser.add_argument("--only", nargs="+", default=None, metavar="MODEL",
                         help=f"some of {', '.join(MODELS)} (case and spaces ignored)")
     parser.add_argument("--gpu", action="store_true",
                         help="the CUDA rows of benchmarks/gpu.py's kind instead (cupy)")
-    parser.add_argument("--skip-compile", action="store_true",
-                        help="with --gpu: no torch.compile rows")
+    parser.add_argument("--skip-compile", action="store_true", help="--gpu: no torch.compile")
+    parser.add_argument("--plan", action="store_true", help="plan steps by op kind instead")
     args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
     only = None
@@ -596,6 +596,8 @@ def main(argv=None):
         if None in wanted:
             parser.error(f"--only: choose from {', '.join(MODELS)}")
         only = set(wanted)
+    if args.plan:  # each model's plan steps by op kind (benchmarks/plan_steps.py)
+        return plan_steps.print_plans(sys.modules[__name__], args.backend, only)
     if args.gpu:
         return _main_gpu(args, only)
     if not _has_torch():

@@ -15,6 +15,11 @@
   table, one lookup per time step) is one ``gather`` of the indices concatenated.
 - A ``concat`` along the rows of consecutive columns of one matrix, in either order
   (an RNN's ids of each time step), is a slice of its transpose, reshaped: one copy.
+- A ``stack`` of per-step values (a ``concat`` of ``expand_dims``) is a row stack seen
+  through a reshape and a transpose, and ``reshape_like`` of a length-1 slice that drops
+  its axis is an index of that axis; a ``concat`` along the rows of consecutive indices
+  of one axis of one tensor is a slice of it (that axis first), reshaped: one copy; a
+  unit-step slice of a unit-step slice is one slice (``passes/time_stacks.py``).
 - ``reshape(x, dims)`` with ``dims`` a constant after folding is a ``reshape`` of that
   static shape, so that no run reads ``dims`` back from a GPU.
 - ``split_like`` (the gradient of a ``concat``) with the sizes it splits by known is a
@@ -58,6 +63,12 @@ import numpy as np
 
 from gradflow.graph import TensorShape
 from gradflow.passes.ir import PlanNode
+from gradflow.passes.time_stacks import (
+    sliced_slice,
+    stacked_slices,
+    stacked_steps,
+    step_of_stack,
+)
 from gradflow.prim.registry import REGISTRY, HostValue
 
 # constants larger than this are not scanned for all-ones or all-zeros
@@ -308,6 +319,9 @@ def _columns_stacked(node, parts, graph):
 
 
 def _concat(node, inputs, graph):
+    steps = _first(stacked_steps(node, inputs, graph), stacked_slices(node, inputs, graph))
+    if steps is not None:
+        return steps
     if node.attrs.get("axis") != 0 or len(inputs) < 2:
         return None
     if not all(map(_row_gather, inputs)):
@@ -350,7 +364,8 @@ def _split_like(node, inputs, graph):
     stop = start + int(parts[index].shape[axis])
     full = ("slice", None, None, None)
     key = (full,) * axis + (("slice", start, stop, None),) + (full,) * (len(g.shape) - axis - 1)
-    return _like(node, "getitem", [g], {"key": key})
+    sliced = _like(node, "getitem", [g], {"key": key})
+    return _first(sliced_slice(sliced, [g], graph), sliced)  # g may be a slice itself
 
 
 def _lstm_gates(node, inputs, graph):
@@ -459,4 +474,6 @@ RULES = {
     "divide": _divide,
     "pow": _pow,
     "relu_grad": _relu_grad,
+    "reshape_like": step_of_stack,
+    "getitem": sliced_slice,
 }
