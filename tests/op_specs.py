@@ -129,6 +129,10 @@ EXEMPT = {
                     "test_gru_kernels.py)",
     "gru_h_grads": "plan-only: gru_h's three gradients in one node (test_gru_fused.py, "
                    "test_gru_kernels.py)",
+    "lstm_seq": "plan-only: a whole LSTM layer forward, cuDNN's RNN on CuPy "
+                "(test_cudnn_rnn.py, test_cudnn_rnn_wiring.py)",
+    "lstm_seq_grad": "plan-only: its backward, the gate gradients of every step "
+                     "(test_cudnn_rnn.py, test_cudnn_rnn_wiring.py)",
     "transposed_copy": "plan-only: a row-major w^T for an RNN's backward products, the "
                        "NumPy backend's kernel pass (test_rnn_cells_fused.py)",
     **{form: "plan-only: an NCHW convolution pass between its layout copies, as one op "

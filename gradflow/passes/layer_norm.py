@@ -42,7 +42,7 @@ def fuse_layer_norm(graph) -> None:
 def _last_axis_sum(node):
     return _op(node, "reduce_sum") and bool(node.attrs.get("keepdims")) \
         and len(node.shape) >= 1 \
-        and tuple(node.attrs.get("axes", ())) in ((len(node.shape) - 1,), (-1,))
+        and tuple(node.attrs.get("axes") or ()) in ((len(node.shape) - 1,), (-1,))
 
 
 def _reader(readers, node, name, other=None):
