@@ -401,14 +401,17 @@ class Session:
 
     def _convert_feeds(self, feed_keys, feed_items):
         backend = self.run_state.backend
-        backend.check_plan(feed_keys)  # array_api_strict names a half placeholder fed
         feeds = []
         for tensor, (_, value) in zip(feed_keys, feed_items):
             if backend.is_native(value) and not isinstance(value, np.ndarray):
                 feeds.append(self._check_native_feed(tensor, value))
                 continue
-            feeds.append(backend.device_value(
-                check_feed(tensor, value, tensor.dtype.as_numpy_dtype, tensor.shape)))
+            array = check_feed(tensor, value, tensor.dtype.as_numpy_dtype, tensor.shape)
+            try:
+                feeds.append(backend.device_value(array))
+            except GradflowError:  # a backend refusing the value: one naming the tensor?
+                backend.check_plan([tensor])  # (array_api_strict's half placeholders)
+                raise
         return feeds
 
     def _check_native_feed(self, tensor, value):
