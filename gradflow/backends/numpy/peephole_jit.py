@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from gradflow.backends.numpy.gru_jit import _sum_row  # the same sum of 1 to 4 rows
 from gradflow.backends.numpy.lstm_jit import _tanh
 
 _OPTIONS = dict(cache=True, error_model="numpy", fastmath={"contract"})
@@ -191,16 +192,3 @@ def step_backward(t0, t1, t2, t3, terms, dc_next, carry, z, c_prev, c, w_i, w_f,
             dw_f[k] += daf * pk
 
 
-@numba.njit(inline="always", **_OPTIONS)
-def _sum_row(t0, t1, t2, t3, terms, out, n):
-    for k in range(n):
-        out[k] = t0[k]
-    if terms > 1:
-        for k in range(n):
-            out[k] = out[k] + t1[k]
-    if terms > 2:
-        for k in range(n):
-            out[k] = out[k] + t2[k]
-    if terms > 3:
-        for k in range(n):
-            out[k] = out[k] + t3[k]
