@@ -16,15 +16,20 @@ Two HTML comments, each on the line right before a block, say otherwise:
 - ``<!-- run: REASON -->`` before a bash block that a python block after it needs
   (it writes the file that block reads): the test runs it with ``bash``, in order.
 
-Blocks that read MNIST skip when it is not on disk (set GRADFLOW_DATA).
+Blocks that read MNIST skip when it is not on disk (set GRADFLOW_DATA). A section with
+a block that reads MNIST runs in a child process, all its blocks in order when the first
+of them is asked for (each block's test then reports that block's own outcome): the
+whole dataset in float32 is 200 MB more at the suite's peak otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,6 +146,7 @@ class SectionRun:
     namespace: dict = field(default_factory=lambda: {"__name__": "__readme__"})
     graph: gf.Graph = field(default_factory=gf.Graph)
     done: int = 0  # blocks of the section run (or skipped) so far
+    outcomes: dict | None = None  # line -> traceback or None, where a child ran the section
 
 
 _RUNS: dict[tuple, SectionRun] = {}
@@ -197,9 +203,53 @@ def _id(block):
 
 def _cannot_run_here(block):
     """Why ``block`` cannot run on this machine (it reads MNIST, which is not here), or None."""
-    if "mnist" in block.code and _mnist_folder() is None:
+    if _reads_mnist(block) and _mnist_folder() is None:
         return "MNIST is not on disk here (set GRADFLOW_DATA to the folder of mnist/)"
     return None
+
+
+def _reads_mnist(block):
+    return "mnist" in block.code
+
+
+# -- a section in a child process ------------------------------------------------------------
+
+
+def _run_in_child(blocks, folder):
+    """Run ``blocks`` (one section's, in order) in a child Python in ``folder``:
+    ``{line: None or the traceback}`` of every block that runs."""
+    lines = [b.line for b in blocks if b.runs]
+    job = json.dumps({"page": blocks[0].page, "lines": lines})
+    command = [sys.executable, "-c", "import test_readme_blocks as t; t.child_main()"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(command, input=job, cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=900)
+    outcomes = {}
+    for text in done.stdout.splitlines():
+        if text.startswith("BLOCK "):
+            line, error = json.loads(text[6:])
+            outcomes[line] = error
+    for line in lines:  # a block the child never reported: it died before or during it
+        outcomes.setdefault(line, f"the child process ended (status {done.returncode}) "
+                                  f"before it reported this block\n{done.stderr[-3000:]}")
+    return outcomes
+
+
+def child_main():
+    """The child's side of ``_run_in_child``: the section's blocks from stdin's job, each
+    outcome one ``BLOCK [line, traceback or null]`` line on stdout."""
+    job = json.loads(sys.stdin.read())
+    by_line = {b.line: b for b in BLOCKS if b.page == job["page"]}
+    run = SectionRun(Path.cwd())
+    for line in job["lines"]:
+        try:
+            _run(by_line[line], run)
+            error = None
+        except BaseException:  # reported to the parent, which fails that block's test
+            error = traceback.format_exc()
+        print("BLOCK " + json.dumps([line, error]), flush=True)
+    _close(run)
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang in ("python", "bash")], ids=_id)
@@ -218,8 +268,14 @@ def test_block_runs_as_written(block, tmp_path_factory, monkeypatch):
     run = _RUNS.get(block.section)
     if run is None:
         run = _RUNS[block.section] = SectionRun(_scratch_checkout(tmp_path_factory, block))
+        if any(_reads_mnist(b) for b in blocks if b.runs):
+            run.outcomes = _run_in_child(blocks, run.folder)
     monkeypatch.chdir(run.folder)
     try:
+        if run.outcomes is not None:
+            error = run.outcomes[block.line]
+            assert error is None, f"{_id(block)} failed in the section's child process:\n{error}"
+            return
         # the section's earlier blocks first, where this one was chosen alone (-k, xdist)
         for earlier in blocks[run.done:index]:
             if earlier.runs:
