@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import pathlib
 import sys
 
@@ -37,8 +38,13 @@ if _LIBC is not None:
 
 @pytest.fixture(scope="module", autouse=True)
 def _give_back_freed_memory():
-    """After each test file, what the heap holds free goes back to the system."""
+    """After each test file, what the heap holds free goes back to the system. Garbage
+    in reference cycles goes first: a test's session, plan and arrays in a cycle (a plan
+    whose globals hold a closure over its arrays) otherwise waited for a full collection,
+    which a process with millions of long-lived objects runs rarely, and its memory was
+    fragmented into the heap by then (test_steady_memory's recorded CNN step: 200 MB)."""
     yield
+    gc.collect()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
 
