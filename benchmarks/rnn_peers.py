@@ -100,7 +100,7 @@ CELL_WEIGHTS = {"LSTM": ("kernel", "bias"),
 def peer_makers(weights, x, y, peers):
     """``{row label: make}`` for each peer of ``peers``: ``make()`` builds the peer's step
     from ``weights`` on ids ``x`` and targets ``y`` (int ``[batch, time]``) and returns
-    ``(step, first loss)``."""
+    ``(step, first loss)``; ``step.loss()`` is the loss at the step's current weights."""
     makers = {}
     for peer in peers:
         label, make = (tf_row if peer == "tf" else jax_row)(weights, x, y)
@@ -219,7 +219,12 @@ def tf_row(weights, x, y):
         sess.run(assigns)
         feed = {ids: x, targets: y}
         first = float(sess.run(loss, feed))
-        return (lambda: sess.run(train, feed)), first
+
+        def step():
+            sess.run(train, feed)
+
+        step.loss = lambda: float(sess.run(loss, feed))  # the loss now, for the tests
+        return step, first
 
     return label, make
 
@@ -322,12 +327,13 @@ def jax_row(weights, x, y):
                             for _ in range(2)] + [jnp.zeros((), jnp.float32)]
         ids = jnp.asarray(x.T.copy())  # time-major, as the scan runs
         labels = jnp.asarray(y.T.copy().reshape(-1))
-        first = float(jax.jit(loss_fn)(params, ids, labels))
+        jit_loss = jax.jit(loss_fn)
+        first = float(jit_loss(params, ids, labels))
 
         def step():
-            *state[:], loss = jax.block_until_ready(train(*state, ids, labels))
-            return loss
+            state[:] = jax.block_until_ready(train(*state, ids, labels))[:4]
 
+        step.loss = lambda: float(jit_loss(state[0], ids, labels))  # the loss now
         return step, first
 
     return label, make
