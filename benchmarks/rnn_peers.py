@@ -41,6 +41,7 @@ import warnings
 ALL = ("tf", "jax")
 MODULES = {"tf": "tensorflow", "jax": "jax"}
 NAMES = {"tf": "TF", "jax": "JAX"}
+AGREE = 1e-5  # relative difference of first losses printed as agreeing (rnn_models's)
 FORGET_BIAS = 1.0  # TF1 LSTMCell's default, as gradflow's
 LEARNING_RATE, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 1e-8  # TF1 AdamOptimizer's
 _XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -100,10 +101,16 @@ CELL_WEIGHTS = {"LSTM": ("kernel", "bias"),
 def peer_makers(weights, x, y, peers):
     """``{row label: make}`` for each peer of ``peers``: ``make()`` builds the peer's step
     from ``weights`` on ids ``x`` and targets ``y`` (int ``[batch, time]``) and returns
-    ``(step, first loss)``; ``step.loss()`` is the loss at the step's current weights."""
+    ``(step, first loss)``; ``step.loss()`` is the loss at the step's current weights. A
+    library that is found but fails to import prints why and gives no row."""
     makers = {}
     for peer in peers:
-        label, make = (tf_row if peer == "tf" else jax_row)(weights, x, y)
+        try:
+            label, make = (tf_row if peer == "tf" else jax_row)(weights, x, y)
+        except Exception as err:  # noqa: BLE001 - a broken install must not end the run
+            print(f"{MODULES[peer]} failed to import ({type(err).__name__}: {err}): "
+                  f"no {NAMES[peer]} rows")
+            continue
         makers[label] = make
     return makers
 
@@ -126,8 +133,9 @@ def add_rows(steps, weights, x, y, peers, reference=None):
         steps[label] = step
         if reference is not None:
             rel = abs(losses[label] - reference) / abs(reference)
-            print(f"first loss: {label} {losses[label]:.6f}, gradflow {reference:.6f} "
-                  f"(relative difference {rel:.1e})")
+            verdict = "agree" if rel <= AGREE else "DIFFER"
+            print(f"first loss: {label} {losses[label]:.6f}, gradflow {reference:.6f}: "
+                  f"{verdict} (relative difference {rel:.1e})")
     return losses
 
 

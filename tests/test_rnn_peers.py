@@ -111,3 +111,17 @@ def test_model_kind_names_unknown_weights(modules):
     rnn_peers, _, _ = modules
     with pytest.raises(ValueError, match="no recurrent model known"):
         rnn_peers.model_kind({"emb": None, "w_out": None})
+
+
+def test_a_library_that_fails_to_import_gives_no_row(modules, monkeypatch, capsys):
+    rnn_peers, rnn_models, _ = modules
+
+    def broken(weights, x, y):
+        raise ImportError("libtensorflow_framework.so.2: cannot open shared object file")
+
+    monkeypatch.setattr(rnn_peers, "tf_row", broken)
+    x, y = rnn_models.make_data()
+    steps = {}
+    assert rnn_peers.add_rows(steps, rnn_models.gru_weights(), x, y, ("tf",)) == {}
+    assert steps == {}
+    assert "tensorflow failed to import (ImportError: libtensorflow" in capsys.readouterr().out
