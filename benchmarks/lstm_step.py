@@ -4,18 +4,21 @@ float32, inputs by ``embedding_lookup`` of int ids, softmax cross-entropy over
 every step. gradflow (``static_rnn`` of an ``LSTMCell``, with and without the
 plan optimizations of ``Session(optimize=...)``) against a hand-written NumPy
 step (``NumpyLSTM``: the same model, checked to give gradflow's first and second
-losses) and PyTorch eager on the CPU with ``torch.nn.LSTM`` and with an LSTM cell
-loop of the same sizes, in one process. Reports milliseconds per step (the
+losses), PyTorch eager on the CPU with ``torch.nn.LSTM`` and with an LSTM cell
+loop of the same sizes, and where installed TensorFlow's ``dynamic_rnn`` (TF1
+graph) and JAX's ``lax.scan`` under ``jit`` from the same weights (``rnn_peers.py``;
+``--peers`` picks them), in one process. Reports milliseconds per step (the
 rows timed in turn, round by round, so that a busy spell of a shared machine
 hits them all) and the ratios, then the time to build, differentiate and
 compile an LSTM unrolled 100 steps.
 
-    python benchmarks/lstm_step.py [--backend numpy] [--seconds 2] [--threads N]
+    python benchmarks/lstm_step.py [--backend numpy] [--seconds 2] [--threads N] [--peers tf jax]
     python benchmarks/lstm_step.py --profile [--optimize 0]   # time per op of the step
 
 ``--threads N`` sets the BLAS threads of NumPy (OPENBLAS/OMP/MKL_NUM_THREADS,
-before NumPy loads) and of PyTorch: on a small or shared machine, many BLAS
-threads make these small matmuls (32 x 192 x 512) far slower, not faster.
+before NumPy loads), of PyTorch, and of TensorFlow and JAX (``rnn_peers.pin_threads``):
+on a small or shared machine, many BLAS threads make these small matmuls
+(32 x 192 x 512) far slower, not faster.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import rnn_peers  # noqa: E402
 from timing import (  # noqa: E402
     OtherLoad,
     parse_args,
@@ -443,8 +447,10 @@ def main(argv=None):
                         help="only print the time per op of the gradflow step")
     parser.add_argument("--optimize", type=int, default=1,
                         help="with --profile: Session(optimize=...) (default 1)")
+    rnn_peers.add_argument(parser)
     args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
+    rnn_peers.pin_threads(args.threads)
     weights = init_weights()
     rng = np.random.default_rng(1)
     x = rng.integers(0, VOCAB, (BATCH, STEPS)).astype(np.int32)
@@ -477,6 +483,7 @@ def main(argv=None):
         steps["torch cell loop"] = loop_step
     except ImportError:
         print("torch is not installed: no PyTorch rows")
+    rnn_peers.add_rows(steps, weights, x, y, rnn_peers.installed(args.peers), gf_loss)
     label = f"gradflow ({name})"
     steps["NumPy by hand"] = reference.step
     steps[f"{label} optimize=False"] = raw_step

@@ -4,7 +4,9 @@ Every model is the char-LSTM benchmark's (``lstm_step.py``) training step with a
 recurrent part: vocab 65, embed 64, hidden 128, 50 time steps, batch 32, float32, inputs
 by ``embedding_lookup`` of int ids, softmax cross-entropy over every step, Adam 1e-3.
 Each is written once for gradflow, TF1 style as users write it, and once for PyTorch
-eager from the SAME initial weights (so the first losses agree; they are printed):
+eager from the SAME initial weights (so the first losses agree; they are printed); GRU,
+LSTM x2 and biLSTM also for TensorFlow (TF1 graph, ``dynamic_rnn``) and JAX (``lax.scan``
+under ``jit``) where installed, from the same weights (``rnn_peers.py``, ``--peers``):
 
 * ``GRU``: ``GRUCell(128)`` under ``static_rnn``. TF1's GRU applies the reset gate
   before the candidate's matmul, ``(r * h) @ W``, PyTorch's ``nn.GRU`` after it,
@@ -33,6 +35,7 @@ f) maps onto PyTorch's ``weight_ih``/``weight_hh`` (gates i, f, g, o) with ``bia
 so the loss check covers their mapping.
 
     python benchmarks/rnn_models.py [--seconds 1] [--threads N] [--only GRU biLSTM ...] [--plan]
+                                    [--peers tf jax]
     python benchmarks/rnn_models.py --gpu [--seconds 1] [--skip-compile]   # CUDA rows
 
 On a small machine give ``--threads 1``: with their default threads, a PyTorch step
@@ -59,6 +62,7 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import plan_steps  # noqa: E402
+import rnn_peers  # noqa: E402
 from timing import (  # noqa: E402
     OtherLoad,
     parse_args,
@@ -459,9 +463,9 @@ def _failed(label, err):
     print("\n".join("      " + line for line in lines))
 
 
-def model_steps(model, x, y, backend="numpy"):
+def model_steps(model, x, y, backend="numpy", peers=()):
     """``({row: step or None (failed)}, {row: first loss})`` of one model on the CPU, the
-    gradflow row first; each step has run once."""
+    gradflow row first; each step has run once. ``peers``: ``rnn_peers``' rows to add."""
     weights = model.init_weights()
     makers = {f"gradflow ({backend})":
               lambda: model.gradflow_step(weights, x, y, backend)[:2]}
@@ -472,6 +476,8 @@ def model_steps(model, x, y, backend="numpy"):
         makers[model.torch_label] = lambda: torch_step(model.torch_model(weights), x, y)
         if model.torch_peer is not None:
             makers[model.peer_label] = lambda: torch_step(model.torch_peer(weights), x, y)
+    if model.group in rnn_peers.PEER_MODELS:
+        makers.update(rnn_peers.peer_makers(weights, x, y, peers))
     steps, losses = {}, {}
     for label, make in makers.items():
         try:
@@ -499,16 +505,19 @@ def check_losses(name, model, losses):
     return worst
 
 
-def cpu_rows(seconds, backend="numpy", only=None):
+def cpu_rows(seconds, backend="numpy", only=None, peers=None):
     """Every model's gradflow step and its peers, timed on the CPU in one process with
     the rows taking turns (``time_ms_each``); prints ms/step and gradflow / each row.
-    Returns ``{model: {row: ms or None}}``."""
+    ``peers``: TF/JAX rows (default: those installed). Returns ``{model: {row: ms or
+    None}}``."""
     x, y = make_data()
+    if peers is None:
+        peers = rnn_peers.installed()
     per_model, timed = {}, {}
     for name, model in MODELS.items():
         if only and name not in only:
             continue
-        steps, losses = model_steps(model, x, y, backend)
+        steps, losses = model_steps(model, x, y, backend, peers)
         check_losses(name, model, losses)
         per_model[name] = list(steps)
         timed.update({(name, row): step for row, step in steps.items() if step is not None})
@@ -587,8 +596,10 @@ def main(argv=None):
                         help="the CUDA rows of benchmarks/gpu.py's kind instead (cupy)")
     parser.add_argument("--skip-compile", action="store_true", help="--gpu: no torch.compile")
     parser.add_argument("--plan", action="store_true", help="plan steps by op kind instead")
+    rnn_peers.add_argument(parser)
     args = parse_args(parser, argv)
     pin_torch_threads(args.threads)
+    rnn_peers.pin_threads(args.threads)
     only = None
     if args.only:
         keys = {k.lower().replace(" ", ""): k for k in MODELS}
@@ -602,7 +613,7 @@ def main(argv=None):
         return _main_gpu(args, only)
     if not _has_torch():
         print("torch is not installed: no PyTorch rows")
-    return cpu_rows(args.seconds, args.backend, only)
+    return cpu_rows(args.seconds, args.backend, only, rnn_peers.installed(args.peers))
 
 
 def _main_gpu(args, only):
