@@ -7,6 +7,8 @@ as they are; the error of an id out of range."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_passes import _both
@@ -78,7 +80,7 @@ def _plan(fetches, feed, with_pass=True, shapes=True):
 
 
 def _kinds(graph):
-    return sorted((n.opdef.name, tuple(n.shape) if n.shape is not None else None)
+    return sorted((n.opdef.name, str(tuple(n.shape) if n.shape is not None else None))
                   for n in graph.nodes() if isinstance(n, PlanNode))
 
 
@@ -131,3 +133,143 @@ def test_three_adam_steps_train_to_the_plain_plans_weights(backend, model, dtype
     train = gf.train.AdamOptimizer(0.01).minimize(loss)
     got, want = _both(backend, [loss] + variables, feed, steps=(train, feed, 3))
     _assert_close(got, want, dtype)
+
+
+def test_the_two_gradients_share_one_row_sum():
+    ids, feed, loss, variables = _static_lstm("float32")
+    graph = _plan([loss] + gf.gradients(loss, variables), feed)
+    sums = [n for n in graph.nodes() if isinstance(n, PlanNode)
+            and n.opdef.name == "gather_grad"]
+    assert [tuple(n.shape) for n in sums] == [(VOCAB, 4 * UNITS)]
+    readers = [n for n in graph.nodes() if isinstance(n, PlanNode) and sums[0] in n.inputs]
+    assert sorted(n.opdef.name for n in readers) == ["matmul", "matmul"]
+
+
+def _flat_dense(dtype="float64", table=None):
+    """ids [n] -> embedding_lookup (no view) -> dense; ``table`` a constant if given."""
+    rng = np.random.default_rng(6)
+    ids = gf.placeholder(gf.int32, (None,), name="ids")
+    emb = gf.Variable(rng.normal(size=(VOCAB, EMBED)).astype(dtype), name="emb") \
+        if table is None else gf.constant(table.astype(dtype), name="emb")
+    w = gf.Variable(rng.normal(size=(EMBED, UNITS)).astype(dtype), name="w")
+    rows = gf.nn.embedding_lookup(emb, ids)
+    y = gf.matmul(rows, w)
+    return ids, {ids: _ids(rng, shape=(12,))}, emb, w, rows, y
+
+
+def test_an_inference_plan_gets_the_forward_rule_alone(backend):
+    ids, feed, emb, w, rows, y = _flat_dense()
+    assert _rewritten(_plan([y], feed), VOCAB, UNITS) == {"forward"}
+    got, want = _both(backend, [y], feed)
+    _assert_close(got, want, "float64")
+
+
+def test_a_constant_table_gets_the_forward_and_weight_rules(backend):
+    table = np.random.default_rng(7).normal(size=(VOCAB, EMBED))
+    ids, feed, emb, w, rows, y = _flat_dense(table=table)
+    loss = gf.reduce_sum(gf.sin(y))
+    fetches = [loss] + gf.gradients(loss, [w])
+    assert _rewritten(_plan(fetches, feed), VOCAB, UNITS) == {"forward", "weights"}
+    got, want = _both(backend, fetches, feed)
+    _assert_close(got, want, "float64")
+
+
+def test_a_gradient_of_the_table_alone_gets_the_table_rule(backend):
+    """``gradients(y, emb, grad_ys)``: no forward product in the plan; the row sum's
+    shape comes from a (small) product of the table made for it."""
+    ids, feed, emb, w, rows, y = _flat_dense()
+    seed = gf.placeholder(gf.float64, (None, UNITS), name="seed")
+    feed[seed] = np.random.default_rng(8).normal(size=(12, UNITS))
+    fetches = gf.gradients(y, [emb], grad_ys=seed)
+    assert _rewritten(_plan(fetches, feed), VOCAB, UNITS) == {"table"}
+    got, want = _both(backend, fetches, feed)
+    _assert_close(got, want, "float64")
+
+
+def test_rows_other_readers_need_stay(backend):
+    ids, feed, emb, w, rows, y = _flat_dense()
+    loss = gf.reduce_sum(gf.sin(y))
+    fetches = [loss, rows * 2.0] + gf.gradients(loss, [emb, w])
+    graph = _plan(fetches, feed)
+    assert _rewritten(graph, VOCAB, UNITS) == {"forward", "table", "weights"}
+    assert [tuple(n.shape) for n in graph.nodes() if isinstance(n, PlanNode)
+            and n.opdef.name == "gather"] == [(12, UNITS), (12, EMBED)]
+    got, want = _both(backend, fetches, feed)
+    _assert_close(got, want, "float64")
+
+
+def _axis1_lookup(dtype):
+    rng = np.random.default_rng(9)
+    ids = gf.placeholder(gf.int32, (None,), name="ids")
+    table_t = gf.Variable(rng.normal(size=(EMBED, VOCAB)).astype(dtype))
+    w = gf.Variable(rng.normal(size=(EMBED, UNITS)).astype(dtype))
+    rows = gf.transpose(gf.gather(table_t, ids, axis=1))
+    loss = gf.reduce_sum(gf.sin(gf.matmul(rows, w)))
+    return [loss] + gf.gradients(loss, [table_t, w]), {ids: _ids(rng, shape=(12,))}
+
+
+def _unchanged_cases():
+    def few_ids():
+        ids, feed, loss, variables = _dense("float64", vocab=20, time=2)  # 6 ids, 20 rows
+        return [loss] + gf.gradients(loss, variables), feed, True
+
+    def unknown_shapes():
+        ids, feed, loss, variables = _dense("float64")
+        return [loss] + gf.gradients(loss, variables), feed, False
+
+    def half():
+        ids, feed, loss, variables = _dense("float16")
+        return [loss] + gf.gradients(loss, variables), feed, True
+
+    def axis_1():
+        return (*_axis1_lookup("float64"), True)
+
+    def grad_ys_through_a_view():  # ids reshaped, and no lookup checks them first
+        ids, feed, loss, variables = _dense("float64")
+        rows = gf.reshape(gf.nn.embedding_lookup(variables[0], ids), (-1, EMBED))
+        seed = gf.placeholder(gf.float64, (None, UNITS), name="seed")
+        feed[seed] = np.ones((BATCH * STEPS, UNITS))
+        return gf.gradients(gf.matmul(rows, variables[1]), variables[0], grad_ys=seed), \
+            feed, True
+
+    return {f.__name__: f for f in (few_ids, unknown_shapes, half, axis_1,
+                                    grad_ys_through_a_view)}
+
+
+@pytest.mark.parametrize("case", sorted(_unchanged_cases()))
+def test_plans_it_must_leave_as_they_are(case):
+    fetches, feed, shapes = _unchanged_cases()[case]()
+    with_pass = _kinds(_plan(fetches, feed, shapes=shapes))
+    assert with_pass == _kinds(_plan(fetches, feed, False, shapes=shapes))
+    assert any(name == "gather_grad" for name, _ in with_pass)
+
+
+def _error(backend, fetches, feed, with_pass):
+    """``(type, message)`` of the error a run of ``fetches`` raises, the message cut at
+    its list of the plan node's inputs and static shape (a plan's own: the lookup of the
+    table's product reads that product), with the user's line that built the node."""
+    saved = passes.PASSES
+    passes.PASSES = [p for p in saved if with_pass or p is not rewrite_embedding_products]
+    try:
+        with gf.Session(backend=backend) as sess:
+            sess.run(gf.global_variables_initializer())
+            with pytest.raises(Exception) as caught:
+                sess.run(fetches, feed)
+    finally:
+        passes.PASSES = saved
+    message = str(caught.value)
+    return type(caught.value), message.split(" (inputs: ")[0], message.split("created at ")[-1]
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_an_id_out_of_range_raises_the_error_it_raises_without_the_pass(backend, model):
+    ids, feed, loss, variables = MODELS[model][0]("float32")
+    bad = feed[ids].copy()
+    bad[1, 2] = VOCAB
+    fetches = [loss] + gf.gradients(loss, variables)
+    got = _error(backend, fetches, {ids: bad}, True)
+    assert got == _error(backend, fetches, {ids: bad}, False)
+    # (the static unroll's plan looks up all its ids at once before this pass: indices[7])
+    assert re.fullmatch(r"gather 'embedding_lookup' failed at run time: indices\[(1,2|7)\] = 7 "
+                        r"is not in \[0, 7\)", got[1])
+    assert got[2].startswith(__file__)

@@ -238,10 +238,11 @@ class _Rewriter:
         self.mapping[m] = node
 
     def _ids_seen(self, like, ids, steps):
-        """``ids`` seen through ``steps`` (``(op, (attr, value))`` pairs), made once."""
+        """``ids`` seen through ``steps`` (``(op, (attr, value))`` pairs), made once per
+        ids that compute the same (``_signature``) and steps."""
         node = ids
         for i, (op, (attr, value)) in enumerate(steps):
-            key = (ids, steps[:i + 1])
+            key = (_signature(ids), steps[:i + 1])
             if key not in self.ids_views:
                 made = self._make(like, op, [node], {attr: value}, shape=None, dtype=ids.dtype)
                 made.shape = None  # (``like``'s until inferred from the ids')
@@ -253,7 +254,7 @@ class _Rewriter:
     def _row_sum(self, like, grad, ids, shape_like, attrs):
         """The rows of ``grad`` summed by ``ids`` into ``shape_like``'s rows (made once
         per gradient and ids)."""
-        key = (grad, ids)
+        key = (grad, _signature(ids))
         if key not in self.sums:
             self.sums[key] = self._make(like, "gather_grad", [grad, ids, shape_like], attrs,
                                         shape=_dims(shape_like, self.shapes), dtype=grad.dtype,
@@ -296,7 +297,7 @@ class _Rewriter:
         if steps and not self._checked_before(grad, ids, table):
             return
         seen = self._ids_seen(m, ids, steps)
-        rows = self.sums.get((grad, seen))
+        rows = self.sums.get((grad, _signature(seen)))
         if rows is None:
             cols = self._matrix(grad)[1]
             like = next((p for p in self.products.values() if p.inputs[0] is table
@@ -317,3 +318,16 @@ class _Rewriter:
                    if _is(g, "gather") and g.inputs[1] is ids and g.attrs.get("validate", True)
                    and _known(g.inputs[0], self.shapes)
                    and _dims(g.inputs[0], self.shapes)[0] == rows)
+
+
+def _signature(node, memo=None):
+    """What ``node`` computes, as a hashable key: its op, attributes and the signatures
+    of its inputs, down to leaves (themselves). Two copies of one slice of the ids (the
+    forward's and the gradient's) have one signature."""
+    memo = {} if memo is None else memo
+    if not isinstance(node, PlanNode) or node.opdef.kind != "compute" or node.control_inputs:
+        return node
+    if node not in memo:
+        attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
+        memo[node] = (node.opdef.name, attrs, tuple(_signature(i, memo) for i in node.inputs))
+    return memo[node]
