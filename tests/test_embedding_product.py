@@ -67,8 +67,24 @@ def _dynamic_lstm(dtype, vocab=VOCAB):
     return ids, {ids: _ids(rng, vocab)}, loss, [emb] + cell.trainable_variables
 
 
+def _bidirectional_lstm(dtype, vocab=VOCAB):
+    """``bidirectional_dynamic_rnn`` of two ``LSTMCell``s over one lookup: the table's
+    gradient is the sum of two products, one a layer."""
+    rng = np.random.default_rng(10)
+    gf.set_random_seed(10)
+    ids = gf.placeholder(gf.int32, (None, STEPS), name="ids")
+    emb = gf.Variable(rng.normal(size=(vocab, EMBED)).astype(dtype), name="emb")
+    fw, bw = gf.nn.rnn_cell.LSTMCell(UNITS), gf.nn.rnn_cell.LSTMCell(UNITS)
+    (out_fw, out_bw), _ = gf.nn.bidirectional_dynamic_rnn(
+        fw, bw, gf.nn.embedding_lookup(emb, ids), dtype=getattr(gf, dtype))
+    loss = gf.reduce_sum(gf.sin(out_fw)) + gf.reduce_sum(gf.cos(out_bw))
+    variables = [emb] + fw.trainable_variables + bw.trainable_variables
+    return ids, {ids: _ids(rng, vocab)}, loss, variables
+
+
 MODELS = {"dense": (_dense, UNITS), "static_lstm": (_static_lstm, 4 * UNITS),
-          "dynamic_lstm": (_dynamic_lstm, 4 * UNITS)}
+          "dynamic_lstm": (_dynamic_lstm, 4 * UNITS),
+          "bidirectional_lstm": (_bidirectional_lstm, 4 * UNITS)}
 
 
 def _plan(fetches, feed, with_pass=True, shapes=True):

@@ -102,6 +102,8 @@ def _view_step(node):
     if before[-1] != after[-1]:
         return None
     name = node.opdef.name
+    if name in ("transpose", "getitem") and len(node.inputs) != 1:  # a key read at run time
+        return None
     if name == "transpose":
         perm = node.attrs.get("perm")
         if perm is None or perm[-1] != len(perm) - 1:
@@ -137,30 +139,30 @@ def _gathered_rows(a, shapes):
     return (node, views[::-1]) if _table_lookup(node, shapes) else None
 
 
-def _inverse_steps(y, ids_rank):
-    """``(product, steps)``: ``y`` (rows laid out as the ids) is the 2-D ``product`` seen
-    through views of its leading axes, and ``steps`` take the ids to the product's row
+def _inverse_terms(y, steps=()):
+    """``[(product, steps), ...]``: ``y`` (rows laid out as the ids) is the sum of 2-D
+    ``product``s (one term: no sum), each seen through views of its leading axes (views
+    of the sum apply to every term), ``steps`` taking the ids to that product's row
     order; or None."""
-    steps = []
-    node = y
-    while not (_is(node, "matmul") and _known(node) and len(node.shape) == 2):
-        if not isinstance(node, PlanNode) or node.control_inputs or node.opdef.kind != \
-                "compute" or _view_step(node) is None:
-            return None
-        rows = _dims(node.inputs[0])[:-1]
-        name = node.opdef.name
-        if name == "transpose" and _view_step(node):
-            perm = node.attrs["perm"][:-1]
-            steps.append(("transpose", ("perm", tuple(sorted(range(len(perm)),
-                                                             key=perm.__getitem__)))))
-        elif name in ("reshape", "reshape_like") and _view_step(node):
-            steps.append(("reshape", ("shape", rows)))
-        elif _view_step(node):  # a slice: the product has rows the ids do not cover
-            return None
-        node = node.inputs[0]
-    if len(_dims(y)) != ids_rank + 1:
+    if _is(y, "matmul") and _known(y) and len(y.shape) == 2:
+        return [(y, steps)]
+    if _is(y, "add") and len(y.inputs) == 2 and _known(y) \
+            and all(_known(i) and _dims(i) == _dims(y) for i in y.inputs):
+        terms = [_inverse_terms(i, steps) for i in y.inputs]
+        return None if None in terms else terms[0] + terms[1]
+    if not isinstance(y, PlanNode) or y.opdef.kind != "compute" or y.control_inputs \
+            or _view_step(y) is None:
         return None
-    return node, tuple(steps)
+    name, rows = y.opdef.name, _dims(y.inputs[0])[:-1]
+    if name == "transpose" and _view_step(y):
+        perm = y.attrs["perm"][:-1]
+        inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+        steps += (("transpose", ("perm", inverse)),)
+    elif name in ("reshape", "reshape_like") and _view_step(y):
+        steps += (("reshape", ("shape", rows)),)
+    elif _view_step(y):  # a slice: the product has rows the ids do not cover
+        return None
+    return _inverse_terms(y.inputs[0], steps)
 
 
 def _upstream_of(node, target):
@@ -262,25 +264,40 @@ class _Rewriter:
         return self.sums[key]
 
     def table_grad(self, gg):
-        """``gather_grad(view(G @ B^T), ids, table)`` -> ``gather_grad(G, ids') @ B^T``."""
+        """``gather_grad(view(G @ B^T), ids, table)`` -> ``gather_grad(G, ids') @ B^T``;
+        a sum of such products (a bidirectional RNN's two layers read the same rows) is
+        the sum of their rewrites."""
         table, ids = gg.inputs[2], gg.inputs[1]
         if gg.attrs.get("axis") != 0 or not _small_table(table, ids, self.shapes):
             return
-        found = _inverse_steps(gg.inputs[0], len(_dims(ids, self.shapes)))
-        if found is None:
+        terms = _inverse_terms(gg.inputs[0])
+        if terms is None or not all(self._table_term(gg, product, steps)
+                                    for product, steps in terms):
             return
-        product, steps = found
+        total = None
+        for product, steps in terms:
+            grad, weights = product.inputs
+            tb = bool(product.attrs.get("transpose_b"))
+            like = self._product(gg, table, weights, not tb)
+            rows = self._row_sum(gg, grad, self._ids_seen(gg, ids, steps), like, dict(gg.attrs))
+            term = self._make(gg, "matmul", [rows, weights],
+                              {"transpose_a": False, "transpose_b": tb},
+                              shape=_dims(table, self.shapes), dtype=table.dtype)
+            total = term if total is None else self._make(
+                gg, "add", [total, term], {}, shape=_dims(table, self.shapes), dtype=table.dtype)
+        self.mapping[gg] = total
+
+    def _table_term(self, gg, product, steps):
+        """Whether the term ``product`` of the table's gradient ``gg`` (``G @ B^T``, seen
+        through ``steps``) can be ``gather_grad(G) @ B^T``."""
+        table, ids = gg.inputs[2], gg.inputs[1]
         grad, weights = product.inputs
-        tb = bool(product.attrs.get("transpose_b"))
-        if product.attrs.get("transpose_a") or not (self._matrix(grad) and self._matrix(weights)) \
-                or not grad.dtype == weights.dtype == product.dtype == table.dtype \
-                or (steps and not self._checked_before(grad, ids, table)):
-            return
-        like = self._product(gg, table, weights, not tb)
-        rows = self._row_sum(gg, grad, self._ids_seen(gg, ids, steps), like, dict(gg.attrs))
-        self.mapping[gg] = self._make(gg, "matmul", [rows, weights],
-                                      {"transpose_a": False, "transpose_b": tb},
-                                      shape=_dims(table, self.shapes), dtype=table.dtype)
+        return not product.attrs.get("transpose_a") and bool(
+            self._matrix(grad) and self._matrix(weights)) \
+            and grad.dtype == weights.dtype == product.dtype == table.dtype \
+            and _dims(product, self.shapes) == (math.prod(_dims(ids, self.shapes)),
+                                                _dims(table, self.shapes)[1]) \
+            and (not steps or self._checked_before(grad, ids, table))
 
     def weight_grad(self, m):
         """``view(gather(table, ids))^T @ G`` -> ``table^T @ gather_grad(G, ids')``."""
