@@ -248,8 +248,13 @@ def _unchanged_cases():
         return gf.gradients(gf.matmul(rows, variables[1]), variables[0], grad_ys=seed), \
             feed, True
 
+    def a_scalar_reshaped():  # a view of no rows on the way (examples/reber_lstm.py)
+        ids, feed, loss, variables = _dense("float64", vocab=20, time=2)
+        y = gf.reduce_sum(gf.matmul(gf.reshape(loss, (1, 1)), gf.ones((1, 3), gf.float64)))
+        return [y] + gf.gradients(y, variables), feed, True
+
     return {f.__name__: f for f in (few_ids, unknown_shapes, half, axis_1,
-                                    grad_ys_through_a_view)}
+                                    grad_ys_through_a_view, a_scalar_reshaped)}
 
 
 @pytest.mark.parametrize("case", sorted(_unchanged_cases()))

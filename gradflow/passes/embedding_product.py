@@ -96,12 +96,13 @@ def _view_step(node):
     """``(op, (attr, value))`` that does to the ids what the view ``node`` does to the rows it
     reads (the last axis kept as it is), ``()`` for a view that changes nothing, or
     None where ``node`` is not such a view."""
-    if not node.inputs or not (_known(node) and _known(node.inputs[0])):
+    name = node.opdef.name
+    if name not in ("transpose", "reshape", "reshape_like", "getitem") or not node.inputs \
+            or not (_known(node) and _known(node.inputs[0])):
         return None
     before, after = _dims(node.inputs[0]), _dims(node)
-    if before[-1] != after[-1]:
+    if not before or not after or before[-1] != after[-1]:  # (a scalar has no rows)
         return None
-    name = node.opdef.name
     if name in ("transpose", "getitem") and len(node.inputs) != 1:  # a key read at run time
         return None
     if name == "transpose":
