@@ -40,6 +40,7 @@ from gradflow.passes.ir import PlanNode, specialized_shape
 from gradflow.prim.registry import REGISTRY
 
 FLOAT_TYPES = ("float32", "float64")
+SIGNATURE_DEPTH = 16  # ids are a placeholder seen through a few slices and reshapes
 
 
 def rewrite_embedding_products(graph) -> None:
@@ -191,7 +192,6 @@ class _Rewriter:
         self.shapes = graph.feed_shapes
         self.mapping, self.made = {}, []
         self.products, self.ids_views, self.sums = {}, {}, {}
-        self.lookups = []  # the new forward lookups: they check the user's ids
 
     def _matrix(self, node):
         """The static shape of ``node`` if it is a matrix of known shape, else None."""
@@ -231,7 +231,6 @@ class _Rewriter:
         # the lookup stands for the user's: an id out of range names their lookup
         node = self._make(gather, "gather", [product, ids], dict(gather.attrs),
                           shape=_dims(ids, self.shapes) + (cols,), dtype=m.dtype)
-        self.lookups.append(node)
         for view in views:
             shape = _dims(view, self.shapes)[:-1] + (cols,)
             op, attrs = view.opdef.name, dict(view.attrs)
@@ -338,14 +337,17 @@ class _Rewriter:
                    and _dims(g.inputs[0], self.shapes)[0] == rows)
 
 
-def _signature(node, memo=None):
+def _signature(node, memo=None, depth=0):
     """What ``node`` computes, as a hashable key: its op, attributes and the signatures
-    of its inputs, down to leaves (themselves). Two copies of one slice of the ids (the
-    forward's and the gradient's) have one signature."""
+    of its inputs, down to leaves (themselves) or ``SIGNATURE_DEPTH`` ops deep (the node
+    itself there). Two copies of one slice of the ids (the forward's and the gradient's)
+    have one signature."""
     memo = {} if memo is None else memo
-    if not isinstance(node, PlanNode) or node.opdef.kind != "compute" or node.control_inputs:
+    if not isinstance(node, PlanNode) or node.opdef.kind != "compute" or node.control_inputs \
+            or depth >= SIGNATURE_DEPTH:
         return node
     if node not in memo:
         attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
-        memo[node] = (node.opdef.name, attrs, tuple(_signature(i, memo) for i in node.inputs))
+        memo[node] = (node.opdef.name, attrs,
+                      tuple(_signature(i, memo, depth + 1) for i in node.inputs))
     return memo[node]
