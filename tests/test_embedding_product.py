@@ -67,12 +67,13 @@ def _dynamic_lstm(dtype, vocab=VOCAB):
     return ids, {ids: _ids(rng, vocab)}, loss, [emb] + cell.trainable_variables
 
 
-def _bidirectional_lstm(dtype, vocab=VOCAB):
+def _bidirectional_lstm(dtype, vocab=VOCAB, time=STEPS):
     """``bidirectional_dynamic_rnn`` of two ``LSTMCell``s over one lookup: the table's
-    gradient is the sum of two products, one a layer."""
+    gradient is the sum of two products, one a layer; the backward layer reads the rows
+    reversed in time (with ``time`` None, a ``reverse`` of the looked-up rows)."""
     rng = np.random.default_rng(10)
     gf.set_random_seed(10)
-    ids = gf.placeholder(gf.int32, (None, STEPS), name="ids")
+    ids = gf.placeholder(gf.int32, (None, time), name="ids")
     emb = gf.Variable(rng.normal(size=(vocab, EMBED)).astype(dtype), name="emb")
     fw, bw = gf.nn.rnn_cell.LSTMCell(UNITS), gf.nn.rnn_cell.LSTMCell(UNITS)
     (out_fw, out_bw), _ = gf.nn.bidirectional_dynamic_rnn(
@@ -84,7 +85,9 @@ def _bidirectional_lstm(dtype, vocab=VOCAB):
 
 MODELS = {"dense": (_dense, UNITS), "static_lstm": (_static_lstm, 4 * UNITS),
           "dynamic_lstm": (_dynamic_lstm, 4 * UNITS),
-          "bidirectional_lstm": (_bidirectional_lstm, 4 * UNITS)}
+          "bidirectional_lstm": (_bidirectional_lstm, 4 * UNITS),
+          "bidirectional_dynamic_lstm": (
+              lambda dtype: _bidirectional_lstm(dtype, time=None), 4 * UNITS)}
 
 
 def _plan(fetches, feed, with_pass=True, shapes=True):

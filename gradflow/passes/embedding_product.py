@@ -19,7 +19,8 @@ results agree to rounding, not bit for bit.
 The gathered operand may be seen through views of its leading (id) axes: a
 ``transpose`` that keeps the last axis last, a ``getitem`` of slices that keeps the
 last axis whole, a ``reshape`` that keeps the last axis (``dynamic_rnn``'s time-major
-stacking of ``embedding_lookup(table, ids)`` of ``[batch, time]`` ids). The forward
+stacking of ``embedding_lookup(table, ids)`` of ``[batch, time]`` ids), a ``reverse``
+of leading axes (the backward layer of ``bidirectional_dynamic_rnn``). The forward
 then gathers the table's product with the user's ids and applies the same views to
 it (one copy, of the product's rows); the gradients sum ``G`` by the ids seen through
 those views. Where the views change the ids' layout, the gradient's sum is rewritten
@@ -98,7 +99,8 @@ def _view_step(node):
     reads (the last axis kept as it is), ``()`` for a view that changes nothing, or
     None where ``node`` is not such a view."""
     name = node.opdef.name
-    if name not in ("transpose", "reshape", "reshape_like", "getitem") or not node.inputs \
+    if name not in ("transpose", "reshape", "reshape_like", "getitem", "reverse") \
+            or not node.inputs \
             or not (_known(node) and _known(node.inputs[0])):
         return None
     before, after = _dims(node.inputs[0]), _dims(node)
@@ -112,6 +114,13 @@ def _view_step(node):
             return None
         return () if tuple(perm) == tuple(range(len(perm))) else ("transpose",
                                                                   ("perm", tuple(perm[:-1])))
+    if name == "reverse":  # (its own inverse)
+        axes = node.attrs.get("axes")
+        if axes is None:
+            return None
+        axes = tuple(sorted({a % len(before) for a in ((axes,) if isinstance(axes, int)
+                                                       else axes)}))
+        return None if len(before) - 1 in axes else (("reverse", ("axes", axes)) if axes else ())
     if name in ("reshape", "reshape_like"):
         return () if before == after else ("reshape", ("shape", after[:-1]))
     if name == "getitem":
@@ -156,7 +165,9 @@ def _inverse_terms(y, steps=()):
             or _view_step(y) is None:
         return None
     name, rows = y.opdef.name, _dims(y.inputs[0])[:-1]
-    if name == "transpose" and _view_step(y):
+    if name == "reverse" and _view_step(y):
+        steps += (_view_step(y),)
+    elif name == "transpose" and _view_step(y):
         perm = y.attrs["perm"][:-1]
         inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
         steps += (("transpose", ("perm", inverse)),)
