@@ -20,6 +20,7 @@ from gradflow.passes.attention import fuse_attention
 from gradflow.passes.batch_matmuls import batch_matmuls
 from gradflow.passes.constant_folding import fold_constants
 from gradflow.passes.cse import eliminate_common_subexpressions
+from gradflow.passes.embedding_product import rewrite_embedding_products
 from gradflow.passes.fusion import fuse_elementwise
 from gradflow.passes.gelu import fuse_gelu
 from gradflow.passes.gradient_sums import stack_gradient_sums
@@ -40,6 +41,9 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # the gradient code's row stacks before the rewrites turn stacks of lookups into lookups.
 # Layout copies sink past elementwise ops before the rewrites cancel the pairs they form.
 # Row stacks share their parts once the rewrites have made the stacks they make.
+# A product of rows looked up in a small table becomes a lookup in the table's product
+# once the rewrites have made one lookup of all the ids and batching one product of all
+# the rows (and before the LSTM/GRU and elementwise fusions read the product's slices).
 # A while_loop whose trip count folding made known is unrolled next, so the passes after
 # it see the copies as they see a static unroll.
 # Attention's ops (and their gradient's) become one fused pair before the elementwise
@@ -47,7 +51,8 @@ from gradflow.passes.while_unroll import unroll_while_loops
 # tanh form becomes two elementwise ops that the fusion then takes in.
 PASSES = [fold_constants, unroll_while_loops, drop_shape_noops,
           eliminate_common_subexpressions, batch_matmuls, sink_layouts, rewrite_algebra,
-          share_row_stacks, fuse_lstm_steps, fuse_gru_steps, fuse_attention,
+          share_row_stacks, rewrite_embedding_products,
+          fuse_lstm_steps, fuse_gru_steps, fuse_attention,
           fuse_layer_norm, fuse_gelu, fuse_elementwise]
 
 rewrite_sums_with(stack_gradient_sums)
