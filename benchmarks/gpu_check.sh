@@ -69,7 +69,8 @@ python3 -c "import pytest_timeout" 2>/dev/null && per_test="--timeout=${GPU_TEST
 NEW="tests/test_capture_gpu.py tests/test_cuda_kernels_gpu.py tests/test_cupy_random_gpu.py \
 tests/test_nvmath_matmul_gpu.py tests/test_gpu_benchmark.py tests/test_half_precision_gpu.py \
 tests/test_half_precision.py tests/test_mixed_precision.py tests/test_mixed_precision_training.py \
-tests/test_mixed_precision_bf16.py tests/test_while_unroll_gpu.py tests/test_while_unroll.py"
+tests/test_mixed_precision_bf16.py tests/test_while_unroll_gpu.py tests/test_while_unroll.py \
+tests/test_embedding_product.py"
 if has new; then
   # shellcheck disable=SC2086 - NEW and per_test are lists of arguments
   timeout "${GPU_NEW_TIMEOUT:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -rs \
