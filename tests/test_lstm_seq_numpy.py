@@ -85,6 +85,29 @@ def _dynamic(lengths=False, bidirectional=False):
     return build
 
 
+def _initial_state_variables(last_c):
+    """A static LSTM whose initial state is two trained variables: the plan reads the
+    gradient of ``c0`` (``lstm_seq_grad``'s second output) and of ``h0``; with ``last_c``
+    the last cell state is in the loss too (a gradient from outside the layer: the
+    sequence pass leaves it)."""
+    def build(dtype):
+        return _initial_state(dtype, last_c)
+
+    return build
+
+
+def _initial_state(dtype, last_c):
+    ids, emb = _embedded(dtype)
+    inputs = [gf.nn.embedding_lookup(emb, ids[:, t]) for t in range(STEPS)]
+    c0 = gf.get_variable("c0", [BATCH, UNITS], dtype=dtype)
+    h0 = gf.get_variable("h0", [BATCH, UNITS], dtype=dtype)
+    state = gf.nn.rnn_cell.LSTMStateTuple(c0, h0)
+    outputs, last = gf.nn.static_rnn(gf.nn.rnn_cell.LSTMCell(UNITS), inputs,
+                                     initial_state=state)
+    loss = _loss(gf.concat(outputs, 0), ids)
+    return ids, (loss + 0.1 * gf.reduce_sum(last.c)) if last_c else loss
+
+
 def _stack():
     return gf.nn.rnn_cell.MultiRNNCell([gf.nn.rnn_cell.LSTMCell(UNITS) for _ in range(2)])
 
@@ -95,6 +118,8 @@ MODELS = {
     "BasicLSTMCell": (_static(lambda: gf.nn.rnn_cell.BasicLSTMCell(UNITS)), 1),
     "MultiRNNCell x2": (_static(_stack), 2),
     "dynamic_rnn": (_dynamic(), 1),
+    "initial state variables": (_initial_state_variables(False), 1),
+    "last cell state in the loss": (_initial_state_variables(True), 0),
     "bidirectional_dynamic_rnn": (_dynamic(bidirectional=True), 2),
     # the masking's selects sit between the steps: no whole layer, the steps stay
     "dynamic_rnn sequence_length": (_dynamic(lengths=True), 0),
@@ -160,3 +185,131 @@ def test_float32_is_bit_equal_to_the_step_plan(model):
             np.testing.assert_array_equal(g, w)
     want, _ = _train(build, gf.float32, feeds, optimize=False)
     _assert_close(got, want, rtol=2e-4, atol=1e-6)
+
+
+def test_a_layer_the_lowerings_refuse_runs_the_step_plan(monkeypatch):
+    """Where ``accepts`` says no, the layer's steps are the step plan's nodes again
+    (``unfuse_lstm_recurrence``: no ``lstm_step_rec`` left for the reference impl), the
+    backward products read the row-major ``w^T``, and the numbers are the step plan's."""
+    build = MODELS["LSTMCell"][0]
+    feeds = _feeds()
+    want, step_plan = _train(build, gf.float32, feeds, layers=False)
+    asked = []
+    monkeypatch.setattr(lstm_seq, "accepts", lambda link: asked.append(link.sizes) and False)
+    got, plan = _train(build, gf.float32, feeds)
+    assert asked and asked[0] == (STEPS, BATCH, UNITS, np.float32)
+    assert "lstm_step_rec" not in plan and _ops(plan, "lstm_seq") == 0
+    for op in ("lstm_step", "lstm_step_grad", "transposed_copy", "matmul", "add"):
+        assert _ops(plan, op) == _ops(step_plan, op), op
+    for g_step, w_step in zip(got, want, strict=True):
+        for g, w in zip(g_step, w_step, strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_two_threads_running_one_training_step():
+    """Two threads run one Session's training step at once (each run gets its own plan
+    instance, so its own link state): each run's loss and gradients are the ones a lone
+    run gives for its feed. The learning rate is 0 so that every run sees the same
+    weights whatever the interleaving."""
+    graph = gf.Graph()
+    with graph.as_default():
+        gf.set_random_seed(5)
+        ids, loss = MODELS["LSTMCell"][0](gf.float32)
+        opt = gf.train.AdamOptimizer(0.0)
+        grads = opt.compute_gradients(loss)
+        fetches = [loss] + [g for g, _ in grads] + [opt.apply_gradients(grads)]
+        init = gf.global_variables_initializer()
+    feeds = _feeds(count=8)
+    with gf.Session(graph=graph) as sess:
+        sess.run(init)
+        want = [sess.run(fetches, {ids: f})[:-1] for f in feeds]
+        got, errors = {}, []
+        barrier = threading.Barrier(2)
+
+        def worker(k):
+            try:
+                barrier.wait()
+                for rounds in range(6):
+                    for i in range(k, len(feeds), 2):
+                        got[rounds, i] = sess.run(fetches, {ids: feeds[i]})[:-1]
+            except Exception as err:  # reported below, in the test's thread
+                errors.append(err)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        plan = sess.describe_plan(fetches, {ids: feeds[0]})
+    assert not errors, errors
+    assert _ops(plan, "lstm_seq") == 1
+    assert len(got) == 6 * len(feeds)
+    for (_, i), values in got.items():
+        for g, w in zip(values, want[i], strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+def _layer_arrays(dtype, steps=5, batch=3, units=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in
+            ((steps * batch, 4 * units), (batch, units), (units, 4 * units), (4 * units,),
+             (batch, units))]
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-5)])
+def test_the_lowerings_give_the_reference_numbers(dtype, rtol):
+    """Forward and backward against the ops' Array API functions, without ``out`` and
+    into given buffers (float32: numba's ``tanh`` within 4e-7 of NumPy's)."""
+    x, h0, w, row, c0 = _layer_arrays(dtype)
+    steps, forget_bias = 5, 1.0
+    dy = np.random.default_rng(1).standard_normal((15, 4)).astype(dtype)
+    want_y, want_c = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, forget_bias, steps)
+    want_dz, want_dc0 = rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, want_y,
+                                                    forget_bias, steps)
+    link = SequenceLink((steps, 3, 4, dtype))
+    seq = lstm_seq.lower_lstm_seq(np, forget_bias, steps, link)
+    grad = lstm_seq.lower_lstm_seq_grad(np, forget_bias, steps, link)
+    for out in (None, (np.empty_like(want_y), None)):
+        y, c = seq(x, h0, w, row, c0, out=out)
+        assert out is None or y is out[0]
+        np.testing.assert_allclose(y, want_y, rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(c, want_c, rtol=rtol, atol=rtol)
+        for gout in (None, (None, np.empty_like(c0))):
+            dz, dc0 = grad(dy, x, h0, w, row, c0, y, out=gout)
+            assert gout is None or dc0 is gout[1]
+            np.testing.assert_allclose(dz, want_dz, rtol=rtol, atol=rtol)
+            np.testing.assert_allclose(dc0, want_dc0, rtol=rtol, atol=rtol)
+
+
+def test_a_backward_without_its_forward_here_recomputes_it():
+    """A ``y`` this link's forward did not write (another array, a fresh link) sends the
+    backward to the reference, which recomputes the forward: the numbers stay right."""
+    x, h0, w, row, c0 = _layer_arrays(np.float64)
+    dy = np.random.default_rng(2).standard_normal((15, 4))
+    y, _ = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, 1.0, 5)
+    want = rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, y, 1.0, 5)
+    link = SequenceLink((5, 3, 4, np.float64))
+    grad = lstm_seq.lower_lstm_seq_grad(np, 1.0, 5, link)
+    for got in (grad(dy, x, h0, w, row, c0, y),
+                (lstm_seq.lower_lstm_seq(np, 1.0, 5, link)(x, h0, w, row, c0),
+                 grad(dy, x, h0, w, row, c0, y.copy()))[1]):
+        for g, v in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, v, rtol=1e-12)
+
+
+def test_other_dtypes_and_layouts_take_the_reference():
+    """float16 (no kernels here) and a non-contiguous input: the op's Array API function,
+    the same numbers; ``accepts`` takes float32 and float64 layers only."""
+    assert lstm_seq.accepts(SequenceLink((5, 3, 4, np.float32)))
+    assert lstm_seq.accepts(SequenceLink((5, 3, 4, np.float64)))
+    assert not lstm_seq.accepts(SequenceLink((5, 3, 4, np.float16)))
+    x, h0, w, row, c0 = _layer_arrays(np.float16)
+    seq = lstm_seq.lower_lstm_seq(np, 1.0, 5, SequenceLink())
+    want = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, 1.0, 5)
+    for g, v in zip(seq(x, h0, w, row, c0), want, strict=True):
+        np.testing.assert_array_equal(g, v)
+    x, h0, w, row, c0 = _layer_arrays(np.float64)
+    wide = np.repeat(x, 2, axis=1)[:, ::2]  # x's values, strided
+    want = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, 1.0, 5)
+    for g, v in zip(seq(wide, h0, w, row, c0), want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-12)
