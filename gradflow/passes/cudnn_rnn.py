@@ -59,12 +59,13 @@ def fuse_lstm_sequences(graph, accepts=None) -> None:
     with ``accepts``, only the layers for whose ``SequenceLink`` it says True (a
     backend's library taking those sizes: it may keep its state in the link)."""
     mapping, made = {}, []
+    readers = graph.consumers()
     for layer in find_lstm_layers(graph):
         c0 = layer["steps"][0].inputs[4]
         link = SequenceLink((len(layer["steps"]), *(int(d) for d in c0.shape),
                              c0.dtype.as_numpy_dtype))
         if accepts is None or accepts(link):
-            _replace(layer, link, mapping, made)
+            _replace(layer, link, mapping, made, readers)
     graph.replace(mapping, extra=made)
 
 
@@ -230,7 +231,7 @@ def _backward(layer, readers):
     return {"dy": dys[::-1], "dz": dzs[::-1], "dc0": dc}
 
 
-def _replace(layer, link, mapping, made):
+def _replace(layer, link, mapping, made, readers):
     steps, outs, x = layer["steps"], layer["outs"], layer["x"]
     first, last = steps[0], steps[-1]
     _, h0, w, row, c0 = first.inputs
@@ -245,7 +246,7 @@ def _replace(layer, link, mapping, made):
     if outs[-1][1] is not None:
         mapping[outs[-1][1]] = output_of(seq, 1, outs[-1][1])
         made.append(mapping[outs[-1][1]])
-    _rows_of(y, [o[2] for o in outs], batch, mapping, made)
+    _rows_of(y, [o[2] for o in outs], batch, mapping, made, readers)
     grads = layer["grads"]
     if grads is None:
         return
@@ -260,7 +261,7 @@ def _replace(layer, link, mapping, made):
                                  name=last.name + "/sequence_grad")
     dz = _output(grad, 0, (total, 4 * units))
     made += [grad, dz]
-    _rows_of(dz, grads["dz"], batch, mapping, made)
+    _rows_of(dz, grads["dz"], batch, mapping, made, readers)
     if grads["dc0"] is not None:
         mapping[grads["dc0"]] = output_of(grad, 1, grads["dc0"])
         made.append(mapping[grads["dc0"]])
@@ -272,8 +273,17 @@ def _output(node, index, shape):
                                  shape=shape, name=f"{node.name}/{index}")
 
 
-def _rows_of(stack, olds, batch, mapping, made):
-    """Map each of ``olds`` (None: unread) to its rows of ``stack``."""
+def _rows_of(stack, olds, batch, mapping, made, readers):
+    """Map each of ``olds`` (None: unread) to its rows of ``stack``, and a ``concat`` of
+    all of them in order along the rows (``static_rnn``'s outputs stacked for the layer
+    above; the steps' gate gradients stacked for the weights' products) to ``stack``
+    itself: no copy of what the sequence node wrote in one piece."""
+    if None not in olds:
+        for r in readers.get(olds[0], []):
+            if _is(r, "concat") and r.attrs.get("axis") in (0, -2) and _same(r.inputs, olds) \
+                    and r.shape is not None and tuple(r.shape) == tuple(stack.shape) \
+                    and r.dtype == stack.dtype:
+                mapping[r] = stack
     for t, old in enumerate(olds):
         if old is not None:
             mapping[old] = PlanNode.standing_for(old, REGISTRY["getitem"], [stack],
