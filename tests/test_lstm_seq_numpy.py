@@ -297,9 +297,10 @@ def test_a_backward_without_its_forward_here_recomputes_it():
             np.testing.assert_allclose(g, v, rtol=1e-12)
 
 
-def test_other_dtypes_and_layouts_take_the_reference():
-    """float16 (no kernels here) and a non-contiguous input: the op's Array API function,
-    the same numbers; ``accepts`` takes float32 and float64 layers only."""
+def test_other_dtypes_take_the_reference_and_strided_inputs_a_copy():
+    """float16 (no kernels here): the op's Array API function, the same numbers;
+    ``accepts`` takes float32 and float64 layers only. Strided inputs are copied to
+    C order first: the numbers of C-ordered ones."""
     assert lstm_seq.accepts(SequenceLink((5, 3, 4, np.float32)))
     assert lstm_seq.accepts(SequenceLink((5, 3, 4, np.float64)))
     assert not lstm_seq.accepts(SequenceLink((5, 3, 4, np.float16)))
@@ -308,8 +309,19 @@ def test_other_dtypes_and_layouts_take_the_reference():
     want = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, 1.0, 5)
     for g, v in zip(seq(x, h0, w, row, c0), want, strict=True):
         np.testing.assert_array_equal(g, v)
-    x, h0, w, row, c0 = _layer_arrays(np.float64)
-    wide = np.repeat(x, 2, axis=1)[:, ::2]  # x's values, strided
-    want = rnn_seq._lstm_seq_impl(np, x, h0, w, row, c0, 1.0, 5)
-    for g, v in zip(seq(wide, h0, w, row, c0), want, strict=True):
-        np.testing.assert_allclose(g, v, rtol=1e-12)
+    x, h0, w, row, c0 = _layer_arrays(np.float32)
+    dy = np.random.default_rng(3).standard_normal((15, 4)).astype(np.float32)
+    link = SequenceLink((5, 3, 4, np.float32))
+    seq = lstm_seq.lower_lstm_seq(np, 1.0, 5, link)
+    grad = lstm_seq.lower_lstm_seq_grad(np, 1.0, 5, link)
+    y, c = (v.copy() for v in seq(x, h0, w, row, c0))
+    want = [v.copy() for v in grad(dy, x, h0, w, row, c0, seq(x, h0, w, row, c0)[0])]
+
+    def strided(v):  # v's values, not C-ordered
+        return np.repeat(v, 2, axis=-1)[..., ::2]
+
+    y2, c2 = seq(*(strided(v) for v in (x, h0, w, row, c0)))
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(c2, c)
+    for g, v in zip(grad(strided(dy), x, h0, w, row, strided(c0), y2), want, strict=True):
+        np.testing.assert_array_equal(g, v)

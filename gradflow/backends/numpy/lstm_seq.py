@@ -23,7 +23,8 @@ it runs the three kernels the step plan has there (``lstm_h_grad``, ``lstm_cell_
 float32 runs numba's kernels (``lstm_jit``) where numba is there, float64 (and float32
 without numba) NumPy's ufunc sequences (``lstm_kernels.NUMPY``); any other dtype, shape
 or layout, and a backward whose forward did not run here, goes to the op's Array API
-function (which recomputes the forward). Outputs go into the plan's ``out=`` buffers, or
+function (which recomputes the forward); an input that is not C-ordered is copied
+into a kept array first. Outputs go into the plan's ``out=`` buffers, or
 into the arrays of the previous run once nothing holds them (``OutputBuffer``); the
 stacks and scratch rows are kept per lowering (``KeptArrays``): a steady training step
 allocates nothing here for float32.
@@ -88,16 +89,25 @@ def _saved(link):
 
 
 def _fits(steps, x, h0, w, row, c0):
-    """Whether the arrays are the kernels' case: one float dtype of ``DTYPES``, the
-    layer's shapes, C-ordered (so every step's rows are C-ordered views)."""
+    """Whether the arrays are the kernels' case: one float dtype of ``DTYPES`` and the
+    layer's shapes (any layout: ``_c_order`` copies what is not C-ordered)."""
     dtype = c0.dtype
     if dtype not in DTYPES or c0.ndim != 2:
         return False
     batch, units = c0.shape
     return x.shape == (steps * batch, 4 * units) and h0.shape == (batch, units) \
         and w.shape == (units, 4 * units) and row.shape == (4 * units,) \
-        and x.dtype == h0.dtype == w.dtype == row.dtype == dtype \
-        and x.flags.c_contiguous and h0.flags.c_contiguous and c0.flags.c_contiguous
+        and x.dtype == h0.dtype == w.dtype == row.dtype == dtype
+
+
+def _c_order(kept, role, array):
+    """``array``, or its copy in a kept C-ordered array if it is not C-ordered (so that
+    every step's rows are C-ordered views, as the kernels are compiled for)."""
+    if array.flags.c_contiguous:
+        return array
+    copy = kept.get_array(role, array.shape, array.dtype)
+    np.copyto(copy, array)
+    return copy
 
 
 def _usable(out, shape, dtype):
@@ -134,6 +144,7 @@ def lower_lstm_seq(xp, forget_bias, steps, link=None):
             values = impl(xp, x, h0, w, row, c0, forget_bias=forget_bias, steps=steps)
             return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         dtype, (batch, units) = c0.dtype, c0.shape
+        x, h0, c0 = (_c_order(kept, role, v) for role, v in (("x", x), ("h0", h0), ("c0", c0)))
         y, c_last = _outputs(out, buffers, ((steps * batch, units), (batch, units)), dtype)
         gates = kept.get_array("gates", (steps, batch, 4 * units), dtype)
         cells = kept.get_array("cells", (steps, batch, units), dtype)
@@ -164,11 +175,12 @@ def lower_lstm_seq_grad(xp, forget_bias, steps, link=None):
     def seq_grad(dy, x, h0, w, row, c0, y, out=None):
         batch = c0.shape[0] if c0.ndim == 2 else 0
         if saved.y_id != id(y) or not _fits(steps, x, h0, w, row, c0) \
-                or dy.shape != y.shape or dy.dtype != c0.dtype or not dy.flags.c_contiguous \
+                or dy.shape != y.shape or dy.dtype != c0.dtype \
                 or saved.gates.shape[:2] != (steps, batch):
             values = impl(xp, dy, x, h0, w, row, c0, y, forget_bias=forget_bias, steps=steps)
             return tuple(into(o, v) for o, v in zip(out or (None, None), values))
         dtype, units = c0.dtype, c0.shape[1]
+        dy, c0 = _c_order(kept, "dy", dy), _c_order(kept, "c0", c0)
         dz, dc0 = _outputs(out, buffers, ((steps * batch, 4 * units), (batch, units)), dtype)
         wt = kept.get_array("wt", (4 * units, units), dtype)
         np.copyto(wt, w.T)
