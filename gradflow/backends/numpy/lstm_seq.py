@@ -44,6 +44,7 @@ from gradflow.backends.base import KeptArrays
 from gradflow.backends.cpu.threads import uses_blas
 from gradflow.backends.numpy.lstm_kernels import OutputBuffer, into, picker, writes_out
 from gradflow.backends.numpy.matmul import _product
+from gradflow.backends.onednn.matmul import MIN_WORK
 from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence, unfuse_lstm_recurrence
 from gradflow.prim.registry import REGISTRY
@@ -100,6 +101,13 @@ def _fits(steps, x, h0, w, row, c0):
         and x.dtype == h0.dtype == w.dtype == row.dtype == dtype
 
 
+def _multiplier(rows, inner, cols):
+    """``matmul``'s function for products of these sizes: ``np.matmul`` itself below
+    oneDNN's ``MIN_WORK`` (where ``_product`` would ask oneDNN, be told no, and call it:
+    the same numbers, a microsecond later, a hundred times a layer)."""
+    return np.matmul if rows * inner * cols < MIN_WORK else _product
+
+
 def _c_order(kept, role, array):
     """``array``, or its copy in a kept C-ordered array if it is not C-ordered (so that
     every step's rows are C-ordered views, as the kernels are compiled for)."""
@@ -150,10 +158,11 @@ def lower_lstm_seq(xp, forget_bias, steps, link=None):
         cells = kept.get_array("cells", (steps, batch, units), dtype)
         product = kept.get_array("product", (batch, 4 * units), dtype)
         kernel, half = pick(dtype).step_forward_sum3, half_bias[dtype]
+        multiply = _multiplier(batch, units, 4 * units)
         h, c = h0, c0
         for t in range(steps):
             rows = slice(t * batch, (t + 1) * batch)
-            _product(h, w, product)
+            multiply(h, w, product)
             h, c = y[rows], cells[t]
             kernel(x[rows], product, row, c0 if t == 0 else cells[t - 1], half, gates[t], c, h)
         np.copyto(c_last, c)
@@ -207,11 +216,11 @@ def _backward(kernels, saved, dy, c0, wt, dz, dc0, scratch):
     kernels.h_backward_state(dy[rows(last)], a, c, g)
     kernels.cell_backward(g, dy[rows(last)], a, c, c_prev, dz[rows(last)])
     kernels.c_backward_state(g, a, dc_prev)
-    step = kernels.step_backward
+    step, multiply = kernels.step_backward, _multiplier(batch, 4 * m.shape[1], m.shape[1])
     for t in range(last - 1, -1, -1):
         dc_next = dc_prev
         dc_prev = dc0 if t == 0 else (dcs[0] if dc_next is dcs[1] else dcs[1])
-        _product(dz[rows(t + 1)], wt, m)
+        multiply(dz[rows(t + 1)], wt, m)
         np.add(dy[rows(t)], m, out=dh)
         step(dh, dc_next, gates[t], cells[t], cells[t - 1] if t else c0, dz[rows(t)],
              dc_prev)
