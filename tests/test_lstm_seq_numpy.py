@@ -58,12 +58,13 @@ def _static(cell):
     return build
 
 
-def _dynamic(lengths=False, bidirectional=False):
+def _dynamic(lengths=False, bidirectional=False, steps=None):
     """``dynamic_rnn`` (or ``bidirectional_dynamic_rnn``) over a time length known at run
     time only (the while_unroll pass unrolls it per fed length), with ``sequence_length``
-    masking when ``lengths``."""
+    masking when ``lengths``; ``steps``: the time length known statically instead (the
+    backward direction then reads the input projection's rows last to first)."""
     def build(dtype):
-        ids = gf.placeholder(gf.int32, (None, None))
+        ids = gf.placeholder(gf.int32, (None, steps))
         emb = gf.get_variable("emb", [VOCAB, 6], dtype=dtype)
         x = gf.nn.embedding_lookup(emb, ids)
         extra = {"sequence_length": gf.fill([gf.shape(ids)[0]], gf.shape(ids)[1] - 1)} \
@@ -121,6 +122,7 @@ MODELS = {
     "initial state variables": (_initial_state_variables(False), 1),
     "last cell state in the loss": (_initial_state_variables(True), 0),
     "bidirectional_dynamic_rnn": (_dynamic(bidirectional=True), 2),
+    "bidirectional_dynamic_rnn static length": (_dynamic(bidirectional=True, steps=STEPS), 2),
     # the masking's selects sit between the steps: no whole layer, the steps stay
     "dynamic_rnn sequence_length": (_dynamic(lengths=True), 0),
 }

@@ -54,13 +54,16 @@ class SequenceLink:
         return "SequenceLink()"
 
 
-def fuse_lstm_sequences(graph, accepts=None) -> None:
+def fuse_lstm_sequences(graph, accepts=None, reversed_inputs=False) -> None:
     """Replace each whole LSTM layer of ``graph`` (a PlanGraph) by ``lstm_seq`` nodes;
     with ``accepts``, only the layers for whose ``SequenceLink`` it says True (a
-    backend's library taking those sizes: it may keep its state in the link)."""
+    backend's library taking those sizes: it may keep its state in the link). With
+    ``reversed_inputs``, also a layer whose steps read the input projection's row blocks
+    last to first (the backward direction of a static-length bidirectional RNN): its
+    ``x`` is those blocks reversed (one copy, ``reshape``, ``reverse``, ``reshape``)."""
     mapping, made = {}, []
     readers = graph.consumers()
-    for layer in find_lstm_layers(graph):
+    for layer in find_lstm_layers(graph, reversed_inputs):
         c0 = layer["steps"][0].inputs[4]
         link = SequenceLink((len(layer["steps"]), *(int(d) for d in c0.shape),
                              c0.dtype.as_numpy_dtype))
@@ -69,16 +72,17 @@ def fuse_lstm_sequences(graph, accepts=None) -> None:
     graph.replace(mapping, extra=made)
 
 
-def find_lstm_layers(graph):
+def find_lstm_layers(graph, reversed_inputs=False):
     """The layers this pass replaces: one dict each with ``steps`` (the forward nodes in
-    time order), ``x`` (the stacked input projection), ``outs`` (``[a, c, h]`` output
-    nodes per step, None where unread), and ``grads`` (None, or ``dy`` per step, the
-    ``dz_t`` nodes and the ``dc_0`` node or None)."""
+    time order), ``x`` (the stacked input projection), ``x_reversed`` (whether the steps
+    read its row blocks last to first: only with ``reversed_inputs``), ``outs``
+    (``[a, c, h]`` output nodes per step, None where unread), and ``grads`` (None, or
+    ``dy`` per step, the ``dz_t`` nodes and the ``dc_0`` node or None)."""
     readers = graph.consumers()
     layers = []
     for node in graph.nodes():
         if _is(node, "lstm_step_rec") and _step_of(node.inputs[1], readers) is None:
-            layer = _layer_from(node, readers)
+            layer = _layer_from(node, readers, reversed_inputs)
             if layer is not None:
                 layers.append(layer)
     return layers
@@ -121,7 +125,7 @@ def _next_step(step, outs, readers):
     return None
 
 
-def _layer_from(first, readers):
+def _layer_from(first, readers, reversed_inputs=False):
     steps, outs = [], []
     step = first
     while step is not None:
@@ -133,10 +137,13 @@ def _layer_from(first, readers):
         step = _next_step(step, o, readers)
     if len(steps) < 2 or not _known(first):
         return None
-    x = _stacked([s.inputs[0] for s in steps], first.inputs[0].shape)
+    xs = [s.inputs[0] for s in steps]
+    x, backwards = _stacked(xs, first.inputs[0].shape), False
+    if x is None and reversed_inputs:
+        x, backwards = _stacked(xs[::-1], first.inputs[0].shape), True
     if x is None:
         return None
-    layer = {"steps": steps, "x": x, "outs": outs, "grads": None}
+    layer = {"steps": steps, "x": x, "x_reversed": backwards, "outs": outs, "grads": None}
     if all(o[0] is None for o in outs):  # inference: no backward reads the gates
         return layer if _forward_only_ok(layer, readers) else None
     grads = _backward(layer, readers)
@@ -237,6 +244,8 @@ def _replace(layer, link, mapping, made, readers):
     _, h0, w, row, c0 = first.inputs
     batch, units = c0.shape
     total = batch * len(steps)
+    if layer["x_reversed"]:
+        x = _reversed_blocks(x, len(steps), batch, made)
     attrs = {"forget_bias": first.attrs["forget_bias"], "steps": len(steps),
              "link": link}
     seq = PlanNode.standing_for(last, LSTM_SEQ, [x, h0, w, row, c0], attrs,
@@ -265,6 +274,22 @@ def _replace(layer, link, mapping, made, readers):
     if grads["dc0"] is not None:
         mapping[grads["dc0"]] = output_of(grad, 1, grads["dc0"])
         made.append(mapping[grads["dc0"]])
+
+
+def _reversed_blocks(x, steps, batch, made):
+    """``x`` ([steps * batch, width]) with its blocks of ``batch`` rows last to first."""
+    width = int(x.shape[1])
+    blocks = PlanNode.standing_for(x, REGISTRY["reshape"], [x],
+                                   {"shape": (steps, batch, width)},
+                                   shape=(steps, batch, width), name=x.name + "/blocks")
+    flipped = PlanNode.standing_for(x, REGISTRY["reverse"], [blocks], {"axes": (0,)},
+                                    shape=(steps, batch, width),
+                                    name=x.name + "/blocks_reversed")
+    rows = PlanNode.standing_for(x, REGISTRY["reshape"], [flipped],
+                                 {"shape": (steps * batch, width)},
+                                 shape=(steps * batch, width), name=x.name + "/reversed")
+    made += [blocks, flipped, rows]
+    return rows
 
 
 def _output(node, index, shape):

@@ -65,7 +65,7 @@ def fuse_lstm_layers(graph) -> None:
     pass); the steps of a layer the sequence pass leaves go back to the step plan's
     nodes (``unfuse_lstm_recurrence``), which run as fast as before."""
     fuse_lstm_recurrence(graph)
-    fuse_lstm_sequences(graph, accepts=accepts)
+    fuse_lstm_sequences(graph, accepts=accepts, reversed_inputs=True)
     unfuse_lstm_recurrence(graph)
 
 
