@@ -327,3 +327,24 @@ def test_other_dtypes_take_the_reference_and_strided_inputs_a_copy():
     np.testing.assert_array_equal(c2, c)
     for g, v in zip(grad(strided(dy), x, h0, w, row, strided(c0), y2), want, strict=True):
         np.testing.assert_array_equal(g, v)
+
+
+def test_a_strided_output_buffer_is_filled_and_the_backward_still_reads_the_stacks():
+    """A plan buffer the loop cannot write rows into (not C-ordered) gets the result
+    copied; the backward given that array still runs from the forward's stacks: float32
+    bits equal to the run without buffers (the reference's ``tanh`` would differ)."""
+    x, h0, w, row, c0 = _layer_arrays(np.float32)
+    dy = np.random.default_rng(4).standard_normal((15, 4)).astype(np.float32)
+    link = SequenceLink((5, 3, 4, np.float32))
+    seq = lstm_seq.lower_lstm_seq(np, 1.0, 5, link)
+    grad = lstm_seq.lower_lstm_seq_grad(np, 1.0, 5, link)
+    y = seq(x, h0, w, row, c0)[0]
+    want_y, want = y.copy(), [v.copy() for v in grad(dy, x, h0, w, row, c0, y)]
+    strided = np.empty((15, 8), np.float32)[:, ::2]
+    y2, _ = seq(x, h0, w, row, c0, out=(strided, None))
+    assert y2 is strided
+    np.testing.assert_array_equal(y2, want_y)
+    for g, v in zip(grad(dy, x, h0, w, row, c0, y2), want, strict=True):
+        np.testing.assert_array_equal(g, v)
+    reference = rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, y2, 1.0, 5)
+    assert not np.array_equal(reference[0], want[0])  # so the check above can fail

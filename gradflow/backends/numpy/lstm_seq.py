@@ -166,8 +166,9 @@ def lower_lstm_seq(xp, forget_bias, steps, link=None):
             h, c = y[rows], cells[t]
             kernel(x[rows], product, row, c0 if t == 0 else cells[t - 1], half, gates[t], c, h)
         np.copyto(c_last, c)
-        saved.gates, saved.cells, saved.y_id = gates, cells, id(y)
-        return _finish(out, (y, c_last))
+        results = _finish(out, (y, c_last))
+        saved.gates, saved.cells, saved.y_id = gates, cells, id(results[0])
+        return results
 
     return seq
 
