@@ -348,3 +348,24 @@ def test_a_strided_output_buffer_is_filled_and_the_backward_still_reads_the_stac
         np.testing.assert_array_equal(g, v)
     reference = rnn_seq._lstm_seq_grad_impl(np, dy, x, h0, w, row, c0, y2, 1.0, 5)
     assert not np.array_equal(reference[0], want[0])  # so the check above can fail
+
+
+def test_the_stacked_outputs_and_gate_gradients_are_read_in_one_piece():
+    """``concat(outputs, 0)`` of a static RNN and the stack of the steps' gate gradients
+    (for the input projection's products) are the sequence nodes' outputs themselves:
+    no concat of the per-step rows is left, and the dense layer reads ``y`` directly."""
+    from gradflow.passes import optimize
+
+    graph = gf.Graph()
+    with graph.as_default():
+        ids, loss = MODELS["LSTMCell"][0](gf.float32)
+        train = gf.train.AdamOptimizer(1e-2).minimize(loss)
+    plan = optimize([loss, train], [ids], [(BATCH, STEPS)])
+    lstm_seq.fuse_lstm_layers(plan)
+    nodes = plan.nodes()
+    assert [n.type for n in nodes].count("lstm_seq") == 1
+    assert all(len(n.inputs) <= 2 for n in nodes if n.type == "concat"), \
+        [(n.name, len(n.inputs)) for n in nodes if n.type == "concat"]
+    y = next(n for n in nodes if n.type == "fused_output" and n.inputs[0].type == "lstm_seq"
+             and n.attrs["index"] == 0)
+    assert any(r.type == "matmul" for r in plan.consumers()[y])
