@@ -369,3 +369,17 @@ def test_the_stacked_outputs_and_gate_gradients_are_read_in_one_piece():
     y = next(n for n in nodes if n.type == "fused_output" and n.inputs[0].type == "lstm_seq"
              and n.attrs["index"] == 0)
     assert any(r.type == "matmul" for r in plan.consumers()[y])
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (5, 20), (8, 32), (13, 52)])
+def test_the_strip_transpose_is_the_transpose(shape):
+    """``lstm_seq_jit.transpose_into`` (strips of 8 rows and the rest), also of a
+    strided matrix."""
+    jit = lstm_seq._seq_jit()
+    if jit is None:
+        pytest.skip("numba is not installed (or GRADFLOW_NUMBA=0)")
+    w = np.random.default_rng(5).standard_normal((shape[0], 2 * shape[1])).astype(np.float32)
+    for source in (np.ascontiguousarray(w[:, ::2]), w[:, ::2]):
+        out = np.empty(shape[::-1], np.float32)
+        jit.transpose_into(source, out)
+        np.testing.assert_array_equal(out, source.T)

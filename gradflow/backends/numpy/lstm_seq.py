@@ -15,10 +15,11 @@ once per layer instead of once per step:
 ``h_t`` goes straight into rows ``t`` of the output ``y``; the gates ``a_t`` and the cell
 states ``c_t`` into two stacks the forward keeps for the backward (in ``link.state``, the
 ``SequenceLink`` both nodes of a layer share), and ``dz_t`` into rows ``t`` of ``dz``.
-``w^T`` is one row-major copy made once per backward (as ``contiguous_recurrent_
-transposes`` makes it for the step plan). The last backward step has no recurrent term:
-it runs the three kernels the step plan has there (``lstm_h_grad``, ``lstm_cell_grad``,
-``lstm_c_grad``).
+``w^T`` is one row-major copy made once per backward, as the step plan's
+``contiguous_recurrent_transposes`` makes it (for float32, numba's strip-wise transpose
+of ``lstm_seq_jit``, whose step kernel also adds ``dy_t`` to the product: the same
+sums). The last backward step has no recurrent term: it runs the three kernels the step
+plan has there (``lstm_h_grad``, ``lstm_cell_grad``, ``lstm_c_grad``).
 
 float32 runs numba's kernels (``lstm_jit``) where numba is there, float64 (and float32
 without numba) NumPy's ufunc sequences (``lstm_kernels.NUMPY``); any other dtype, shape
@@ -42,7 +43,13 @@ import numpy as np
 
 from gradflow.backends.base import KeptArrays
 from gradflow.backends.cpu.threads import uses_blas
-from gradflow.backends.numpy.lstm_kernels import OutputBuffer, into, picker, writes_out
+from gradflow.backends.numpy.lstm_kernels import (
+    OutputBuffer,
+    compiled,
+    into,
+    picker,
+    writes_out,
+)
 from gradflow.backends.numpy.matmul import _product
 from gradflow.backends.onednn.matmul import MIN_WORK
 from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
@@ -67,6 +74,16 @@ def fuse_lstm_layers(graph) -> None:
     fuse_lstm_recurrence(graph)
     fuse_lstm_sequences(graph, accepts=accepts, reversed_inputs=True)
     unfuse_lstm_recurrence(graph)
+
+
+def _seq_jit():
+    """The numba kernels of these loops (``lstm_seq_jit``), or None without numba."""
+    if compiled() is None:
+        return None
+    # imported here: the module imports numba, which may be missing or disabled
+    from gradflow.backends.numpy import lstm_seq_jit
+
+    return lstm_seq_jit
 
 
 class _Saved:
@@ -179,6 +196,7 @@ def lower_lstm_seq_grad(xp, forget_bias, steps, link=None):
     impl = REGISTRY["lstm_seq_grad"].impl
     pick, saved, kept = picker(), _saved(link), KeptArrays(np.empty)
     buffers = (OutputBuffer(), OutputBuffer())
+    jit, f32 = _seq_jit(), np.dtype(np.float32)
 
     @writes_out
     @uses_blas
@@ -193,17 +211,23 @@ def lower_lstm_seq_grad(xp, forget_bias, steps, link=None):
         dy, c0 = _c_order(kept, "dy", dy), _c_order(kept, "c0", c0)
         dz, dc0 = _outputs(out, buffers, ((steps * batch, 4 * units), (batch, units)), dtype)
         wt = kept.get_array("wt", (4 * units, units), dtype)
-        np.copyto(wt, w.T)
+        fused = jit if dtype == f32 else None
+        if fused is None:
+            np.copyto(wt, w.T)
+        else:
+            fused.transpose_into(w, wt)
         scratch = [kept.get_array(role, (batch, units), dtype) for role in ("m", "dh", "0", "1")]
-        _backward(pick(dtype), saved, dy, c0, wt, dz, dc0, scratch)
+        _backward(pick(dtype), fused, saved, dy, c0, wt, dz, dc0, scratch)
         return _finish(out, (dz, dc0))
 
     return seq_grad
 
 
-def _backward(kernels, saved, dy, c0, wt, dz, dc0, scratch):
+def _backward(kernels, fused, saved, dy, c0, wt, dz, dc0, scratch):
     """The backward loop of the module docstring into ``dz`` and ``dc0``; ``scratch``:
-    four ``[batch, units]`` arrays (the product, ``dh``, two cell-state gradients)."""
+    four ``[batch, units]`` arrays (the product, ``dh``, two cell-state gradients).
+    ``fused``: ``lstm_seq_jit`` (float32 with numba), whose kernel adds ``dy_t`` to the
+    product inside the step's, or None (NumPy's add, then the step's kernel)."""
     gates, cells = saved.gates, saved.cells
     steps, batch = gates.shape[:2]
     m, dh, *dcs = scratch
@@ -222,9 +246,13 @@ def _backward(kernels, saved, dy, c0, wt, dz, dc0, scratch):
         dc_next = dc_prev
         dc_prev = dc0 if t == 0 else (dcs[0] if dc_next is dcs[1] else dcs[1])
         multiply(dz[rows(t + 1)], wt, m)
-        np.add(dy[rows(t)], m, out=dh)
-        step(dh, dc_next, gates[t], cells[t], cells[t - 1] if t else c0, dz[rows(t)],
-             dc_prev)
+        c_prev = cells[t - 1] if t else c0
+        if fused is None:
+            np.add(dy[rows(t)], m, out=dh)
+            step(dh, dc_next, gates[t], cells[t], c_prev, dz[rows(t)], dc_prev)
+        else:
+            fused.step_backward_sum(dy[rows(t)], m, dc_next, gates[t], cells[t], c_prev, dh,
+                                    dz[rows(t)], dc_prev)
 
 
 LOWERINGS = {"lstm_seq": lower_lstm_seq, "lstm_seq_grad": lower_lstm_seq_grad}
