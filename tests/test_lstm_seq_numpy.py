@@ -383,3 +383,20 @@ def test_the_strip_transpose_is_the_transpose(shape):
         out = np.empty(shape[::-1], np.float32)
         jit.transpose_into(source, out)
         np.testing.assert_array_equal(out, source.T)
+
+
+def test_a_time_major_output_gradient_is_one_reshape():
+    """``dynamic_rnn``'s outputs' gradient reaches the layer as ``transpose(g)[t]`` per
+    step: the sequence node reads it as one ``reshape`` of that ``[T, batch, units]``
+    node, not a concat of the ``T`` slices."""
+    from gradflow.passes import optimize
+
+    graph = gf.Graph()
+    with graph.as_default():
+        ids, loss = MODELS["dynamic_rnn"][0](gf.float32)
+        train = gf.train.AdamOptimizer(1e-2).minimize(loss)
+    plan = optimize([loss, train], [ids], [(BATCH, STEPS)])
+    lstm_seq.fuse_lstm_layers(plan)
+    (grad,) = [n for n in plan.nodes() if n.type == "lstm_seq_grad"]
+    dy = grad.inputs[0]
+    assert dy.type == "reshape" and tuple(dy.inputs[0].shape) == (STEPS, BATCH, UNITS)

@@ -176,6 +176,28 @@ def _stacked(values, shape):
     return base
 
 
+def _time_major(values, made):
+    """``reshape(base, [steps * batch, units])`` where ``values`` are ``base[t]`` in order
+    for a ``[steps, batch, units]`` node (``dynamic_rnn``'s outputs' gradient, time-major):
+    one copy instead of a concat of ``steps`` slices; else None."""
+    base = values[0].inputs[0] if _is(values[0], "getitem") else None
+    if base is None or values[0].shape is None or len(values[0].shape) != 2:
+        return None
+    steps, (batch, units) = len(values), values[0].shape
+    if base.shape is None or tuple(base.shape) != (steps, batch, units):
+        return None
+    whole = ("slice", None, None, None)
+    if not all(_is(v, "getitem") and v.inputs[0] is base
+               and tuple(v.attrs.get("key", ())) == (t, whole, whole)
+               for t, v in enumerate(values)):
+        return None
+    rows = PlanNode.standing_for(values[-1], REGISTRY["reshape"], [base],
+                                 {"shape": (steps * batch, units)},
+                                 shape=(steps * batch, units), name=base.name + "/rows")
+    made.append(rows)
+    return rows
+
+
 def _forward_only_ok(layer, readers):
     inside = set(layer["steps"])
     return all(set(readers.get(o[1], [])) <= inside for o in layer["outs"][:-1]
@@ -259,7 +281,7 @@ def _replace(layer, link, mapping, made, readers):
     grads = layer["grads"]
     if grads is None:
         return
-    dy = _stacked(grads["dy"], (batch, units))
+    dy = _stacked(grads["dy"], (batch, units)) or _time_major(grads["dy"], made)
     if dy is None:
         dy = PlanNode.standing_for(grads["dy"][-1], REGISTRY["concat"], grads["dy"],
                                    {"axis": 0}, shape=(total, units),
