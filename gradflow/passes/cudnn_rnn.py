@@ -21,6 +21,9 @@ becomes rows of ``y`` and each ``dz_t`` rows of ``dz``: the nodes that read them
 layers above; the weight and bias gradients' products, which ``batch_matmuls`` made one
 each) stay as they are.
 
+A concat of all the ``h_t`` (or all the ``dz_t``) in time order is the stack itself; an
+output gradient arriving as ``base[t]`` of one time-major node is one reshape of it.
+
 A layer is replaced only if: its steps chain through their ``h``/``c`` outputs with one
 ``w``, ``row`` and ``forget_bias``, ``T >= 2``; every ``x_t`` is rows ``t`` of one
 ``[T * batch, 4 * units]`` node (the input projection of all steps); the gates ``a_t``,
