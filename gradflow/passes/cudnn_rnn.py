@@ -21,6 +21,9 @@ becomes rows of ``y`` and each ``dz_t`` rows of ``dz``: the nodes that read them
 layers above; the weight and bias gradients' products, which ``batch_matmuls`` made one
 each) stay as they are.
 
+A concat of all the ``h_t`` (or all the ``dz_t``) in time order is the stack itself; an
+output gradient arriving as ``base[t]`` of one time-major node is one reshape of it.
+
 A layer is replaced only if: its steps chain through their ``h``/``c`` outputs with one
 ``w``, ``row`` and ``forget_bias``, ``T >= 2``; every ``x_t`` is rows ``t`` of one
 ``[T * batch, 4 * units]`` node (the input projection of all steps); the gates ``a_t``,
@@ -54,30 +57,35 @@ class SequenceLink:
         return "SequenceLink()"
 
 
-def fuse_lstm_sequences(graph, accepts=None) -> None:
+def fuse_lstm_sequences(graph, accepts=None, reversed_inputs=False) -> None:
     """Replace each whole LSTM layer of ``graph`` (a PlanGraph) by ``lstm_seq`` nodes;
     with ``accepts``, only the layers for whose ``SequenceLink`` it says True (a
-    backend's library taking those sizes: it may keep its state in the link)."""
+    backend's library taking those sizes: it may keep its state in the link). With
+    ``reversed_inputs``, also a layer whose steps read the input projection's row blocks
+    last to first (the backward direction of a static-length bidirectional RNN): its
+    ``x`` is those blocks reversed (one copy, ``reshape``, ``reverse``, ``reshape``)."""
     mapping, made = {}, []
-    for layer in find_lstm_layers(graph):
+    readers = graph.consumers()
+    for layer in find_lstm_layers(graph, reversed_inputs):
         c0 = layer["steps"][0].inputs[4]
         link = SequenceLink((len(layer["steps"]), *(int(d) for d in c0.shape),
                              c0.dtype.as_numpy_dtype))
         if accepts is None or accepts(link):
-            _replace(layer, link, mapping, made)
+            _replace(layer, link, mapping, made, readers)
     graph.replace(mapping, extra=made)
 
 
-def find_lstm_layers(graph):
+def find_lstm_layers(graph, reversed_inputs=False):
     """The layers this pass replaces: one dict each with ``steps`` (the forward nodes in
-    time order), ``x`` (the stacked input projection), ``outs`` (``[a, c, h]`` output
-    nodes per step, None where unread), and ``grads`` (None, or ``dy`` per step, the
-    ``dz_t`` nodes and the ``dc_0`` node or None)."""
+    time order), ``x`` (the stacked input projection), ``x_reversed`` (whether the steps
+    read its row blocks last to first: only with ``reversed_inputs``), ``outs``
+    (``[a, c, h]`` output nodes per step, None where unread), and ``grads`` (None, or
+    ``dy`` per step, the ``dz_t`` nodes and the ``dc_0`` node or None)."""
     readers = graph.consumers()
     layers = []
     for node in graph.nodes():
         if _is(node, "lstm_step_rec") and _step_of(node.inputs[1], readers) is None:
-            layer = _layer_from(node, readers)
+            layer = _layer_from(node, readers, reversed_inputs)
             if layer is not None:
                 layers.append(layer)
     return layers
@@ -120,7 +128,7 @@ def _next_step(step, outs, readers):
     return None
 
 
-def _layer_from(first, readers):
+def _layer_from(first, readers, reversed_inputs=False):
     steps, outs = [], []
     step = first
     while step is not None:
@@ -132,10 +140,13 @@ def _layer_from(first, readers):
         step = _next_step(step, o, readers)
     if len(steps) < 2 or not _known(first):
         return None
-    x = _stacked([s.inputs[0] for s in steps], first.inputs[0].shape)
+    xs = [s.inputs[0] for s in steps]
+    x, backwards = _stacked(xs, first.inputs[0].shape), False
+    if x is None and reversed_inputs:
+        x, backwards = _stacked(xs[::-1], first.inputs[0].shape), True
     if x is None:
         return None
-    layer = {"steps": steps, "x": x, "outs": outs, "grads": None}
+    layer = {"steps": steps, "x": x, "x_reversed": backwards, "outs": outs, "grads": None}
     if all(o[0] is None for o in outs):  # inference: no backward reads the gates
         return layer if _forward_only_ok(layer, readers) else None
     grads = _backward(layer, readers)
@@ -166,6 +177,28 @@ def _stacked(values, shape):
                                                       _rows_key(t, batch, 1)):
             return None
     return base
+
+
+def _time_major(values, made):
+    """``reshape(base, [steps * batch, units])`` where ``values`` are ``base[t]`` in order
+    for a ``[steps, batch, units]`` node (``dynamic_rnn``'s outputs' gradient, time-major):
+    one copy instead of a concat of ``steps`` slices; else None."""
+    base = values[0].inputs[0] if _is(values[0], "getitem") else None
+    if base is None or values[0].shape is None or len(values[0].shape) != 2:
+        return None
+    steps, (batch, units) = len(values), values[0].shape
+    if base.shape is None or tuple(base.shape) != (steps, batch, units):
+        return None
+    whole = ("slice", None, None, None)
+    if not all(_is(v, "getitem") and v.inputs[0] is base
+               and tuple(v.attrs.get("key", ())) == (t, whole, whole)
+               for t, v in enumerate(values)):
+        return None
+    rows = PlanNode.standing_for(values[-1], REGISTRY["reshape"], [base],
+                                 {"shape": (steps * batch, units)},
+                                 shape=(steps * batch, units), name=base.name + "/rows")
+    made.append(rows)
+    return rows
 
 
 def _forward_only_ok(layer, readers):
@@ -230,12 +263,14 @@ def _backward(layer, readers):
     return {"dy": dys[::-1], "dz": dzs[::-1], "dc0": dc}
 
 
-def _replace(layer, link, mapping, made):
+def _replace(layer, link, mapping, made, readers):
     steps, outs, x = layer["steps"], layer["outs"], layer["x"]
     first, last = steps[0], steps[-1]
     _, h0, w, row, c0 = first.inputs
     batch, units = c0.shape
     total = batch * len(steps)
+    if layer["x_reversed"]:
+        x = _reversed_blocks(x, len(steps), batch, made)
     attrs = {"forget_bias": first.attrs["forget_bias"], "steps": len(steps),
              "link": link}
     seq = PlanNode.standing_for(last, LSTM_SEQ, [x, h0, w, row, c0], attrs,
@@ -245,11 +280,11 @@ def _replace(layer, link, mapping, made):
     if outs[-1][1] is not None:
         mapping[outs[-1][1]] = output_of(seq, 1, outs[-1][1])
         made.append(mapping[outs[-1][1]])
-    _rows_of(y, [o[2] for o in outs], batch, mapping, made)
+    _rows_of(y, [o[2] for o in outs], batch, mapping, made, readers)
     grads = layer["grads"]
     if grads is None:
         return
-    dy = _stacked(grads["dy"], (batch, units))
+    dy = _stacked(grads["dy"], (batch, units)) or _time_major(grads["dy"], made)
     if dy is None:
         dy = PlanNode.standing_for(grads["dy"][-1], REGISTRY["concat"], grads["dy"],
                                    {"axis": 0}, shape=(total, units),
@@ -260,10 +295,26 @@ def _replace(layer, link, mapping, made):
                                  name=last.name + "/sequence_grad")
     dz = _output(grad, 0, (total, 4 * units))
     made += [grad, dz]
-    _rows_of(dz, grads["dz"], batch, mapping, made)
+    _rows_of(dz, grads["dz"], batch, mapping, made, readers)
     if grads["dc0"] is not None:
         mapping[grads["dc0"]] = output_of(grad, 1, grads["dc0"])
         made.append(mapping[grads["dc0"]])
+
+
+def _reversed_blocks(x, steps, batch, made):
+    """``x`` ([steps * batch, width]) with its blocks of ``batch`` rows last to first."""
+    width = int(x.shape[1])
+    blocks = PlanNode.standing_for(x, REGISTRY["reshape"], [x],
+                                   {"shape": (steps, batch, width)},
+                                   shape=(steps, batch, width), name=x.name + "/blocks")
+    flipped = PlanNode.standing_for(x, REGISTRY["reverse"], [blocks], {"axes": (0,)},
+                                    shape=(steps, batch, width),
+                                    name=x.name + "/blocks_reversed")
+    rows = PlanNode.standing_for(x, REGISTRY["reshape"], [flipped],
+                                 {"shape": (steps * batch, width)},
+                                 shape=(steps * batch, width), name=x.name + "/reversed")
+    made += [blocks, flipped, rows]
+    return rows
 
 
 def _output(node, index, shape):
@@ -272,8 +323,17 @@ def _output(node, index, shape):
                                  shape=shape, name=f"{node.name}/{index}")
 
 
-def _rows_of(stack, olds, batch, mapping, made):
-    """Map each of ``olds`` (None: unread) to its rows of ``stack``."""
+def _rows_of(stack, olds, batch, mapping, made, readers):
+    """Map each of ``olds`` (None: unread) to its rows of ``stack``, and a ``concat`` of
+    all of them in order along the rows (``static_rnn``'s outputs stacked for the layer
+    above; the steps' gate gradients stacked for the weights' products) to ``stack``
+    itself: no copy of what the sequence node wrote in one piece."""
+    if None not in olds:
+        for r in readers.get(olds[0], []):
+            if _is(r, "concat") and r.attrs.get("axis") in (0, -2) and _same(r.inputs, olds) \
+                    and r.shape is not None and tuple(r.shape) == tuple(stack.shape) \
+                    and r.dtype == stack.dtype:
+                mapping[r] = stack
     for t, old in enumerate(olds):
         if old is not None:
             mapping[old] = PlanNode.standing_for(old, REGISTRY["getitem"], [stack],

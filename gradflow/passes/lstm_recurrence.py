@@ -30,7 +30,8 @@ the step alone and add two values of the state's shape.
 from __future__ import annotations
 
 from gradflow.passes.ir import PlanNode
-from gradflow.prim.rnn import LSTM_STEP_REC, LSTM_STEP_REC_GRAD
+from gradflow.prim.registry import REGISTRY
+from gradflow.prim.rnn import LSTM_STEP, LSTM_STEP_GRAD, LSTM_STEP_REC, LSTM_STEP_REC_GRAD
 
 
 def fuse_lstm_recurrence(graph) -> None:
@@ -43,6 +44,38 @@ def fuse_lstm_recurrence(graph) -> None:
             mapping[node] = fused
             made.append(fused)
     graph.replace(mapping, extra=made)
+
+
+def unfuse_lstm_recurrence(graph) -> None:
+    """The inverse of ``fuse_lstm_recurrence``: each ``lstm_step_rec`` left in ``graph``
+    becomes ``matmul`` + ``lstm_step`` again, each ``lstm_step_rec_grad`` ``matmul``
+    (``transpose_b``) + ``add`` + ``lstm_step_grad``, built from the nodes' inputs as they
+    are now. For a CPU backend whose sequence kernels take whole layers
+    (``passes/cudnn_rnn.py``): a layer they leave runs as the plain steps did, its
+    products on BLAS (and ``contiguous_recurrent_transposes`` can still find them)."""
+    mapping, made = {}, []
+    for node in graph.nodes():
+        if _is(node, "lstm_step_rec"):
+            x, h_prev, w, row, c_prev = node.inputs
+            y = _matmul(node, h_prev, w, False, (h_prev.shape[0], w.shape[1]))
+            mapping[node] = PlanNode.standing_for(node, LSTM_STEP, [x, y, row, c_prev],
+                                                  dict(node.attrs))
+            made += [y, mapping[node]]
+        elif _is(node, "lstm_step_rec_grad"):
+            dy, dz_next, w, dc_next, a, c, c_prev = node.inputs
+            m = _matmul(node, dz_next, w, True, tuple(dy.shape))
+            dh = PlanNode.standing_for(node, REGISTRY["add"], [dy, m], {}, shape=dy.shape,
+                                       name=node.name + "/dh")
+            mapping[node] = PlanNode.standing_for(node, LSTM_STEP_GRAD,
+                                                  [dh, dc_next, a, c, c_prev], {})
+            made += [m, dh, mapping[node]]
+    graph.replace(mapping, extra=made)
+
+
+def _matmul(node, a, b, transpose_b, shape):
+    return PlanNode.standing_for(node, REGISTRY["matmul"], [a, b],
+                                 {"transpose_a": False, "transpose_b": transpose_b},
+                                 shape=shape, name=node.name + "/recurrent")
 
 
 def _forward(step, readers):

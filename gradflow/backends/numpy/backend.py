@@ -16,6 +16,8 @@ from gradflow.backends.numpy import windows as numpy_windows
 from gradflow.backends.numpy.attention import LOWERINGS as ATTENTION_LOWERINGS
 from gradflow.backends.numpy.fused import lower_fused
 from gradflow.backends.numpy.layer_norm import LOWERINGS as LAYER_NORM_LOWERINGS
+from gradflow.backends.numpy.lstm_seq import LOWERINGS as LSTM_SEQ_LOWERINGS
+from gradflow.backends.numpy.lstm_seq import fuse_lstm_layers
 from gradflow.backends.numpy.matmul import lower_matmul
 from gradflow.backends.numpy.out import LOWERINGS as OUT_LOWERINGS
 from gradflow.backends.numpy.reduce import lower_unbroadcast
@@ -158,8 +160,10 @@ class NumpyBackend(Backend):
         # oneDNN runs them (gradflow.passes.conv_layouts)
         if numpy_windows.ONEDNN and onednn.api() is not None:
             self.kernel_passes = (fold_conv_layouts,)
-        # an unrolled RNN's backward products by w^T read one row-major copy of it
-        self.kernel_passes = tuple(self.kernel_passes) + (contiguous_recurrent_transposes,)
+        # whole LSTM layers as one loop each way (gradflow.backends.numpy.lstm_seq), then
+        # the backward products by w^T of the steps left read one row-major copy of it
+        self.kernel_passes = tuple(self.kernel_passes) + (fuse_lstm_layers,
+                                                          contiguous_recurrent_transposes)
 
     def asarray(self, host):
         return np.asarray(host)
@@ -210,6 +214,7 @@ LOWERINGS = {
     **ATTENTION_LOWERINGS,
     **LAYER_NORM_LOWERINGS,
     **RNN_LOWERINGS,
+    **LSTM_SEQ_LOWERINGS,
     **WINDOW_LOWERINGS,
     **bind_segments(segment_reducer(_scatter_add_rows)),
 }
