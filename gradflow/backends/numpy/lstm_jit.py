@@ -280,11 +280,16 @@ def step_backward(dh, dc_next, a, c, c_prev, dz, dc_prev):
     arrays for LLVM to vectorize."""
     n = c.shape[1]
     for b in range(c.shape[0]):
-        dhr, dcn, cr, dcr = dh[b], dc_next[b], c[b], dc_prev[b]
-        af, ao = a[b, 2 * n:3 * n], a[b, 3 * n:]
-        for k in range(n):
-            t = _tanh(cr[k])
-            dcr[k] = dhr[k] * ao[k] * (_ONE - t * t) + dcn[k]
-        _gate_grad_row(dcr, dhr, cr, c_prev[b], a[b], dz[b], n)
-        for k in range(n):
-            dcr[k] = dcr[k] * af[k]
+        step_backward_row(dh[b], dc_next[b], a[b], c[b], c_prev[b], dz[b], dc_prev[b], n)
+
+
+@numba.njit(**_OPTIONS)
+def step_backward_row(dhr, dcn, ar, cr, cpr, dzr, dcr, n):
+    """One row of ``step_backward`` (also ``lstm_seq_jit``'s, after its add)."""
+    af, ao = ar[2 * n:3 * n], ar[3 * n:]
+    for k in range(n):
+        t = _tanh(cr[k])
+        dcr[k] = dhr[k] * ao[k] * (_ONE - t * t) + dcn[k]
+    _gate_grad_row(dcr, dhr, cr, cpr, ar, dzr, n)
+    for k in range(n):
+        dcr[k] = dcr[k] * af[k]

@@ -2,14 +2,14 @@
 
 Imported only where numba is available (``lstm_seq`` asks ``lstm_kernels.compiled()``);
 each kernel compiles on its first call and is cached on disk, as ``lstm_jit``'s are,
-whose inline pieces (``_tanh``, ``_gate_grad_row``) these reuse.
+whose row of a backward step (``step_backward_row``) these reuse.
 """
 
 from __future__ import annotations
 
 import numba
 
-from gradflow.backends.numpy.lstm_jit import _ONE, _OPTIONS, _gate_grad_row, _tanh
+from gradflow.backends.numpy.lstm_jit import _OPTIONS, step_backward_row
 
 # rows of the transpose's strips: a strip's column is 32 bytes of the result
 _STRIP = 8
@@ -25,14 +25,7 @@ def step_backward_sum(dy, m, dc_next, a, c, c_prev, dh, dz, dc_prev):
         dyr, mr, dhr = dy[b], m[b], dh[b]
         for k in range(n):
             dhr[k] = dyr[k] + mr[k]
-        dcn, cr, dcr = dc_next[b], c[b], dc_prev[b]
-        af, ao = a[b, 2 * n:3 * n], a[b, 3 * n:]
-        for k in range(n):
-            t = _tanh(cr[k])
-            dcr[k] = dhr[k] * ao[k] * (_ONE - t * t) + dcn[k]
-        _gate_grad_row(dcr, dhr, cr, c_prev[b], a[b], dz[b], n)
-        for k in range(n):
-            dcr[k] = dcr[k] * af[k]
+        step_backward_row(dhr, dc_next[b], a[b], c[b], c_prev[b], dz[b], dc_prev[b], n)
 
 
 @numba.njit(**_OPTIONS)
