@@ -42,6 +42,7 @@ from timing import (  # noqa: E402
 pin_threads_from_argv()
 
 import numpy as np  # noqa: E402
+import op_profile  # noqa: E402  (it loads NumPy: after the threads are pinned)
 
 import gradflow as gf  # noqa: E402
 
@@ -365,76 +366,11 @@ def build_time(steps=100, backend=None):
 
 
 def profile_ops(weights, x, y, backend=None, optimize=True, steps=20):
-    """Milliseconds per training step spent in each kind of op of the gradflow step (and
-    outside the ops: the plan's own Python), from timers wrapped around every bound op
-    function; ``(wall ms, {op: (ms, calls per step)})``, medians over ``steps`` runs. The
-    timers add about half a microsecond to each of the step's ~2000 calls, so the total
-    runs a little above the step's time."""
-    import collections
-
-    from gradflow import executor
-
-    totals, counts = collections.defaultdict(float), collections.Counter()
-    bind, depth = executor.bind, [0]
-
-    def timed_bind(backend_, node, attrs=None, draw=None):
-        if depth[0]:  # a fused node's members: timed as the node
-            return bind(backend_, node, attrs, draw)
-        depth[0] += 1
-        try:
-            fn = bind(backend_, node, attrs, draw)
-        finally:
-            depth[0] -= 1
-        name = node.opdef.name
-        if "wrt" in node.attrs:
-            name += "/" + node.attrs["wrt"]
-        if name == "fused":
-            name += "[" + " ".join(m.type for m in node.attrs["program"].members) + "]"
-        if name in ("matmul", "concat", "add", "split_like") or name.startswith("fused"):
-            name += str(tuple(node.shape)) if node.shape is not None else ""
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            result = fn(*args, **kwargs)
-            totals[name] += time.perf_counter() - start
-            counts[name] += 1
-            return result
-
-        timed.__dict__.update(getattr(fn, "__dict__", {}))  # accepts_out and the like
-        timed.inner = fn
-        return timed
-
-    backend = gf.backends.get(backend)
-    accepts_out = backend.accepts_out
-    backend.accepts_out = lambda fn: accepts_out(getattr(fn, "inner", fn))
-    executor.bind = timed_bind
-    try:
-        step, *_ = gradflow_step(weights, x, y, backend, optimize=optimize)
-        step()
-        step()
-    finally:
-        executor.bind = bind
-    per_run, walls = [], []
-    for _ in range(steps):
-        totals.clear()
-        counts.clear()
-        start = time.perf_counter()
-        step()
-        walls.append(time.perf_counter() - start)
-        per_run.append((dict(totals), dict(counts)))
-    # medians over the runs: one slow spell of a shared machine moves them little
-    ops = {k: (float(np.median([t.get(k, 0.0) for t, _ in per_run])) * 1e3, c[k])
-           for k in per_run[0][0] for c in [per_run[0][1]]}
-    return float(np.median(walls)) * 1e3, ops
-
-
-def print_profile(wall, ops):
-    """The table of ``profile_ops``, slowest first."""
-    inside = sum(ms for ms, _ in ops.values())
-    print(f"gradflow step {wall:.2f} ms with timers: {inside:.2f} ms in ops, "
-          f"{wall - inside:.2f} ms outside them")
-    for name, (ms, calls) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
-        print(f"  {name:28s} {ms:7.3f} ms  {calls:5d} calls  {ms / calls * 1e3:8.1f} us/call")
+    """Milliseconds per training step spent in each kind of op of the gradflow step, and
+    outside the ops (``op_profile.profile_ops``: ``(wall ms, {op: (ms, calls per step)})``,
+    medians over ``steps`` runs)."""
+    return op_profile.profile_ops(
+        lambda: gradflow_step(weights, x, y, backend, optimize=optimize)[0], backend, steps)
 
 
 def main(argv=None):
@@ -457,7 +393,7 @@ def main(argv=None):
     y = rng.integers(0, VOCAB, (BATCH, STEPS)).astype(np.int32)
     name = args.backend or gf.backends.default_name()
     if args.profile:
-        print_profile(*profile_ops(weights, x, y, args.backend, bool(args.optimize)))
+        op_profile.print_profile(*profile_ops(weights, x, y, args.backend, bool(args.optimize)))
         return None
     gf_step, gf_loss, gf_sess, gf_loss_t, gf_feed = gradflow_step(weights, x, y, args.backend)
     raw_step, raw_loss, *_ = gradflow_step(weights, x, y, args.backend, optimize=False)

@@ -29,11 +29,9 @@ with both, ``gf / neither`` compares with the plan without either pass.
 from __future__ import annotations
 
 import argparse
-import collections
 import math
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,6 +40,7 @@ from timing import parse_args, pin_threads_from_argv  # noqa: E402
 pin_threads_from_argv()
 
 import numpy as np  # noqa: E402
+import op_profile  # noqa: E402  (it loads NumPy: after the threads are pinned)
 from conv import add_peer_arguments, load_peers, timed  # noqa: E402
 
 import gradflow as gf  # noqa: E402
@@ -215,7 +214,7 @@ def main():
     weights = init_weights(args.width, args.layers, args.seq)
     if args.profile:
         without = (fuse_layer_norm,) * args.unfused_layer_norm + (fuse_gelu,) * args.unfused_gelu
-        print_profile(*profile_ops(lambda: unfused_step(weights, ids, mask, labels,
+        op_profile.print_profile(*profile_ops(lambda: unfused_step(weights, ids, mask, labels,
                                                         args.layers, without)))
         return
     steps = {"gradflow": graph_step(gf, weights, ids, mask, labels, args.layers),
@@ -250,77 +249,9 @@ def main():
 
 
 def profile_ops(make_step, steps=10):
-    """Milliseconds per training step spent in each kind of op of the gradflow step
-    ``make_step()`` builds (``(wall ms, {op: (ms, calls per step)})``, medians over
-    ``steps`` runs), from timers wrapped around every bound op function, as
-    ``benchmarks/lstm_step.py --profile`` takes them."""
-    from gradflow import executor
-
-    totals, counts = collections.defaultdict(float), collections.Counter()
-    bind, depth = executor.bind, [0]
-
-    def timed_bind(backend_, node, attrs=None, draw=None):
-        if depth[0]:  # a fused node's members: timed as the node
-            return bind(backend_, node, attrs, draw)
-        depth[0] += 1
-        try:
-            fn = bind(backend_, node, attrs, draw)
-        finally:
-            depth[0] -= 1
-        name = _profile_name(node)
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            result = fn(*args, **kwargs)
-            totals[name] += time.perf_counter() - start
-            counts[name] += 1
-            return result
-
-        timed.__dict__.update(getattr(fn, "__dict__", {}))  # accepts_out and the like
-        timed.inner = fn
-        return timed
-
-    backend = gf.backends.get(None)
-    accepts_out = backend.accepts_out
-    backend.accepts_out = lambda fn: accepts_out(getattr(fn, "inner", fn))
-    executor.bind = timed_bind
-    try:
-        step = make_step()
-        step()
-    finally:
-        executor.bind = bind
-        backend.accepts_out = accepts_out
-    per_run, walls = [], []
-    for _ in range(steps):
-        totals.clear()
-        counts.clear()
-        start = time.perf_counter()
-        step()
-        walls.append(time.perf_counter() - start)
-        per_run.append((dict(totals), dict(counts)))
-    ops = {k: (float(np.median([t.get(k, 0.0) for t, _ in per_run])) * 1e3, per_run[0][1][k])
-           for k in per_run[0][0]}
-    return float(np.median(walls)) * 1e3, ops
-
-
-def _profile_name(node):
-    name = node.opdef.name
-    if "wrt" in node.attrs:
-        name += "/" + node.attrs["wrt"]
-    if name == "fused":
-        name += "[" + " ".join(m.type for m in node.attrs["program"].members) + "]"
-    if name in ("matmul", "add") or name.startswith(("fused", "layer_norm")):
-        name += str(tuple(node.shape)) if node.shape is not None else ""
-    return name
-
-
-def print_profile(wall, ops):
-    """The table of ``profile_ops``, slowest first."""
-    inside = sum(ms for ms, _ in ops.values())
-    print(f"gradflow step {wall:.2f} ms with timers: {inside:.2f} ms in ops, "
-          f"{wall - inside:.2f} ms outside them")
-    for name, (ms, calls) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
-        print(f"  {name[:90]:90s} {ms:7.3f} ms {calls:4d} calls")
+    """Milliseconds per training step in each kind of op of the gradflow step
+    ``make_step()`` builds (``op_profile.profile_ops``, as ``lstm_step.py --profile``)."""
+    return op_profile.profile_ops(make_step, None, steps)
 
 
 if __name__ == "__main__":
