@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from gradflow.passes.attention import _op, _scalar
-from gradflow.passes.ir import PlanNode, rewrite_patterns
+from gradflow.passes.ir import PlanNode, pair_is_closed, rewrite_patterns
 from gradflow.passes.layer_norm import _find, _other, _sum_of
 from gradflow.prim import gelu as _registers  # noqa: F401 (gelu_tanh's records)
 from gradflow.prim.registry import REGISTRY
@@ -141,15 +141,7 @@ def _square_of(readers, t):
 
 def _closed(f, readers, fetched):
     """Whether every node the pair replaces is read by the pattern alone (and not fetched)."""
-    grad = f["grad"]
-    inner = set(f["inner"])
-    ends = {f["y"]}
-    if grad is not None:
-        inner |= set(grad["inner"])
-        ends |= {grad["dx"]}
-    allowed = inner | ends
-    return all(n not in fetched and not n.control_inputs
-               and all(r in allowed for r in readers.get(n, [])) for n in inner)
+    return pair_is_closed(f, readers, fetched, "y", ("dx",))
 
 
 def _rewrite(f, mapping, made):

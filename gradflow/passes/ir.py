@@ -164,6 +164,22 @@ def rewrite_patterns(graph, starts, forward, backward, closed, rewrite) -> None:
     graph.replace(mapping, extra=made)
 
 
+def pair_is_closed(found, readers, fetched, end, grad_ends):
+    """``closed`` of ``rewrite_patterns`` for a pattern whose replaced nodes are
+    ``found["inner"]`` (and its gradient's ``found["grad"]["inner"]``) and whose results
+    are ``found[end]`` (and the gradient's ``grad_ends``): no replaced node is fetched or
+    has control inputs, and each is read only by the pattern's nodes or results."""
+    grad = found["grad"]
+    inner = set(found["inner"])
+    ends = {found[end]}
+    if grad is not None:
+        inner |= set(grad["inner"])
+        ends |= {grad[k] for k in grad_ends}
+    allowed = inner | ends
+    return all(n not in fetched and not n.control_inputs
+               and all(r in allowed for r in readers.get(n, [])) for n in inner)
+
+
 def specialized_shape(node, shapes):
     """The static shape of ``node`` re-inferred from the fed shapes, or its own shape
     where the rule cannot say more (a refinement never contradicts the graph's)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from gradflow import dtypes
 from gradflow.passes.attention import _op, _scalar
 from gradflow.passes.fusion import output_of
-from gradflow.passes.ir import PlanNode, rewrite_patterns
+from gradflow.passes.ir import PlanNode, pair_is_closed, rewrite_patterns
 from gradflow.prim.layer_norm import LAYER_NORM_BWD, LAYER_NORM_FWD
 from gradflow.prim.plan import FUSED_OUTPUT
 from gradflow.prim.registry import REGISTRY
@@ -249,15 +249,7 @@ def _sum_of(readers, terms, allow_others):
 
 def _closed(f, readers, fetched):
     """Whether every node the pair replaces is read by the pattern alone (and not fetched)."""
-    grad = f["grad"]
-    inner = set(f["inner"])
-    ends = {f["y"]}
-    if grad is not None:
-        inner |= set(grad["inner"])
-        ends |= {grad["dx"], grad["dgamma"], grad["dbeta"]}
-    allowed = inner | ends
-    return all(n not in fetched and not n.control_inputs
-               and all(r in allowed for r in readers.get(n, [])) for n in inner)
+    return pair_is_closed(f, readers, fetched, "y", ("dx", "dgamma", "dbeta"))
 
 
 def _rewrite(f, mapping, made):
