@@ -30,7 +30,8 @@ finally:
     sys.path.remove(str(ROOT / "benchmarks"))
 FILES = ["tests/test_isa_fuzz.py", "tests/test_onednn.py", "tests/test_onednn_matmul.py",
          "tests/test_conv.py", "tests/test_fusion.py", "tests/test_lstm_kernels.py",
-         "tests/test_numpy_lowerings.py"]
+         "tests/test_numpy_lowerings.py", "tests/test_lstm_seq_numpy.py",
+         "tests/test_embedding_product.py"]
 # which kernel oneDNN prefers for a few-channel input gradient is a speed choice made
 # for AVX-512's kernels (``onednn_conv.input_gradient_kernel``); below it those kernels
 # are not there and oneDNN's first choice runs, which the other tests check for numbers
