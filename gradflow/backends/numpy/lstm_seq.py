@@ -50,7 +50,7 @@ from gradflow.backends.numpy.lstm_kernels import (
     picker,
     writes_out,
 )
-from gradflow.backends.numpy.matmul import _product
+from gradflow.backends.numpy.matmul import product_into
 from gradflow.backends.onednn.matmul import MIN_WORK
 from gradflow.passes.cudnn_rnn import fuse_lstm_sequences
 from gradflow.passes.lstm_recurrence import fuse_lstm_recurrence, unfuse_lstm_recurrence
@@ -120,9 +120,9 @@ def _fits(steps, x, h0, w, row, c0):
 
 def _multiplier(rows, inner, cols):
     """``matmul``'s function for products of these sizes: ``np.matmul`` itself below
-    oneDNN's ``MIN_WORK`` (where ``_product`` would ask oneDNN, be told no, and call it:
+    oneDNN's ``MIN_WORK`` (where ``product_into`` would ask oneDNN, be told no, and call it:
     the same numbers, a microsecond later, a hundred times a layer)."""
-    return np.matmul if rows * inner * cols < MIN_WORK else _product
+    return np.matmul if rows * inner * cols < MIN_WORK else product_into
 
 
 def _c_order(kept, role, array):

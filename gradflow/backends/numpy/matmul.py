@@ -39,7 +39,7 @@ def _writes_out(fn):
     return fn
 
 
-def _product(a, b, out):
+def product_into(a, b, out):
     """``a @ b`` (views of the operands, transposed as the op says) into ``out``:
     oneDNN's for float32 matrices large enough, else NumPy's."""
     done = onednn_matmul.multiply(a, b, out)
@@ -82,19 +82,19 @@ def _lower_matmul(transpose_a, transpose_b):
     if not transpose_a and not transpose_b:
         @_writes_out
         def matmul(a, b, out=None):
-            return _product(a, b, out)
+            return product_into(a, b, out)
 
         return matmul
     if transpose_a and transpose_b:
         @_writes_out
         def matmul_at_bt(a, b, out=None):
-            return _product(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out)
+            return product_into(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), out)
 
         return matmul_at_bt
     if transpose_a:
         @_writes_out
         def matmul_at(a, b, out=None):
-            return _product(np.swapaxes(a, -1, -2), b, out)
+            return product_into(np.swapaxes(a, -1, -2), b, out)
 
         return matmul_at
 
